@@ -1,0 +1,525 @@
+//! One logical database: a segmented hash table of keys → entries.
+//!
+//! The table is split into segments by extendible hashing: a directory of
+//! `2^global_depth` slots points to segments, each covering a contiguous
+//! range of hash prefixes and holding at most [`SEGMENT_MAX`] entries in its
+//! own SwissTable. When a segment fills up it splits in two, moving only its
+//! own entries, so the database grows without a stop-the-world rehash of all
+//! its keys. The segment is also the unit of `SCAN` cursors (a cursor is a
+//! position in the 32-bit prefix space, which stays valid across splits) and
+//! of snapshot versioning.
+//!
+//! Bits used: the SwissTable takes its control tag from the hash's top 7
+//! bits and its bucket from the low bits; the directory takes the bits just
+//! below the top 7, so neither correlates with the other.
+
+use crate::bytes::SmallBytes;
+use crate::value::Value;
+use hashbrown::HashTable;
+use rand::Rng;
+use std::hash::BuildHasher;
+
+/// Entries per segment before it splits: 7/8 of 4096 buckets, so a segment
+/// table never grows past 4096 buckets.
+pub const SEGMENT_MAX: usize = 3584;
+
+/// `expire_at` of a key without a time to live.
+pub const NO_EXPIRE: i64 = i64::MIN;
+
+const PREFIX_BITS: u32 = 32;
+
+/// A key with its value, expiry (unix ms) and access clock.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub key: SmallBytes,
+    pub value: Value,
+    pub expire_at: i64,
+    /// LRU clock (seconds, low 24 bits as Redis) of the last access.
+    pub lru: u32,
+}
+
+impl Entry {
+    pub fn has_expire(&self) -> bool {
+        self.expire_at != NO_EXPIRE
+    }
+}
+
+struct Segment {
+    depth: u32,
+    table: HashTable<Entry>,
+    /// Entries with an expiry, so the active expiry cycle skips segments
+    /// that have none.
+    expiring: u32,
+}
+
+impl Segment {
+    fn new(depth: u32, capacity: usize) -> Self {
+        Segment {
+            depth,
+            table: HashTable::with_capacity(capacity),
+            expiring: 0,
+        }
+    }
+}
+
+pub struct Db {
+    hasher: foldhash::fast::RandomState,
+    global_depth: u32,
+    directory: Vec<u32>,
+    segments: Vec<Segment>,
+    len: usize,
+    expires: usize,
+    /// Where the active expiry cycle resumes.
+    expire_cursor: usize,
+}
+
+impl Default for Db {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Db {
+    pub fn new() -> Self {
+        Db {
+            hasher: foldhash::fast::RandomState::default(),
+            global_depth: 0,
+            directory: vec![0],
+            segments: vec![Segment::new(0, 0)],
+            len: 0,
+            expires: 0,
+            expire_cursor: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Keys with an expiry.
+    pub fn expires(&self) -> usize {
+        self.expires
+    }
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
+    #[inline]
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    #[inline]
+    fn dir_index(&self, hash: u64) -> usize {
+        if self.global_depth == 0 {
+            0
+        } else {
+            ((hash << 7) >> (64 - self.global_depth)) as usize
+        }
+    }
+
+    #[inline]
+    fn segment_of(&self, hash: u64) -> usize {
+        self.directory[self.dir_index(hash)] as usize
+    }
+
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> Option<&Entry> {
+        let h = self.hash(key);
+        let s = &self.segments[self.segment_of(h)];
+        s.table.find(h, |e| e.key.as_slice() == key)
+    }
+
+    /// The entry for `key`, to change its value in place. Its expiry is
+    /// changed only through [`Db::set_expire`] so the counts stay right.
+    #[inline]
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
+        let h = self.hash(key);
+        let si = self.segment_of(h);
+        self.segments[si]
+            .table
+            .find_mut(h, |e| e.key.as_slice() == key)
+            .map(|e| &mut e.value)
+    }
+
+    /// Sets the access clock of a key.
+    #[inline]
+    pub fn touch(&mut self, key: &[u8], lru: u32) {
+        let h = self.hash(key);
+        let si = self.segment_of(h);
+        if let Some(e) = self.segments[si]
+            .table
+            .find_mut(h, |e| e.key.as_slice() == key)
+        {
+            e.lru = lru;
+        }
+    }
+
+    /// Inserts or replaces `key`, returning the previous entry.
+    pub fn upsert(&mut self, key: &[u8], value: Value, expire_at: i64, lru: u32) -> Option<Entry> {
+        let h = self.hash(key);
+        let si = self.segment_of(h);
+        let hasher = &self.hasher;
+        let seg = &mut self.segments[si];
+        match seg.table.entry(
+            h,
+            |e| e.key.as_slice() == key,
+            |e| hasher.hash_one(e.key.as_slice()),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(mut o) => {
+                let e = o.get_mut();
+                let old = Entry {
+                    key: SmallBytes::default(),
+                    value: std::mem::replace(&mut e.value, value),
+                    expire_at: std::mem::replace(&mut e.expire_at, expire_at),
+                    lru: std::mem::replace(&mut e.lru, lru),
+                };
+                let (was, is) = (old.expire_at != NO_EXPIRE, expire_at != NO_EXPIRE);
+                if was != is {
+                    if is {
+                        seg.expiring += 1;
+                        self.expires += 1;
+                    } else {
+                        seg.expiring -= 1;
+                        self.expires -= 1;
+                    }
+                }
+                Some(old)
+            }
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                v.insert(Entry {
+                    key: SmallBytes::new(key),
+                    value,
+                    expire_at,
+                    lru,
+                });
+                if expire_at != NO_EXPIRE {
+                    seg.expiring += 1;
+                    self.expires += 1;
+                }
+                self.len += 1;
+                if seg.table.len() >= SEGMENT_MAX {
+                    self.split(si);
+                }
+                None
+            }
+        }
+    }
+
+    /// Removes `key`, returning its entry.
+    pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        let h = self.hash(key);
+        let si = self.segment_of(h);
+        let seg = &mut self.segments[si];
+        let e = seg
+            .table
+            .find_entry(h, |e| e.key.as_slice() == key)
+            .ok()?
+            .remove()
+            .0;
+        self.len -= 1;
+        if e.expire_at != NO_EXPIRE {
+            seg.expiring -= 1;
+            self.expires -= 1;
+        }
+        Some(e)
+    }
+
+    /// Sets or clears (`NO_EXPIRE`) a key's expiry. False if there is no key.
+    pub fn set_expire(&mut self, key: &[u8], expire_at: i64) -> bool {
+        let h = self.hash(key);
+        let si = self.segment_of(h);
+        let seg = &mut self.segments[si];
+        let Some(e) = seg.table.find_mut(h, |e| e.key.as_slice() == key) else {
+            return false;
+        };
+        let (was, is) = (e.expire_at != NO_EXPIRE, expire_at != NO_EXPIRE);
+        e.expire_at = expire_at;
+        if was && !is {
+            seg.expiring -= 1;
+            self.expires -= 1;
+        } else if !was && is {
+            seg.expiring += 1;
+            self.expires += 1;
+        }
+        true
+    }
+
+    fn split(&mut self, si: usize) {
+        let depth = self.segments[si].depth;
+        if depth == self.global_depth {
+            // Double the directory: slot i becomes slots 2i and 2i+1.
+            let mut dir = Vec::with_capacity(self.directory.len() * 2);
+            for &s in &self.directory {
+                dir.push(s);
+                dir.push(s);
+            }
+            self.directory = dir;
+            self.global_depth += 1;
+        }
+        let new_depth = depth + 1;
+        let g = self.global_depth;
+        let new_si = self.segments.len();
+        let mut moved = Segment::new(new_depth, SEGMENT_MAX / 2 + SEGMENT_MAX / 8);
+        let hasher = &self.hasher;
+        let seg = &mut self.segments[si];
+        seg.depth = new_depth;
+        // An entry moves when the bit that now tells the two halves apart
+        // (bit `depth` of its directory index, counted from the top) is set.
+        let bit_shift = 64 - 7 - new_depth;
+        let mut kept = HashTable::with_capacity(SEGMENT_MAX / 2 + SEGMENT_MAX / 8);
+        let mut kept_expiring = 0;
+        for e in std::mem::take(&mut seg.table) {
+            let h = hasher.hash_one(e.key.as_slice());
+            let expiring = (e.expire_at != NO_EXPIRE) as u32;
+            if (h >> bit_shift) & 1 == 1 {
+                moved.expiring += expiring;
+                moved
+                    .table
+                    .insert_unique(h, e, |e| hasher.hash_one(e.key.as_slice()));
+            } else {
+                kept_expiring += expiring;
+                kept.insert_unique(h, e, |e| hasher.hash_one(e.key.as_slice()));
+            }
+        }
+        seg.table = kept;
+        seg.expiring = kept_expiring;
+        self.segments.push(moved);
+        // The segment covered 2^(g-depth) directory slots; the upper half of
+        // them now points to the new segment.
+        let span = 1usize << (g - depth);
+        let first = self
+            .directory
+            .iter()
+            .position(|&s| s as usize == si)
+            .unwrap();
+        for slot in &mut self.directory[first + span / 2..first + span] {
+            *slot = new_si as u32;
+        }
+    }
+
+    /// Removes every key.
+    pub fn clear(&mut self) {
+        *self = Db {
+            hasher: self.hasher.clone(),
+            ..Db::new()
+        };
+    }
+
+    /// Iterates every entry (no order).
+    pub fn iter(&self) -> impl Iterator<Item = &Entry> {
+        self.segments.iter().flat_map(|s| s.table.iter())
+    }
+
+    /// One step of `SCAN`: visits whole segments starting at `cursor` until
+    /// at least `count` entries were visited or the end is reached. Returns
+    /// the next cursor (0 when done). Every key present for the whole scan
+    /// is visited at least once, whatever splits happen in between.
+    pub fn scan(&self, cursor: u64, count: usize, mut visit: impl FnMut(&Entry)) -> u64 {
+        let mut c = cursor;
+        if c >= 1u64 << PREFIX_BITS {
+            return 0;
+        }
+        let mut visited = 0;
+        loop {
+            let dir = if self.global_depth == 0 {
+                0
+            } else {
+                (c >> (PREFIX_BITS - self.global_depth)) as usize
+            };
+            let seg = &self.segments[self.directory[dir] as usize];
+            for e in seg.table.iter() {
+                visit(e);
+            }
+            visited += seg.table.len();
+            let width = 1u64 << (PREFIX_BITS - seg.depth);
+            c = (c / width + 1) * width;
+            if c >= 1u64 << PREFIX_BITS {
+                return 0;
+            }
+            if visited >= count.max(1) {
+                return c;
+            }
+        }
+    }
+
+    /// A random entry (for `RANDOMKEY` and eviction sampling).
+    pub fn random_entry(&self, rng: &mut impl Rng) -> Option<&Entry> {
+        if self.len == 0 {
+            return None;
+        }
+        // Pick a segment weighted by its size, then an entry in it.
+        let mut n = rng.gen_range(0..self.len);
+        for s in &self.segments {
+            if n < s.table.len() {
+                return s.table.iter().nth(n);
+            }
+            n -= s.table.len();
+        }
+        None
+    }
+
+    /// Active expiry: examines segments holding keys with an expiry,
+    /// starting where the last call stopped, and removes those whose time
+    /// has come, passing each to `on_expired`. Stops after examining about
+    /// `budget` entries. Returns (examined, expired).
+    pub fn expire_cycle(
+        &mut self,
+        now_ms: i64,
+        budget: usize,
+        mut on_expired: impl FnMut(Entry),
+    ) -> (usize, usize) {
+        let mut examined = 0;
+        let mut expired = 0;
+        let nseg = self.segments.len();
+        for _ in 0..nseg {
+            if examined >= budget || self.expires == 0 {
+                break;
+            }
+            let si = self.expire_cursor % nseg;
+            self.expire_cursor = (si + 1) % nseg;
+            let seg = &mut self.segments[si];
+            if seg.expiring == 0 {
+                continue;
+            }
+            examined += seg.table.len();
+            let mut gone = Vec::new();
+            seg.table.retain(|e| {
+                if e.expire_at != NO_EXPIRE && e.expire_at <= now_ms {
+                    gone.push(e.clone());
+                    false
+                } else {
+                    true
+                }
+            });
+            seg.expiring -= gone.len() as u32;
+            self.expires -= gone.len();
+            self.len -= gone.len();
+            expired += gone.len();
+            for e in gone {
+                on_expired(e);
+            }
+        }
+        (examined, expired)
+    }
+
+    /// Approximate bytes of the table itself (entries and control bytes).
+    pub fn table_bytes(&self) -> usize {
+        self.segments
+            .iter()
+            .map(|s| s.table.capacity() * (std::mem::size_of::<Entry>() + 1))
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    #[test]
+    fn entry_fits_a_cache_line() {
+        assert!(std::mem::size_of::<Entry>() <= 64);
+    }
+
+    #[test]
+    fn grows_by_splitting_segments_and_keeps_every_key() {
+        let mut db = Db::new();
+        for i in 0..50_000u32 {
+            db.upsert(
+                format!("key:{i}").as_bytes(),
+                Value::Int(i as i64),
+                NO_EXPIRE,
+                0,
+            );
+        }
+        assert_eq!(db.len(), 50_000);
+        assert!(db.segment_count() > 10);
+        for i in 0..50_000u32 {
+            assert_eq!(
+                db.get(format!("key:{i}").as_bytes()).unwrap().value,
+                Value::Int(i as i64)
+            );
+        }
+        assert_eq!(db.iter().count(), 50_000);
+    }
+
+    #[test]
+    fn scan_visits_every_key_across_splits() {
+        let mut db = Db::new();
+        for i in 0..5_000u32 {
+            db.upsert(format!("a{i}").as_bytes(), Value::Int(0), NO_EXPIRE, 0);
+        }
+        let mut seen = BTreeSet::new();
+        let mut cursor = 0;
+        let mut added = 0;
+        loop {
+            cursor = db.scan(cursor, 10, |e| {
+                seen.insert(e.key.to_vec());
+            });
+            // Keep inserting while scanning, forcing splits.
+            for _ in 0..200 {
+                db.upsert(format!("b{added}").as_bytes(), Value::Int(0), NO_EXPIRE, 0);
+                added += 1;
+            }
+            if cursor == 0 {
+                break;
+            }
+        }
+        for i in 0..5_000u32 {
+            assert!(seen.contains(format!("a{i}").as_bytes()));
+        }
+    }
+
+    #[test]
+    fn expire_cycle_removes_only_due_keys() {
+        let mut db = Db::new();
+        for i in 0..10_000i64 {
+            let exp = if i % 2 == 0 { 100 } else { NO_EXPIRE };
+            db.upsert(format!("k{i}").as_bytes(), Value::Int(i), exp, 0);
+        }
+        assert_eq!(db.expires(), 5_000);
+        let mut n = 0;
+        while db.expires() > 0 {
+            n += db.expire_cycle(1000, 1000, |_| {}).1;
+        }
+        assert_eq!(n, 5_000);
+        assert_eq!(db.len(), 5_000);
+    }
+
+    proptest! {
+        #[test]
+        fn behaves_like_a_map(ops in proptest::collection::vec((0u8..4, 0u16..2000, any::<bool>()), 1..4000)) {
+            let mut db = Db::new();
+            let mut model: BTreeMap<Vec<u8>, (i64, bool)> = BTreeMap::new();
+            for (op, k, flag) in ops {
+                let key = format!("key-{k}").into_bytes();
+                match op {
+                    0 | 1 => {
+                        let exp = if flag { 5 } else { NO_EXPIRE };
+                        db.upsert(&key, Value::Int(k as i64), exp, 0);
+                        model.insert(key, (k as i64, flag));
+                    }
+                    2 => {
+                        prop_assert_eq!(db.remove(&key).is_some(), model.remove(&key).is_some());
+                    }
+                    _ => {
+                        let exp = if flag { 7 } else { NO_EXPIRE };
+                        prop_assert_eq!(db.set_expire(&key, exp), model.contains_key(&key));
+                        if let Some(m) = model.get_mut(&key) { m.1 = flag; }
+                    }
+                }
+            }
+            prop_assert_eq!(db.len(), model.len());
+            prop_assert_eq!(db.expires(), model.values().filter(|v| v.1).count());
+            for (k, (v, e)) in &model {
+                let got = db.get(k).unwrap();
+                prop_assert_eq!(&got.value, &Value::Int(*v));
+                prop_assert_eq!(got.has_expire(), *e);
+            }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! `DEBUG DIGEST` and `DEBUG DIGEST-VALUE`, computed exactly as Redis 7.0's
+//! `computeDatasetDigest` / `xorObjectDigest` do, so one comparison proves
+//! that two servers — ferrokv or Redis — hold the same data.
+//!
+//! Two primitives, both over SHA-1: `mix` (digest = SHA1(digest ‖ data),
+//! order-dependent, used for sequences such as a list's elements or a key
+//! followed by its value) and `xor` (digest ^= SHA1(data), order-free, used
+//! for the elements of sets and for the keys of a database).
+
+use crate::db::{Db, Entry};
+use crate::value::{itoa_buf, Value, ValueType};
+use sha1::{Digest as _, Sha1};
+
+pub type Digest = [u8; 20];
+
+/// digest = SHA1(digest ‖ data)
+pub fn mix(digest: &mut Digest, data: &[u8]) {
+    let mut h = Sha1::new();
+    h.update(&digest[..]);
+    h.update(data);
+    digest.copy_from_slice(&h.finalize());
+}
+
+/// digest ^= SHA1(data)
+pub fn xor(digest: &mut Digest, data: &[u8]) {
+    let h = Sha1::digest(data);
+    for (d, x) in digest.iter_mut().zip(h.iter()) {
+        *d ^= x;
+    }
+}
+
+/// Redis's `xorObjectDigest`: continues `d` with the type id and the
+/// value, and marks a key that has an expiry.
+fn mix_value(d: &mut Digest, e: &Entry) {
+    let ty: ValueType = e.value.value_type();
+    mix(d, &(ty as u32).to_be_bytes());
+    match &e.value {
+        Value::Int(i) => mix(d, itoa_buf::Buf::new().format(*i)),
+        Value::Str(s) => mix(d, s),
+    }
+    if e.has_expire() {
+        xor(d, b"!!expire!!");
+    }
+}
+
+/// `DEBUG DIGEST-VALUE` of one key: its value's digest from a zero state.
+pub fn value_digest(e: &Entry) -> Digest {
+    let mut d = [0u8; 20];
+    mix_value(&mut d, e);
+    d
+}
+
+/// The digest of a whole keyspace (`DEBUG DIGEST`): all zeros when empty.
+/// Each database that holds keys mixes in its id; each key's digest (the
+/// key, then its value) is xored in, so the order of keys does not matter.
+pub fn dataset_digest<'a>(dbs: impl Iterator<Item = (usize, &'a Db)>) -> Digest {
+    let mut fin = [0u8; 20];
+    for (id, db) in dbs {
+        if db.is_empty() {
+            continue;
+        }
+        mix(&mut fin, &(id as u32).to_be_bytes());
+        for e in db.iter() {
+            let mut d = [0u8; 20];
+            mix(&mut d, &e.key);
+            mix_value(&mut d, e);
+            xor(&mut fin, &d);
+        }
+    }
+    fin
+}
+
+pub fn to_hex(d: &Digest) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,176 @@
+//! Typed values stored under a key.
+//!
+//! Strings are either an `i64` (what Redis calls the `int` encoding: a
+//! canonical decimal integer that fits, stored without its text) or bytes in
+//! a [`SmallBytes`]. The enum is 24 bytes, so an entry stays within one cache
+//! line.
+
+use crate::bytes::SmallBytes;
+
+/// Redis's type ids, as `TYPE` names them and as the digest hashes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueType {
+    String = 0,
+    List = 1,
+    Set = 2,
+    ZSet = 3,
+    Hash = 4,
+}
+
+impl ValueType {
+    pub fn name(self) -> &'static str {
+        match self {
+            ValueType::String => "string",
+            ValueType::List => "list",
+            ValueType::Set => "set",
+            ValueType::ZSet => "zset",
+            ValueType::Hash => "hash",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// A string that is a canonical integer.
+    Int(i64),
+    /// Any other string (binary-safe).
+    Str(SmallBytes),
+}
+
+/// Longest string Redis stores as `embstr` (reported by `OBJECT ENCODING`).
+pub const EMBSTR_MAX: usize = 44;
+
+impl Value {
+    /// Stores a string the way Redis's `tryObjectEncoding` would: as an
+    /// integer when it is a canonical one of at most 20 characters.
+    pub fn from_bytes(s: &[u8]) -> Value {
+        if s.len() <= 20 {
+            if let Some(i) = parse_canonical_i64(s) {
+                return Value::Int(i);
+            }
+        }
+        Value::Str(SmallBytes::new(s))
+    }
+
+    pub fn from_vec(v: Vec<u8>) -> Value {
+        if v.len() <= 20 {
+            if let Some(i) = parse_canonical_i64(&v) {
+                return Value::Int(i);
+            }
+        }
+        Value::Str(SmallBytes::from_vec(v))
+    }
+
+    pub fn value_type(&self) -> ValueType {
+        match self {
+            Value::Int(_) | Value::Str(_) => ValueType::String,
+        }
+    }
+
+    /// The encoding name `OBJECT ENCODING` reports.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Value::Int(_) => "int",
+            Value::Str(s) if s.len() <= EMBSTR_MAX => "embstr",
+            Value::Str(_) => "raw",
+        }
+    }
+
+    /// Heap bytes owned by the value (for memory accounting).
+    pub fn heap_size(&self) -> usize {
+        match self {
+            Value::Int(_) => 0,
+            Value::Str(s) => s.heap_size(),
+        }
+    }
+}
+
+/// A string's bytes, formatting an integer into `buf` when needed.
+pub fn str_bytes<'a>(v: &'a Value, buf: &'a mut itoa_buf::Buf) -> Option<&'a [u8]> {
+    match v {
+        Value::Int(i) => Some(buf.format(*i)),
+        Value::Str(s) => Some(s.as_slice()),
+    }
+}
+
+/// A tiny integer formatter so the store does not need a dependency for it.
+pub mod itoa_buf {
+    #[derive(Default)]
+    pub struct Buf([u8; 20], usize);
+    impl Buf {
+        pub fn new() -> Self {
+            Self::default()
+        }
+        pub fn format(&mut self, v: i64) -> &[u8] {
+            let mut n = v.unsigned_abs();
+            let mut i = 20;
+            loop {
+                i -= 1;
+                self.0[i] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            if v < 0 {
+                i -= 1;
+                self.0[i] = b'-';
+            }
+            self.1 = i;
+            &self.0[i..]
+        }
+    }
+}
+
+/// Parses a canonical decimal integer (no `+`, no leading zeros, no
+/// spaces), like Redis's `string2ll`.
+pub fn parse_canonical_i64(s: &[u8]) -> Option<i64> {
+    let (neg, d) = match s.first()? {
+        b'-' => (true, &s[1..]),
+        _ => (false, s),
+    };
+    if d.is_empty() || d.len() > 19 || (d[0] == b'0' && (d.len() > 1 || neg)) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in d {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    if neg {
+        (v <= i64::MAX as u64 + 1).then(|| (v as i64).wrapping_neg())
+    } else {
+        i64::try_from(v).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_is_24_bytes() {
+        assert_eq!(std::mem::size_of::<Value>(), 24);
+    }
+
+    #[test]
+    fn integers_are_encoded_as_int_only_when_canonical() {
+        assert_eq!(Value::from_bytes(b"123"), Value::Int(123));
+        assert_eq!(
+            Value::from_bytes(b"-9223372036854775808"),
+            Value::Int(i64::MIN)
+        );
+        assert!(matches!(Value::from_bytes(b"0123"), Value::Str(_)));
+        assert!(matches!(
+            Value::from_bytes(b"9223372036854775808"),
+            Value::Str(_)
+        ));
+        assert_eq!(Value::from_bytes(b"x").encoding(), "embstr");
+        assert_eq!(Value::from_bytes(&[b'a'; 45]).encoding(), "raw");
+        let mut b = itoa_buf::Buf::new();
+        assert_eq!(b.format(i64::MIN), b"-9223372036854775808");
+        assert_eq!(b.format(0), b"0");
+    }
+}
