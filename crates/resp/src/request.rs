@@ -145,7 +145,7 @@ impl RequestDecoder {
         RequestDecoder {
             state: State::Idle,
             pos: 0,
-            ranges: Vec::with_capacity(8),
+            ranges: Vec::new(),
             inline_buf: Vec::new(),
             inline: false,
             wanted: 0,

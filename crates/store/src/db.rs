@@ -38,6 +38,14 @@ pub struct Entry {
     pub lru: u32,
 }
 
+/// The result of [`Db::lookup`].
+pub enum Lookup<'a> {
+    Live(&'a mut Entry),
+    /// The key had expired and was removed now.
+    Expired(Entry),
+    Missing,
+}
+
 impl Entry {
     pub fn has_expire(&self) -> bool {
         self.expire_at != NO_EXPIRE
@@ -142,6 +150,34 @@ impl Db {
             .table
             .find_mut(h, |e| e.key.as_slice() == key)
             .map(|e| &mut e.value)
+    }
+
+    /// Finds a live key in one probe: a key whose time has come is removed
+    /// on the spot (lazy expiry) and handed back as `Expired`, unless
+    /// `expire` is false (a replica waits for its master's `DEL`).
+    #[inline]
+    pub fn lookup(&mut self, key: &[u8], now_ms: i64, expire: bool) -> Lookup<'_> {
+        let h = self.hash(key);
+        let si = self.segment_of(h);
+        let seg = &mut self.segments[si];
+        match seg.table.find_entry(h, |e| e.key.as_slice() == key) {
+            Err(_) => Lookup::Missing,
+            Ok(o) => {
+                let exp = o.get().expire_at;
+                if exp != NO_EXPIRE && exp <= now_ms {
+                    if !expire {
+                        return Lookup::Missing;
+                    }
+                    let e = o.remove().0;
+                    seg.expiring -= 1;
+                    self.expires -= 1;
+                    self.len -= 1;
+                    Lookup::Expired(e)
+                } else {
+                    Lookup::Live(o.into_mut())
+                }
+            }
+        }
     }
 
     /// Sets the access clock of a key.

@@ -2,10 +2,10 @@
 //! `computeDatasetDigest` / `xorObjectDigest` do, so one comparison proves
 //! that two servers — ferrokv or Redis — hold the same data.
 //!
-//! Two primitives, both over SHA-1: `mix` (digest = SHA1(digest ‖ data),
-//! order-dependent, used for sequences such as a list's elements or a key
-//! followed by its value) and `xor` (digest ^= SHA1(data), order-free, used
-//! for the elements of sets and for the keys of a database).
+//! Two primitives, both over SHA-1: `xor` (digest ^= SHA1(data), order-free,
+//! used for the elements of sets and for the keys of a database) and `mix`
+//! (digest = SHA1(digest ^ SHA1(data)), order-dependent, used for sequences
+//! such as a list's elements or a key followed by its value).
 
 use crate::db::{Db, Entry};
 use crate::value::{itoa_buf, Value, ValueType};
@@ -13,12 +13,11 @@ use sha1::{Digest as _, Sha1};
 
 pub type Digest = [u8; 20];
 
-/// digest = SHA1(digest ‖ data)
+/// digest = SHA1(digest ^ SHA1(data))
 pub fn mix(digest: &mut Digest, data: &[u8]) {
-    let mut h = Sha1::new();
-    h.update(&digest[..]);
-    h.update(data);
-    digest.copy_from_slice(&h.finalize());
+    xor(digest, data);
+    let h = Sha1::digest(&digest[..]);
+    digest.copy_from_slice(&h);
 }
 
 /// digest ^= SHA1(data)

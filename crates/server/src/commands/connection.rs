@@ -1,0 +1,566 @@
+//! The connection family: PING, ECHO, QUIT, HELLO, AUTH, SELECT and the
+//! CLIENT container.
+
+use super::flags::*;
+use super::{err, is, parse_int, reply_help, CommandSpec, Ctx};
+use crate::net::client::{Client, ReplyMode};
+use ferrokv_resp::{Args, Protocol};
+use std::os::fd::AsRawFd;
+
+const fn cmd(name: &'static str, arity: i32, flags: u32, h: super::Handler) -> CommandSpec {
+    CommandSpec::new(name, arity, flags, h).group("connection")
+}
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd("ping", -1, FAST | STALE, ping)
+        .doc("Returns the server's liveliness response.", "[message]"),
+    cmd("echo", 2, FAST, echo).doc("Returns the given string.", "message"),
+    cmd(
+        "quit",
+        -1,
+        FAST | NO_AUTH | STALE | LOADING | ALLOW_BUSY,
+        quit,
+    )
+    .doc("Closes the connection.", ""),
+    cmd(
+        "hello",
+        -1,
+        FAST | NO_AUTH | STALE | LOADING | NOSCRIPT | ALLOW_BUSY,
+        hello,
+    )
+    .since("6.0.0")
+    .doc(
+        "Handshakes with the Redis server.",
+        "[protover [AUTH username password] [SETNAME clientname]]",
+    ),
+    cmd(
+        "auth",
+        -2,
+        FAST | NO_AUTH | STALE | LOADING | NOSCRIPT | ALLOW_BUSY,
+        auth,
+    )
+    .doc("Authenticates the connection.", "[username] password"),
+    cmd("select", 2, FAST | LOADING | STALE, select).doc("Changes the selected database.", "index"),
+    cmd("client", -2, STALE, client_help)
+        .since("2.4.0")
+        .doc("A container for client connection commands.", "")
+        .subs(CLIENT_SUBS),
+];
+
+static CLIENT_SUBS: &[CommandSpec] = &[
+    cmd("client|id", 2, STALE | NOSCRIPT | LOADING, client_id).since("5.0.0").doc("Returns the unique client ID of the connection.", ""),
+    cmd("client|setname", 3, STALE | NOSCRIPT | LOADING, client_setname).since("2.6.9").doc("Sets the connection name.", "connection-name"),
+    cmd("client|getname", 2, STALE | NOSCRIPT | LOADING, client_getname).since("2.6.9").doc("Returns the name of the connection.", ""),
+    cmd("client|setinfo", 4, STALE | NOSCRIPT | LOADING, client_setinfo).since("7.2.0").doc("Sets information specific to the client or connection.", "LIB-NAME libname|LIB-VER libver"),
+    cmd("client|list", -2, ADMIN | STALE | NOSCRIPT | LOADING, client_list).since("2.4.0").complexity("O(N) where N is the number of client connections").doc(
+        "Lists open connections.",
+        "[TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id [client-id ...]]",
+    ),
+    cmd("client|info", 2, STALE | NOSCRIPT | LOADING, client_info).since("6.2.0").doc("Returns information about the connection.", ""),
+    cmd("client|kill", -3, ADMIN | STALE | NOSCRIPT | LOADING, client_kill).since("2.4.0").complexity("O(N) where N is the number of client connections").doc(
+        "Terminates open connections.",
+        "ip:port|[ID client-id] [TYPE NORMAL|MASTER|SLAVE|REPLICA|PUBSUB] [USER username] [ADDR ip:port] [LADDR ip:port] [SKIPME YES|NO] [MAXAGE maxage]",
+    ),
+    cmd("client|no-evict", 3, ADMIN | STALE | NOSCRIPT | LOADING, client_no_evict).since("7.0.0").doc("Sets the client eviction mode of the connection.", "ON|OFF"),
+    cmd("client|reply", 3, STALE | NOSCRIPT | LOADING, client_reply).since("3.2.0").doc("Instructs the server whether to reply to commands.", "ON|OFF|SKIP"),
+    cmd("client|getredir", 2, STALE | NOSCRIPT | LOADING, client_getredir).since("6.0.0").doc("Returns the client ID to which the connection's tracking notifications are redirected.", ""),
+    cmd("client|help", 2, STALE | LOADING, client_help).since("5.0.0").doc("Returns helpful text about the different subcommands.", ""),
+];
+
+/// PING [message]
+fn ping(ctx: &mut Ctx, args: Args) {
+    match args.len() {
+        1 => ctx.client.out.simple("PONG"),
+        2 => ctx.client.out.bulk(args.get(1)),
+        _ => ctx.wrong_args("ping"),
+    }
+}
+
+/// ECHO message
+fn echo(ctx: &mut Ctx, args: Args) {
+    ctx.client.out.bulk(args.get(1));
+}
+
+/// QUIT
+fn quit(ctx: &mut Ctx, _args: Args) {
+    ctx.client.out.ok();
+    ctx.client.close_after_reply = true;
+}
+
+/// Checks a password against `requirepass` for user `default`.
+fn check_password(ctx: &mut Ctx, user: &[u8], pass: &[u8]) -> bool {
+    let ok = match &ctx.srv.config.requirepass {
+        Some(p) => user == b"default" && constant_time_eq(p, pass),
+        None => user == b"default",
+    };
+    if ok {
+        ctx.client.authenticated = true;
+    } else {
+        ctx.error("WRONGPASS invalid username-password pair or user is disabled.");
+    }
+    ok
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    use sha2::{Digest, Sha256};
+    // Compare digests so the time does not depend on where they differ.
+    let (x, y) = (Sha256::digest(a), Sha256::digest(b));
+    x.iter()
+        .zip(y.iter())
+        .fold(0u8, |acc, (p, q)| acc | (p ^ q))
+        == 0
+}
+
+/// AUTH [username] password
+fn auth(ctx: &mut Ctx, args: Args) {
+    if args.len() > 3 {
+        ctx.error(err::SYNTAX);
+        return;
+    }
+    if args.len() == 2 && ctx.srv.config.requirepass.is_none() {
+        ctx.error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+        return;
+    }
+    let (user, pass) = if args.len() == 3 {
+        (args.get(1), args.get(2))
+    } else {
+        (&b"default"[..], args.get(1))
+    };
+    if check_password(ctx, user, pass) {
+        ctx.client.out.ok();
+    }
+}
+
+fn valid_name(s: &[u8]) -> bool {
+    s.iter().all(|&c| (b'!'..=b'~').contains(&c))
+}
+
+/// HELLO [protover [AUTH username password] [SETNAME clientname]]
+fn hello(ctx: &mut Ctx, args: Args) {
+    let mut proto = None;
+    let mut i = 1;
+    if args.len() >= 2 {
+        match ferrokv_resp::parse_i64(args.get(1)) {
+            Some(v) if (2..=3).contains(&v) => proto = Some(v),
+            Some(_) => {
+                ctx.error("NOPROTO unsupported protocol version");
+                return;
+            }
+            None => {
+                ctx.error("ERR Protocol version is not an integer or out of range");
+                return;
+            }
+        }
+        i = 2;
+    }
+    let mut auth: Option<(&[u8], &[u8])> = None;
+    let mut setname: Option<&[u8]> = None;
+    while i < args.len() {
+        let more = args.len() - i - 1;
+        let a = args.get(i);
+        if is(a, "auth") && more >= 2 {
+            auth = Some((args.get(i + 1), args.get(i + 2)));
+            i += 3;
+        } else if is(a, "setname") && more >= 1 {
+            setname = Some(args.get(i + 1));
+            i += 2;
+        } else {
+            ctx.error(&format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(a)
+            ));
+            return;
+        }
+    }
+    if let Some((u, p)) = auth {
+        if !check_password(ctx, u, p) {
+            return;
+        }
+    }
+    if !ctx.client.authenticated {
+        ctx.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+        return;
+    }
+    if let Some(name) = setname {
+        if !valid_name(name) {
+            ctx.error("ERR Client names cannot contain spaces, newlines or special characters.");
+            return;
+        }
+        ctx.client.name = (!name.is_empty()).then(|| name.to_vec());
+    }
+    if let Some(p) = proto {
+        ctx.client.out.proto = if p == 3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        };
+    }
+    let id = ctx.client.id as i64;
+    let p = if ctx.client.out.proto.is_resp3() {
+        3
+    } else {
+        2
+    };
+    let out = &mut ctx.client.out;
+    out.map(7);
+    out.bulk(b"server");
+    out.bulk(b"redis");
+    out.bulk(b"version");
+    out.bulk(crate::REDIS_COMPAT_VERSION.as_bytes());
+    out.bulk(b"proto");
+    out.int(p);
+    out.bulk(b"id");
+    out.int(id);
+    out.bulk(b"mode");
+    out.bulk(b"standalone");
+    out.bulk(b"role");
+    out.bulk(b"master");
+    out.bulk(b"modules");
+    out.array(0);
+}
+
+/// SELECT index
+fn select(ctx: &mut Ctx, args: Args) {
+    let Some(v) = parse_int(ctx, args.get(1)) else {
+        return;
+    };
+    if v < 0 || v as usize >= ctx.srv.keyspace.dbs.len() {
+        ctx.error(err::DB_RANGE);
+        return;
+    }
+    ctx.client.db = v as usize;
+    ctx.client.out.ok();
+}
+
+/// CLIENT ID
+fn client_id(ctx: &mut Ctx, _args: Args) {
+    let id = ctx.client.id as i64;
+    ctx.client.out.int(id);
+}
+
+/// CLIENT SETNAME connection-name
+fn client_setname(ctx: &mut Ctx, args: Args) {
+    let name = args.get(2);
+    if !valid_name(name) {
+        ctx.error("ERR Client names cannot contain spaces, newlines or special characters.");
+        return;
+    }
+    ctx.client.name = (!name.is_empty()).then(|| name.to_vec());
+    ctx.client.out.ok();
+}
+
+/// CLIENT GETNAME
+fn client_getname(ctx: &mut Ctx, _args: Args) {
+    match ctx.client.name.clone() {
+        Some(n) => ctx.client.out.bulk(&n),
+        None => ctx.client.out.null(),
+    }
+}
+
+/// CLIENT SETINFO LIB-NAME libname|LIB-VER libver
+fn client_setinfo(ctx: &mut Ctx, args: Args) {
+    let (attr, val) = (args.get(2), args.get(3));
+    let which = if is(attr, "lib-name") {
+        "lib-name"
+    } else if is(attr, "lib-ver") {
+        "lib-ver"
+    } else {
+        ctx.error(&format!(
+            "ERR Unrecognized option '{}'",
+            String::from_utf8_lossy(attr)
+        ));
+        return;
+    };
+    if !valid_name(val) {
+        ctx.error(&format!(
+            "ERR {which} cannot contain spaces, newlines or special characters."
+        ));
+        return;
+    }
+    let v = (!val.is_empty()).then(|| val.to_vec());
+    if which == "lib-name" {
+        ctx.client.lib_name = v;
+    } else {
+        ctx.client.lib_ver = v;
+    }
+    ctx.client.out.ok();
+}
+
+/// One line of `CLIENT LIST` / `CLIENT INFO`, in Redis's field order.
+pub fn client_line(c: &Client, current: bool) -> String {
+    let s = |o: &Option<Vec<u8>>| {
+        o.as_ref()
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default()
+    };
+    let qbuf = c.in_end - c.in_start;
+    let obl = c.pending_output();
+    format!(
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        c.id,
+        c.addr,
+        c.local_addr,
+        c.stream.as_raw_fd(),
+        s(&c.name),
+        c.created.elapsed().as_secs(),
+        if current { 0 } else { c.last_interaction.elapsed().as_secs() },
+        c.db,
+        qbuf,
+        c.inbuf.len().saturating_sub(c.in_end),
+        c.inbuf.len(),
+        c.inbuf.len(),
+        obl,
+        c.out.buf.capacity(),
+        c.inbuf.len() + c.out.buf.capacity(),
+        c.last_cmd.replace('|', "|"),
+        if c.out.proto.is_resp3() { 3 } else { 2 },
+        s(&c.lib_name),
+        s(&c.lib_ver),
+    )
+}
+
+/// CLIENT LIST [TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id [client-id ...]]
+fn client_list(ctx: &mut Ctx, args: Args) {
+    let mut ids: Option<Vec<u64>> = None;
+    let mut only_normal = None;
+    let mut i = 2;
+    while i < args.len() {
+        let a = args.get(i);
+        if is(a, "type") && i + 1 < args.len() {
+            let t = args.get(i + 1);
+            if is(t, "normal") {
+                only_normal = Some(true);
+            } else if is(t, "master") || is(t, "replica") || is(t, "slave") || is(t, "pubsub") {
+                only_normal = Some(false);
+            } else {
+                ctx.error(&format!(
+                    "ERR Unknown client type '{}'",
+                    String::from_utf8_lossy(t)
+                ));
+                return;
+            }
+            i += 2;
+        } else if is(a, "id") && i + 1 < args.len() {
+            let mut v = Vec::new();
+            for id in args.iter().skip(i + 1) {
+                match ferrokv_resp::parse_i64(id) {
+                    Some(n) if n > 0 => v.push(n as u64),
+                    _ => {
+                        ctx.error("ERR Invalid client ID");
+                        return;
+                    }
+                }
+            }
+            ids = Some(v);
+            break;
+        } else {
+            ctx.error(err::SYNTAX);
+            return;
+        }
+    }
+    let mut all: Vec<&Client> = ctx.srv.other_clients().collect();
+    all.push(ctx.client);
+    all.sort_by_key(|c| c.id);
+    let mut text = String::new();
+    for c in all {
+        if only_normal == Some(false) {
+            continue;
+        }
+        if let Some(ids) = &ids {
+            if !ids.contains(&c.id) {
+                continue;
+            }
+        }
+        text.push_str(&client_line(c, c.id == ctx.client.id));
+        text.push('\n');
+    }
+    ctx.client.out.verbatim(text.as_bytes());
+}
+
+/// CLIENT INFO
+fn client_info(ctx: &mut Ctx, _args: Args) {
+    let mut line = client_line(ctx.client, true);
+    line.push('\n');
+    ctx.client.out.verbatim(line.as_bytes());
+}
+
+/// CLIENT KILL ip:port | CLIENT KILL [ID id] [TYPE type] [USER name] [ADDR ip:port] [LADDR ip:port] [SKIPME yes|no] [MAXAGE secs]
+fn client_kill(ctx: &mut Ctx, args: Args) {
+    #[derive(Default)]
+    struct Filter {
+        id: Option<u64>,
+        addr: Option<String>,
+        laddr: Option<String>,
+        normal: Option<bool>,
+        user_ok: bool,
+        maxage: Option<u64>,
+    }
+    let mut f = Filter {
+        user_ok: true,
+        ..Default::default()
+    };
+    let mut skipme = true;
+    let old_form = args.len() == 3;
+    if old_form {
+        f.addr = Some(String::from_utf8_lossy(args.get(2)).into_owned());
+        skipme = false;
+    } else {
+        if (args.len() - 2) % 2 != 0 {
+            ctx.error(err::SYNTAX);
+            return;
+        }
+        for pair in (2..args.len()).step_by(2) {
+            let (k, v) = (args.get(pair), args.get(pair + 1));
+            let vs = String::from_utf8_lossy(v).into_owned();
+            if is(k, "id") {
+                match ferrokv_resp::parse_i64(v) {
+                    Some(n) if n > 0 => f.id = Some(n as u64),
+                    _ => {
+                        ctx.error("ERR client-id should be greater than 0");
+                        return;
+                    }
+                }
+            } else if is(k, "type") {
+                if is(v, "normal") {
+                    f.normal = Some(true);
+                } else if is(v, "master") || is(v, "replica") || is(v, "slave") || is(v, "pubsub") {
+                    f.normal = Some(false);
+                } else {
+                    ctx.error(&format!("ERR Unknown client type '{vs}'"));
+                    return;
+                }
+            } else if is(k, "user") {
+                if vs != "default" {
+                    ctx.error(&format!("ERR No such user '{vs}'"));
+                    return;
+                }
+            } else if is(k, "addr") {
+                f.addr = Some(vs);
+            } else if is(k, "laddr") {
+                f.laddr = Some(vs);
+            } else if is(k, "skipme") {
+                if is(v, "yes") {
+                    skipme = true;
+                } else if is(v, "no") {
+                    skipme = false;
+                } else {
+                    ctx.error(err::SYNTAX);
+                    return;
+                }
+            } else if is(k, "maxage") {
+                match ferrokv_resp::parse_i64(v) {
+                    Some(n) if n >= 0 => f.maxage = Some(n as u64),
+                    _ => {
+                        ctx.error(err::SYNTAX);
+                        return;
+                    }
+                }
+            } else {
+                ctx.error(err::SYNTAX);
+                return;
+            }
+        }
+    }
+    let matches = |c: &Client| -> bool {
+        f.id.is_none_or(|id| c.id == id)
+            && f.addr.as_ref().is_none_or(|a| c.addr.to_string() == *a)
+            && f.laddr
+                .as_ref()
+                .is_none_or(|a| c.local_addr.to_string() == *a)
+            && f.normal != Some(false)
+            && f.user_ok
+            && f.maxage.is_none_or(|m| c.created.elapsed().as_secs() >= m)
+    };
+    let mut killed = 0;
+    let mut doomed = Vec::new();
+    for (t, c) in ctx.srv.clients.iter() {
+        if let Some(c) = c {
+            if matches(c) {
+                doomed.push(t);
+            }
+        }
+    }
+    killed += doomed.len();
+    ctx.srv.close_queue.extend(doomed);
+    if !skipme && matches(ctx.client) {
+        ctx.client.close_after_reply = true;
+        killed += 1;
+    }
+    if old_form {
+        if killed == 0 {
+            ctx.error("ERR No such client");
+        } else {
+            ctx.client.out.ok();
+        }
+    } else {
+        ctx.client.out.int(killed as i64);
+    }
+}
+
+/// CLIENT NO-EVICT ON|OFF
+fn client_no_evict(ctx: &mut Ctx, args: Args) {
+    let v = args.get(2);
+    if is(v, "on") {
+        ctx.client.no_evict = true;
+    } else if is(v, "off") {
+        ctx.client.no_evict = false;
+    } else {
+        ctx.error(err::SYNTAX);
+        return;
+    }
+    ctx.client.out.ok();
+}
+
+/// CLIENT REPLY ON|OFF|SKIP
+fn client_reply(ctx: &mut Ctx, args: Args) {
+    let v = args.get(2);
+    if is(v, "on") {
+        ctx.client.reply_mode = ReplyMode::On;
+        ctx.client.out.ok();
+    } else if is(v, "off") {
+        ctx.client.reply_mode = ReplyMode::Off;
+    } else if is(v, "skip") {
+        if ctx.client.reply_mode != ReplyMode::Off {
+            ctx.client.reply_mode = ReplyMode::SkipNext;
+        }
+    } else {
+        ctx.error(err::SYNTAX);
+    }
+}
+
+/// CLIENT GETREDIR
+fn client_getredir(ctx: &mut Ctx, _args: Args) {
+    ctx.client.out.int(-1);
+}
+
+/// CLIENT HELP
+fn client_help(ctx: &mut Ctx, _args: Args) {
+    reply_help(
+        ctx,
+        "CLIENT",
+        &[
+            "GETNAME",
+            "    Return the name of the current connection.",
+            "ID",
+            "    Return the ID of the current connection.",
+            "INFO",
+            "    Return information about the current client connection.",
+            "KILL <ip:port>",
+            "    Kill connection made from <ip:port>.",
+            "KILL <option> <value> [<option> <value> [...]]",
+            "    Kill connections. Options are: ID, TYPE, USER, ADDR, LADDR, SKIPME, MAXAGE.",
+            "LIST [options ...]",
+            "    Return information about client connections. Options: TYPE, ID.",
+            "NO-EVICT (ON|OFF)",
+            "    Protect current client connection from eviction.",
+            "REPLY (ON|OFF|SKIP)",
+            "    Control the replies sent to the current connection.",
+            "SETNAME <name>",
+            "    Assign the name <name> to the current connection.",
+            "SETINFO <option> <value>",
+            "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
+            "GETREDIR",
+            "    Return the client ID we are redirecting to when tracking is enabled.",
+        ],
+    );
+}

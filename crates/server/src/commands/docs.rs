@@ -1,0 +1,452 @@
+//! `COMMAND INFO` and `COMMAND DOCS` replies, built from the table rows.
+//!
+//! Each row carries its syntax in the notation of the Redis docs
+//! (`key value [NX|XX] [EX seconds|PX milliseconds]`); this module parses it
+//! into Redis 7's argument tree so that `redis-cli` can show hints and
+//! complete commands as it does against Redis.
+
+use super::{flags, CommandSpec};
+use crate::net::client::Reply;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Arg {
+    pub name: String,
+    pub kind: &'static str,
+    pub token: Option<String>,
+    pub optional: bool,
+    pub multiple: bool,
+    pub children: Vec<Arg>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Open,
+    Close,
+    Bar,
+    Dots,
+    Word(String),
+}
+
+fn lex(s: &str) -> Vec<Tok> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let flush = |w: &mut String, out: &mut Vec<Tok>| {
+        if !w.is_empty() {
+            if w == "..." {
+                out.push(Tok::Dots);
+            } else {
+                out.push(Tok::Word(std::mem::take(w)));
+            }
+            w.clear();
+        }
+    };
+    for c in s.chars() {
+        match c {
+            '[' | ']' | '|' | ' ' => {
+                flush(&mut word, &mut out);
+                match c {
+                    '[' => out.push(Tok::Open),
+                    ']' => out.push(Tok::Close),
+                    '|' => out.push(Tok::Bar),
+                    _ => {}
+                }
+            }
+            _ => word.push(c),
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+fn is_token(w: &str) -> bool {
+    w.chars().any(|c| c.is_ascii_uppercase()) && !w.chars().any(|c| c.is_ascii_lowercase())
+}
+
+fn kind_of(name: &str) -> &'static str {
+    match name {
+        "key" | "key1" | "key2" | "source" | "destination" | "newkey" => "key",
+        "pattern" => "pattern",
+        n if n.starts_with("unix-time") => "unix-time",
+        "seconds" | "milliseconds" | "count" | "index" | "offset" | "start" | "end"
+        | "increment" | "decrement" | "db" | "destination-db" | "timeout" | "numkeys"
+        | "min-match-len" | "client-id" | "maxage" | "cursor" | "index1" | "index2"
+        | "protover" | "number-of-commands" => "integer",
+        _ => "string",
+    }
+}
+
+struct Parser {
+    toks: Vec<Tok>,
+    pos: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos)
+    }
+
+    /// Alternatives separated by `|` until `]` or the end.
+    fn alts(&mut self) -> Vec<Vec<Arg>> {
+        let mut alts = vec![self.seq()];
+        while self.peek() == Some(&Tok::Bar) {
+            self.pos += 1;
+            alts.push(self.seq());
+        }
+        alts
+    }
+
+    fn seq(&mut self) -> Vec<Arg> {
+        let mut seq: Vec<Arg> = Vec::new();
+        while let Some(t) = self.peek().cloned() {
+            match t {
+                Tok::Close | Tok::Bar => break,
+                Tok::Dots => {
+                    self.pos += 1;
+                    if let Some(last) = seq.last_mut() {
+                        last.multiple = true;
+                    }
+                }
+                Tok::Open => {
+                    self.pos += 1;
+                    let alts = self.alts();
+                    if self.peek() == Some(&Tok::Close) {
+                        self.pos += 1;
+                    }
+                    // `[x ...]` after `x`: the previous arguments repeat.
+                    if alts.len() == 1 {
+                        let inner = &alts[0];
+                        if inner.last().is_some_and(|a| a.multiple) {
+                            let n = inner.len();
+                            let mut plain: Vec<Arg> = inner.clone();
+                            plain.last_mut().unwrap().multiple = false;
+                            if seq.len() >= n && seq[seq.len() - n..] == plain[..] {
+                                if n == 1 {
+                                    seq.last_mut().unwrap().multiple = true;
+                                } else {
+                                    let block = Arg {
+                                        name: "data".into(),
+                                        kind: "block",
+                                        token: None,
+                                        optional: false,
+                                        multiple: true,
+                                        children: seq.split_off(seq.len() - n),
+                                    };
+                                    seq.push(block);
+                                }
+                                continue;
+                            }
+                        }
+                    }
+                    let mut arg = group(alts);
+                    arg.optional = true;
+                    seq.push(arg);
+                }
+                Tok::Word(w) => {
+                    self.pos += 1;
+                    if is_token(&w) {
+                        // `EX seconds`: a token followed by its value.
+                        if let Some(Tok::Word(v)) = self.peek().cloned() {
+                            if !is_token(&v) {
+                                self.pos += 1;
+                                seq.push(Arg {
+                                    name: v.clone(),
+                                    kind: kind_of(&v),
+                                    token: Some(w),
+                                    optional: false,
+                                    multiple: false,
+                                    children: vec![],
+                                });
+                                continue;
+                            }
+                        }
+                        seq.push(Arg {
+                            name: w.to_ascii_lowercase(),
+                            kind: "pure-token",
+                            token: Some(w),
+                            optional: false,
+                            multiple: false,
+                            children: vec![],
+                        });
+                    } else {
+                        seq.push(Arg {
+                            name: w.clone(),
+                            kind: kind_of(&w),
+                            token: None,
+                            optional: false,
+                            multiple: false,
+                            children: vec![],
+                        });
+                    }
+                }
+            }
+        }
+        seq
+    }
+}
+
+fn group(alts: Vec<Vec<Arg>>) -> Arg {
+    let as_one = |mut seq: Vec<Arg>| -> Arg {
+        if seq.len() == 1 {
+            seq.pop().unwrap()
+        } else {
+            Arg {
+                name: seq
+                    .iter()
+                    .map(|a| a.name.clone())
+                    .collect::<Vec<_>>()
+                    .join("-"),
+                kind: "block",
+                token: None,
+                optional: false,
+                multiple: false,
+                children: seq,
+            }
+        }
+    };
+    if alts.len() == 1 {
+        return as_one(alts.into_iter().next().unwrap());
+    }
+    let children: Vec<Arg> = alts.into_iter().map(as_one).collect();
+    Arg {
+        name: children
+            .iter()
+            .map(|a| a.name.clone())
+            .collect::<Vec<_>>()
+            .join("-"),
+        kind: "oneof",
+        token: None,
+        optional: false,
+        multiple: false,
+        children,
+    }
+}
+
+/// Parses a syntax string into Redis's argument tree.
+pub fn parse_syntax(s: &str) -> Vec<Arg> {
+    let mut p = Parser {
+        toks: lex(s),
+        pos: 0,
+    };
+    let mut all = Vec::new();
+    loop {
+        all.extend(p.seq());
+        match p.peek() {
+            None => break,
+            _ => p.pos += 1,
+        }
+    }
+    all
+}
+
+fn acl_categories(spec: &CommandSpec) -> Vec<String> {
+    let mut v = Vec::new();
+    if spec.has(flags::WRITE) {
+        v.push("@write".to_string());
+    }
+    if spec.has(flags::READONLY) {
+        v.push("@read".into());
+    }
+    let g = spec.group;
+    if g != "server" && g != "connection" {
+        v.push(format!("@{g}"));
+    }
+    if spec.keys.0 > 0 || g == "generic" {
+        v.push("@keyspace".into());
+    }
+    if spec.has(flags::ADMIN) {
+        v.push("@admin".into());
+        v.push("@dangerous".into());
+    }
+    if g == "connection" {
+        v.push("@connection".into());
+    }
+    v.push(
+        if spec.has(flags::FAST) {
+            "@fast"
+        } else {
+            "@slow"
+        }
+        .into(),
+    );
+    v
+}
+
+/// One `COMMAND INFO` entry.
+pub fn command_info(out: &mut Reply, spec: &CommandSpec) {
+    out.array(10);
+    out.bulk(spec.name.as_bytes());
+    out.int(spec.arity as i64);
+    let names: Vec<&str> = flags::NAMES
+        .iter()
+        .filter(|(f, _)| spec.has(*f))
+        .map(|(_, n)| *n)
+        .collect();
+    out.set(names.len());
+    for n in names {
+        out.simple(n);
+    }
+    out.int(spec.keys.0 as i64);
+    out.int(spec.keys.1 as i64);
+    out.int(spec.keys.2 as i64);
+    let cats = acl_categories(spec);
+    out.set(cats.len());
+    for c in &cats {
+        out.simple(c);
+    }
+    out.array(0);
+    if spec.keys.0 > 0 {
+        // One key spec from the legacy range, as Redis derives them.
+        out.array(1);
+        out.map(4);
+        out.bulk(b"flags");
+        out.set(0);
+        out.bulk(b"begin_search");
+        out.map(2);
+        out.bulk(b"type");
+        out.bulk(b"index");
+        out.bulk(b"spec");
+        out.map(1);
+        out.bulk(b"index");
+        out.int(spec.keys.0 as i64);
+        out.bulk(b"find_keys");
+        out.map(2);
+        out.bulk(b"type");
+        out.bulk(b"range");
+        out.bulk(b"spec");
+        out.map(3);
+        out.bulk(b"lastkey");
+        out.int(if spec.keys.1 < 0 {
+            spec.keys.1 as i64
+        } else {
+            (spec.keys.1 - spec.keys.0) as i64
+        });
+        out.bulk(b"keystep");
+        out.int(spec.keys.2 as i64);
+        out.bulk(b"limit");
+        out.int(0);
+        out.bulk(b"notes");
+        out.bulk(b"");
+    } else {
+        out.array(0);
+    }
+    out.array(spec.subcommands.len());
+    for s in spec.subcommands {
+        command_info(out, s);
+    }
+}
+
+fn write_arg(out: &mut Reply, a: &Arg) {
+    let mut n = 2;
+    if a.kind == "key" {
+        n += 1;
+    }
+    if a.token.is_some() {
+        n += 1;
+    }
+    let has_flags = a.optional || a.multiple;
+    if has_flags {
+        n += 1;
+    }
+    if !a.children.is_empty() {
+        n += 1;
+    }
+    out.map(n);
+    out.bulk(b"name");
+    out.bulk(a.name.as_bytes());
+    out.bulk(b"type");
+    out.bulk(a.kind.as_bytes());
+    if a.kind == "key" {
+        out.bulk(b"key_spec_index");
+        out.int(0);
+    }
+    if let Some(t) = &a.token {
+        out.bulk(b"token");
+        out.bulk(t.as_bytes());
+    }
+    if has_flags {
+        out.bulk(b"flags");
+        let fl: Vec<&str> = [(a.optional, "optional"), (a.multiple, "multiple")]
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, n)| *n)
+            .collect();
+        out.set(fl.len());
+        for f in fl {
+            out.simple(f);
+        }
+    }
+    if !a.children.is_empty() {
+        out.bulk(b"arguments");
+        out.array(a.children.len());
+        for c in &a.children {
+            write_arg(out, c);
+        }
+    }
+}
+
+/// One `COMMAND DOCS` entry (the value of the map; the caller writes the name).
+pub fn command_docs(out: &mut Reply, spec: &CommandSpec) {
+    let args = parse_syntax(spec.syntax);
+    let mut n = 4;
+    if !args.is_empty() {
+        n += 1;
+    }
+    if !spec.subcommands.is_empty() {
+        n += 1;
+    }
+    out.map(n);
+    out.bulk(b"summary");
+    out.bulk(spec.summary.as_bytes());
+    out.bulk(b"since");
+    out.bulk(spec.since.as_bytes());
+    out.bulk(b"group");
+    out.bulk(spec.group.as_bytes());
+    out.bulk(b"complexity");
+    out.bulk(spec.complexity.as_bytes());
+    if !args.is_empty() {
+        out.bulk(b"arguments");
+        out.array(args.len());
+        for a in &args {
+            write_arg(out, a);
+        }
+    }
+    if !spec.subcommands.is_empty() {
+        out.bulk(b"subcommands");
+        out.map(spec.subcommands.len());
+        for s in spec.subcommands {
+            out.bulk(s.name.as_bytes());
+            command_docs(out, s);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_set_syntax() {
+        let a = parse_syntax(
+            "key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]",
+        );
+        assert_eq!(a.len(), 5);
+        assert_eq!(a[0].kind, "key");
+        assert_eq!(a[2].kind, "oneof");
+        assert!(a[2].optional);
+        assert_eq!(a[3].token.as_deref(), Some("GET"));
+        assert_eq!(a[4].children[0].token.as_deref(), Some("EX"));
+        assert_eq!(a[4].children[0].name, "seconds");
+        assert_eq!(a[4].children[4].kind, "pure-token");
+    }
+
+    #[test]
+    fn repeated_arguments_become_multiple() {
+        let a = parse_syntax("key [key ...]");
+        assert_eq!(a.len(), 1);
+        assert!(a[0].multiple);
+        let a = parse_syntax("key value [key value ...]");
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].kind, "block");
+        assert!(a[0].multiple);
+    }
+}

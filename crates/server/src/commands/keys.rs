@@ -1,0 +1,591 @@
+//! The generic keyspace family: existence, deletion, renaming, copying,
+//! iteration (`KEYS`, `SCAN`), expiry and `OBJECT`.
+
+use super::flags::*;
+use super::{err, is, parse_int, CommandSpec, Ctx};
+use ferrokv_resp::Args;
+use ferrokv_store::pattern::glob_match;
+use ferrokv_store::{Entry, Lookup, Value, NO_EXPIRE};
+
+const fn cmd(name: &'static str, arity: i32, flags: u32, h: super::Handler) -> CommandSpec {
+    CommandSpec::new(name, arity, flags, h)
+        .group("generic")
+        .keys(1, 1, 1)
+}
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd("del", -2, WRITE, del).keys(1, -1, 1).complexity("O(N) where N is the number of keys that will be removed.").doc("Deletes one or more keys.", "key [key ...]"),
+    cmd("unlink", -2, WRITE | FAST, unlink).keys(1, -1, 1).since("4.0.0").doc("Asynchronously deletes one or more keys.", "key [key ...]"),
+    cmd("exists", -2, READONLY | FAST, exists).keys(1, -1, 1).doc("Determines whether one or more keys exist.", "key [key ...]"),
+    cmd("type", 2, READONLY | FAST, type_).doc("Determines the type of value stored at a key.", "key"),
+    cmd("rename", 3, WRITE, rename).keys(1, 2, 1).doc("Renames a key and overwrites the destination.", "key newkey"),
+    cmd("renamenx", 3, WRITE | FAST, renamenx).keys(1, 2, 1).doc("Renames a key only when the target key name doesn't exist.", "key newkey"),
+    cmd("copy", -3, WRITE | DENYOOM, copy).keys(1, 2, 1).since("6.2.0").doc("Copies the value of a key to a new key.", "source destination [DB destination-db] [REPLACE]"),
+    cmd("move", 3, WRITE | FAST, move_).doc("Moves a key to another database.", "key db"),
+    cmd("keys", 2, READONLY, keys).keys(0, 0, 0).complexity("O(N) with N being the number of keys in the database").doc("Returns all key names that match a pattern.", "pattern"),
+    cmd("scan", -2, READONLY, scan).keys(0, 0, 0).since("2.8.0").doc("Iterates over the key names in the database.", "cursor [MATCH pattern] [COUNT count] [TYPE type]"),
+    cmd("randomkey", 1, READONLY, randomkey).keys(0, 0, 0).doc("Returns a random key name from the database.", ""),
+    cmd("touch", -2, READONLY | FAST, touch).keys(1, -1, 1).since("3.2.1").doc("Returns the number of existing keys out of those specified after updating the time they were last accessed.", "key [key ...]"),
+    cmd("expire", -3, WRITE | FAST, expire).doc("Sets the expiration time of a key in seconds.", "key seconds [NX|XX|GT|LT]"),
+    cmd("pexpire", -3, WRITE | FAST, pexpire).since("2.6.0").doc("Sets the expiration time of a key in milliseconds.", "key milliseconds [NX|XX|GT|LT]"),
+    cmd("expireat", -3, WRITE | FAST, expireat).since("1.2.0").doc("Sets the expiration time of a key to a Unix timestamp.", "key unix-time-seconds [NX|XX|GT|LT]"),
+    cmd("pexpireat", -3, WRITE | FAST, pexpireat).since("2.6.0").doc("Sets the expiration time of a key to a Unix milliseconds timestamp.", "key unix-time-milliseconds [NX|XX|GT|LT]"),
+    cmd("ttl", 2, READONLY | FAST, ttl).doc("Returns the expiration time in seconds of a key.", "key"),
+    cmd("pttl", 2, READONLY | FAST, pttl).since("2.6.0").doc("Returns the expiration time in milliseconds of a key.", "key"),
+    cmd("expiretime", 2, READONLY | FAST, expiretime).since("7.0.0").doc("Returns the expiration time of a key as a Unix timestamp.", "key"),
+    cmd("pexpiretime", 2, READONLY | FAST, pexpiretime).since("7.0.0").doc("Returns the expiration time of a key as a Unix milliseconds timestamp.", "key"),
+    cmd("persist", 2, WRITE | FAST, persist).since("2.2.0").doc("Removes the expiration time of a key.", "key"),
+    cmd("object", -2, READONLY, object_help).since("2.2.3").keys(0, 0, 0).doc("A container for object introspection commands.", "").subs(OBJECT_SUBS),
+];
+
+static OBJECT_SUBS: &[CommandSpec] = &[
+    cmd("object|encoding", 3, READONLY, object_encoding)
+        .keys(2, 2, 1)
+        .doc("Returns the internal encoding of a Redis object.", "key"),
+    cmd("object|refcount", 3, READONLY, object_refcount)
+        .keys(2, 2, 1)
+        .doc("Returns the reference count of a value of a key.", "key"),
+    cmd("object|idletime", 3, READONLY, object_idletime)
+        .keys(2, 2, 1)
+        .doc(
+            "Returns the time since the last access to a Redis object.",
+            "key",
+        ),
+    cmd("object|freq", 3, READONLY, object_freq)
+        .keys(2, 2, 1)
+        .since("4.0.0")
+        .doc(
+            "Returns the logarithmic access frequency counter of a Redis object.",
+            "key",
+        ),
+    cmd("object|help", 2, READONLY, object_help)
+        .keys(0, 0, 0)
+        .since("6.2.0")
+        .doc("Returns helpful text about the different subcommands.", ""),
+];
+
+/// Deletes keys, counting the live ones removed.
+fn delete_keys(ctx: &mut Ctx, args: Args, lazy: bool) {
+    let db = ctx.client.db;
+    let now = ctx.now_ms;
+    let mut n = 0;
+    for key in args.iter().skip(1) {
+        match ctx.srv.keyspace.dbs[db].lookup(key, now, true) {
+            Lookup::Live(_) => {
+                if let Some(e) = ctx.srv.keyspace.dbs[db].remove(key) {
+                    if lazy {
+                        ctx.srv.lazy_free(e.value);
+                    }
+                }
+                n += 1;
+            }
+            Lookup::Expired(_) => ctx.srv.stats.expired_keys += 1,
+            Lookup::Missing => {}
+        }
+    }
+    ctx.modified(n as u64);
+    ctx.client.out.int(n);
+}
+
+/// DEL key [key ...]
+fn del(ctx: &mut Ctx, args: Args) {
+    delete_keys(ctx, args, false)
+}
+
+/// UNLINK key [key ...]
+fn unlink(ctx: &mut Ctx, args: Args) {
+    delete_keys(ctx, args, true)
+}
+
+/// EXISTS key [key ...]
+fn exists(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    let n = args
+        .iter()
+        .skip(1)
+        .filter(|k| ctx.srv.lookup_read(db, k, ctx.now_ms).is_some())
+        .count();
+    ctx.client.out.int(n as i64);
+}
+
+/// TYPE key
+fn type_(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    let name = match ctx.srv.lookup_read(db, args.get(1), ctx.now_ms) {
+        Some(e) => e.value.value_type().name(),
+        None => "none",
+    };
+    ctx.client.out.simple(name);
+}
+
+fn rename_generic(ctx: &mut Ctx, args: Args, nx: bool) {
+    let db = ctx.client.db;
+    let (src, dst) = (args.get(1), args.get(2));
+    if !ctx.srv.exists(db, src, ctx.now_ms) {
+        ctx.error(err::NO_SUCH_KEY);
+        return;
+    }
+    if src == dst {
+        if nx {
+            ctx.client.out.int(0);
+        } else {
+            ctx.client.out.ok();
+        }
+        return;
+    }
+    if nx && ctx.srv.exists(db, dst, ctx.now_ms) {
+        ctx.client.out.int(0);
+        return;
+    }
+    let d = &mut ctx.srv.keyspace.dbs[db];
+    let e = d.remove(src).expect("checked above");
+    if let Some(old) = d.upsert(dst, e.value, e.expire_at, e.lru) {
+        ctx.srv.lazy_free(old.value);
+    }
+    ctx.modified(1);
+    if nx {
+        ctx.client.out.int(1);
+    } else {
+        ctx.client.out.ok();
+    }
+}
+
+/// RENAME key newkey
+fn rename(ctx: &mut Ctx, args: Args) {
+    rename_generic(ctx, args, false)
+}
+
+/// RENAMENX key newkey
+fn renamenx(ctx: &mut Ctx, args: Args) {
+    rename_generic(ctx, args, true)
+}
+
+/// Parses a database index argument, replying with Redis's error.
+fn parse_db(ctx: &mut Ctx, a: &[u8]) -> Option<usize> {
+    let v = parse_int(ctx, a)?;
+    if v < 0 || v as usize >= ctx.srv.keyspace.dbs.len() {
+        ctx.error(err::DB_RANGE);
+        return None;
+    }
+    Some(v as usize)
+}
+
+/// COPY source destination [DB destination-db] [REPLACE]
+fn copy(ctx: &mut Ctx, args: Args) {
+    let src_db = ctx.client.db;
+    let mut dst_db = src_db;
+    let mut replace = false;
+    let mut i = 3;
+    while i < args.len() {
+        let a = args.get(i);
+        if is(a, "replace") {
+            replace = true;
+        } else if is(a, "db") && i + 1 < args.len() {
+            let Some(d) = parse_db(ctx, args.get(i + 1)) else {
+                return;
+            };
+            dst_db = d;
+            i += 1;
+        } else {
+            ctx.error(err::SYNTAX);
+            return;
+        }
+        i += 1;
+    }
+    let (src, dst) = (args.get(1), args.get(2));
+    if src_db == dst_db && src == dst {
+        ctx.error("ERR source and destination objects are the same");
+        return;
+    }
+    let now = ctx.now_ms;
+    let Some(e) = ctx.srv.lookup_read(src_db, src, now) else {
+        ctx.client.out.int(0);
+        return;
+    };
+    let (value, expire_at) = (e.value.clone(), e.expire_at);
+    if ctx.srv.exists(dst_db, dst, now) && !replace {
+        ctx.client.out.int(0);
+        return;
+    }
+    let lru = ctx.srv.lru_clock;
+    ctx.srv.keyspace.dbs[dst_db].upsert(dst, value, expire_at, lru);
+    ctx.modified(1);
+    ctx.client.out.int(1);
+}
+
+/// MOVE key db
+fn move_(ctx: &mut Ctx, args: Args) {
+    let src_db = ctx.client.db;
+    let Some(dst_db) = parse_db(ctx, args.get(2)) else {
+        return;
+    };
+    if src_db == dst_db {
+        ctx.error("ERR source and destination objects are the same");
+        return;
+    }
+    let key = args.get(1);
+    let now = ctx.now_ms;
+    if !ctx.srv.exists(src_db, key, now) || ctx.srv.exists(dst_db, key, now) {
+        ctx.client.out.int(0);
+        return;
+    }
+    let e = ctx.srv.keyspace.dbs[src_db]
+        .remove(key)
+        .expect("checked above");
+    ctx.srv.keyspace.dbs[dst_db].upsert(key, e.value, e.expire_at, e.lru);
+    ctx.modified(1);
+    ctx.client.out.int(1);
+}
+
+fn live(e: &Entry, now: i64) -> bool {
+    e.expire_at == NO_EXPIRE || e.expire_at > now
+}
+
+/// KEYS pattern
+fn keys(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    let pattern = args.get(1);
+    let all = pattern == b"*";
+    let now = ctx.now_ms;
+    let found: Vec<&[u8]> = ctx.srv.keyspace.dbs[db]
+        .iter()
+        .filter(|e| live(e, now) && (all || glob_match(pattern, &e.key)))
+        .map(|e| e.key.as_slice())
+        .collect();
+    let out = &mut ctx.client.out;
+    out.array(found.len());
+    for k in found {
+        out.bulk(k);
+    }
+}
+
+/// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+fn scan(ctx: &mut Ctx, args: Args) {
+    let cursor = match std::str::from_utf8(args.get(1))
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    {
+        Some(c) => c,
+        None => {
+            ctx.error("ERR invalid cursor");
+            return;
+        }
+    };
+    let mut pattern: Option<&[u8]> = None;
+    let mut count = 10usize;
+    let mut type_filter: Option<&[u8]> = None;
+    let mut i = 2;
+    while i < args.len() {
+        let a = args.get(i);
+        if i + 1 >= args.len() {
+            ctx.error(err::SYNTAX);
+            return;
+        }
+        if is(a, "match") {
+            pattern = Some(args.get(i + 1));
+        } else if is(a, "count") {
+            let Some(c) = parse_int(ctx, args.get(i + 1)) else {
+                return;
+            };
+            if c < 1 {
+                ctx.error(err::SYNTAX);
+                return;
+            }
+            count = c as usize;
+        } else if is(a, "type") {
+            type_filter = Some(args.get(i + 1));
+        } else {
+            ctx.error(err::SYNTAX);
+            return;
+        }
+        i += 2;
+    }
+    let db = ctx.client.db;
+    let now = ctx.now_ms;
+    let mut found: Vec<Vec<u8>> = Vec::new();
+    let next = ctx.srv.keyspace.dbs[db].scan(cursor, count, |e| {
+        if !live(e, now) {
+            return;
+        }
+        if let Some(p) = pattern {
+            if p != b"*" && !glob_match(p, &e.key) {
+                return;
+            }
+        }
+        if let Some(t) = type_filter {
+            if !t.eq_ignore_ascii_case(e.value.value_type().name().as_bytes()) {
+                return;
+            }
+        }
+        found.push(e.key.to_vec());
+    });
+    let out = &mut ctx.client.out;
+    out.array(2);
+    out.bulk(next.to_string().as_bytes());
+    out.array(found.len());
+    for k in &found {
+        out.bulk(k);
+    }
+}
+
+/// RANDOMKEY
+fn randomkey(ctx: &mut Ctx, _args: Args) {
+    let db = ctx.client.db;
+    let now = ctx.now_ms;
+    for _ in 0..100 {
+        let srv = &mut *ctx.srv;
+        let Some(e) = srv.keyspace.dbs[db].random_entry(&mut srv.rng) else {
+            break;
+        };
+        if live(e, now) {
+            let k = e.key.to_vec();
+            ctx.client.out.bulk(&k);
+            return;
+        }
+        let k = e.key.to_vec();
+        ctx.srv.exists(db, &k, now);
+    }
+    ctx.client.out.null();
+}
+
+/// TOUCH key [key ...]
+fn touch(ctx: &mut Ctx, args: Args) {
+    exists(ctx, args)
+}
+
+/// Applies EXPIRE-family flags and the new time (absolute ms).
+fn expire_generic(ctx: &mut Ctx, args: Args, unit_ms: i64, relative: bool, name: &str) {
+    let Some(v) = parse_int(ctx, args.get(2)) else {
+        return;
+    };
+    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
+    for a in args.iter().skip(3) {
+        if is(a, "nx") {
+            nx = true;
+        } else if is(a, "xx") {
+            xx = true;
+        } else if is(a, "gt") {
+            gt = true;
+        } else if is(a, "lt") {
+            lt = true;
+        } else {
+            ctx.error(&format!(
+                "ERR Unsupported option {}",
+                String::from_utf8_lossy(a)
+            ));
+            return;
+        }
+    }
+    if nx && (xx || gt || lt) {
+        ctx.error("ERR NX and XX, GT or LT options at the same time are not compatible");
+        return;
+    }
+    if gt && lt {
+        ctx.error("ERR GT and LT options at the same time are not compatible");
+        return;
+    }
+    let invalid = format!("ERR invalid expire time in '{name}' command");
+    let Some(mut when) = v.checked_mul(unit_ms) else {
+        ctx.error(&invalid);
+        return;
+    };
+    if relative {
+        match when.checked_add(ctx.now_ms) {
+            Some(w) => when = w,
+            None => {
+                ctx.error(&invalid);
+                return;
+            }
+        }
+    }
+    let db = ctx.client.db;
+    let key = args.get(1);
+    let Some(e) = ctx.srv.lookup_write(db, key, ctx.now_ms) else {
+        ctx.client.out.int(0);
+        return;
+    };
+    let cur = e.expire_at;
+    let has = cur != NO_EXPIRE;
+    if (nx && has) || (xx && !has) || (gt && (!has || when <= cur)) || (lt && has && when >= cur) {
+        ctx.client.out.int(0);
+        return;
+    }
+    if when <= ctx.now_ms {
+        ctx.srv.keyspace.dbs[db].remove(key);
+    } else {
+        ctx.srv.keyspace.dbs[db].set_expire(key, when);
+    }
+    ctx.modified(1);
+    ctx.client.out.int(1);
+}
+
+/// EXPIRE key seconds [NX|XX|GT|LT]
+fn expire(ctx: &mut Ctx, args: Args) {
+    expire_generic(ctx, args, 1000, true, "expire")
+}
+
+/// PEXPIRE key milliseconds [NX|XX|GT|LT]
+fn pexpire(ctx: &mut Ctx, args: Args) {
+    expire_generic(ctx, args, 1, true, "pexpire")
+}
+
+/// EXPIREAT key unix-time-seconds [NX|XX|GT|LT]
+fn expireat(ctx: &mut Ctx, args: Args) {
+    expire_generic(ctx, args, 1000, false, "expireat")
+}
+
+/// PEXPIREAT key unix-time-milliseconds [NX|XX|GT|LT]
+fn pexpireat(ctx: &mut Ctx, args: Args) {
+    expire_generic(ctx, args, 1, false, "pexpireat")
+}
+
+/// The expiry of a key: None when missing, Some(NO_EXPIRE) when persistent.
+fn expire_of(ctx: &mut Ctx, key: &[u8]) -> Option<i64> {
+    let db = ctx.client.db;
+    ctx.srv
+        .lookup_read(db, key, ctx.now_ms)
+        .map(|e| e.expire_at)
+}
+
+fn ttl_generic(ctx: &mut Ctx, args: Args, ms: bool, absolute: bool) {
+    let reply = match expire_of(ctx, args.get(1)) {
+        None => -2,
+        Some(NO_EXPIRE) => -1,
+        Some(at) if absolute => {
+            if ms {
+                at
+            } else {
+                at / 1000
+            }
+        }
+        Some(at) => {
+            let t = (at - ctx.now_ms).max(0);
+            if ms {
+                t
+            } else {
+                (t + 500) / 1000
+            }
+        }
+    };
+    ctx.client.out.int(reply);
+}
+
+/// TTL key
+fn ttl(ctx: &mut Ctx, args: Args) {
+    ttl_generic(ctx, args, false, false)
+}
+
+/// PTTL key
+fn pttl(ctx: &mut Ctx, args: Args) {
+    ttl_generic(ctx, args, true, false)
+}
+
+/// EXPIRETIME key
+fn expiretime(ctx: &mut Ctx, args: Args) {
+    ttl_generic(ctx, args, false, true)
+}
+
+/// PEXPIRETIME key
+fn pexpiretime(ctx: &mut Ctx, args: Args) {
+    ttl_generic(ctx, args, true, true)
+}
+
+/// PERSIST key
+fn persist(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    let key = args.get(1);
+    match ctx.srv.lookup_write(db, key, ctx.now_ms) {
+        Some(e) if e.has_expire() => {
+            ctx.srv.keyspace.dbs[db].set_expire(key, NO_EXPIRE);
+            ctx.modified(1);
+            ctx.client.out.int(1);
+        }
+        _ => ctx.client.out.int(0),
+    }
+}
+
+/// Redis shares the integers 0..10000 between keys (`OBJ_SHARED_INTEGERS`);
+/// `OBJECT REFCOUNT` reports them as immortal.
+fn refcount(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) if (0..10000).contains(i) => i32::MAX as i64,
+        _ => 1,
+    }
+}
+
+fn object_lookup<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Option<&'a Entry> {
+    let db = ctx.client.db;
+    let now = ctx.now_ms;
+    match ctx.srv.keyspace.dbs[db].lookup(key, now, true) {
+        Lookup::Live(e) => Some(e),
+        _ => None,
+    }
+}
+
+/// OBJECT ENCODING key
+fn object_encoding(ctx: &mut Ctx, args: Args) {
+    match object_lookup(ctx, args.get(2)).map(|e| e.value.encoding()) {
+        Some(enc) => ctx.client.out.bulk(enc.as_bytes()),
+        None => ctx.client.out.null(),
+    }
+}
+
+/// OBJECT REFCOUNT key
+fn object_refcount(ctx: &mut Ctx, args: Args) {
+    match object_lookup(ctx, args.get(2)).map(|e| refcount(&e.value)) {
+        Some(n) => ctx.client.out.int(n),
+        None => ctx.client.out.null(),
+    }
+}
+
+/// OBJECT IDLETIME key
+fn object_idletime(ctx: &mut Ctx, args: Args) {
+    let clock = ctx.srv.lru_clock;
+    match object_lookup(ctx, args.get(2)).map(|e| e.lru) {
+        Some(lru) => {
+            let idle = if clock >= lru {
+                clock - lru
+            } else {
+                clock + (crate::server::LRU_CLOCK_MAX - lru)
+            };
+            ctx.client.out.int(idle as i64)
+        }
+        None => ctx.client.out.null(),
+    }
+}
+
+/// OBJECT FREQ key
+fn object_freq(ctx: &mut Ctx, args: Args) {
+    if object_lookup(ctx, args.get(2)).is_none() {
+        ctx.client.out.null();
+        return;
+    }
+    ctx.error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+}
+
+/// OBJECT HELP
+fn object_help(ctx: &mut Ctx, args: Args) {
+    if args.len() >= 2 && !is(args.get(1), "help") {
+        let sub = String::from_utf8_lossy(args.get(1));
+        ctx.error(&format!("ERR unknown subcommand '{sub}'. Try OBJECT HELP."));
+        return;
+    }
+    super::reply_help(
+        ctx,
+        "OBJECT",
+        &[
+            "ENCODING <key>",
+            "    Return the kind of internal representation used in order to store the value",
+            "    associated with a <key>.",
+            "FREQ <key>",
+            "    Return the access frequency index of the <key>. The returned integer is",
+            "    proportional to the logarithm of the recent access frequency of the key.",
+            "IDLETIME <key>",
+            "    Return the idle time of the <key>, that is the approximated number of",
+            "    seconds elapsed since the last access to the key.",
+            "REFCOUNT <key>",
+            "    Return the number of references of the value associated with the specified",
+            "    <key>.",
+        ],
+    );
+}

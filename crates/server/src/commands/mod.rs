@@ -1,0 +1,300 @@
+//! The command table and dispatch.
+//!
+//! Each family file (`string.rs`, `keys.rs`, `connection.rs`, `server.rs`)
+//! declares its rows of the table — name, arity, flags, key positions, docs —
+//! next to the handlers, with the command's syntax in a comment above each
+//! handler. [`CommandTable`] joins the rows once at start-up; dispatch is one
+//! case-insensitive hash lookup, an arity check and a call.
+//!
+//! Handlers split parsing and reply from the data work, and write their
+//! replies straight into the connection's output buffer through [`Ctx`].
+
+pub mod connection;
+pub mod docs;
+pub mod keys;
+pub mod server;
+pub mod string;
+
+use crate::net::client::Client;
+use crate::server::Server;
+use ferrokv_resp::Args;
+use std::collections::HashMap;
+
+pub type Handler = fn(&mut Ctx, Args);
+
+/// Command flags, as `COMMAND INFO` names them.
+pub mod flags {
+    pub const WRITE: u32 = 1 << 0;
+    pub const READONLY: u32 = 1 << 1;
+    pub const DENYOOM: u32 = 1 << 2;
+    pub const ADMIN: u32 = 1 << 3;
+    pub const PUBSUB: u32 = 1 << 4;
+    pub const NOSCRIPT: u32 = 1 << 5;
+    pub const BLOCKING: u32 = 1 << 6;
+    pub const LOADING: u32 = 1 << 7;
+    pub const STALE: u32 = 1 << 8;
+    pub const SKIP_MONITOR: u32 = 1 << 9;
+    pub const FAST: u32 = 1 << 10;
+    pub const NO_AUTH: u32 = 1 << 11;
+    pub const MAY_REPLICATE: u32 = 1 << 12;
+    pub const NO_MULTI: u32 = 1 << 13;
+    pub const ALLOW_BUSY: u32 = 1 << 14;
+
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (MAY_REPLICATE, "may_replicate"),
+        (NO_MULTI, "no_multi"),
+        (ALLOW_BUSY, "allow_busy"),
+    ];
+}
+
+/// One row of the command table.
+pub struct CommandSpec {
+    pub name: &'static str,
+    /// Redis's arity: exact count when positive, minimum when negative
+    /// (the command name counts).
+    pub arity: i32,
+    pub flags: u32,
+    /// First key, last key (negative counts from the end), step.
+    pub keys: (i32, i32, i32),
+    pub group: &'static str,
+    pub since: &'static str,
+    pub summary: &'static str,
+    pub complexity: &'static str,
+    /// The arguments after the name, in the docs' notation
+    /// (`key value [NX|XX] [EX seconds]`); `COMMAND DOCS` is built from it.
+    pub syntax: &'static str,
+    pub handler: Handler,
+    pub subcommands: &'static [CommandSpec],
+}
+
+impl CommandSpec {
+    pub const fn new(name: &'static str, arity: i32, flags: u32, handler: Handler) -> Self {
+        CommandSpec {
+            name,
+            arity,
+            flags,
+            keys: (0, 0, 0),
+            group: "generic",
+            since: "1.0.0",
+            summary: "",
+            complexity: "O(1)",
+            syntax: "",
+            handler,
+            subcommands: &[],
+        }
+    }
+    pub const fn keys(mut self, first: i32, last: i32, step: i32) -> Self {
+        self.keys = (first, last, step);
+        self
+    }
+    pub const fn group(mut self, g: &'static str) -> Self {
+        self.group = g;
+        self
+    }
+    pub const fn since(mut self, s: &'static str) -> Self {
+        self.since = s;
+        self
+    }
+    pub const fn doc(mut self, summary: &'static str, syntax: &'static str) -> Self {
+        self.summary = summary;
+        self.syntax = syntax;
+        self
+    }
+    pub const fn complexity(mut self, c: &'static str) -> Self {
+        self.complexity = c;
+        self
+    }
+    pub const fn subs(mut self, s: &'static [CommandSpec]) -> Self {
+        self.subcommands = s;
+        self
+    }
+    pub fn has(&self, f: u32) -> bool {
+        self.flags & f != 0
+    }
+    pub fn arity_ok(&self, n: usize) -> bool {
+        if self.arity >= 0 {
+            n == self.arity as usize
+        } else {
+            n >= (-self.arity) as usize
+        }
+    }
+}
+
+/// Per-command counters for `INFO commandstats`.
+#[derive(Default, Clone, Copy)]
+pub struct CommandStats {
+    pub calls: u64,
+    pub usec: u64,
+    pub rejected_calls: u64,
+    pub failed_calls: u64,
+}
+
+/// Every command, looked up by lower-cased name.
+pub struct CommandTable {
+    pub specs: Vec<&'static CommandSpec>,
+    index: HashMap<&'static [u8], usize>,
+}
+
+impl CommandTable {
+    pub fn new() -> Self {
+        let mut specs: Vec<&'static CommandSpec> = Vec::new();
+        for family in [
+            string::COMMANDS,
+            keys::COMMANDS,
+            connection::COMMANDS,
+            server::COMMANDS,
+        ] {
+            for spec in family {
+                specs.push(spec);
+                // Subcommands get rows of their own (`config|get`), for
+                // dispatch and for their own statistics.
+                specs.extend(spec.subcommands.iter());
+            }
+        }
+        let index = specs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.name.as_bytes(), i))
+            .collect();
+        CommandTable { specs, index }
+    }
+
+    /// The command's index by name, in any case.
+    #[inline]
+    pub fn lookup(&self, name: &[u8]) -> Option<usize> {
+        let mut buf = [0u8; 48];
+        if name.len() > buf.len() {
+            return None;
+        }
+        for (d, s) in buf.iter_mut().zip(name) {
+            *d = s.to_ascii_lowercase();
+        }
+        self.index.get(&buf[..name.len()]).copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.specs.len()
+    }
+
+    /// The row of `container|sub`.
+    pub fn lookup_sub(&self, container: &str, sub: &[u8]) -> Option<usize> {
+        let mut name = Vec::with_capacity(container.len() + 1 + sub.len());
+        name.extend_from_slice(container.as_bytes());
+        name.push(b'|');
+        name.extend(sub.iter().map(|c| c.to_ascii_lowercase()));
+        self.index.get(&name[..]).copied()
+    }
+
+    /// Top-level commands only (what `COMMAND` lists).
+    pub fn top_level(&self) -> impl Iterator<Item = &'static CommandSpec> + '_ {
+        self.specs.iter().copied().filter(|s| !s.name.contains('|'))
+    }
+}
+
+impl Default for CommandTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Redis's error texts, shared by every family.
+pub mod err {
+    pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    pub const SYNTAX: &str = "ERR syntax error";
+    pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+    pub const NOT_FLOAT: &str = "ERR value is not a valid float";
+    pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
+    pub const NO_SUCH_KEY: &str = "ERR no such key";
+    pub const DB_RANGE: &str = "ERR DB index is out of range";
+    pub const NOAUTH: &str = "NOAUTH Authentication required.";
+    pub const POSITIVE: &str = "ERR value is out of range, must be positive";
+}
+
+/// What a handler works with: the server, the calling client, the time.
+pub struct Ctx<'a> {
+    pub srv: &'a mut Server,
+    pub client: &'a mut Client,
+    /// Unix time in milliseconds, fixed for the command.
+    pub now_ms: i64,
+}
+
+impl Ctx<'_> {
+    #[inline]
+    pub fn out(&mut self) -> &mut crate::net::client::Reply {
+        &mut self.client.out
+    }
+    pub fn error(&mut self, msg: &str) {
+        self.client.out.error(msg)
+    }
+    pub fn wrong_args(&mut self, name: &str) {
+        self.client.out.error(&format!(
+            "ERR wrong number of arguments for '{}' command",
+            name.to_ascii_lowercase()
+        ));
+    }
+    /// Records that a key was changed (the `dirty` counter; watched keys,
+    /// blocked clients and keyspace events hang off this one call).
+    #[inline]
+    pub fn modified(&mut self, n: u64) {
+        self.srv.dirty += n;
+    }
+}
+
+/// Parses an integer argument, replying with Redis's error when it is not one.
+pub fn parse_int(ctx: &mut Ctx, a: &[u8]) -> Option<i64> {
+    match ferrokv_resp::parse_i64(a) {
+        Some(v) => Some(v),
+        None => {
+            ctx.error(err::NOT_INTEGER);
+            None
+        }
+    }
+}
+
+/// Parses a double argument as Redis's `getDoubleFromObject` (`strtod`,
+/// no trailing garbage, no spaces, `inf` allowed, NaN refused).
+pub fn parse_f64(a: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(a).ok()?;
+    if s.is_empty() || s.starts_with(char::is_whitespace) || s.ends_with(char::is_whitespace) {
+        return None;
+    }
+    let v = match s.to_ascii_lowercase().as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
+        "-inf" | "-infinity" => f64::NEG_INFINITY,
+        l if l.contains("nan") => return None,
+        _ => s.parse::<f64>().ok()?,
+    };
+    Some(v)
+}
+
+/// Replies with a `HELP` text in Redis's shape: an array of status lines.
+pub fn reply_help(ctx: &mut Ctx, container: &str, lines: &[&str]) {
+    let out = &mut ctx.client.out;
+    out.array(lines.len() + 3);
+    out.simple(&format!(
+        "{container} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    ));
+    for l in lines {
+        out.simple(l);
+    }
+    out.simple("HELP");
+    out.simple("    Print this help.");
+}
+
+/// Case-insensitive comparison of an argument with an option name.
+#[inline]
+pub fn is(a: &[u8], opt: &str) -> bool {
+    a.eq_ignore_ascii_case(opt.as_bytes())
+}

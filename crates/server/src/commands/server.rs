@@ -1,0 +1,603 @@
+//! The server family: INFO, CONFIG, COMMAND, DEBUG, TIME, LASTSAVE,
+//! SHUTDOWN, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB.
+
+use super::flags::*;
+use super::{docs, err, is, parse_f64, reply_help, CommandSpec, Ctx};
+use crate::config::DebugCommand;
+use ferrokv_resp::Args;
+use ferrokv_store::digest::{to_hex, value_digest};
+use ferrokv_store::pattern::glob_match_nocase;
+use ferrokv_store::Lookup;
+
+const fn cmd(name: &'static str, arity: i32, flags: u32, h: super::Handler) -> CommandSpec {
+    CommandSpec::new(name, arity, flags, h).group("server")
+}
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd("info", -1, LOADING | STALE, info).doc("Returns information and statistics about the server.", "[section [section ...]]"),
+    cmd("config", -2, ADMIN | NOSCRIPT | LOADING | STALE, config_help).since("2.0.0").doc("A container for server configuration commands.", "").subs(CONFIG_SUBS),
+    cmd("command", -1, LOADING | STALE, command).since("2.8.13").complexity("O(N) where N is the total number of Redis commands").doc("Returns detailed information about all commands.", "").subs(COMMAND_SUBS),
+    cmd("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, debug_help).doc("A container for debugging commands.", ""),
+    cmd("time", 1, LOADING | STALE | FAST, time).since("2.6.0").doc("Returns the server time.", ""),
+    cmd("lastsave", 1, LOADING | STALE | FAST, lastsave).doc("Returns the Unix timestamp of the last successful save to disk.", ""),
+    cmd("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, shutdown).doc(
+        "Synchronously saves the database(s) to disk and shuts down the Redis server.",
+        "[NOSAVE|SAVE] [NOW] [FORCE] [ABORT]",
+    ),
+    cmd("dbsize", 1, READONLY | FAST, dbsize).group("server").doc("Returns the number of keys in the database.", ""),
+    cmd("flushdb", -1, WRITE, flushdb).complexity("O(N) where N is the total number of keys in all databases").doc("Remove all keys from the current database.", "[ASYNC|SYNC]"),
+    cmd("flushall", -1, WRITE, flushall).complexity("O(N) where N is the total number of keys in all databases").doc("Removes all keys from all databases.", "[ASYNC|SYNC]"),
+    cmd("swapdb", 3, WRITE | FAST, swapdb).since("4.0.0").complexity("O(N) where N is the count of clients watching or blocking on keys from both databases.").doc("Swaps two Redis databases.", "index1 index2"),
+];
+
+static CONFIG_SUBS: &[CommandSpec] = &[
+    cmd(
+        "config|get",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        config_get,
+    )
+    .complexity("O(N) when N is the number of configuration parameters provided")
+    .doc(
+        "Returns the effective values of configuration parameters.",
+        "parameter [parameter ...]",
+    ),
+    cmd(
+        "config|set",
+        -4,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        config_set,
+    )
+    .complexity("O(N) when N is the number of configuration parameters provided")
+    .doc(
+        "Sets configuration parameters in-flight.",
+        "parameter value [parameter value ...]",
+    ),
+    cmd(
+        "config|resetstat",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        config_resetstat,
+    )
+    .doc("Resets the server's statistics.", ""),
+    cmd(
+        "config|rewrite",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        config_rewrite,
+    )
+    .since("2.8.0")
+    .doc("Persists the effective configuration to file.", ""),
+    cmd("config|help", 2, LOADING | STALE, config_help)
+        .since("5.0.0")
+        .doc("Returns helpful text about the different subcommands.", ""),
+];
+
+static COMMAND_SUBS: &[CommandSpec] = &[
+    cmd("command|count", 2, LOADING | STALE, command_count).doc("Returns a count of commands.", ""),
+    cmd("command|info", -2, LOADING | STALE, command_info).doc(
+        "Returns information about one, multiple or all commands.",
+        "[command-name [command-name ...]]",
+    ),
+    cmd("command|docs", -2, LOADING | STALE, command_docs)
+        .since("7.0.0")
+        .doc(
+            "Returns documentary information about one, multiple or all commands.",
+            "[command-name [command-name ...]]",
+        ),
+    cmd("command|list", -2, LOADING | STALE, command_list)
+        .since("7.0.0")
+        .doc(
+            "Returns a list of command names.",
+            "[FILTERBY MODULE module-name|ACLCAT category|PATTERN pattern]",
+        ),
+    cmd("command|getkeys", -3, LOADING | STALE, command_getkeys).doc(
+        "Extracts the key names from an arbitrary command.",
+        "command [arg [arg ...]]",
+    ),
+    cmd("command|help", 2, LOADING | STALE, command_help)
+        .since("5.0.0")
+        .doc("Returns helpful text about the different subcommands.", ""),
+];
+
+/// INFO [section [section ...]]
+fn info(ctx: &mut Ctx, args: Args) {
+    let req: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+        .collect();
+    let text = crate::info::render(ctx.srv, &req, 1);
+    ctx.client.out.verbatim(text.as_bytes());
+}
+
+/// CONFIG GET parameter [parameter ...]
+fn config_get(ctx: &mut Ctx, args: Args) {
+    let mut pairs: Vec<(&'static str, String)> = Vec::new();
+    for p in args.iter().skip(2) {
+        for (k, v) in ctx.srv.config.get_matching(p) {
+            if !pairs.iter().any(|(n, _)| *n == k) {
+                pairs.push((k, v));
+            }
+        }
+    }
+    let out = &mut ctx.client.out;
+    out.map(pairs.len());
+    for (k, v) in pairs {
+        out.bulk(k.as_bytes());
+        out.bulk(v.as_bytes());
+    }
+}
+
+/// CONFIG SET parameter value [parameter value ...]
+fn config_set(ctx: &mut Ctx, args: Args) {
+    if args.len() % 2 != 0 {
+        ctx.wrong_args("config|set");
+        return;
+    }
+    // All or nothing: apply to a copy, install only if every pair is valid.
+    let mut next = ctx.srv.config.clone();
+    let mut seen: Vec<String> = Vec::new();
+    for i in (2..args.len()).step_by(2) {
+        let name = String::from_utf8_lossy(args.get(i)).to_ascii_lowercase();
+        if seen.contains(&name) {
+            ctx.error(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"));
+            return;
+        }
+        let value = String::from_utf8_lossy(args.get(i + 1)).into_owned();
+        if let Err(e) = next.set(&name, &value) {
+            ctx.error(&e);
+            return;
+        }
+        seen.push(name);
+    }
+    if next.dir != ctx.srv.config.dir {
+        if let Err(e) = std::fs::create_dir_all(&next.dir) {
+            ctx.error(&format!(
+                "ERR CONFIG SET failed (possibly related to argument 'dir') - {e}"
+            ));
+            return;
+        }
+    }
+    ctx.srv.config = next;
+    ctx.client.out.ok();
+}
+
+/// CONFIG RESETSTAT
+fn config_resetstat(ctx: &mut Ctx, _args: Args) {
+    ctx.srv.stats = Default::default();
+    for s in ctx.srv.cmd_stats.iter_mut() {
+        *s = Default::default();
+    }
+    ctx.srv.error_stats.clear();
+    ctx.client.out.ok();
+}
+
+/// CONFIG REWRITE
+fn config_rewrite(ctx: &mut Ctx, _args: Args) {
+    let Some(path) = ctx.srv.config.config_file.clone() else {
+        ctx.error("ERR The server is running without a config file");
+        return;
+    };
+    match rewrite_config_file(&path, &ctx.srv.config) {
+        Ok(()) => ctx.client.out.ok(),
+        Err(e) => ctx.error(&format!("ERR Rewriting config file: {e}")),
+    }
+}
+
+/// Rewrites the config file in place: known options are updated where
+/// they stand, options that differ from their default are appended; the
+/// new file replaces the old atomically.
+fn rewrite_config_file(path: &str, cfg: &crate::config::Config) -> std::io::Result<()> {
+    use crate::config::OPTIONS;
+    let defaults = crate::config::Config::default();
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    let mut written: Vec<&str> = Vec::new();
+    let mut lines: Vec<String> = Vec::new();
+    for line in old.lines() {
+        let word = line
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if let Some(o) = OPTIONS
+            .iter()
+            .find(|o| o.name == word && !line.trim_start().starts_with('#'))
+        {
+            if written.contains(&o.name) {
+                continue;
+            }
+            written.push(o.name);
+            lines.push(format!("{} {}", o.name, quote_value(&(o.get)(cfg))));
+        } else {
+            lines.push(line.to_string());
+        }
+    }
+    for o in OPTIONS {
+        if !written.contains(&o.name) && (o.get)(cfg) != (o.get)(&defaults) {
+            lines.push(format!("{} {}", o.name, quote_value(&(o.get)(cfg))));
+        }
+    }
+    let tmp = format!("{path}.tmp-{}", std::process::id());
+    std::fs::write(&tmp, lines.join("\n") + "\n")?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+fn quote_value(v: &str) -> String {
+    if !v.is_empty() && !v.contains(' ') && !v.contains('"') {
+        v.to_string()
+    } else {
+        format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""))
+    }
+}
+
+/// CONFIG HELP
+fn config_help(ctx: &mut Ctx, _args: Args) {
+    reply_help(
+        ctx,
+        "CONFIG",
+        &[
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
+        ],
+    );
+}
+
+/// COMMAND
+fn command(ctx: &mut Ctx, _args: Args) {
+    let specs: Vec<&'static CommandSpec> = ctx.srv.commands.top_level().collect();
+    ctx.client.out.array(specs.len());
+    for s in specs {
+        docs::command_info(&mut ctx.client.out, s);
+    }
+}
+
+/// COMMAND COUNT
+fn command_count(ctx: &mut Ctx, _args: Args) {
+    let n = ctx.srv.commands.top_level().count();
+    ctx.client.out.int(n as i64);
+}
+
+fn find_spec(ctx: &Ctx, name: &[u8]) -> Option<&'static CommandSpec> {
+    let s = String::from_utf8_lossy(name).to_ascii_lowercase();
+    ctx.srv.commands.specs.iter().copied().find(|c| c.name == s)
+}
+
+/// COMMAND INFO [command-name [command-name ...]]
+fn command_info(ctx: &mut Ctx, args: Args) {
+    if args.len() == 2 {
+        return command(ctx, args);
+    }
+    let specs: Vec<Option<&'static CommandSpec>> =
+        args.iter().skip(2).map(|n| find_spec(ctx, n)).collect();
+    ctx.client.out.array(specs.len());
+    for s in specs {
+        match s {
+            Some(s) => docs::command_info(&mut ctx.client.out, s),
+            None => ctx.client.out.null_array(),
+        }
+    }
+}
+
+/// COMMAND DOCS [command-name [command-name ...]]
+fn command_docs(ctx: &mut Ctx, args: Args) {
+    let specs: Vec<&'static CommandSpec> = if args.len() == 2 {
+        ctx.srv.commands.top_level().collect()
+    } else {
+        args.iter()
+            .skip(2)
+            .filter_map(|n| find_spec(ctx, n))
+            .collect()
+    };
+    ctx.client.out.map(specs.len());
+    for s in specs {
+        ctx.client.out.bulk(s.name.as_bytes());
+        docs::command_docs(&mut ctx.client.out, s);
+    }
+}
+
+/// COMMAND LIST [FILTERBY MODULE module-name|ACLCAT category|PATTERN pattern]
+fn command_list(ctx: &mut Ctx, args: Args) {
+    let mut names: Vec<&'static str> = ctx.srv.commands.top_level().map(|s| s.name).collect();
+    if args.len() > 2 {
+        if args.len() != 5 || !is(args.get(2), "filterby") {
+            ctx.error(err::SYNTAX);
+            return;
+        }
+        let (kind, v) = (args.get(3), args.get(4));
+        if is(kind, "pattern") {
+            names.retain(|n| glob_match_nocase(v, n.as_bytes()));
+        } else if is(kind, "module") {
+            names.clear();
+        } else if is(kind, "aclcat") {
+            let cat = String::from_utf8_lossy(v).to_ascii_lowercase();
+            let specs: Vec<&'static CommandSpec> = ctx.srv.commands.top_level().collect();
+            names = specs
+                .into_iter()
+                .filter(|s| {
+                    s.group == cat
+                        || (cat == "read" && s.has(READONLY))
+                        || (cat == "write" && s.has(WRITE))
+                })
+                .map(|s| s.name)
+                .collect();
+        } else {
+            ctx.error(err::SYNTAX);
+            return;
+        }
+    }
+    ctx.client.out.array(names.len());
+    for n in names {
+        ctx.client.out.bulk(n.as_bytes());
+    }
+}
+
+/// COMMAND GETKEYS command [arg [arg ...]]
+fn command_getkeys(ctx: &mut Ctx, args: Args) {
+    let Some(idx) = ctx.srv.commands.lookup(args.get(2)) else {
+        ctx.error("ERR Invalid command specified");
+        return;
+    };
+    let spec = ctx.srv.commands.specs[idx];
+    let n = args.len() - 2;
+    if !spec.arity_ok(n) {
+        ctx.error("ERR Invalid number of arguments specified for command");
+        return;
+    }
+    let (first, last, step) = spec.keys;
+    if first <= 0 {
+        ctx.error("ERR The command has no key arguments");
+        return;
+    }
+    let last = if last < 0 { n as i32 + last } else { last };
+    let keys: Vec<&[u8]> = (first..=last)
+        .step_by(step.max(1) as usize)
+        .filter(|&i| (i as usize) < n)
+        .map(|i| args.get(2 + i as usize))
+        .collect();
+    ctx.client.out.array(keys.len());
+    for k in keys {
+        ctx.client.out.bulk(k);
+    }
+}
+
+/// COMMAND HELP
+fn command_help(ctx: &mut Ctx, _args: Args) {
+    reply_help(
+        ctx,
+        "COMMAND",
+        &[
+            "(no subcommand)",
+            "    Return details about all Redis commands.",
+            "COUNT",
+            "    Return the total number of commands in this Redis server.",
+            "LIST",
+            "    Return a list of all commands in this Redis server.",
+            "INFO [<command-name> ...]",
+            "    Return details about multiple Redis commands.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about multiple Redis commands.",
+            "GETKEYS <full-command>",
+            "    Return the keys from a full Redis command.",
+        ],
+    );
+}
+
+/// DEBUG DIGEST | DIGEST-VALUE key [key ...] | OBJECT key | SLEEP seconds | SET-ACTIVE-EXPIRE 0|1 | HELP
+fn debug_help(ctx: &mut Ctx, args: Args) {
+    let allowed = match ctx.srv.config.enable_debug_command {
+        DebugCommand::Yes => true,
+        DebugCommand::Local => ctx.client.addr.ip().is_loopback(),
+        DebugCommand::No => false,
+    };
+    if !allowed {
+        ctx.error("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.");
+        return;
+    }
+    let sub = args.get(1);
+    let db = ctx.client.db;
+    if is(sub, "digest") && args.len() == 2 {
+        let d = ctx.srv.keyspace.digest();
+        ctx.client.out.simple(&to_hex(&d));
+    } else if is(sub, "digest-value") {
+        let now = ctx.now_ms;
+        let mut digests = Vec::new();
+        for k in args.iter().skip(2) {
+            let d = match ctx.srv.keyspace.dbs[db].lookup(k, now, true) {
+                Lookup::Live(e) => value_digest(e),
+                _ => [0u8; 20],
+            };
+            digests.push(to_hex(&d));
+        }
+        ctx.client.out.array(digests.len());
+        for d in digests {
+            ctx.client.out.simple(&d);
+        }
+    } else if is(sub, "object") && args.len() == 3 {
+        let now = ctx.now_ms;
+        let clock = ctx.srv.lru_clock;
+        match ctx.srv.keyspace.dbs[db].lookup(args.get(2), now, true) {
+            Lookup::Live(e) => {
+                let enc = e.value.encoding();
+                let ser = match &e.value {
+                    ferrokv_store::Value::Int(i) if (-(1 << 31)..(1 << 31)).contains(i) => 5,
+                    ferrokv_store::Value::Int(i) => i.to_string().len() + 1,
+                    ferrokv_store::Value::Str(s) => {
+                        s.len()
+                            + if s.len() < 64 {
+                                1
+                            } else if s.len() < 16384 {
+                                2
+                            } else {
+                                5
+                            }
+                    }
+                };
+                let idle = clock.wrapping_sub(e.lru) & crate::server::LRU_CLOCK_MAX;
+                let addr = e as *const _ as usize;
+                let line = format!(
+                    "Value at:0x{addr:x} refcount:1 encoding:{enc} serializedlength:{ser} lru:{} lru_seconds_idle:{idle}",
+                    e.lru
+                );
+                ctx.client.out.simple(&line);
+            }
+            _ => ctx.error(err::NO_SUCH_KEY),
+        }
+    } else if is(sub, "sleep") && args.len() == 3 {
+        let secs = parse_f64(args.get(2)).unwrap_or(0.0).max(0.0);
+        std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+        ctx.client.out.ok();
+    } else if is(sub, "set-active-expire") && args.len() == 3 {
+        ctx.srv.active_expire_enabled = args.get(2) != b"0";
+        ctx.client.out.ok();
+    } else if is(sub, "log") && args.len() == 3 {
+        tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(args.get(2)));
+        ctx.client.out.ok();
+    } else if is(sub, "help") {
+        reply_help(
+            ctx,
+            "DEBUG",
+            &[
+                "DIGEST",
+                "    Output a hex signature representing the current DB content.",
+                "DIGEST-VALUE <key> [<key> ...]",
+                "    Output a hex signature of the values of all the specified keys.",
+                "LOG <message>",
+                "    Write <message> to the server log.",
+                "OBJECT <key>",
+                "    Show low level info about the <key> and associated value.",
+                "SET-ACTIVE-EXPIRE <0|1>",
+                "    Setting it to 0 disables expiring keys in background when they are not accessed (otherwise the Redis behavior). Setting it to 1 reenables back the default.",
+                "SLEEP <seconds>",
+                "    Stop the server for <seconds>. Decimals allowed.",
+            ],
+        );
+    } else {
+        let s = String::from_utf8_lossy(sub);
+        ctx.error(&format!(
+            "ERR unknown subcommand or wrong number of arguments for '{s}'. Try DEBUG HELP."
+        ));
+    }
+}
+
+/// TIME
+fn time(ctx: &mut Ctx, _args: Args) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let out = &mut ctx.client.out;
+    out.array(2);
+    out.bulk(now.as_secs().to_string().as_bytes());
+    out.bulk(now.subsec_micros().to_string().as_bytes());
+}
+
+/// LASTSAVE
+fn lastsave(ctx: &mut Ctx, _args: Args) {
+    let t = ctx.srv.lastsave as i64;
+    ctx.client.out.int(t);
+}
+
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
+fn shutdown(ctx: &mut Ctx, args: Args) {
+    let mut abort = false;
+    for a in args.iter().skip(1) {
+        if is(a, "abort") {
+            abort = true;
+        } else if !(is(a, "nosave") || is(a, "save") || is(a, "now") || is(a, "force")) {
+            ctx.error(err::SYNTAX);
+            return;
+        }
+    }
+    if abort {
+        if args.len() > 2 {
+            ctx.error(err::SYNTAX);
+        } else {
+            ctx.error("ERR No shutdown in progress.");
+        }
+        return;
+    }
+    tracing::warn!("User requested shutdown...");
+    ctx.srv.shutdown_requested = true;
+    ctx.client.close_asap = true;
+}
+
+/// DBSIZE
+fn dbsize(ctx: &mut Ctx, _args: Args) {
+    let n = ctx.srv.keyspace.dbs[ctx.client.db].len();
+    ctx.client.out.int(n as i64);
+}
+
+/// Parses the optional ASYNC|SYNC of FLUSHDB/FLUSHALL. Some(true) = async.
+fn flush_mode(ctx: &mut Ctx, args: Args) -> Option<bool> {
+    match args.len() {
+        1 => Some(false),
+        2 if is(args.get(1), "async") => Some(true),
+        2 if is(args.get(1), "sync") => Some(false),
+        _ => {
+            ctx.error(err::SYNTAX);
+            None
+        }
+    }
+}
+
+fn flush_db(ctx: &mut Ctx, db: usize, lazy: bool) -> u64 {
+    let d = &mut ctx.srv.keyspace.dbs[db];
+    let n = d.len() as u64;
+    if lazy && n > 0 {
+        let old = std::mem::take(d);
+        ctx.srv.lazy_free(old);
+    } else {
+        d.clear();
+    }
+    n
+}
+
+/// FLUSHDB [ASYNC|SYNC]
+fn flushdb(ctx: &mut Ctx, args: Args) {
+    let Some(lazy) = flush_mode(ctx, args) else {
+        return;
+    };
+    let n = flush_db(ctx, ctx.client.db, lazy);
+    ctx.modified(n.max(1));
+    ctx.client.out.ok();
+}
+
+/// FLUSHALL [ASYNC|SYNC]
+fn flushall(ctx: &mut Ctx, args: Args) {
+    let Some(lazy) = flush_mode(ctx, args) else {
+        return;
+    };
+    let mut n = 0;
+    for db in 0..ctx.srv.keyspace.dbs.len() {
+        n += flush_db(ctx, db, lazy);
+    }
+    ctx.modified(n.max(1));
+    ctx.client.out.ok();
+}
+
+/// SWAPDB index1 index2
+fn swapdb(ctx: &mut Ctx, args: Args) {
+    let n = ctx.srv.keyspace.dbs.len() as i64;
+    let Some(a) = ferrokv_resp::parse_i64(args.get(1)) else {
+        ctx.error("ERR invalid first DB index");
+        return;
+    };
+    let Some(b) = ferrokv_resp::parse_i64(args.get(2)) else {
+        ctx.error("ERR invalid second DB index");
+        return;
+    };
+    if a < 0 || a >= n || b < 0 || b >= n {
+        ctx.error(err::DB_RANGE);
+        return;
+    }
+    ctx.srv.keyspace.dbs.swap(a as usize, b as usize);
+    ctx.modified(1);
+    ctx.client.out.ok();
+}

@@ -1,0 +1,809 @@
+//! The string family: GET/SET and friends, counters, ranges, LCS.
+//!
+//! Values are stored as Redis stores them: a canonical integer as an `i64`
+//! (so `INCR` needs no parsing and `OBJECT ENCODING` says `int`), anything
+//! else as bytes, inline when short.
+
+use super::flags::*;
+use super::{err, is, parse_f64, parse_int, CommandSpec, Ctx};
+use ferrokv_resp::Args;
+use ferrokv_store::value::itoa_buf;
+use ferrokv_store::{Value, NO_EXPIRE};
+
+const fn cmd(name: &'static str, arity: i32, flags: u32, h: super::Handler) -> CommandSpec {
+    CommandSpec::new(name, arity, flags, h)
+        .group("string")
+        .keys(1, 1, 1)
+}
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd("get", 2, READONLY | FAST, get).doc("Returns the string value of a key.", "key"),
+    cmd("set", -3, WRITE | DENYOOM, set).doc(
+        "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
+        "key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]",
+    ),
+    cmd("getex", -2, WRITE | FAST, getex).since("6.2.0").doc(
+        "Returns the string value of a key after setting its expiration time.",
+        "key [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|PERSIST]",
+    ),
+    cmd("getdel", 2, WRITE | FAST, getdel).since("6.2.0").doc("Returns the string value of a key after deleting the key.", "key"),
+    cmd("getset", 3, WRITE | DENYOOM | FAST, getset).doc("Returns the previous string value of a key after setting it to a new value.", "key value"),
+    cmd("setnx", 3, WRITE | DENYOOM | FAST, setnx).doc("Set the string value of a key only when the key doesn't exist.", "key value"),
+    cmd("setex", 4, WRITE | DENYOOM, setex).since("2.0.0").doc("Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", "key seconds value"),
+    cmd("psetex", 4, WRITE | DENYOOM, psetex).since("2.6.0").doc("Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", "key milliseconds value"),
+    cmd("mset", -3, WRITE | DENYOOM, mset).keys(1, -1, 2).since("1.0.1").complexity("O(N) where N is the number of keys to set.").doc("Atomically creates or modifies the string values of one or more keys.", "key value [key value ...]"),
+    cmd("msetnx", -3, WRITE | DENYOOM, msetnx).keys(1, -1, 2).since("1.0.1").complexity("O(N) where N is the number of keys to set.").doc("Atomically modifies the string values of one or more keys only when all keys don't exist.", "key value [key value ...]"),
+    cmd("mget", -2, READONLY | FAST, mget).keys(1, -1, 1).complexity("O(N) where N is the number of keys to retrieve.").doc("Atomically returns the string values of one or more keys.", "key [key ...]"),
+    cmd("append", 3, WRITE | DENYOOM | FAST, append).since("2.0.0").doc("Appends a string to the value of a key. Creates the key if it doesn't exist.", "key value"),
+    cmd("strlen", 2, READONLY | FAST, strlen).since("2.2.0").doc("Returns the length of a string value.", "key"),
+    cmd("getrange", 4, READONLY, getrange).since("2.4.0").complexity("O(N) where N is the length of the returned string.").doc("Returns a substring of the string stored at a key.", "key start end"),
+    cmd("substr", 4, READONLY, getrange).doc("Returns a substring from a string value.", "key start end"),
+    cmd("setrange", 4, WRITE | DENYOOM, setrange).since("2.2.0").doc("Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", "key offset value"),
+    cmd("incr", 2, WRITE | DENYOOM | FAST, incr).doc("Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "key"),
+    cmd("decr", 2, WRITE | DENYOOM | FAST, decr).doc("Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "key"),
+    cmd("incrby", 3, WRITE | DENYOOM | FAST, incrby).doc("Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "key increment"),
+    cmd("decrby", 3, WRITE | DENYOOM | FAST, decrby).doc("Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", "key decrement"),
+    cmd("incrbyfloat", 3, WRITE | DENYOOM | FAST, incrbyfloat).since("2.6.0").doc("Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "key increment"),
+    cmd("lcs", -3, READONLY, lcs).keys(1, 2, 1).since("7.0.0").complexity("O(N*M) where N and M are the lengths of s1 and s2, respectively").doc("Finds the longest common substring.", "key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]"),
+];
+
+/// A string value's bytes, or `None` for another type.
+fn as_bytes<'a>(v: &'a Value, buf: &'a mut itoa_buf::Buf) -> Option<&'a [u8]> {
+    match v {
+        Value::Int(i) => Some(buf.format(*i)),
+        Value::Str(s) => Some(s),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+fn is_string(v: &Value) -> bool {
+    matches!(v, Value::Int(_) | Value::Str(_))
+}
+
+/// Writes a string value as a bulk reply (WRONGTYPE for other types).
+fn reply_value(ctx_out: &mut crate::net::client::Reply, v: &Value) {
+    match v {
+        Value::Int(i) => ctx_out.bulk_int(*i),
+        Value::Str(s) => ctx_out.bulk(s),
+        #[allow(unreachable_patterns)]
+        _ => ctx_out.error(err::WRONGTYPE),
+    }
+}
+
+/// GET key
+fn get(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    match ctx.srv.lookup_read(db, args.get(1), ctx.now_ms) {
+        None => ctx.client.out.null(),
+        Some(e) => reply_value(&mut ctx.client.out, &e.value),
+    }
+}
+
+/// How SET-like commands set the expiry.
+#[derive(Clone, Copy, PartialEq)]
+enum ExpireArg {
+    None,
+    KeepTtl,
+    Persist,
+    At(i64),
+}
+
+/// Parses `EX s | PX ms | EXAT s | PXAT ms` at `args[i]` into an absolute
+/// unix-ms time, replying with Redis's errors. Returns the time and how many
+/// arguments it took.
+fn parse_expire(ctx: &mut Ctx, unit: &[u8], value: &[u8], cmd: &str) -> Option<i64> {
+    let v = parse_int(ctx, value)?;
+    let invalid = |ctx: &mut Ctx| ctx.error(&format!("ERR invalid expire time in '{cmd}' command"));
+    if v <= 0 {
+        invalid(ctx);
+        return None;
+    }
+    let ms = if is(unit, "ex") || is(unit, "exat") {
+        match v.checked_mul(1000) {
+            Some(ms) => ms,
+            None => {
+                invalid(ctx);
+                return None;
+            }
+        }
+    } else {
+        v
+    };
+    let at = if is(unit, "ex") || is(unit, "px") {
+        match ms.checked_add(ctx.now_ms) {
+            Some(at) => at,
+            None => {
+                invalid(ctx);
+                return None;
+            }
+        }
+    } else {
+        ms
+    };
+    Some(at)
+}
+
+fn is_expire_unit(a: &[u8]) -> bool {
+    is(a, "ex") || is(a, "px") || is(a, "exat") || is(a, "pxat")
+}
+
+/// SET key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]
+fn set(ctx: &mut Ctx, args: Args) {
+    let (mut nx, mut xx, mut get) = (false, false, false);
+    let mut expire = ExpireArg::None;
+    let mut i = 3;
+    while i < args.len() {
+        let a = args.get(i);
+        let has_next = i + 1 < args.len();
+        if is(a, "nx") && !xx {
+            nx = true;
+        } else if is(a, "xx") && !nx {
+            xx = true;
+        } else if is(a, "get") {
+            get = true;
+        } else if is(a, "keepttl") && expire == ExpireArg::None {
+            expire = ExpireArg::KeepTtl;
+        } else if is_expire_unit(a) && expire == ExpireArg::None && has_next {
+            let Some(at) = parse_expire(ctx, a, args.get(i + 1), "set") else {
+                return;
+            };
+            expire = ExpireArg::At(at);
+            i += 1;
+        } else {
+            ctx.error(err::SYNTAX);
+            return;
+        }
+        i += 1;
+    }
+    let key = args.get(1);
+    let db = ctx.client.db;
+    let now = ctx.now_ms;
+    let existing = ctx.srv.lookup_write(db, key, now);
+    let found = existing.is_some();
+    let mut old_ttl = NO_EXPIRE;
+    if let Some(e) = existing {
+        if get && !is_string(&e.value) {
+            ctx.client.out.error(err::WRONGTYPE);
+            return;
+        }
+        if get {
+            reply_value(&mut ctx.client.out, &e.value);
+        }
+        old_ttl = e.expire_at;
+    } else if get {
+        ctx.client.out.null();
+    }
+    if (nx && found) || (xx && !found) {
+        if !get {
+            ctx.client.out.null();
+        }
+        return;
+    }
+    let expire_at = match expire {
+        ExpireArg::At(t) => t,
+        ExpireArg::KeepTtl => old_ttl,
+        _ => NO_EXPIRE,
+    };
+    let lru = ctx.srv.lru_clock;
+    ctx.srv.keyspace.dbs[db].upsert(key, Value::from_bytes(args.get(2)), expire_at, lru);
+    ctx.modified(1);
+    if !get {
+        ctx.client.out.ok();
+    }
+}
+
+/// GETEX key [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|PERSIST]
+fn getex(ctx: &mut Ctx, args: Args) {
+    let mut expire = ExpireArg::None;
+    let mut i = 2;
+    while i < args.len() {
+        let a = args.get(i);
+        if is(a, "persist") && expire == ExpireArg::None {
+            expire = ExpireArg::Persist;
+        } else if is_expire_unit(a) && expire == ExpireArg::None && i + 1 < args.len() {
+            let Some(at) = parse_expire(ctx, a, args.get(i + 1), "getex") else {
+                return;
+            };
+            expire = ExpireArg::At(at);
+            i += 1;
+        } else {
+            ctx.error(err::SYNTAX);
+            return;
+        }
+        i += 1;
+    }
+    let db = ctx.client.db;
+    let key = args.get(1);
+    let Some(e) = ctx.srv.lookup_read(db, key, ctx.now_ms) else {
+        ctx.client.out.null();
+        return;
+    };
+    if !is_string(&e.value) {
+        ctx.client.out.error(err::WRONGTYPE);
+        return;
+    }
+    reply_value(&mut ctx.client.out, &e.value);
+    let had_ttl = e.has_expire();
+    match expire {
+        ExpireArg::At(t) if t <= ctx.now_ms => {
+            ctx.srv.keyspace.dbs[db].remove(key);
+            ctx.modified(1);
+        }
+        ExpireArg::At(t) => {
+            ctx.srv.keyspace.dbs[db].set_expire(key, t);
+            ctx.modified(1);
+        }
+        ExpireArg::Persist if had_ttl => {
+            ctx.srv.keyspace.dbs[db].set_expire(key, NO_EXPIRE);
+            ctx.modified(1);
+        }
+        _ => {}
+    }
+}
+
+/// GETDEL key
+fn getdel(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    let key = args.get(1);
+    let Some(e) = ctx.srv.lookup_read(db, key, ctx.now_ms) else {
+        ctx.client.out.null();
+        return;
+    };
+    if !is_string(&e.value) {
+        ctx.client.out.error(err::WRONGTYPE);
+        return;
+    }
+    reply_value(&mut ctx.client.out, &e.value);
+    ctx.srv.keyspace.dbs[db].remove(key);
+    ctx.modified(1);
+}
+
+/// GETSET key value
+fn getset(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    let key = args.get(1);
+    match ctx.srv.lookup_read(db, key, ctx.now_ms) {
+        Some(e) if !is_string(&e.value) => {
+            ctx.client.out.error(err::WRONGTYPE);
+            return;
+        }
+        Some(e) => reply_value(&mut ctx.client.out, &e.value),
+        None => ctx.client.out.null(),
+    }
+    let lru = ctx.srv.lru_clock;
+    ctx.srv.keyspace.dbs[db].upsert(key, Value::from_bytes(args.get(2)), NO_EXPIRE, lru);
+    ctx.modified(1);
+}
+
+/// SETNX key value
+fn setnx(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    let key = args.get(1);
+    if ctx.srv.exists(db, key, ctx.now_ms) {
+        ctx.client.out.int(0);
+        return;
+    }
+    let lru = ctx.srv.lru_clock;
+    ctx.srv.keyspace.dbs[db].upsert(key, Value::from_bytes(args.get(2)), NO_EXPIRE, lru);
+    ctx.modified(1);
+    ctx.client.out.int(1);
+}
+
+fn set_with_expire(ctx: &mut Ctx, args: Args, unit: &str, cmd: &str) {
+    let Some(at) = parse_expire(ctx, unit.as_bytes(), args.get(2), cmd) else {
+        return;
+    };
+    let db = ctx.client.db;
+    let lru = ctx.srv.lru_clock;
+    ctx.srv.keyspace.dbs[db].upsert(args.get(1), Value::from_bytes(args.get(3)), at, lru);
+    ctx.modified(1);
+    ctx.client.out.ok();
+}
+
+/// SETEX key seconds value
+fn setex(ctx: &mut Ctx, args: Args) {
+    set_with_expire(ctx, args, "ex", "setex")
+}
+
+/// PSETEX key milliseconds value
+fn psetex(ctx: &mut Ctx, args: Args) {
+    set_with_expire(ctx, args, "px", "psetex")
+}
+
+/// MSET key value [key value ...]
+fn mset(ctx: &mut Ctx, args: Args) {
+    if args.len() % 2 == 0 {
+        ctx.wrong_args("mset");
+        return;
+    }
+    let db = ctx.client.db;
+    let lru = ctx.srv.lru_clock;
+    let d = &mut ctx.srv.keyspace.dbs[db];
+    for i in (1..args.len()).step_by(2) {
+        d.upsert(
+            args.get(i),
+            Value::from_bytes(args.get(i + 1)),
+            NO_EXPIRE,
+            lru,
+        );
+    }
+    ctx.modified((args.len() / 2) as u64);
+    ctx.client.out.ok();
+}
+
+/// MSETNX key value [key value ...]
+fn msetnx(ctx: &mut Ctx, args: Args) {
+    if args.len() % 2 == 0 {
+        ctx.wrong_args("msetnx");
+        return;
+    }
+    let db = ctx.client.db;
+    for i in (1..args.len()).step_by(2) {
+        if ctx.srv.exists(db, args.get(i), ctx.now_ms) {
+            ctx.client.out.int(0);
+            return;
+        }
+    }
+    let lru = ctx.srv.lru_clock;
+    let d = &mut ctx.srv.keyspace.dbs[db];
+    for i in (1..args.len()).step_by(2) {
+        d.upsert(
+            args.get(i),
+            Value::from_bytes(args.get(i + 1)),
+            NO_EXPIRE,
+            lru,
+        );
+    }
+    ctx.modified((args.len() / 2) as u64);
+    ctx.client.out.int(1);
+}
+
+/// MGET key [key ...]
+fn mget(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    ctx.client.out.array(args.len() - 1);
+    for key in args.iter().skip(1) {
+        match ctx.srv.lookup_read(db, key, ctx.now_ms) {
+            Some(e) if is_string(&e.value) => reply_value(&mut ctx.client.out, &e.value),
+            _ => ctx.client.out.null(),
+        }
+    }
+}
+
+/// Checks a string's new size against `proto-max-bulk-len`.
+fn check_size(ctx: &mut Ctx, size: u64) -> bool {
+    if size > ctx.srv.config.proto_max_bulk_len {
+        ctx.error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        return false;
+    }
+    true
+}
+
+/// APPEND key value
+fn append(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    let key = args.get(1);
+    let add = args.get(2);
+    let max = ctx.srv.config.proto_max_bulk_len;
+    let lru = ctx.srv.lru_clock;
+    match ctx.srv.lookup_write(db, key, ctx.now_ms) {
+        None => {
+            ctx.srv.keyspace.dbs[db].upsert(key, Value::Str(add.into()), NO_EXPIRE, lru);
+            ctx.client.out.int(add.len() as i64);
+        }
+        Some(e) => {
+            let mut buf = itoa_buf::Buf::new();
+            let Some(cur) = as_bytes(&e.value, &mut buf) else {
+                ctx.client.out.error(err::WRONGTYPE);
+                return;
+            };
+            if (cur.len() + add.len()) as u64 > max {
+                ctx.client
+                    .out
+                    .error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+                return;
+            }
+            let mut v = Vec::with_capacity(cur.len() + add.len());
+            v.extend_from_slice(cur);
+            v.extend_from_slice(add);
+            let n = v.len();
+            // Appending makes a raw string even when the result looks like
+            // an integer, as in Redis.
+            e.value = Value::Str(ferrokv_store::SmallBytes::from_vec(v));
+            ctx.client.out.int(n as i64);
+        }
+    }
+    ctx.modified(1);
+}
+
+/// STRLEN key
+fn strlen(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    match ctx.srv.lookup_read(db, args.get(1), ctx.now_ms) {
+        None => ctx.client.out.int(0),
+        Some(e) => {
+            let mut buf = itoa_buf::Buf::new();
+            match as_bytes(&e.value, &mut buf) {
+                Some(b) => ctx.client.out.int(b.len() as i64),
+                None => ctx.client.out.error(err::WRONGTYPE),
+            }
+        }
+    }
+}
+
+/// GETRANGE key start end
+fn getrange(ctx: &mut Ctx, args: Args) {
+    let Some(mut start) = parse_int(ctx, args.get(2)) else {
+        return;
+    };
+    let Some(mut end) = parse_int(ctx, args.get(3)) else {
+        return;
+    };
+    let db = ctx.client.db;
+    let Some(e) = ctx.srv.lookup_read(db, args.get(1), ctx.now_ms) else {
+        ctx.client.out.bulk(b"");
+        return;
+    };
+    let mut buf = itoa_buf::Buf::new();
+    let Some(s) = as_bytes(&e.value, &mut buf) else {
+        ctx.client.out.error(err::WRONGTYPE);
+        return;
+    };
+    let len = s.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        ctx.client.out.bulk(b"");
+        return;
+    }
+    if start < 0 {
+        start += len;
+    }
+    if end < 0 {
+        end += len;
+    }
+    start = start.max(0);
+    end = end.max(0);
+    if end >= len {
+        end = len - 1;
+    }
+    if start > end || len == 0 {
+        ctx.client.out.bulk(b"");
+        return;
+    }
+    ctx.client.out.bulk(&s[start as usize..=end as usize]);
+}
+
+/// SETRANGE key offset value
+fn setrange(ctx: &mut Ctx, args: Args) {
+    let Some(offset) = parse_int(ctx, args.get(2)) else {
+        return;
+    };
+    if offset < 0 {
+        ctx.error("ERR offset is out of range");
+        return;
+    }
+    let value = args.get(3);
+    let db = ctx.client.db;
+    let key = args.get(1);
+    let lru = ctx.srv.lru_clock;
+    let max = ctx.srv.config.proto_max_bulk_len;
+    let now = ctx.now_ms;
+    match ctx.srv.lookup_write(db, key, now) {
+        None => {
+            if value.is_empty() {
+                ctx.client.out.int(0);
+                return;
+            }
+            if !check_size(ctx, offset as u64 + value.len() as u64) {
+                return;
+            }
+            let mut v = vec![0u8; offset as usize + value.len()];
+            v[offset as usize..].copy_from_slice(value);
+            let n = v.len();
+            ctx.srv.keyspace.dbs[db].upsert(
+                key,
+                Value::Str(ferrokv_store::SmallBytes::from_vec(v)),
+                NO_EXPIRE,
+                lru,
+            );
+            ctx.client.out.int(n as i64);
+        }
+        Some(e) => {
+            let mut buf = itoa_buf::Buf::new();
+            let Some(cur) = as_bytes(&e.value, &mut buf) else {
+                ctx.client.out.error(err::WRONGTYPE);
+                return;
+            };
+            if value.is_empty() {
+                ctx.client.out.int(cur.len() as i64);
+                return;
+            }
+            if offset as u64 + value.len() as u64 > max {
+                ctx.client
+                    .out
+                    .error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+                return;
+            }
+            let mut v = cur.to_vec();
+            let end = offset as usize + value.len();
+            if v.len() < end {
+                v.resize(end, 0);
+            }
+            v[offset as usize..end].copy_from_slice(value);
+            let n = v.len();
+            e.value = Value::Str(ferrokv_store::SmallBytes::from_vec(v));
+            ctx.client.out.int(n as i64);
+        }
+    }
+    ctx.modified(1);
+}
+
+/// Adds `by` to the integer at `key` (INCR/DECR/INCRBY/DECRBY).
+fn incr_by(ctx: &mut Ctx, key: &[u8], by: i64) {
+    let db = ctx.client.db;
+    let lru = ctx.srv.lru_clock;
+    match ctx.srv.lookup_write(db, key, ctx.now_ms) {
+        None => {
+            ctx.srv.keyspace.dbs[db].upsert(key, Value::Int(by), NO_EXPIRE, lru);
+            ctx.client.out.int(by);
+        }
+        Some(e) => {
+            let cur = match &e.value {
+                Value::Int(i) => *i,
+                Value::Str(s) => match ferrokv_resp::parse_i64(s) {
+                    Some(i) => i,
+                    None => {
+                        ctx.client.out.error(err::NOT_INTEGER);
+                        return;
+                    }
+                },
+                #[allow(unreachable_patterns)]
+                _ => {
+                    ctx.client.out.error(err::WRONGTYPE);
+                    return;
+                }
+            };
+            let Some(n) = cur.checked_add(by) else {
+                ctx.client.out.error(err::OVERFLOW);
+                return;
+            };
+            e.value = Value::Int(n);
+            ctx.client.out.int(n);
+        }
+    }
+    ctx.modified(1);
+}
+
+/// INCR key
+fn incr(ctx: &mut Ctx, args: Args) {
+    incr_by(ctx, args.get(1), 1)
+}
+
+/// DECR key
+fn decr(ctx: &mut Ctx, args: Args) {
+    incr_by(ctx, args.get(1), -1)
+}
+
+/// INCRBY key increment
+fn incrby(ctx: &mut Ctx, args: Args) {
+    if let Some(by) = parse_int(ctx, args.get(2)) {
+        incr_by(ctx, args.get(1), by)
+    }
+}
+
+/// DECRBY key decrement
+fn decrby(ctx: &mut Ctx, args: Args) {
+    let Some(by) = parse_int(ctx, args.get(2)) else {
+        return;
+    };
+    if by == i64::MIN {
+        ctx.error("ERR decrement would overflow");
+        return;
+    }
+    incr_by(ctx, args.get(1), -by)
+}
+
+/// Formats a double as Redis's `INCRBYFLOAT` does (`%.17Lf`, trailing
+/// zeros removed, never an exponent).
+pub fn format_human_double(v: f64) -> String {
+    let mut s = format!("{v}");
+    if let Some(dot) = s.find('.') {
+        if s.len() - dot - 1 > 17 {
+            s = format!("{v:.17}");
+        }
+    }
+    if s.contains('.') {
+        s = s.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    if s == "-0" {
+        s = "0".into();
+    }
+    s
+}
+
+/// INCRBYFLOAT key increment
+fn incrbyfloat(ctx: &mut Ctx, args: Args) {
+    let Some(by) = parse_f64(args.get(2)) else {
+        ctx.error(err::NOT_FLOAT);
+        return;
+    };
+    let db = ctx.client.db;
+    let key = args.get(1);
+    let lru = ctx.srv.lru_clock;
+    let (cur, expire_at) = match ctx.srv.lookup_write(db, key, ctx.now_ms) {
+        None => (0.0, NO_EXPIRE),
+        Some(e) => {
+            let mut buf = itoa_buf::Buf::new();
+            let Some(s) = as_bytes(&e.value, &mut buf) else {
+                ctx.client.out.error(err::WRONGTYPE);
+                return;
+            };
+            match parse_f64(s) {
+                Some(v) => (v, e.expire_at),
+                None => {
+                    ctx.client.out.error(err::NOT_FLOAT);
+                    return;
+                }
+            }
+        }
+    };
+    let n = cur + by;
+    if n.is_nan() || n.is_infinite() {
+        ctx.error("ERR increment would produce NaN or Infinity");
+        return;
+    }
+    let text = format_human_double(n);
+    ctx.srv.keyspace.dbs[db].upsert(key, Value::from_bytes(text.as_bytes()), expire_at, lru);
+    ctx.modified(1);
+    ctx.client.out.bulk(text.as_bytes());
+}
+
+/// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]
+fn lcs(ctx: &mut Ctx, args: Args) {
+    let (mut getlen, mut getidx, mut withmatchlen) = (false, false, false);
+    let mut minmatchlen: i64 = 0;
+    let mut i = 3;
+    while i < args.len() {
+        let a = args.get(i);
+        if is(a, "idx") {
+            getidx = true;
+        } else if is(a, "len") {
+            getlen = true;
+        } else if is(a, "withmatchlen") {
+            withmatchlen = true;
+        } else if is(a, "minmatchlen") && i + 1 < args.len() {
+            let Some(v) = parse_int(ctx, args.get(i + 1)) else {
+                return;
+            };
+            minmatchlen = v.max(0);
+            i += 1;
+        } else {
+            ctx.error(err::SYNTAX);
+            return;
+        }
+        i += 1;
+    }
+    let db = ctx.client.db;
+    let load = |ctx: &mut Ctx, k: &[u8]| -> Result<Vec<u8>, ()> {
+        match ctx.srv.lookup_read(db, k, ctx.now_ms) {
+            None => Ok(Vec::new()),
+            Some(e) => {
+                let mut buf = itoa_buf::Buf::new();
+                as_bytes(&e.value, &mut buf).map(|b| b.to_vec()).ok_or(())
+            }
+        }
+    };
+    let (Ok(a), Ok(b)) = (load(ctx, args.get(1)), load(ctx, args.get(2))) else {
+        ctx.error("ERR The specified keys must contain string values");
+        return;
+    };
+    if getidx && getlen {
+        ctx.error("ERR If you want both the length and indexes, please just use IDX.");
+        return;
+    }
+    let (alen, blen) = (a.len(), b.len());
+    let dp_size = (alen as u64 + 1) * (blen as u64 + 1) * 4;
+    if dp_size > ctx.srv.config.proto_max_bulk_len {
+        ctx.error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+        return;
+    }
+    let w = blen + 1;
+    let mut dp = vec![0u32; (alen + 1) * w];
+    for i in 1..=alen {
+        for j in 1..=blen {
+            dp[i * w + j] = if a[i - 1] == b[j - 1] {
+                dp[(i - 1) * w + j - 1] + 1
+            } else {
+                dp[(i - 1) * w + j].max(dp[i * w + j - 1])
+            };
+        }
+    }
+    let total = dp[alen * w + blen];
+    if getlen && !getidx {
+        ctx.client.out.int(total as i64);
+        return;
+    }
+    // Walk back from the end, collecting the LCS and its matching ranges
+    // exactly in Redis's order.
+    let mut result = vec![0u8; total as usize];
+    let mut idx = total as usize;
+    let mut matches: Vec<[i64; 5]> = Vec::new();
+    let (mut astart, mut aend, mut bstart, mut bend) = (alen, 0usize, 0usize, 0usize);
+    let (mut i, mut j) = (alen, blen);
+    while i > 0 && j > 0 {
+        let mut emit = false;
+        if a[i - 1] == b[j - 1] {
+            result[idx - 1] = a[i - 1];
+            if astart == alen {
+                astart = i - 1;
+                aend = i - 1;
+                bstart = j - 1;
+                bend = j - 1;
+            } else if astart == i && bstart == j {
+                astart -= 1;
+                bstart -= 1;
+            } else {
+                emit = true;
+            }
+            if astart == 0 || bstart == 0 {
+                emit = true;
+            }
+            idx -= 1;
+            i -= 1;
+            j -= 1;
+        } else {
+            if dp[(i - 1) * w + j] > dp[i * w + j - 1] {
+                i -= 1;
+            } else {
+                j -= 1;
+            }
+            if astart != alen {
+                emit = true;
+            }
+        }
+        if emit {
+            let mlen = (aend - astart + 1) as i64;
+            if minmatchlen == 0 || mlen >= minmatchlen {
+                matches.push([astart as i64, aend as i64, bstart as i64, bend as i64, mlen]);
+            }
+            astart = alen;
+        }
+    }
+    if !getidx {
+        ctx.client.out.bulk(&result);
+        return;
+    }
+    let out = &mut ctx.client.out;
+    out.map(2);
+    out.bulk(b"matches");
+    out.array(matches.len());
+    for m in &matches {
+        out.array(2 + withmatchlen as usize);
+        out.array(2);
+        out.int(m[0]);
+        out.int(m[1]);
+        out.array(2);
+        out.int(m[2]);
+        out.int(m[3]);
+        if withmatchlen {
+            out.int(m[4]);
+        }
+    }
+    out.bulk(b"len");
+    out.int(total as i64);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_human_double;
+
+    #[test]
+    fn incrbyfloat_formatting_matches_redis() {
+        assert_eq!(format_human_double(10.6), "10.6");
+        assert_eq!(format_human_double(3.0), "3");
+        assert_eq!(format_human_double(-0.0), "0");
+        assert_eq!(format_human_double(5.0e3), "5000");
+        assert_eq!(format_human_double(1e20), "100000000000000000000");
+        assert_eq!(format_human_double(3e-20), "0");
+    }
+}

@@ -1,0 +1,703 @@
+//! Server configuration: a redis.conf-style file, command-line overrides,
+//! and `CONFIG GET` / `CONFIG SET` at run time.
+//!
+//! One table ([`OPTIONS`]) names every option with its default, whether it
+//! can change at run time, and how to parse and print it, so the file
+//! loader, the command line and `CONFIG` cannot disagree.
+
+use ferrokv_resp::request::split_args;
+use std::fmt::Write as _;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogLevel {
+    Debug,
+    Verbose,
+    Notice,
+    Warning,
+}
+
+/// Output-buffer limits of one client class (`client-output-buffer-limit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OutputLimit {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_seconds: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DebugCommand {
+    No,
+    Yes,
+    Local,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub bind: Vec<String>,
+    pub port: u16,
+    pub protected_mode: bool,
+    pub requirepass: Option<Vec<u8>>,
+    pub maxclients: u64,
+    pub timeout: u64,
+    pub tcp_keepalive: u64,
+    pub tcp_backlog: u64,
+    pub loglevel: LogLevel,
+    pub logfile: String,
+    pub databases: u64,
+    pub dir: String,
+    pub proto_max_bulk_len: u64,
+    pub client_query_buffer_limit: u64,
+    pub output_limit_normal: OutputLimit,
+    pub output_limit_replica: OutputLimit,
+    pub output_limit_pubsub: OutputLimit,
+    pub hz: u64,
+    pub enable_debug_command: DebugCommand,
+    pub pidfile: String,
+    /// The config file the server was started with (for `INFO` and `CONFIG REWRITE`).
+    pub config_file: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let mut c = Config {
+            bind: vec![],
+            port: 0,
+            protected_mode: true,
+            requirepass: None,
+            maxclients: 0,
+            timeout: 0,
+            tcp_keepalive: 0,
+            tcp_backlog: 0,
+            loglevel: LogLevel::Notice,
+            logfile: String::new(),
+            databases: 0,
+            dir: String::new(),
+            proto_max_bulk_len: 0,
+            client_query_buffer_limit: 0,
+            output_limit_normal: OutputLimit::default(),
+            output_limit_replica: OutputLimit::default(),
+            output_limit_pubsub: OutputLimit::default(),
+            hz: 0,
+            enable_debug_command: DebugCommand::No,
+            pidfile: String::new(),
+            config_file: None,
+        };
+        for o in OPTIONS {
+            let args = split(o.default);
+            (o.set)(&mut c, &args).expect("default config values parse");
+        }
+        c
+    }
+}
+
+fn split(s: &str) -> Vec<String> {
+    let mut buf = Vec::new();
+    let mut ranges = Vec::new();
+    if split_args(s.as_bytes(), &mut buf, &mut ranges).is_err() {
+        return vec![s.to_string()];
+    }
+    if ranges.is_empty() {
+        return vec![String::new()];
+    }
+    ranges
+        .iter()
+        .map(|&(st, l)| String::from_utf8_lossy(&buf[st..st + l]).into_owned())
+        .collect()
+}
+
+type Setter = fn(&mut Config, &[String]) -> Result<(), String>;
+type Getter = fn(&Config) -> String;
+
+/// One configuration option.
+pub struct ConfigOption {
+    pub name: &'static str,
+    pub default: &'static str,
+    /// Settable with `CONFIG SET`.
+    pub mutable: bool,
+    pub set: Setter,
+    pub get: Getter,
+}
+
+/// Parses a memory size as Redis's `memtoull`: `1k`=1000, `1kb`=1024, `m`, `mb`, `g`, `gb`.
+pub fn parse_memory(s: &str) -> Result<u64, String> {
+    let l = s.to_ascii_lowercase();
+    let (num, mul) = if let Some(n) = l.strip_suffix("gb") {
+        (n, 1024 * 1024 * 1024)
+    } else if let Some(n) = l.strip_suffix("mb") {
+        (n, 1024 * 1024)
+    } else if let Some(n) = l.strip_suffix("kb") {
+        (n, 1024)
+    } else if let Some(n) = l.strip_suffix('g') {
+        (n, 1000 * 1000 * 1000)
+    } else if let Some(n) = l.strip_suffix('m') {
+        (n, 1000 * 1000)
+    } else if let Some(n) = l.strip_suffix('k') {
+        (n, 1000)
+    } else if let Some(n) = l.strip_suffix('b') {
+        (n, 1)
+    } else {
+        (l.as_str(), 1)
+    };
+    let v: u64 = num
+        .parse()
+        .map_err(|_| "argument must be a memory value".to_string())?;
+    v.checked_mul(mul)
+        .ok_or_else(|| "argument must be a memory value".to_string())
+}
+
+fn one(args: &[String]) -> Result<&str, String> {
+    match args {
+        [a] => Ok(a),
+        _ => Err("wrong number of arguments".into()),
+    }
+}
+
+fn parse_bool(args: &[String]) -> Result<bool, String> {
+    match one(args)?.to_ascii_lowercase().as_str() {
+        "yes" => Ok(true),
+        "no" => Ok(false),
+        _ => Err("argument must be 'yes' or 'no'".into()),
+    }
+}
+
+fn parse_int(args: &[String], min: u64, max: u64) -> Result<u64, String> {
+    let s = one(args)?;
+    let v: i128 = s
+        .parse()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+    if v < min as i128 || v > max as i128 {
+        return Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        ));
+    }
+    Ok(v as u64)
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.to_string()
+}
+
+fn parse_output_limits(c: &mut Config, args: &[String]) -> Result<(), String> {
+    // One string of `class hard soft seconds` groups, or the groups as
+    // separate arguments (config file form).
+    let words: Vec<String> = args
+        .iter()
+        .flat_map(|a| split(a))
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words.is_empty() || words.len() % 4 != 0 {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    let mut updates = Vec::new();
+    for g in words.chunks(4) {
+        let class = match g[0].to_ascii_lowercase().as_str() {
+            "normal" => 0,
+            "slave" | "replica" => 1,
+            "pubsub" => 2,
+            _ => {
+                return Err("Invalid client class specified in buffer limit configuration.".into())
+            }
+        };
+        let hard = parse_memory(&g[1]).map_err(|_| {
+            "Error in hard, soft or soft_seconds setting in buffer limit configuration.".to_string()
+        })?;
+        let soft = parse_memory(&g[2]).map_err(|_| {
+            "Error in hard, soft or soft_seconds setting in buffer limit configuration.".to_string()
+        })?;
+        let secs: u64 = g[3].parse().map_err(|_| {
+            "Error in hard, soft or soft_seconds setting in buffer limit configuration.".to_string()
+        })?;
+        updates.push((
+            class,
+            OutputLimit {
+                hard,
+                soft,
+                soft_seconds: secs,
+            },
+        ));
+    }
+    for (class, l) in updates {
+        match class {
+            0 => c.output_limit_normal = l,
+            1 => c.output_limit_replica = l,
+            _ => c.output_limit_pubsub = l,
+        }
+    }
+    Ok(())
+}
+
+fn fmt_limits(c: &Config) -> String {
+    let mut s = String::new();
+    for (name, l) in [
+        ("normal", c.output_limit_normal),
+        ("slave", c.output_limit_replica),
+        ("pubsub", c.output_limit_pubsub),
+    ] {
+        if !s.is_empty() {
+            s.push(' ');
+        }
+        let _ = write!(s, "{name} {} {} {}", l.hard, l.soft, l.soft_seconds);
+    }
+    s
+}
+
+macro_rules! opt {
+    ($name:literal, $default:literal, $mutable:expr, |$c:ident, $a:ident| $set:expr, |$g:ident| $get:expr) => {
+        ConfigOption {
+            name: $name,
+            default: $default,
+            mutable: $mutable,
+            set: |$c: &mut Config, $a: &[String]| -> Result<(), String> { $set },
+            get: |$g: &Config| -> String { $get },
+        }
+    };
+}
+
+/// Every option the server has, with Redis's names and defaults (except
+/// `dir`, which defaults to a `data` folder under the working directory).
+pub static OPTIONS: &[ConfigOption] = &[
+    opt!(
+        "bind",
+        "127.0.0.1",
+        true,
+        |c, a| {
+            if a.is_empty() {
+                return Err("wrong number of arguments".into());
+            }
+            c.bind = a
+                .iter()
+                .flat_map(|x| split(x))
+                .filter(|x| !x.is_empty())
+                .collect();
+            Ok(())
+        },
+        |c| c.bind.join(" ")
+    ),
+    opt!(
+        "port",
+        "6379",
+        false,
+        |c, a| {
+            c.port = parse_int(a, 0, 65535)? as u16;
+            Ok(())
+        },
+        |c| c.port.to_string()
+    ),
+    opt!(
+        "protected-mode",
+        "yes",
+        true,
+        |c, a| {
+            c.protected_mode = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.protected_mode)
+    ),
+    opt!(
+        "requirepass",
+        "",
+        true,
+        |c, a| {
+            let p = one(a)?;
+            c.requirepass = if p.is_empty() {
+                None
+            } else {
+                Some(p.as_bytes().to_vec())
+            };
+            Ok(())
+        },
+        |c| c
+            .requirepass
+            .as_ref()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .unwrap_or_default()
+    ),
+    opt!(
+        "maxclients",
+        "10000",
+        true,
+        |c, a| {
+            c.maxclients = parse_int(a, 1, u32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.maxclients.to_string()
+    ),
+    opt!(
+        "timeout",
+        "0",
+        true,
+        |c, a| {
+            c.timeout = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.timeout.to_string()
+    ),
+    opt!(
+        "tcp-keepalive",
+        "300",
+        true,
+        |c, a| {
+            c.tcp_keepalive = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.tcp_keepalive.to_string()
+    ),
+    opt!(
+        "tcp-backlog",
+        "511",
+        false,
+        |c, a| {
+            c.tcp_backlog = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.tcp_backlog.to_string()
+    ),
+    opt!(
+        "loglevel",
+        "notice",
+        true,
+        |c, a| {
+            c.loglevel = match one(a)?.to_ascii_lowercase().as_str() {
+            "debug" => LogLevel::Debug, "verbose" => LogLevel::Verbose, "notice" => LogLevel::Notice, "warning" => LogLevel::Warning,
+            _ => return Err("argument(s) must be one of the following: debug, verbose, notice, warning, nothing".into()) };
+            Ok(())
+        },
+        |c| match c.loglevel {
+            LogLevel::Debug => "debug",
+            LogLevel::Verbose => "verbose",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+        }
+        .into()
+    ),
+    opt!(
+        "logfile",
+        "",
+        false,
+        |c, a| {
+            c.logfile = one(a)?.to_string();
+            Ok(())
+        },
+        |c| c.logfile.clone()
+    ),
+    opt!(
+        "pidfile",
+        "",
+        false,
+        |c, a| {
+            c.pidfile = one(a)?.to_string();
+            Ok(())
+        },
+        |c| c.pidfile.clone()
+    ),
+    opt!(
+        "databases",
+        "16",
+        false,
+        |c, a| {
+            c.databases = parse_int(a, 1, 65536)?;
+            Ok(())
+        },
+        |c| c.databases.to_string()
+    ),
+    opt!(
+        "dir",
+        "data",
+        true,
+        |c, a| {
+            let d = one(a)?;
+            if d.is_empty() {
+                return Err("directory can't be empty".into());
+            }
+            c.dir = d.to_string();
+            Ok(())
+        },
+        |c| c.dir.clone()
+    ),
+    opt!(
+        "proto-max-bulk-len",
+        "512mb",
+        true,
+        |c, a| {
+            let v = parse_memory(one(a)?)?;
+            if v < 1024 * 1024 {
+                return Err("argument must be a memory value bigger than 1mb".into());
+            }
+            c.proto_max_bulk_len = v;
+            Ok(())
+        },
+        |c| c.proto_max_bulk_len.to_string()
+    ),
+    opt!(
+        "client-query-buffer-limit",
+        "1gb",
+        true,
+        |c, a| {
+            let v = parse_memory(one(a)?)?;
+            if v < 1024 * 1024 {
+                return Err("argument must be a memory value bigger than 1mb".into());
+            }
+            c.client_query_buffer_limit = v;
+            Ok(())
+        },
+        |c| c.client_query_buffer_limit.to_string()
+    ),
+    opt!(
+        "client-output-buffer-limit",
+        "normal 0 0 0 slave 256mb 64mb 60 pubsub 32mb 8mb 60",
+        true,
+        |c, a| parse_output_limits(c, a),
+        |c| fmt_limits(c)
+    ),
+    opt!(
+        "hz",
+        "10",
+        true,
+        |c, a| {
+            c.hz = parse_int(a, 1, 500)?;
+            Ok(())
+        },
+        |c| c.hz.to_string()
+    ),
+    opt!(
+        "enable-debug-command",
+        "no",
+        false,
+        |c, a| {
+            c.enable_debug_command = match one(a)?.to_ascii_lowercase().as_str() {
+                "yes" => DebugCommand::Yes,
+                "no" => DebugCommand::No,
+                "local" => DebugCommand::Local,
+                _ => return Err("argument(s) must be one of the following: no, yes, local".into()),
+            };
+            Ok(())
+        },
+        |c| match c.enable_debug_command {
+            DebugCommand::Yes => "yes",
+            DebugCommand::No => "no",
+            DebugCommand::Local => "local",
+        }
+        .into()
+    ),
+];
+
+pub fn find(name: &str) -> Option<&'static ConfigOption> {
+    let n = name.to_ascii_lowercase();
+    OPTIONS.iter().find(|o| o.name == n)
+}
+
+/// A fatal start-up error, printed as Redis prints config errors.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("\n*** FATAL CONFIG FILE ERROR (ferrokv {version}) ***\nReading the configuration file, at line {line}\n>>> '{text}'\n{reason}")]
+    Line {
+        version: &'static str,
+        line: usize,
+        text: String,
+        reason: String,
+    },
+    #[error("Fatal error, can't open config file '{path}': {err}")]
+    Open { path: String, err: std::io::Error },
+}
+
+impl Config {
+    /// Builds the configuration from `ferrokv-server [file] [--name value ...]`:
+    /// the file first, then the options, which override it.
+    pub fn from_args(args: &[String]) -> Result<Config, ConfigError> {
+        let mut cfg = Config::default();
+        let mut text = String::new();
+        let mut rest = args;
+        if let Some(first) = args.first() {
+            if !first.starts_with("--") {
+                let body = std::fs::read_to_string(first).map_err(|err| ConfigError::Open {
+                    path: first.clone(),
+                    err,
+                })?;
+                text.push_str(&body);
+                text.push('\n');
+                cfg.config_file = Some(first.clone());
+                rest = &args[1..];
+            }
+        }
+        let file_lines = text.lines().count();
+        // Command-line options become config lines after the file's, as in Redis.
+        let mut cur = String::new();
+        for a in rest {
+            if let Some(name) = a.strip_prefix("--") {
+                if !cur.is_empty() {
+                    text.push_str(&cur);
+                    text.push('\n');
+                }
+                cur = name.to_string();
+            } else {
+                cur.push(' ');
+                cur.push_str(&quote(a));
+            }
+        }
+        if !cur.is_empty() {
+            text.push_str(&cur);
+            text.push('\n');
+        }
+        for (i, line) in text.lines().enumerate() {
+            let t = line.trim();
+            if t.is_empty() || t.starts_with('#') {
+                continue;
+            }
+            let err = |reason: String| ConfigError::Line {
+                version: env!("CARGO_PKG_VERSION"),
+                line: if i < file_lines {
+                    i + 1
+                } else {
+                    i + 1 - file_lines
+                },
+                text: t.to_string(),
+                reason,
+            };
+            let words = {
+                let mut buf = Vec::new();
+                let mut ranges = Vec::new();
+                split_args(t.as_bytes(), &mut buf, &mut ranges)
+                    .map_err(|_| err("Unbalanced quotes in configuration line".into()))?;
+                ranges
+                    .iter()
+                    .map(|&(s, l)| String::from_utf8_lossy(&buf[s..s + l]).into_owned())
+                    .collect::<Vec<_>>()
+            };
+            let opt = find(&words[0])
+                .ok_or_else(|| err("Bad directive or wrong number of arguments".into()))?;
+            (opt.set)(&mut cfg, &words[1..])
+                .map_err(|e| err(format!("Error in option '{}': {e}", opt.name)))?;
+        }
+        Ok(cfg)
+    }
+
+    /// `CONFIG SET name value`: Redis's error texts on failure.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let Some(opt) = find(name) else {
+            return Err(format!(
+                "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
+            ));
+        };
+        if !opt.mutable {
+            return Err(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
+            ));
+        }
+        let args = if opt.name == "bind" || opt.name == "client-output-buffer-limit" {
+            split(value)
+        } else {
+            vec![value.to_string()]
+        };
+        let mut next = self.clone();
+        (opt.set)(&mut next, &args).map_err(|e| {
+            format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {e}")
+        })?;
+        *self = next;
+        Ok(())
+    }
+
+    /// `CONFIG GET`: every option whose name matches a glob pattern.
+    pub fn get_matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
+        OPTIONS
+            .iter()
+            .filter(|o| ferrokv_store::pattern::glob_match_nocase(pattern, o.name.as_bytes()))
+            .map(|o| (o.name, (o.get)(self)))
+            .collect()
+    }
+}
+
+fn quote(s: &str) -> String {
+    if !s.is_empty()
+        && !s
+            .bytes()
+            .any(|c| c == b' ' || c == b'"' || c == b'\'' || c == b'\\' || c < 32)
+    {
+        return s.to_string();
+    }
+    let mut q = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => q.push_str("\\\""),
+            '\\' => q.push_str("\\\\"),
+            '\n' => q.push_str("\\n"),
+            '\r' => q.push_str("\\r"),
+            '\t' => q.push_str("\\t"),
+            c => q.push(c),
+        }
+    }
+    q.push('"');
+    q
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn defaults_are_redis_defaults() {
+        let c = Config::default();
+        assert_eq!(c.port, 6379);
+        assert_eq!(c.bind, vec!["127.0.0.1"]);
+        assert_eq!(c.proto_max_bulk_len, 512 * 1024 * 1024);
+        assert_eq!(c.output_limit_replica.hard, 256 * 1024 * 1024);
+        assert_eq!(c.databases, 16);
+    }
+
+    #[test]
+    fn command_line_overrides_file() {
+        let dir = std::env::temp_dir().join(format!("ferrokv-cfg-{}", std::process::id()));
+        std::fs::write(&dir, "port 7000\n# comment\nrequirepass \"a b\"\n").unwrap();
+        let c = Config::from_args(&args(&[
+            dir.to_str().unwrap(),
+            "--port",
+            "7001",
+            "--timeout",
+            "5",
+        ]))
+        .unwrap();
+        assert_eq!(c.port, 7001);
+        assert_eq!(c.timeout, 5);
+        assert_eq!(c.requirepass.as_deref(), Some(&b"a b"[..]));
+        std::fs::remove_file(dir).unwrap();
+    }
+
+    #[test]
+    fn bad_options_name_the_option() {
+        let e = Config::from_args(&args(&["--nosuch", "1"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("Bad directive"), "{e}");
+        let e = Config::from_args(&args(&["--port", "x"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'port'"), "{e}");
+    }
+
+    #[test]
+    fn config_set_validates() {
+        let mut c = Config::default();
+        assert!(c.set("timeout", "10").is_ok());
+        assert_eq!(c.timeout, 10);
+        assert!(c
+            .set("timeout", "x")
+            .unwrap_err()
+            .contains("couldn't be parsed"));
+        assert!(c.set("port", "1").unwrap_err().contains("immutable"));
+        assert!(c
+            .set("nope", "1")
+            .unwrap_err()
+            .starts_with("ERR Unknown option"));
+        c.set("client-output-buffer-limit", "normal 1mb 512kb 10")
+            .unwrap();
+        assert_eq!(c.output_limit_normal.hard, 1024 * 1024);
+        assert_eq!(
+            c.get_matching(b"time*"),
+            vec![("timeout", "10".to_string())]
+        );
+        assert_eq!(parse_memory("1k").unwrap(), 1000);
+    }
+}

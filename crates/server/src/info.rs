@@ -1,0 +1,330 @@
+//! `INFO`: Redis's sections and field names, built from what the server
+//! has. A section appears only when the part behind it exists.
+
+use crate::server::Server;
+use std::fmt::Write as _;
+
+/// Sections `INFO` (no argument, or `default`) prints, in order.
+pub const DEFAULT_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "stats",
+    "cpu",
+    "errorstats",
+    "keyspace",
+];
+/// Sections `INFO all` / `INFO everything` add.
+pub const EXTRA_SECTIONS: &[&str] = &["commandstats"];
+
+pub fn human_bytes(n: u64) -> String {
+    let n = n as f64;
+    if n < 1024.0 {
+        format!("{n}B")
+    } else if n < 1024.0 * 1024.0 {
+        format!("{:.2}K", n / 1024.0)
+    } else if n < 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2}M", n / (1024.0 * 1024.0))
+    } else if n < 1024.0 * 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2}G", n / (1024.0 * 1024.0 * 1024.0))
+    } else {
+        format!("{:.2}T", n / (1024.0 * 1024.0 * 1024.0 * 1024.0))
+    }
+}
+
+/// CPU seconds (user, system) of the process and of the main thread,
+/// from /proc (Linux reports them in 1/100 s).
+fn cpu_times() -> ((f64, f64), (f64, f64)) {
+    fn read(path: &str) -> (f64, f64) {
+        let Ok(s) = std::fs::read_to_string(path) else {
+            return (0.0, 0.0);
+        };
+        // Fields after the `(comm)`, which may hold spaces.
+        let rest = s.rsplit_once(')').map(|x| x.1).unwrap_or("");
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let t = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
+        (t(11), t(12))
+    }
+    let pid = std::process::id();
+    (
+        read("/proc/self/stat"),
+        read(&format!("/proc/self/task/{pid}/stat")),
+    )
+}
+
+fn total_system_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| {
+                    l.split_whitespace()
+                        .nth(1)
+                        .and_then(|v| v.parse::<u64>().ok())
+                })
+        })
+        .map(|kb| kb * 1024)
+        .unwrap_or(0)
+}
+
+/// Builds the INFO text for the requested sections (lower-case names,
+/// `default`, `all`, `everything`).
+pub fn render(srv: &Server, requested: &[String], current_clients: usize) -> String {
+    let mut sections: Vec<&str> = Vec::new();
+    let want_all = requested.iter().any(|r| r == "all" || r == "everything");
+    if requested.is_empty() || requested.iter().any(|r| r == "default") || want_all {
+        sections.extend(DEFAULT_SECTIONS);
+    }
+    if want_all {
+        sections.extend(EXTRA_SECTIONS);
+    }
+    for r in requested {
+        if let Some(s) = DEFAULT_SECTIONS
+            .iter()
+            .chain(EXTRA_SECTIONS)
+            .find(|s| *s == r)
+        {
+            if !sections.contains(s) {
+                sections.push(s);
+            }
+        }
+    }
+    let mut out = String::new();
+    for (i, s) in sections.iter().enumerate() {
+        if i > 0 {
+            out.push_str("\r\n");
+        }
+        section(srv, s, &mut out, current_clients);
+    }
+    out
+}
+
+fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    macro_rules! f {
+        ($($arg:tt)*) => {{ let _ = write!(o, $($arg)*); o.push_str("\r\n"); }};
+    }
+    match name {
+        "server" => {
+            let up = srv.start.elapsed().as_secs();
+            f!("# Server");
+            f!("redis_version:{}", crate::REDIS_COMPAT_VERSION);
+            f!("ferrokv_version:{}", crate::VERSION);
+            f!("redis_git_sha1:00000000");
+            f!("redis_git_dirty:0");
+            f!("redis_build_id:0");
+            f!("redis_mode:standalone");
+            f!("os:{} {}", std::env::consts::OS, std::env::consts::ARCH);
+            f!("arch_bits:{}", usize::BITS);
+            f!("monotonic_clock:POSIX clock_gettime");
+            f!("multiplexing_api:epoll");
+            f!("atomicvar_api:c11-builtin");
+            f!("gcc_version:0.0.0");
+            f!("process_id:{}", std::process::id());
+            f!("process_supervised:no");
+            f!("run_id:{}", srv.run_id);
+            f!("tcp_port:{}", srv.tcp_port);
+            f!("server_time_usec:{}", now.as_micros());
+            f!("uptime_in_seconds:{up}");
+            f!("uptime_in_days:{}", up / 86400);
+            f!("hz:{}", srv.config.hz);
+            f!("configured_hz:{}", srv.config.hz);
+            f!("lru_clock:{}", srv.lru_clock);
+            f!(
+                "executable:{}",
+                std::env::current_exe()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            );
+            f!(
+                "config_file:{}",
+                srv.config
+                    .config_file
+                    .as_deref()
+                    .map(|p| std::fs::canonicalize(p)
+                        .map(|c| c.display().to_string())
+                        .unwrap_or(p.to_string()))
+                    .unwrap_or_default()
+            );
+            f!("io_threads_active:0");
+        }
+        "clients" => {
+            let max_in = srv
+                .other_clients()
+                .map(|c| c.inbuf.len())
+                .max()
+                .unwrap_or(0);
+            let max_out = srv
+                .other_clients()
+                .map(|c| c.pending_output())
+                .max()
+                .unwrap_or(0);
+            f!("# Clients");
+            f!(
+                "connected_clients:{}",
+                srv.connected_clients().max(current_clients)
+            );
+            f!("cluster_connections:0");
+            f!("maxclients:{}", srv.config.maxclients);
+            f!("client_recent_max_input_buffer:{max_in}");
+            f!("client_recent_max_output_buffer:{max_out}");
+            f!("blocked_clients:0");
+            f!("tracking_clients:0");
+            f!("clients_in_timeout_table:0");
+        }
+        "memory" => {
+            let used = crate::alloc::used_memory() as u64;
+            let rss = crate::alloc::rss_bytes() as u64;
+            let peak = (srv.peak_memory as u64).max(used);
+            let total = total_system_memory();
+            let dataset: u64 = srv
+                .keyspace
+                .dbs
+                .iter()
+                .map(|d| d.table_bytes() as u64)
+                .sum();
+            f!("# Memory");
+            f!("used_memory:{used}");
+            f!("used_memory_human:{}", human_bytes(used));
+            f!("used_memory_rss:{rss}");
+            f!("used_memory_rss_human:{}", human_bytes(rss));
+            f!("used_memory_peak:{peak}");
+            f!("used_memory_peak_human:{}", human_bytes(peak));
+            f!(
+                "used_memory_peak_perc:{:.2}%",
+                if peak > 0 {
+                    used as f64 * 100.0 / peak as f64
+                } else {
+                    0.0
+                }
+            );
+            f!("used_memory_dataset_tables:{dataset}");
+            f!("total_system_memory:{total}");
+            f!("total_system_memory_human:{}", human_bytes(total));
+            f!(
+                "mem_fragmentation_ratio:{:.2}",
+                if used > 0 {
+                    rss as f64 / used as f64
+                } else {
+                    0.0
+                }
+            );
+            f!("mem_fragmentation_bytes:{}", rss as i64 - used as i64);
+            f!("mem_allocator:mimalloc");
+            f!(
+                "mem_clients_normal:{}",
+                srv.other_clients()
+                    .map(|c| c.inbuf.len() + c.out.buf.capacity())
+                    .sum::<usize>()
+            );
+            f!("buffer_pool_free:{}", srv.pool.len());
+        }
+        "stats" => {
+            let s = &srv.stats;
+            f!("# Stats");
+            f!(
+                "total_connections_received:{}",
+                s.total_connections_received
+            );
+            f!("total_commands_processed:{}", s.total_commands_processed);
+            f!(
+                "instantaneous_ops_per_sec:{}",
+                srv.ops_metric.value() as u64
+            );
+            f!("total_net_input_bytes:{}", s.net_input_bytes);
+            f!("total_net_output_bytes:{}", s.net_output_bytes);
+            f!(
+                "instantaneous_input_kbps:{:.2}",
+                srv.net_in_metric.value() / 1024.0
+            );
+            f!(
+                "instantaneous_output_kbps:{:.2}",
+                srv.net_out_metric.value() / 1024.0
+            );
+            f!("rejected_connections:{}", s.rejected_connections);
+            f!("expired_keys:{}", s.expired_keys);
+            f!(
+                "expire_cycle_cpu_milliseconds:{}",
+                s.expire_cycle_cpu_milliseconds
+            );
+            f!("keyspace_hits:{}", s.keyspace_hits);
+            f!("keyspace_misses:{}", s.keyspace_misses);
+            f!("total_error_replies:{}", s.total_error_replies);
+            f!(
+                "client_query_buffer_limit_disconnections:{}",
+                s.client_qbuf_limit_disconnections
+            );
+            f!(
+                "client_output_buffer_limit_disconnections:{}",
+                s.client_outbuf_limit_disconnections
+            );
+        }
+        "cpu" => {
+            let ((u, sy), (mu, ms)) = cpu_times();
+            f!("# CPU");
+            f!("used_cpu_sys:{sy:.6}");
+            f!("used_cpu_user:{u:.6}");
+            f!("used_cpu_sys_children:0.000000");
+            f!("used_cpu_user_children:0.000000");
+            f!("used_cpu_sys_main_thread:{ms:.6}");
+            f!("used_cpu_user_main_thread:{mu:.6}");
+        }
+        "errorstats" => {
+            f!("# Errorstats");
+            let mut v: Vec<_> = srv.error_stats.iter().collect();
+            v.sort();
+            for (code, n) in v {
+                f!("errorstat_{code}:count={n}");
+            }
+        }
+        "commandstats" => {
+            f!("# Commandstats");
+            for (i, spec) in srv.commands.specs.iter().enumerate() {
+                let st = &srv.cmd_stats[i];
+                if st.calls == 0 && st.rejected_calls == 0 && st.failed_calls == 0 {
+                    continue;
+                }
+                let per = if st.calls > 0 {
+                    st.usec as f64 / st.calls as f64
+                } else {
+                    0.0
+                };
+                f!(
+                    "cmdstat_{}:calls={},usec={},usec_per_call={per:.2},rejected_calls={},failed_calls={}",
+                    spec.name,
+                    st.calls,
+                    st.usec,
+                    st.rejected_calls,
+                    st.failed_calls
+                );
+            }
+        }
+        "keyspace" => {
+            f!("# Keyspace");
+            let now = srv.now_ms;
+            for (i, db) in srv.keyspace.dbs.iter().enumerate() {
+                if db.is_empty() {
+                    continue;
+                }
+                // Average TTL over a sample of keys with an expiry, as Redis
+                // estimates it.
+                let mut sum = 0i64;
+                let mut n = 0i64;
+                for e in db.iter().filter(|e| e.has_expire()).take(1000) {
+                    sum += (e.expire_at - now).max(0);
+                    n += 1;
+                }
+                let avg = if n > 0 { sum / n } else { 0 };
+                f!(
+                    "db{i}:keys={},expires={},avg_ttl={avg}",
+                    db.len(),
+                    db.expires()
+                );
+            }
+        }
+        _ => {}
+    }
+}

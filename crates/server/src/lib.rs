@@ -1,0 +1,31 @@
+//! ferrokv-server: a Redis-compatible key-value server.
+//!
+//! ```text
+//!             accept/read/write (mio, epoll)                 timers, every loop turn
+//! clients ──► reactor ──► RESP decode ──► command table ──► keyspace (owned, no locks)
+//!                 ▲                                   │
+//!                 │ replies (RESP2/3 encode)          │
+//!                 └───────────────────────────────────┘
+//! ```
+//!
+//! One execution thread owns the keyspace and runs the event loop: accept,
+//! read, decode, execute, encode, write. No lock is taken on the data path
+//! and every write has a single total order. Helper threads, when a part
+//! needs one, never touch the keyspace.
+//!
+//! # Layout
+//! - [`config`]: redis.conf-style configuration and `CONFIG`.
+//! - [`net`]: the reactor, client connections, buffer pool.
+//! - [`server`]: the state the thread owns and the command pipeline.
+//! - [`commands`]: the command table, one file per command family.
+//! - [`alloc`]: the counting global allocator behind `INFO memory`.
+
+pub mod alloc;
+pub mod commands;
+pub mod config;
+pub mod info;
+pub mod net;
+pub mod server;
+
+pub const REDIS_COMPAT_VERSION: &str = "7.0.15";
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

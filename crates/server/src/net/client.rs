@@ -1,0 +1,252 @@
+//! One client connection: its socket, its pooled input and output buffers,
+//! and the per-connection state commands read and change (selected
+//! database, protocol version, name, authentication, reply mode).
+
+use crate::net::pool::BufferPool;
+use ferrokv_resp::encode::{self, Protocol};
+use ferrokv_resp::RequestDecoder;
+use mio::net::TcpStream;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::time::Instant;
+
+/// Reads land in chunks of at least this much free space.
+pub const READ_CHUNK: usize = 16 * 1024;
+
+/// The reply buffer of a connection, with the protocol it speaks so that
+/// writers choose the RESP2 or RESP3 shape.
+pub struct Reply {
+    pub buf: Vec<u8>,
+    pub proto: Protocol,
+    /// Codes of error replies written and not yet counted (`errorstats`).
+    pub error_codes: Vec<String>,
+}
+
+impl Reply {
+    #[inline]
+    pub fn ok(&mut self) {
+        encode::ok(&mut self.buf)
+    }
+    #[inline]
+    pub fn simple(&mut self, s: &str) {
+        encode::simple(&mut self.buf, s.as_bytes())
+    }
+    #[inline]
+    pub fn bulk(&mut self, s: &[u8]) {
+        encode::bulk(&mut self.buf, s)
+    }
+    #[inline]
+    pub fn bulk_int(&mut self, i: i64) {
+        encode::bulk_int(&mut self.buf, i)
+    }
+    #[inline]
+    pub fn int(&mut self, i: i64) {
+        encode::integer(&mut self.buf, i)
+    }
+    #[inline]
+    pub fn null(&mut self) {
+        encode::null(&mut self.buf, self.proto)
+    }
+    pub fn null_array(&mut self) {
+        encode::null_array(&mut self.buf, self.proto)
+    }
+    #[inline]
+    pub fn array(&mut self, n: usize) {
+        encode::array(&mut self.buf, n)
+    }
+    pub fn map(&mut self, n: usize) {
+        encode::map(&mut self.buf, self.proto, n)
+    }
+    pub fn set(&mut self, n: usize) {
+        encode::set(&mut self.buf, self.proto, n)
+    }
+    pub fn double(&mut self, v: f64) {
+        encode::double(&mut self.buf, self.proto, v)
+    }
+    pub fn boolean(&mut self, v: bool) {
+        encode::boolean(&mut self.buf, self.proto, v)
+    }
+    pub fn verbatim(&mut self, s: &[u8]) {
+        encode::verbatim(&mut self.buf, self.proto, "txt", s)
+    }
+    /// An error reply; `msg` includes its code (`ERR ...`, `WRONGTYPE ...`).
+    pub fn error(&mut self, msg: &str) {
+        let code = msg.split(' ').next().unwrap_or("ERR");
+        self.error_codes.push(code.to_string());
+        encode::error(&mut self.buf, msg)
+    }
+}
+
+/// `CLIENT REPLY` modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    /// Skip the reply of the next command only.
+    SkipNext,
+    /// Skipping the current command's reply (SkipNext became active).
+    Skip,
+}
+
+pub struct Client {
+    pub id: u64,
+    pub stream: TcpStream,
+    pub addr: SocketAddr,
+    pub local_addr: SocketAddr,
+    /// Input bytes: `inbuf[in_start..in_end]` is received and unprocessed.
+    pub inbuf: Vec<u8>,
+    pub in_start: usize,
+    pub in_end: usize,
+    pub decoder: RequestDecoder,
+    pub out: Reply,
+    /// Bytes of `out.buf` already written to the socket.
+    pub out_sent: usize,
+    pub db: usize,
+    pub name: Option<Vec<u8>>,
+    pub lib_name: Option<Vec<u8>>,
+    pub lib_ver: Option<Vec<u8>>,
+    pub authenticated: bool,
+    pub reply_mode: ReplyMode,
+    pub no_evict: bool,
+    /// Close once the pending replies are written (`QUIT`, protocol errors).
+    pub close_after_reply: bool,
+    /// Close at the next chance (`CLIENT KILL`, output limits).
+    pub close_asap: bool,
+    pub created: Instant,
+    pub last_interaction: Instant,
+    /// When the output buffer first went over the soft limit.
+    pub soft_limit_since: Option<Instant>,
+    pub last_cmd: &'static str,
+    /// Waiting in the server's list of clients with output to flush.
+    pub pending_write: bool,
+    /// Whether the socket is registered for writable events.
+    pub want_writable: bool,
+}
+
+impl Client {
+    pub fn new(
+        id: u64,
+        stream: TcpStream,
+        addr: SocketAddr,
+        pool: &mut BufferPool,
+        authenticated: bool,
+    ) -> Self {
+        let local_addr = stream.local_addr().unwrap_or(addr);
+        let now = Instant::now();
+        Client {
+            id,
+            stream,
+            addr,
+            local_addr,
+            inbuf: pool.take(),
+            in_start: 0,
+            in_end: 0,
+            decoder: RequestDecoder::new(),
+            out: Reply {
+                buf: pool.take_empty(),
+                proto: Protocol::Resp2,
+                error_codes: Vec::new(),
+            },
+            out_sent: 0,
+            db: 0,
+            name: None,
+            lib_name: None,
+            lib_ver: None,
+            authenticated,
+            reply_mode: ReplyMode::On,
+            no_evict: false,
+            close_after_reply: false,
+            close_asap: false,
+            created: now,
+            last_interaction: now,
+            soft_limit_since: None,
+            last_cmd: "NULL",
+            pending_write: false,
+            want_writable: false,
+        }
+    }
+
+    /// Gives the buffers back to the pool when the connection closes.
+    pub fn release(self, pool: &mut BufferPool) {
+        pool.give(self.inbuf);
+        pool.give(self.out.buf);
+    }
+
+    /// Bytes of replies not yet written to the socket.
+    pub fn pending_output(&self) -> usize {
+        self.out.buf.len() - self.out_sent
+    }
+
+    /// Reads what the socket has. Returns Ok(false) on EOF. Stops early
+    /// when more than `query_limit` bytes are waiting (the caller then
+    /// closes the connection, as Redis does past `client-query-buffer-limit`).
+    pub fn read_available(&mut self, query_limit: usize) -> io::Result<bool> {
+        loop {
+            if self.in_start == self.in_end {
+                self.in_start = 0;
+                self.in_end = 0;
+            }
+            let pending = self.in_end - self.in_start;
+            if pending > query_limit {
+                return Ok(true);
+            }
+            // Room for the next read: a large bulk in progress gets its full
+            // size at once (no doubling, one copy); otherwise a chunk.
+            let target = self.decoder.wanted().max(pending + READ_CHUNK);
+            if self.in_start + target > self.inbuf.len() {
+                if self.in_start > 0 {
+                    self.inbuf.copy_within(self.in_start..self.in_end, 0);
+                    self.in_start = 0;
+                    self.in_end = pending;
+                }
+                if target > self.inbuf.len() {
+                    self.inbuf.resize(target, 0);
+                }
+            }
+            let space = self.inbuf.len() - self.in_end;
+            match self.stream.read(&mut self.inbuf[self.in_end..]) {
+                Ok(0) => return Ok(false),
+                Ok(n) => {
+                    self.in_end += n;
+                    // A short read means the socket is drained; new data
+                    // raises a new edge.
+                    if n < space {
+                        return Ok(true);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Writes pending replies. Returns Ok(true) when everything was written.
+    pub fn flush(&mut self) -> io::Result<bool> {
+        while self.out_sent < self.out.buf.len() {
+            match self.stream.write(&self.out.buf[self.out_sent..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => self.out_sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        self.out.buf.clear();
+        self.out_sent = 0;
+        // Do not keep a huge buffer after one huge reply.
+        if self.out.buf.capacity() > 1024 * 1024 {
+            self.out.buf = Vec::with_capacity(READ_CHUNK);
+        }
+        Ok(true)
+    }
+
+    /// After processing: give back an oversized input buffer.
+    pub fn shrink_input(&mut self) {
+        if self.in_start == self.in_end && self.inbuf.len() > 1024 * 1024 {
+            self.inbuf = vec![0; READ_CHUNK];
+            self.in_start = 0;
+            self.in_end = 0;
+        }
+    }
+}

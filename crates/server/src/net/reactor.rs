@@ -1,0 +1,369 @@
+//! The event loop: one thread, one mio `Poll` (epoll, edge-triggered).
+//!
+//! Each turn: wait for readiness (or the next cron tick); accept new
+//! connections; for each readable client read what the socket has, decode
+//! and execute every complete command and queue the client for writing;
+//! then, before sleeping again, write the queued replies in one pass
+//! (where the AOF will be written first, so a reply never precedes the
+//! durability of its write) and close the clients marked for closing.
+
+use crate::net::client::Client;
+use crate::server::{unix_ms, Server};
+use ferrokv_resp::request::Limits;
+use mio::net::TcpListener;
+use mio::{Events, Interest, Poll, Token};
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tracing::{debug, info, warn};
+
+const LISTENER_BASE: usize = usize::MAX - 64;
+
+pub struct Reactor {
+    poll: Poll,
+    listeners: Vec<TcpListener>,
+    pub srv: Server,
+}
+
+impl Reactor {
+    /// Binds every `bind` address on the configured port.
+    pub fn bind(srv: Server) -> io::Result<Reactor> {
+        let poll = Poll::new()?;
+        let mut listeners = Vec::new();
+        let mut bound_port = srv.config.port;
+        for (i, host) in srv.config.bind.iter().enumerate() {
+            let host = host.trim_start_matches('-');
+            let host = if host == "*" { "0.0.0.0" } else { host };
+            let addr: SocketAddr = if host.contains(':') {
+                format!("[{host}]:{bound_port}")
+            } else {
+                format!("{host}:{bound_port}")
+            }
+            .parse()
+            .map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("bad bind address {host}: {e}"),
+                )
+            })?;
+            let sock = socket2::Socket::new(
+                socket2::Domain::for_address(addr),
+                socket2::Type::STREAM,
+                None,
+            )?;
+            sock.set_reuse_address(true)?;
+            if addr.is_ipv6() {
+                sock.set_only_v6(true)?;
+            }
+            sock.bind(&addr.into()).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("Could not create server TCP listening socket {addr}: {e}"),
+                )
+            })?;
+            sock.listen(srv.config.tcp_backlog as i32)?;
+            sock.set_nonblocking(true)?;
+            let std_listener: std::net::TcpListener = sock.into();
+            let mut l = TcpListener::from_std(std_listener);
+            bound_port = l.local_addr()?.port();
+            poll.registry()
+                .register(&mut l, Token(LISTENER_BASE + i), Interest::READABLE)?;
+            listeners.push(l);
+        }
+        let mut srv = srv;
+        srv.tcp_port = bound_port;
+        Ok(Reactor {
+            poll,
+            listeners,
+            srv,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.srv.tcp_port
+    }
+
+    /// Runs until `SHUTDOWN`.
+    pub fn run(&mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(1024);
+        let mut next_cron = Instant::now();
+        loop {
+            let period = Duration::from_millis(1000 / self.srv.config.hz.max(1));
+            let now = Instant::now();
+            let timeout = next_cron.saturating_duration_since(now);
+            match self.poll.poll(&mut events, Some(timeout)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+            self.srv.now_ms = unix_ms();
+            for ev in events.iter() {
+                let t = ev.token().0;
+                if t >= LISTENER_BASE {
+                    self.accept(t - LISTENER_BASE);
+                    continue;
+                }
+                if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                    self.handle_readable(t);
+                }
+                if ev.is_writable() {
+                    if let Some(Some(c)) = self.srv.clients.get(t) {
+                        if c.pending_output() > 0 && !c.pending_write {
+                            self.srv.pending_writes.push(t);
+                            if let Some(Some(c)) = self.srv.clients.get_mut(t) {
+                                c.pending_write = true;
+                            }
+                        }
+                    }
+                }
+            }
+            self.before_sleep();
+            if Instant::now() >= next_cron {
+                self.srv.cron();
+                self.client_cron();
+                next_cron = Instant::now() + period;
+            }
+            if self.srv.shutdown_requested {
+                self.before_sleep();
+                info!("ferrokv is now ready to exit, bye bye...");
+                return Ok(());
+            }
+        }
+    }
+
+    fn accept(&mut self, li: usize) {
+        loop {
+            let (stream, addr) = match self.listeners[li].accept() {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    warn!("Accepting client connection: {e}");
+                    return;
+                }
+            };
+            self.srv.stats.total_connections_received += 1;
+            let _ = stream.set_nodelay(true);
+            if self.srv.config.tcp_keepalive > 0 {
+                let ka = socket2::TcpKeepalive::new()
+                    .with_time(Duration::from_secs(self.srv.config.tcp_keepalive));
+                let _ = socket2::SockRef::from(&stream).set_tcp_keepalive(&ka);
+            }
+            let mut stream = stream;
+            if self.srv.clients.len() as u64 >= self.srv.config.maxclients {
+                self.srv.stats.rejected_connections += 1;
+                let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
+                continue;
+            }
+            if self.srv.config.protected_mode
+                && self.srv.config.requirepass.is_none()
+                && !addr.ip().is_loopback()
+            {
+                self.srv.stats.rejected_connections += 1;
+                let _ = stream.write_all(PROTECTED_MODE_MSG);
+                continue;
+            }
+            let id = self.srv.next_client_id;
+            self.srv.next_client_id += 1;
+            let authenticated = self.srv.config.requirepass.is_none();
+            let entry = self.srv.clients.vacant_entry();
+            let token = entry.key();
+            let mut client = Client::new(id, stream, addr, &mut self.srv.pool, authenticated);
+            if let Err(e) = self.poll.registry().register(
+                &mut client.stream,
+                Token(token),
+                Interest::READABLE | Interest::WRITABLE,
+            ) {
+                warn!("Registering client: {e}");
+                continue;
+            }
+            entry.insert(Some(Box::new(client)));
+            debug!("Accepted {addr}");
+        }
+    }
+
+    fn handle_readable(&mut self, t: usize) {
+        let Some(slot) = self.srv.clients.get_mut(t) else {
+            return;
+        };
+        let Some(mut c) = slot.take() else {
+            return;
+        };
+        let keep = self.read_and_process(&mut c);
+        let out_limit_hit = self.check_output_limits(&mut c);
+        let pending = c.pending_output() > 0;
+        let queue = pending && !c.pending_write;
+        if queue {
+            c.pending_write = true;
+        }
+        let closing = c.close_after_reply || c.close_asap;
+        self.srv.clients[t] = Some(c);
+        if !keep || out_limit_hit {
+            self.close_client(t);
+            return;
+        }
+        if queue || (closing && !pending) {
+            if !queue {
+                if let Some(Some(c)) = self.srv.clients.get_mut(t) {
+                    c.pending_write = true;
+                }
+            }
+            self.srv.pending_writes.push(t);
+        }
+    }
+
+    /// Reads and runs every complete command. Returns false when the
+    /// connection must close now.
+    fn read_and_process(&mut self, c: &mut Client) -> bool {
+        let limit = self.srv.config.client_query_buffer_limit as usize;
+        let before = c.in_end - c.in_start;
+        let open = match c.read_available(limit) {
+            Ok(open) => open,
+            Err(e) => {
+                debug!("Reading from client: {e}");
+                return false;
+            }
+        };
+        let got = (c.in_end - c.in_start).saturating_sub(before);
+        self.srv.stats.net_input_bytes += got as u64;
+        c.last_interaction = Instant::now();
+        self.process_input(c);
+        if c.in_end - c.in_start > limit {
+            warn!(
+                "Closing client that reached max query buffer length: id={} addr={} qbuf={}",
+                c.id,
+                c.addr,
+                c.in_end - c.in_start
+            );
+            self.srv.stats.client_qbuf_limit_disconnections += 1;
+            return false;
+        }
+        c.shrink_input();
+        open
+    }
+
+    /// Decodes and executes the commands in the client's input buffer.
+    pub fn process_input(&mut self, c: &mut Client) {
+        let inbuf = std::mem::take(&mut c.inbuf);
+        let mut decoder = std::mem::take(&mut c.decoder);
+        let limits = Limits {
+            max_bulk_len: self.srv.config.proto_max_bulk_len as usize,
+            authenticated: c.authenticated,
+        };
+        while c.in_start < c.in_end && !c.close_after_reply && !c.close_asap {
+            match decoder.decode(&inbuf[c.in_start..c.in_end], limits) {
+                Ok(None) => break,
+                Ok(Some(d)) => {
+                    let consumed = d.consumed;
+                    if !d.args.is_empty() {
+                        self.srv.execute(c, d.args);
+                    }
+                    c.in_start += consumed;
+                }
+                Err(e) => {
+                    c.out.error(&format!("ERR {}", e.0));
+                    debug!(
+                        "Protocol error ({}) from client: id={} addr={}",
+                        e.0, c.id, c.addr
+                    );
+                    c.close_after_reply = true;
+                    c.in_start = c.in_end;
+                }
+            }
+        }
+        c.inbuf = inbuf;
+        c.decoder = decoder;
+        self.srv.count_errors(c);
+    }
+
+    /// Applies `client-output-buffer-limit`. True when the client must go.
+    fn check_output_limits(&mut self, c: &mut Client) -> bool {
+        let lim = self.srv.config.output_limit_normal;
+        let pending = c.pending_output() as u64;
+        let hard = lim.hard > 0 && pending >= lim.hard;
+        let mut soft = false;
+        if lim.soft > 0 && pending >= lim.soft {
+            let since = *c.soft_limit_since.get_or_insert_with(Instant::now);
+            soft = since.elapsed() >= Duration::from_secs(lim.soft_seconds);
+        } else {
+            c.soft_limit_since = None;
+        }
+        if hard || soft {
+            warn!(
+                "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
+                c.id, c.addr
+            );
+            self.srv.stats.client_outbuf_limit_disconnections += 1;
+            return true;
+        }
+        false
+    }
+
+    /// Writes queued replies and closes clients that asked for it.
+    fn before_sleep(&mut self) {
+        let pending = std::mem::take(&mut self.srv.pending_writes);
+        for t in pending {
+            let Some(Some(c)) = self.srv.clients.get_mut(t) else {
+                continue;
+            };
+            c.pending_write = false;
+            let before = c.pending_output();
+            let res = c.flush();
+            let written = before - c.pending_output();
+            let done = matches!(res, Ok(true));
+            let close =
+                res.is_err() || (done && (c.close_after_reply || c.close_asap)) || c.close_asap;
+            self.srv.stats.net_output_bytes += written as u64;
+            if close {
+                self.close_client(t);
+            }
+        }
+        // Clients killed by others (CLIENT KILL).
+        for t in std::mem::take(&mut self.srv.close_queue) {
+            self.close_client(t);
+        }
+    }
+
+    pub fn close_client(&mut self, t: usize) {
+        if let Some(Some(mut c)) = self.srv.clients.try_remove(t) {
+            let _ = self.poll.registry().deregister(&mut c.stream);
+            debug!("Client closed: id={} addr={}", c.id, c.addr);
+            c.release(&mut self.srv.pool);
+        }
+    }
+
+    /// Per-cron client checks: idle timeouts and soft output limits.
+    fn client_cron(&mut self) {
+        let timeout = self.srv.config.timeout;
+        let mut doomed = Vec::new();
+        for (t, c) in self.srv.clients.iter() {
+            let Some(c) = c else { continue };
+            if timeout > 0 && c.last_interaction.elapsed() >= Duration::from_secs(timeout) {
+                debug!("Closing idle client id={}", c.id);
+                doomed.push(t);
+            }
+        }
+        for t in doomed {
+            self.close_client(t);
+        }
+        // Soft output limits are time based: re-check clients that are over.
+        let over: Vec<usize> = self
+            .srv
+            .clients
+            .iter()
+            .filter(|(_, c)| c.as_ref().is_some_and(|c| c.soft_limit_since.is_some()))
+            .map(|(k, _)| k)
+            .collect();
+        for t in over {
+            let Some(Some(mut c)) = self.srv.clients.get_mut(t).map(|s| s.take()) else {
+                continue;
+            };
+            let hit = self.check_output_limits(&mut c);
+            self.srv.clients[t] = Some(c);
+            if hit {
+                self.close_client(t);
+            }
+        }
+    }
+}
+
+const PROTECTED_MODE_MSG: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";

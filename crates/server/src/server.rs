@@ -1,0 +1,392 @@
+//! The server state the execution thread owns — keyspace, clients,
+//! configuration, statistics — and the command pipeline: lookup, arity and
+//! auth checks, the call, and its accounting (Redis's `processCommand` and
+//! `call`).
+
+use crate::commands::{err, CommandStats, CommandTable, Ctx};
+use crate::config::Config;
+use crate::net::client::{Client, ReplyMode};
+use crate::net::pool::BufferPool;
+use ferrokv_resp::Args;
+use ferrokv_store::{Entry, Keyspace, Lookup};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use slab::Slab;
+use std::collections::HashMap;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// Counters reported by `INFO stats`.
+#[derive(Default, Debug, Clone)]
+pub struct Stats {
+    pub total_connections_received: u64,
+    pub total_commands_processed: u64,
+    pub rejected_connections: u64,
+    pub expired_keys: u64,
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
+    pub net_input_bytes: u64,
+    pub net_output_bytes: u64,
+    pub total_error_replies: u64,
+    pub unexpected_error_replies: u64,
+    pub client_qbuf_limit_disconnections: u64,
+    pub client_outbuf_limit_disconnections: u64,
+    pub expire_cycle_cpu_milliseconds: u64,
+    pub expired_stale_perc: f64,
+}
+
+/// Samples for `instantaneous_ops_per_sec` and friends (Redis keeps 16).
+#[derive(Default)]
+pub struct InstantMetric {
+    samples: [f64; 16],
+    idx: usize,
+    last_time: Option<Instant>,
+    last_value: u64,
+}
+
+impl InstantMetric {
+    pub fn sample(&mut self, now: Instant, value: u64) {
+        if let Some(t) = self.last_time {
+            let dt = now.duration_since(t).as_secs_f64();
+            if dt > 0.0 {
+                self.samples[self.idx] = (value - self.last_value) as f64 / dt;
+                self.idx = (self.idx + 1) % self.samples.len();
+            }
+        }
+        self.last_time = Some(now);
+        self.last_value = value;
+    }
+    pub fn value(&self) -> f64 {
+        self.samples.iter().sum::<f64>() / self.samples.len() as f64
+    }
+}
+
+pub struct Server {
+    pub config: Config,
+    pub keyspace: Keyspace,
+    pub commands: CommandTable,
+    pub cmd_stats: Vec<CommandStats>,
+    pub error_stats: HashMap<String, u64>,
+    /// Connections by mio token. The client being served is taken out of
+    /// its slot while its commands run, so handlers can hold it and the
+    /// server at once.
+    pub clients: Slab<Option<Box<Client>>>,
+    pub next_client_id: u64,
+    pub pool: BufferPool,
+    /// Tokens of clients with replies to write before the loop sleeps.
+    pub pending_writes: Vec<usize>,
+    /// Tokens of other clients to close before the loop sleeps (`CLIENT KILL`).
+    pub close_queue: Vec<usize>,
+    pub stats: Stats,
+    pub ops_metric: InstantMetric,
+    pub net_in_metric: InstantMetric,
+    pub net_out_metric: InstantMetric,
+    /// Changes since start (Redis's `server.dirty`).
+    pub dirty: u64,
+    pub start: Instant,
+    pub start_unix: u64,
+    pub run_id: String,
+    pub rng: SmallRng,
+    /// Unix ms of the current loop turn.
+    pub now_ms: i64,
+    /// The LRU clock: seconds, 24 bits, as Redis.
+    pub lru_clock: u32,
+    pub shutdown_requested: bool,
+    pub tcp_port: u16,
+    pub peak_memory: usize,
+    pub cron_loops: u64,
+    /// `DEBUG SET-ACTIVE-EXPIRE`.
+    pub active_expire_enabled: bool,
+    /// Unix seconds of the last successful save (start time until one).
+    pub lastsave: u64,
+    lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
+}
+
+pub fn unix_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+pub const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;
+
+impl Server {
+    pub fn new(config: Config) -> Self {
+        let commands = CommandTable::new();
+        let n = commands.len();
+        let now = unix_ms();
+        let mut rng = SmallRng::from_entropy();
+        let run_id = random_hex(&mut rng, 40);
+        Server {
+            keyspace: Keyspace::new(config.databases as usize),
+            config,
+            commands,
+            cmd_stats: vec![CommandStats::default(); n],
+            error_stats: HashMap::new(),
+            clients: Slab::new(),
+            next_client_id: 1,
+            pool: BufferPool::new(256),
+            pending_writes: Vec::new(),
+            close_queue: Vec::new(),
+            stats: Stats::default(),
+            ops_metric: InstantMetric::default(),
+            net_in_metric: InstantMetric::default(),
+            net_out_metric: InstantMetric::default(),
+            dirty: 0,
+            start: Instant::now(),
+            start_unix: (now / 1000) as u64,
+            run_id,
+            rng,
+            now_ms: now,
+            lru_clock: ((now / 1000) as u32) & LRU_CLOCK_MAX,
+            shutdown_requested: false,
+            tcp_port: 0,
+            peak_memory: 0,
+            cron_loops: 0,
+            active_expire_enabled: true,
+            lastsave: (now / 1000) as u64,
+            lazyfree: spawn_lazyfree(),
+        }
+    }
+
+    /// Looks a key up for reading: lazy expiry, hit/miss counters, access clock.
+    #[inline]
+    pub fn lookup_read(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
+        let clock = self.lru_clock;
+        match self.keyspace.dbs[db].lookup(key, now_ms, true) {
+            Lookup::Live(e) => {
+                self.stats.keyspace_hits += 1;
+                e.lru = clock;
+                Some(e)
+            }
+            Lookup::Expired(_) => {
+                self.stats.expired_keys += 1;
+                self.stats.keyspace_misses += 1;
+                None
+            }
+            Lookup::Missing => {
+                self.stats.keyspace_misses += 1;
+                None
+            }
+        }
+    }
+
+    /// Looks a key up for writing: lazy expiry, no hit/miss counting.
+    #[inline]
+    pub fn lookup_write(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
+        let clock = self.lru_clock;
+        match self.keyspace.dbs[db].lookup(key, now_ms, true) {
+            Lookup::Live(e) => {
+                e.lru = clock;
+                Some(e)
+            }
+            Lookup::Expired(_) => {
+                self.stats.expired_keys += 1;
+                None
+            }
+            Lookup::Missing => None,
+        }
+    }
+
+    /// Whether a key exists (and is live), without touching its clock.
+    pub fn exists(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
+        match self.keyspace.dbs[db].lookup(key, now_ms, true) {
+            Lookup::Live(_) => true,
+            Lookup::Expired(_) => {
+                self.stats.expired_keys += 1;
+                false
+            }
+            Lookup::Missing => false,
+        }
+    }
+
+    /// Runs one command for `client` (Redis's `processCommand` + `call`).
+    pub fn execute(&mut self, client: &mut Client, args: Args) {
+        let name = args.get(0);
+        let Some(idx) = self.commands.lookup(name) else {
+            if !client.authenticated {
+                client.out.error(err::NOAUTH);
+                return;
+            }
+            let mut rest = String::new();
+            for a in args.iter().skip(1) {
+                if rest.len() >= 128 {
+                    break;
+                }
+                let room = 128 - rest.len();
+                let s = String::from_utf8_lossy(a);
+                let s: String = s.chars().take(room).collect();
+                rest.push_str(&format!("'{s}' "));
+            }
+            let name: String = String::from_utf8_lossy(name).chars().take(128).collect();
+            client.out.error(&format!(
+                "ERR unknown command '{name}', with args beginning with: {rest}"
+            ));
+            return;
+        };
+        let mut idx = idx;
+        let mut spec = self.commands.specs[idx];
+        if !spec.subcommands.is_empty() && args.len() >= 2 && client.authenticated {
+            match self.commands.lookup_sub(spec.name, args.get(1)) {
+                Some(sub) => {
+                    idx = sub;
+                    spec = self.commands.specs[sub];
+                }
+                None => {
+                    let sub: String = String::from_utf8_lossy(args.get(1))
+                        .chars()
+                        .take(128)
+                        .collect();
+                    client.out.error(&format!(
+                        "ERR unknown subcommand '{sub}'. Try {} HELP.",
+                        spec.name.to_ascii_uppercase()
+                    ));
+                    return;
+                }
+            }
+        }
+        if !client.authenticated && !spec.has(crate::commands::flags::NO_AUTH) {
+            client.out.error(err::NOAUTH);
+            self.cmd_stats[idx].rejected_calls += 1;
+            return;
+        }
+        if !spec.arity_ok(args.len()) {
+            client.out.error(&format!(
+                "ERR wrong number of arguments for '{}' command",
+                spec.name
+            ));
+            self.cmd_stats[idx].rejected_calls += 1;
+            return;
+        }
+        client.last_cmd = spec.name;
+        let reply_mark = client.out.buf.len();
+        let errors_before = client.out.error_codes.len();
+        let now_ms = self.now_ms;
+        let t0 = Instant::now();
+        {
+            let mut ctx = Ctx {
+                srv: self,
+                client,
+                now_ms,
+            };
+            (spec.handler)(&mut ctx, args);
+        }
+        let usec = t0.elapsed().as_micros() as u64;
+        let st = &mut self.cmd_stats[idx];
+        st.calls += 1;
+        st.usec += usec;
+        if client.out.error_codes.len() != errors_before {
+            st.failed_calls += 1;
+        }
+        self.stats.total_commands_processed += 1;
+        match client.reply_mode {
+            ReplyMode::On => {}
+            ReplyMode::Off | ReplyMode::Skip => client.out.buf.truncate(reply_mark),
+            ReplyMode::SkipNext => {}
+        }
+        // `CLIENT REPLY SKIP` silences the command after it.
+        if client.reply_mode == ReplyMode::Skip {
+            client.reply_mode = ReplyMode::On;
+        }
+        if client.reply_mode == ReplyMode::SkipNext && spec.name != "client" {
+            client.reply_mode = ReplyMode::Skip;
+        }
+    }
+
+    /// Frees a value on the lazy-free thread (`UNLINK`, `FLUSHALL ASYNC`):
+    /// dropping a huge value can take long, and the loop must not wait.
+    pub fn lazy_free<T: Send + 'static>(&mut self, v: T) {
+        if let Err(std::sync::mpsc::SendError(v)) = self.lazyfree.send(Box::new(v)) {
+            drop(v);
+        }
+    }
+
+    /// Moves a client's error replies into `INFO errorstats`.
+    pub fn count_errors(&mut self, client: &mut Client) {
+        for code in client.out.error_codes.drain(..) {
+            self.stats.total_error_replies += 1;
+            *self.error_stats.entry(code).or_insert(0) += 1;
+        }
+    }
+
+    /// Clients other than the one being served.
+    pub fn other_clients(&self) -> impl Iterator<Item = &Client> {
+        self.clients.iter().filter_map(|(_, c)| c.as_deref())
+    }
+
+    pub fn other_clients_mut(&mut self) -> impl Iterator<Item = &mut Client> {
+        self.clients
+            .iter_mut()
+            .filter_map(|(_, c)| c.as_deref_mut())
+    }
+
+    pub fn connected_clients(&self) -> usize {
+        self.clients.len()
+    }
+
+    /// Periodic work (Redis's `serverCron`), `hz` times a second.
+    pub fn cron(&mut self) {
+        self.cron_loops += 1;
+        let now = Instant::now();
+        self.now_ms = unix_ms();
+        self.lru_clock = ((self.now_ms / 1000) as u32) & LRU_CLOCK_MAX;
+        self.ops_metric
+            .sample(now, self.stats.total_commands_processed);
+        self.net_in_metric.sample(now, self.stats.net_input_bytes);
+        self.net_out_metric.sample(now, self.stats.net_output_bytes);
+        if self.active_expire_enabled {
+            self.active_expire();
+        }
+        let used = crate::alloc::used_memory();
+        self.peak_memory = self.peak_memory.max(used);
+    }
+
+    /// The active expiry cycle: samples keys with a TTL and removes the
+    /// expired ones, so keys nobody reads still go away. Like Redis it keeps
+    /// going while a large share of what it sees has expired, within a time
+    /// budget of a quarter of the cron period.
+    fn active_expire(&mut self) {
+        let t0 = Instant::now();
+        let budget = std::time::Duration::from_micros(250_000 / self.config.hz.max(1));
+        let now_ms = self.now_ms;
+        let mut expired_total = 0u64;
+        for db in &mut self.keyspace.dbs {
+            loop {
+                if db.expires() == 0 {
+                    break;
+                }
+                let (examined, expired) = db.expire_cycle(now_ms, 2000, |_| {});
+                expired_total += expired as u64;
+                if examined == 0 || expired * 10 < examined || t0.elapsed() > budget {
+                    break;
+                }
+            }
+            if t0.elapsed() > budget {
+                break;
+            }
+        }
+        self.stats.expired_keys += expired_total;
+        self.stats.expire_cycle_cpu_milliseconds += t0.elapsed().as_millis() as u64;
+    }
+}
+
+/// The lazy-free thread: it only drops what it is handed.
+fn spawn_lazyfree() -> std::sync::mpsc::Sender<Box<dyn Send>> {
+    let (tx, rx) = std::sync::mpsc::channel::<Box<dyn Send>>();
+    std::thread::Builder::new()
+        .name("lazyfree".into())
+        .spawn(move || {
+            for v in rx {
+                drop(v);
+            }
+        })
+        .expect("spawn lazyfree thread");
+    tx
+}
+
+pub fn random_hex(rng: &mut SmallRng, n: usize) -> String {
+    use rand::Rng;
+    (0..n)
+        .map(|_| format!("{:x}", rng.gen_range(0..16u8)))
+        .collect()
+}
