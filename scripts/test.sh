@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs the whole test suite. Installs what the tests need when it is
+# missing: the real redis-server/redis-cli/redis-benchmark (differential and
+# interop tests), libfabric (RDMA transport tests, tcp provider), redis-py.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v redis-server >/dev/null || need_apt+=(redis-server)
+command -v redis-cli >/dev/null || need_apt+=(redis-tools)
+command -v redis-benchmark >/dev/null || need_apt+=(redis-tools)
+ldconfig -p 2>/dev/null | grep -q 'libfabric.so.1 ' || need_apt+=(libfabric1 libfabric-dev)
+command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
+if [ ${#need_apt[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y "${need_apt[@]}"
+fi
+python3 -c 'import redis' 2>/dev/null || python3 -m pip install --quiet redis
+
+cargo test --workspace
