@@ -74,6 +74,8 @@ pub struct Server {
     pub pool: BufferPool,
     /// Tokens of clients with replies to write before the loop sleeps.
     pub pending_writes: Vec<usize>,
+    /// Clients that used their read budget and have more to read.
+    pub pending_reads: Vec<usize>,
     /// Tokens of other clients to close before the loop sleeps (`CLIENT KILL`).
     pub close_queue: Vec<usize>,
     pub stats: Stats,
@@ -108,6 +110,9 @@ pub fn unix_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// Values owning at least this many heap bytes are freed off the loop.
+pub const LAZYFREE_THRESHOLD: usize = 64 * 1024;
+
 pub const LRU_CLOCK_MAX: u32 = (1 << 24) - 1;
 
 impl Server {
@@ -128,6 +133,7 @@ impl Server {
             pool: BufferPool::new(256),
             pending_writes: Vec::new(),
             close_queue: Vec::new(),
+            pending_reads: Vec::new(),
             stats: Stats::default(),
             ops_metric: InstantMetric::default(),
             net_in_metric: InstantMetric::default(),
@@ -298,6 +304,15 @@ impl Server {
     pub fn lazy_free<T: Send + 'static>(&mut self, v: T) {
         if let Err(std::sync::mpsc::SendError(v)) = self.lazyfree.send(Box::new(v)) {
             drop(v);
+        }
+    }
+
+    /// Drops a value that a write replaced: big ones go to the lazy-free
+    /// thread so the loop never waits on a large free.
+    #[inline]
+    pub fn drop_value(&mut self, v: ferrokv_store::Value) {
+        if v.heap_size() >= LAZYFREE_THRESHOLD {
+            self.lazy_free(v);
         }
     }
 

@@ -140,7 +140,7 @@ fn rename_generic(ctx: &mut Ctx, args: Args, nx: bool) {
     let d = &mut ctx.srv.keyspace.dbs[db];
     let e = d.remove(src).expect("checked above");
     if let Some(old) = d.upsert(dst, e.value, e.expire_at, e.lru) {
-        ctx.srv.lazy_free(old.value);
+        ctx.srv.drop_value(old.value);
     }
     ctx.modified(1);
     if nx {

@@ -18,7 +18,7 @@ pub mod string;
 use crate::net::client::Client;
 use crate::server::Server;
 use ferrokv_resp::Args;
-use std::collections::HashMap;
+use hashbrown::HashMap;
 
 pub type Handler = fn(&mut Ctx, Args);
 

@@ -159,6 +159,20 @@ fn set(ctx: &mut Ctx, args: Args) {
     let key = args.get(1);
     let db = ctx.client.db;
     let now = ctx.now_ms;
+    let lru = ctx.srv.lru_clock;
+    if !(nx || xx || get || expire == ExpireArg::KeepTtl) {
+        // The common case needs no look at the old value: one probe.
+        let expire_at = match expire {
+            ExpireArg::At(t) => t,
+            _ => NO_EXPIRE,
+        };
+        if let Some(old) = ctx.srv.keyspace.dbs[db].upsert(key, Value::from_bytes(args.get(2)), expire_at, lru) {
+            ctx.srv.drop_value(old.value);
+        }
+        ctx.modified(1);
+        ctx.client.out.ok();
+        return;
+    }
     let existing = ctx.srv.lookup_write(db, key, now);
     let found = existing.is_some();
     let mut old_ttl = NO_EXPIRE;
@@ -185,7 +199,6 @@ fn set(ctx: &mut Ctx, args: Args) {
         ExpireArg::KeepTtl => old_ttl,
         _ => NO_EXPIRE,
     };
-    let lru = ctx.srv.lru_clock;
     ctx.srv.keyspace.dbs[db].upsert(key, Value::from_bytes(args.get(2)), expire_at, lru);
     ctx.modified(1);
     if !get {

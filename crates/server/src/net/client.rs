@@ -177,44 +177,36 @@ impl Client {
         self.out.buf.len() - self.out_sent
     }
 
-    /// Reads what the socket has. Returns Ok(false) on EOF. Stops early
-    /// when more than `query_limit` bytes are waiting (the caller then
-    /// closes the connection, as Redis does past `client-query-buffer-limit`).
-    pub fn read_available(&mut self, query_limit: usize) -> io::Result<bool> {
-        loop {
-            if self.in_start == self.in_end {
+    /// One read from the socket into the input buffer. Returns the bytes
+    /// read (0 at EOF) and whether the read filled all the free space (so
+    /// more may be waiting: edge-triggered epoll raises no new event for it).
+    pub fn read_once(&mut self) -> io::Result<(usize, bool)> {
+        if self.in_start == self.in_end {
+            self.in_start = 0;
+            self.in_end = 0;
+        }
+        let pending = self.in_end - self.in_start;
+        // Room for the read: a large bulk in progress gets its full size at
+        // once (no doubling, one copy); otherwise a chunk.
+        let target = self.decoder.wanted().max(pending + READ_CHUNK);
+        if self.in_start + target > self.inbuf.len() {
+            if self.in_start > 0 {
+                self.inbuf.copy_within(self.in_start..self.in_end, 0);
                 self.in_start = 0;
-                self.in_end = 0;
+                self.in_end = pending;
             }
-            let pending = self.in_end - self.in_start;
-            if pending > query_limit {
-                return Ok(true);
+            if target > self.inbuf.len() {
+                self.inbuf.resize(target, 0);
             }
-            // Room for the next read: a large bulk in progress gets its full
-            // size at once (no doubling, one copy); otherwise a chunk.
-            let target = self.decoder.wanted().max(pending + READ_CHUNK);
-            if self.in_start + target > self.inbuf.len() {
-                if self.in_start > 0 {
-                    self.inbuf.copy_within(self.in_start..self.in_end, 0);
-                    self.in_start = 0;
-                    self.in_end = pending;
-                }
-                if target > self.inbuf.len() {
-                    self.inbuf.resize(target, 0);
-                }
-            }
-            let space = self.inbuf.len() - self.in_end;
+        }
+        let space = self.inbuf.len() - self.in_end;
+        loop {
             match self.stream.read(&mut self.inbuf[self.in_end..]) {
-                Ok(0) => return Ok(false),
                 Ok(n) => {
                     self.in_end += n;
-                    // A short read means the socket is drained; new data
-                    // raises a new edge.
-                    if n < space {
-                        return Ok(true);
-                    }
+                    return Ok((n, n > 0 && n == space));
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok((usize::MAX, false)),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }

@@ -19,6 +19,9 @@ use tracing::{debug, info, warn};
 
 const LISTENER_BASE: usize = usize::MAX - 64;
 
+/// Bytes one client may have read per turn before others get theirs.
+const READ_BUDGET: usize = 1024 * 1024;
+
 pub struct Reactor {
     poll: Poll,
     listeners: Vec<TcpListener>,
@@ -90,7 +93,11 @@ impl Reactor {
         loop {
             let period = Duration::from_millis(1000 / self.srv.config.hz.max(1));
             let now = Instant::now();
-            let timeout = next_cron.saturating_duration_since(now);
+            let timeout = if self.srv.pending_reads.is_empty() {
+                next_cron.saturating_duration_since(now)
+            } else {
+                Duration::ZERO
+            };
             match self.poll.poll(&mut events, Some(timeout)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -116,6 +123,9 @@ impl Reactor {
                         }
                     }
                 }
+            }
+            for t in std::mem::take(&mut self.srv.pending_reads) {
+                self.handle_readable(t);
             }
             self.before_sleep();
             if Instant::now() >= next_cron {
@@ -188,7 +198,7 @@ impl Reactor {
         let Some(mut c) = slot.take() else {
             return;
         };
-        let keep = self.read_and_process(&mut c);
+        let keep = self.read_and_process(&mut c, t);
         let out_limit_hit = self.check_output_limits(&mut c);
         let pending = c.pending_output() > 0;
         let queue = pending && !c.pending_write;
@@ -211,34 +221,52 @@ impl Reactor {
         }
     }
 
-    /// Reads and runs every complete command. Returns false when the
-    /// connection must close now.
-    fn read_and_process(&mut self, c: &mut Client) -> bool {
+    /// Reads and runs commands, one read at a time so the input buffer
+    /// stays small however fast the client sends. A client that still has
+    /// data after [`READ_BUDGET`] bytes is queued to continue later in this
+    /// loop turn, so one busy client cannot starve the others. Returns false
+    /// when the connection must close now.
+    fn read_and_process(&mut self, c: &mut Client, t: usize) -> bool {
         let limit = self.srv.config.client_query_buffer_limit as usize;
-        let before = c.in_end - c.in_start;
-        let open = match c.read_available(limit) {
-            Ok(open) => open,
-            Err(e) => {
-                debug!("Reading from client: {e}");
+        let mut budget = READ_BUDGET;
+        loop {
+            let (n, more) = match c.read_once() {
+                Ok(x) => x,
+                Err(e) => {
+                    debug!("Reading from client: {e}");
+                    return false;
+                }
+            };
+            if n == 0 {
                 return false;
             }
-        };
-        let got = (c.in_end - c.in_start).saturating_sub(before);
-        self.srv.stats.net_input_bytes += got as u64;
-        c.last_interaction = Instant::now();
-        self.process_input(c);
-        if c.in_end - c.in_start > limit {
-            warn!(
-                "Closing client that reached max query buffer length: id={} addr={} qbuf={}",
-                c.id,
-                c.addr,
-                c.in_end - c.in_start
-            );
-            self.srv.stats.client_qbuf_limit_disconnections += 1;
-            return false;
+            if n == usize::MAX {
+                break;
+            }
+            self.srv.stats.net_input_bytes += n as u64;
+            c.last_interaction = Instant::now();
+            self.process_input(c);
+            if c.in_end - c.in_start > limit {
+                warn!(
+                    "Closing client that reached max query buffer length: id={} addr={} qbuf={}",
+                    c.id,
+                    c.addr,
+                    c.in_end - c.in_start
+                );
+                self.srv.stats.client_qbuf_limit_disconnections += 1;
+                return false;
+            }
+            if !more || c.close_after_reply || c.close_asap {
+                break;
+            }
+            budget = budget.saturating_sub(n);
+            if budget == 0 {
+                self.srv.pending_reads.push(t);
+                break;
+            }
         }
         c.shrink_input();
-        open
+        true
     }
 
     /// Decodes and executes the commands in the client's input buffer.

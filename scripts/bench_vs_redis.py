@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Throughput, CPU cost and memory of ferrokv-server beside redis-server.
+
+Both servers run on this machine in the same run; redis-benchmark drives
+them in turns (ferrokv, redis, ferrokv, ...) so drifts in machine load hit
+both alike. Figures are medians over rounds, and the ratios are what to quote.
+
+  python3 scripts/bench_vs_redis.py [--rounds 5] [--requests 1000000]
+
+CPU time per request is the server process's user+system time (from
+/proc/PID/stat) over the run, divided by the requests it served.
+Memory: 1,000,000 keys with 32-byte values loaded with redis-cli --pipe,
+then the resident set size of each process.
+"""
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        rest = f.read().rsplit(")", 1)[1].split()
+    return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def start(name, argv, port):
+    d = tempfile.mkdtemp(prefix=f"bench-{name}-")
+    p = subprocess.Popen(argv + ["--port", str(port), "--dir", d, "--save", "", "--appendonly", "no"]
+                         if name == "redis" else argv + ["--port", str(port), "--dir", d],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return p
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"{name} did not start")
+
+
+def cli(port, *args):
+    return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True).stdout.strip()
+
+
+def bench(port, pid, test, clients, pipeline, n):
+    c0 = cpu_seconds(pid)
+    out = subprocess.run(
+        ["redis-benchmark", "-p", str(port), "-t", test, "-n", str(n), "-r", "1000000",
+         "-c", str(clients), "-P", str(pipeline), "-d", "32", "--csv"],
+        capture_output=True, text=True, check=True).stdout
+    c1 = cpu_seconds(pid)
+    line = [l for l in out.splitlines() if l.startswith('"' + test.upper())][0]
+    rps = float(line.split(",")[1].strip('"'))
+    return rps, (c1 - c0) / n * 1e6
+
+
+def load_keys(port, n):
+    payload = bytearray()
+    val = b"v" * 32
+    for i in range(n):
+        k = b"key:%012d" % i
+        payload += b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$32\r\n%s\r\n" % (len(k), k, val)
+    subprocess.run(["redis-cli", "-p", str(port), "--pipe"], input=bytes(payload),
+                   capture_output=True, check=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--requests", type=int, default=1_000_000)
+    ap.add_argument("--keys", type=int, default=1_000_000)
+    ap.add_argument("--ferrokv", default=os.path.join(ROOT, "target/release/ferrokv-server"))
+    a = ap.parse_args()
+    if not os.path.exists(a.ferrokv):
+        subprocess.run(["cargo", "build", "--release", "-p", "ferrokv-server"], cwd=ROOT, check=True)
+    servers = {}
+    fp, rp = free_port(), free_port()
+    servers["ferrokv"] = (fp, start("ferrokv", [a.ferrokv], fp))
+    servers["redis"] = (rp, start("redis", ["redis-server"], rp))
+    results = {}
+    try:
+        for rnd in range(a.rounds):
+            order = ["ferrokv", "redis"] if rnd % 2 == 0 else ["redis", "ferrokv"]
+            for pipeline in (16, 1):
+                n = a.requests if pipeline == 16 else a.requests // 4
+                for test in ("set", "get"):
+                    for name in order:
+                        port, proc = servers[name]
+                        rps, us = bench(port, proc.pid, test, 50, pipeline, n)
+                        results.setdefault((test, pipeline, name), []).append((rps, us))
+                        print(f"round {rnd} {test} P{pipeline} {name}: {rps:,.0f} req/s, {us:.3f} us CPU/req",
+                              file=sys.stderr)
+        print("| test | ferrokv req/s | redis req/s | throughput ratio | ferrokv CPU us/req | redis CPU us/req | CPU ratio |")
+        print("|---|---|---|---|---|---|---|")
+        for pipeline in (16, 1):
+            for test in ("set", "get"):
+                f = results[(test, pipeline, "ferrokv")]
+                r = results[(test, pipeline, "redis")]
+                frps, rrps = statistics.median(x[0] for x in f), statistics.median(x[0] for x in r)
+                fus, rus = statistics.median(x[1] for x in f), statistics.median(x[1] for x in r)
+                print(f"| {test.upper()} -c 50 -P {pipeline} | {frps:,.0f} | {rrps:,.0f} | {frps / rrps:.2f}x "
+                      f"| {fus:.3f} | {rus:.3f} | {fus / rus:.2f}x |")
+        # Memory on freshly started servers, so nothing left from the
+        # throughput runs (allocator caches, client buffers) counts.
+        for name in list(servers):
+            servers[name][1].kill()
+            servers[name][1].wait()
+        fp, rp = free_port(), free_port()
+        servers["ferrokv"] = (fp, start("ferrokv", [a.ferrokv], fp))
+        servers["redis"] = (rp, start("redis", ["redis-server"], rp))
+        time.sleep(0.5)
+        base = {name: rss_bytes(servers[name][1].pid) for name in servers}
+        mem = {}
+        for name in ("ferrokv", "redis"):
+            port, proc = servers[name]
+            load_keys(port, a.keys)
+            time.sleep(1)
+            assert int(cli(port, "dbsize")) == a.keys, cli(port, "dbsize")
+            mem[name] = rss_bytes(proc.pid)
+        print()
+        print(f"| memory, {a.keys:,} keys x 32-byte values | ferrokv | redis | ratio |")
+        print("|---|---|---|---|")
+        print(f"| RSS after load | {mem['ferrokv'] / 2**20:.1f} MiB | {mem['redis'] / 2**20:.1f} MiB "
+              f"| {mem['ferrokv'] / mem['redis']:.2f}x |")
+        fd, rd = mem["ferrokv"] - base["ferrokv"], mem["redis"] - base["redis"]
+        print(f"| RSS growth from empty | {fd / 2**20:.1f} MiB | {rd / 2**20:.1f} MiB | {fd / rd:.2f}x |")
+    finally:
+        for _, p in servers.values():
+            p.kill()
+
+
+if __name__ == "__main__":
+    main()
