@@ -227,6 +227,9 @@ pub fn decode_with<V: RdbVisitor + ?Sized>(
                 })
             }
             rdb_type => {
+                if type_name(rdb_type) == "unknown" {
+                    return Err(DecodeError::UnknownType { offset, byte: rdb_type });
+                }
                 let key = r.string()?;
                 let value = read_value(&mut r, rdb_type, offset, &key)?;
                 let start = entry_offset.take().unwrap_or(offset);
