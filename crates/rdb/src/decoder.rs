@@ -26,6 +26,9 @@ use crate::crc64::crc64;
 use crate::error::{DecodeError, FunctionsUnsupported, VisitError};
 use crate::{intset, listpack, lzf, ziplist};
 
+/// A hash field and its value.
+pub type FieldValue<'a> = (Cow<'a, [u8]>, Cow<'a, [u8]>);
+
 /// A decoded value. Elements borrow from the input where possible.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RdbValue<'a> {
@@ -37,7 +40,7 @@ pub enum RdbValue<'a> {
     /// file order. Scores are never NaN.
     SortedSet(Vec<(Cow<'a, [u8]>, f64)>),
     /// `(field, value)`.
-    Hash(Vec<(Cow<'a, [u8]>, Cow<'a, [u8]>)>),
+    Hash(Vec<FieldValue<'a>>),
 }
 
 impl RdbValue<'_> {
@@ -139,7 +142,10 @@ pub struct DecodeSummary {
 }
 
 /// Decodes `data` with default options.
-pub fn decode<V: RdbVisitor + ?Sized>(data: &[u8], visitor: &mut V) -> Result<DecodeSummary, DecodeError> {
+pub fn decode<V: RdbVisitor + ?Sized>(
+    data: &[u8],
+    visitor: &mut V,
+) -> Result<DecodeSummary, DecodeError> {
     decode_with(data, visitor, &DecodeOptions::default())
 }
 
@@ -228,7 +234,10 @@ pub fn decode_with<V: RdbVisitor + ?Sized>(
             }
             rdb_type => {
                 if type_name(rdb_type) == "unknown" {
-                    return Err(DecodeError::UnknownType { offset, byte: rdb_type });
+                    return Err(DecodeError::UnknownType {
+                        offset,
+                        byte: rdb_type,
+                    });
                 }
                 let key = r.string()?;
                 let value = read_value(&mut r, rdb_type, offset, &key)?;
@@ -301,7 +310,12 @@ fn escape(key: &[u8]) -> String {
     key.escape_ascii().to_string()
 }
 
-fn read_value<'a>(r: &mut Reader<'a>, rdb_type: u8, offset: usize, key: &[u8]) -> Result<RdbValue<'a>, DecodeError> {
+fn read_value<'a>(
+    r: &mut Reader<'a>,
+    rdb_type: u8,
+    offset: usize,
+    key: &[u8],
+) -> Result<RdbValue<'a>, DecodeError> {
     Ok(match rdb_type {
         TYPE_STRING => RdbValue::String(r.string()?),
         TYPE_LIST | TYPE_SET => {
@@ -399,7 +413,10 @@ fn read_value<'a>(r: &mut Reader<'a>, rdb_type: u8, offset: usize, key: &[u8]) -
             }
             RdbValue::List(items)
         }
-        TYPE_MODULE_PRE_GA | TYPE_MODULE_2 | TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2
+        TYPE_MODULE_PRE_GA
+        | TYPE_MODULE_2
+        | TYPE_STREAM_LISTPACKS
+        | TYPE_STREAM_LISTPACKS_2
         | TYPE_STREAM_LISTPACKS_3 => {
             return Err(DecodeError::UnsupportedType {
                 offset,
@@ -420,7 +437,7 @@ fn corrupt(offset: usize, what: &'static str, reason: &'static str) -> DecodeErr
     }
 }
 
-fn pairs<'a>(items: Vec<Cow<'a, [u8]>>, at: usize) -> Result<Vec<(Cow<'a, [u8]>, Cow<'a, [u8]>)>, DecodeError> {
+fn pairs<'a>(items: Vec<Cow<'a, [u8]>>, at: usize) -> Result<Vec<FieldValue<'a>>, DecodeError> {
     if items.len() % 2 != 0 {
         return Err(corrupt(at, "hash", "odd number of elements"));
     }
@@ -510,7 +527,12 @@ impl<'a> Reader<'a> {
             _ => match b {
                 LEN_32BIT => Length::Plain(u32::from_be_bytes(self.array::<4>()?) as u64),
                 LEN_64BIT => Length::Plain(u64::from_be_bytes(self.array::<8>()?)),
-                _ => return Err(DecodeError::BadLength { offset: at, byte: b }),
+                _ => {
+                    return Err(DecodeError::BadLength {
+                        offset: at,
+                        byte: b,
+                    })
+                }
             },
         })
     }
@@ -532,21 +554,34 @@ impl<'a> Reader<'a> {
         match self.length_or_encoding()? {
             Length::Plain(n) => Ok(Cow::Borrowed(self.bytes(n)?)),
             Length::Encoded(ENC_INT8) => Ok(listpack::int_text(self.byte()? as i8 as i64)),
-            Length::Encoded(ENC_INT16) => Ok(listpack::int_text(i16::from_le_bytes(self.array::<2>()?) as i64)),
-            Length::Encoded(ENC_INT32) => Ok(listpack::int_text(i32::from_le_bytes(self.array::<4>()?) as i64)),
+            Length::Encoded(ENC_INT16) => Ok(listpack::int_text(i16::from_le_bytes(
+                self.array::<2>()?,
+            ) as i64)),
+            Length::Encoded(ENC_INT32) => Ok(listpack::int_text(i32::from_le_bytes(
+                self.array::<4>()?,
+            ) as i64)),
             Length::Encoded(ENC_LZF) => {
                 let clen = self.length()?;
                 let len = self.length()?;
                 let data = self.bytes(clen)?;
                 if len > lzf::max_decompressed_len(data.len()) as u64 {
-                    return Err(corrupt(at, "LZF string", "declared length exceeds what the data can expand to"));
+                    return Err(corrupt(
+                        at,
+                        "LZF string",
+                        "declared length exceeds what the data can expand to",
+                    ));
                 }
-                let len = usize::try_from(len).map_err(|_| DecodeError::TooLong { offset: at, len })?;
+                let len =
+                    usize::try_from(len).map_err(|_| DecodeError::TooLong { offset: at, len })?;
                 let mut out = Vec::new();
-                lzf::decompress(data, len, &mut out).map_err(|source| DecodeError::Lzf { offset: at, source })?;
+                lzf::decompress(data, len, &mut out)
+                    .map_err(|source| DecodeError::Lzf { offset: at, source })?;
                 Ok(Cow::Owned(out))
             }
-            Length::Encoded(encoding) => Err(DecodeError::BadStringEncoding { offset: at, encoding }),
+            Length::Encoded(encoding) => Err(DecodeError::BadStringEncoding {
+                offset: at,
+                encoding,
+            }),
         }
     }
 
@@ -567,7 +602,11 @@ impl<'a> Reader<'a> {
 
     /// A string holding an encoded container, parsed by `parse`. Elements
     /// borrow from the input unless the blob was LZF-compressed.
-    fn blob(&mut self, what: &'static str, parse: BlobParser) -> Result<Vec<Cow<'a, [u8]>>, DecodeError> {
+    fn blob(
+        &mut self,
+        what: &'static str,
+        parse: BlobParser,
+    ) -> Result<Vec<Cow<'a, [u8]>>, DecodeError> {
         let at = self.pos;
         let blob = self.string()?;
         let err = |(inner_offset, reason): (usize, &'static str)| DecodeError::CorruptBlob {

@@ -219,7 +219,13 @@ impl RdbEncoder {
     }
 
     /// A string value. `expire_ms` is the absolute Unix time in milliseconds.
-    pub fn string_entry(&mut self, out: &mut Vec<u8>, key: &[u8], value: &[u8], expire_ms: Option<i64>) {
+    pub fn string_entry(
+        &mut self,
+        out: &mut Vec<u8>,
+        key: &[u8],
+        value: &[u8],
+        expire_ms: Option<i64>,
+    ) {
         let start = out.len();
         self.entry_head(out, TYPE_STRING, key, expire_ms);
         self.put_string(out, value);
@@ -289,8 +295,13 @@ impl RdbEncoder {
 
     /// A set: `SET_INTSET` (11) when every member is a canonical integer and
     /// there are at most `set-max-intset-entries`, otherwise `SET` (2).
-    pub fn set_entry<I>(&mut self, out: &mut Vec<u8>, key: &[u8], members: I, expire_ms: Option<i64>)
-    where
+    pub fn set_entry<I>(
+        &mut self,
+        out: &mut Vec<u8>,
+        key: &[u8],
+        members: I,
+        expire_ms: Option<i64>,
+    ) where
         I: IntoIterator,
         I::IntoIter: Clone,
         I::Item: AsRef<[u8]>,
@@ -341,8 +352,13 @@ impl RdbEncoder {
     /// NaN (Redis refuses to load one). For `ZSET_2`, passing members from
     /// highest to lowest score (as Redis writes them) makes Redis's load
     /// fastest; any order is correct.
-    pub fn zset_entry<I, M>(&mut self, out: &mut Vec<u8>, key: &[u8], members: I, expire_ms: Option<i64>)
-    where
+    pub fn zset_entry<I, M>(
+        &mut self,
+        out: &mut Vec<u8>,
+        key: &[u8],
+        members: I,
+        expire_ms: Option<i64>,
+    ) where
         I: IntoIterator<Item = (M, f64)>,
         I::IntoIter: Clone,
         M: AsRef<[u8]>,
@@ -390,8 +406,13 @@ impl RdbEncoder {
 
     /// A hash of `(field, value)`: `HASH_LISTPACK` (16) within the hash
     /// listpack limits, otherwise `HASH` (4).
-    pub fn hash_entry<I, F, V>(&mut self, out: &mut Vec<u8>, key: &[u8], pairs: I, expire_ms: Option<i64>)
-    where
+    pub fn hash_entry<I, F, V>(
+        &mut self,
+        out: &mut Vec<u8>,
+        key: &[u8],
+        pairs: I,
+        expire_ms: Option<i64>,
+    ) where
         I: IntoIterator<Item = (F, V)>,
         I::IntoIter: Clone,
         F: AsRef<[u8]>,
@@ -571,7 +592,8 @@ impl ScoreText {
             self.buf
                 .extend_from_slice(self.int.format(score as i64).as_bytes());
         } else {
-            self.buf.extend_from_slice(self.ryu.format_finite(score).as_bytes());
+            self.buf
+                .extend_from_slice(self.ryu.format_finite(score).as_bytes());
         }
         &self.buf
     }
@@ -606,7 +628,12 @@ mod tests {
             (&b"12"[..], &[0xC0, 12][..]),
             (b"-129", &[0xC1, 0x7F, 0xFF]),
             (b"-2147483648", &[0xC2, 0, 0, 0, 0x80]),
-            (b"2147483648", &[10, b'2', b'1', b'4', b'7', b'4', b'8', b'3', b'6', b'4', b'8']),
+            (
+                b"2147483648",
+                &[
+                    10, b'2', b'1', b'4', b'7', b'4', b'8', b'3', b'6', b'4', b'8',
+                ],
+            ),
             (b"012", &[3, b'0', b'1', b'2']),
         ] {
             out.clear();
@@ -625,7 +652,9 @@ mod tests {
         e.put_string(&mut out, &[b'a'; 20]);
         assert_eq!(out[0], 20);
         out.clear();
-        let noise: Vec<u8> = (0..100u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let noise: Vec<u8> = (0..100u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
         e.put_string(&mut out, &noise);
         assert_eq!(&out[..2], &[0x40, 100]);
     }
@@ -640,12 +669,15 @@ mod tests {
         let crc = e.finish(&mut one);
         assert_eq!(crc, crate::crc64::crc64(0, &one[..one.len() - 8]));
 
-        let mut chunks = vec![Vec::new(), Vec::new(), Vec::new()];
+        let mut chunks = [Vec::new(), Vec::new(), Vec::new()];
         let mut e = RdbEncoder::new(EncoderOptions::default());
         e.header(&mut chunks[0], &[(b"redis-ver", b"7.0.15")]);
         e.select_db(&mut chunks[1], 0);
         e.string_entry(&mut chunks[1], b"k", b"v", Some(1));
-        assert_eq!(e.bytes_written(), (chunks[0].len() + chunks[1].len()) as u64);
+        assert_eq!(
+            e.bytes_written(),
+            (chunks[0].len() + chunks[1].len()) as u64
+        );
         e.finish(&mut chunks[2]);
         assert_eq!(chunks.concat(), one);
     }
@@ -653,7 +685,15 @@ mod tests {
     #[test]
     fn score_text_reads_back_exactly() {
         let mut t = ScoreText::default();
-        for s in [0.1, -2.5e-300, 1e300, 3.0, -7.0, 4_503_599_627_370_496.0, 1.0 / 3.0] {
+        for s in [
+            0.1,
+            -2.5e-300,
+            1e300,
+            3.0,
+            -7.0,
+            4_503_599_627_370_496.0,
+            1.0 / 3.0,
+        ] {
             let text = String::from_utf8(t.format(s).to_vec()).unwrap();
             assert_eq!(text.parse::<f64>().unwrap(), s, "{text}");
         }

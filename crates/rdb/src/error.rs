@@ -59,7 +59,9 @@ pub enum DecodeError {
         what: &'static str,
         reason: &'static str,
     },
-    #[error("corrupt {what} stored at offset {offset}: {reason} (at byte {inner_offset} of the {what})")]
+    #[error(
+        "corrupt {what} stored at offset {offset}: {reason} (at byte {inner_offset} of the {what})"
+    )]
     CorruptBlob {
         offset: usize,
         what: &'static str,

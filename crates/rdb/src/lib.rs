@@ -64,7 +64,10 @@ pub mod lzf;
 pub mod owned;
 mod ziplist;
 
-pub use decoder::{decode, decode_with, Checksum, DecodeOptions, DecodeSummary, Entry, RdbValue, RdbVisitor};
+pub use decoder::{
+    decode, decode_with, Checksum, DecodeOptions, DecodeSummary, Entry, FieldValue, RdbValue,
+    RdbVisitor,
+};
 pub use encoder::{EncoderOptions, EncodingLimits, RdbEncoder};
 pub use error::{DecodeError, FunctionsUnsupported, VisitError};
 pub use lzf::{LzfCompressor, LzfError};

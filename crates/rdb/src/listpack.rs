@@ -222,7 +222,8 @@ pub(crate) fn parse(lp: &[u8]) -> Result<Vec<Cow<'_, [u8]>>, (usize, &'static st
             break;
         }
         let need = |n: usize| -> Result<&[u8], (usize, &'static str)> {
-            lp.get(p..p + n).ok_or((p, "listpack entry runs past its end"))
+            lp.get(p..p + n)
+                .ok_or((p, "listpack entry runs past its end"))
         };
         let (item, enc_len): (Cow<'_, [u8]>, usize) = if b & 0x80 == 0 {
             (int_text((b & 0x7F) as i64), 1)
@@ -243,7 +244,9 @@ pub(crate) fn parse(lp: &[u8]) -> Result<Vec<Cow<'_, [u8]>>, (usize, &'static st
                 0xF0 => {
                     let e = need(5)?;
                     let len = u32::from_le_bytes(e[1..5].try_into().expect("4 bytes")) as usize;
-                    let n = len.checked_add(5).ok_or((p, "listpack string length overflows"))?;
+                    let n = len
+                        .checked_add(5)
+                        .ok_or((p, "listpack string length overflows"))?;
                     (Cow::Borrowed(&need(n)?[5..]), n)
                 }
                 0xF1 => {
@@ -257,11 +260,17 @@ pub(crate) fn parse(lp: &[u8]) -> Result<Vec<Cow<'_, [u8]>>, (usize, &'static st
                 }
                 0xF3 => {
                     let e = need(5)?;
-                    (int_text(i32::from_le_bytes(e[1..5].try_into().expect("4")) as i64), 5)
+                    (
+                        int_text(i32::from_le_bytes(e[1..5].try_into().expect("4")) as i64),
+                        5,
+                    )
                 }
                 0xF4 => {
                     let e = need(9)?;
-                    (int_text(i64::from_le_bytes(e[1..9].try_into().expect("8"))), 9)
+                    (
+                        int_text(i64::from_le_bytes(e[1..9].try_into().expect("8"))),
+                        9,
+                    )
                 }
                 _ => return Err((p, "invalid listpack entry encoding")),
             }
@@ -312,7 +321,17 @@ mod tests {
         assert_eq!(parse_canonical_i64(b"-1"), Some(-1));
         assert_eq!(parse_canonical_i64(b"9223372036854775807"), Some(i64::MAX));
         assert_eq!(parse_canonical_i64(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [&b"-0"[..], b"01", b"+1", b" 1", b"1 ", b"", b"-", b"9223372036854775808", b"1a"] {
+        for bad in [
+            &b"-0"[..],
+            b"01",
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"",
+            b"-",
+            b"9223372036854775808",
+            b"1a",
+        ] {
             assert_eq!(parse_canonical_i64(bad), None, "{:?}", bad);
         }
     }
@@ -333,13 +352,36 @@ mod tests {
     #[test]
     fn every_integer_width_and_string_width_roundtrips() {
         let values: Vec<Vec<u8>> = [
-            "0", "127", "128", "-1", "4095", "-4096", "4096", "32767", "-32768", "8388607",
-            "-8388608", "8388608", "2147483647", "-2147483648", "2147483648",
-            "-9223372036854775808", "9223372036854775807", "-0", "007",
+            "0",
+            "127",
+            "128",
+            "-1",
+            "4095",
+            "-4096",
+            "4096",
+            "32767",
+            "-32768",
+            "8388607",
+            "-8388608",
+            "8388608",
+            "2147483647",
+            "-2147483648",
+            "2147483648",
+            "-9223372036854775808",
+            "9223372036854775807",
+            "-0",
+            "007",
         ]
         .iter()
         .map(|s| s.as_bytes().to_vec())
-        .chain([vec![b'x'; 63], vec![b'y'; 64], vec![b'z'; 4095], vec![7; 4096], vec![0; 20000], vec![]])
+        .chain([
+            vec![b'x'; 63],
+            vec![b'y'; 64],
+            vec![b'z'; 4095],
+            vec![7; 4096],
+            vec![0; 20000],
+            vec![],
+        ])
         .collect();
         let mut buf = Vec::new();
         let mut w = ListpackWriter::begin(&mut buf);

@@ -79,23 +79,23 @@ fn decompress_inner(
                     input_pos: token_pos,
                 });
             }
-            let lit = input
-                .get(ip..ip + run)
-                .ok_or(LzfError::Truncated { input_pos: token_pos })?;
+            let lit = input.get(ip..ip + run).ok_or(LzfError::Truncated {
+                input_pos: token_pos,
+            })?;
             out.extend_from_slice(lit);
             ip += run;
         } else {
             let mut len = ctrl >> 5;
             if len == 7 {
-                len += *input
-                    .get(ip)
-                    .ok_or(LzfError::Truncated { input_pos: token_pos })? as usize;
+                len += *input.get(ip).ok_or(LzfError::Truncated {
+                    input_pos: token_pos,
+                })? as usize;
                 ip += 1;
             }
             len += 2;
-            let low = *input
-                .get(ip)
-                .ok_or(LzfError::Truncated { input_pos: token_pos })? as usize;
+            let low = *input.get(ip).ok_or(LzfError::Truncated {
+                input_pos: token_pos,
+            })? as usize;
             ip += 1;
             let distance = ((ctrl & 0x1f) << 8) + low + 1;
             let produced = out.len() - base;
@@ -237,9 +237,8 @@ impl LzfCompressor {
                 // repetitive inputs keep finding matches.
                 if ip + 2 < n && ip >= 1 {
                     let p = ip - 1;
-                    let w = (input[p] as u32) << 16
-                        | (input[p + 1] as u32) << 8
-                        | input[p + 2] as u32;
+                    let w =
+                        (input[p] as u32) << 16 | (input[p + 1] as u32) << 8 | input[p + 2] as u32;
                     self.table[hash(w)] = p as u32 + 1;
                 }
                 run_at = out.len();
@@ -312,14 +311,18 @@ mod tests {
         for len in 1..200usize {
             let data: Vec<u8> = (0..len).map(|i| (i % 7) as u8 * 3).collect();
             roundtrip(&data);
-            let noise: Vec<u8> = (0..len).map(|i| (i * 2_654_435_761usize >> 7) as u8).collect();
+            let noise: Vec<u8> = (0..len)
+                .map(|i| ((i * 2_654_435_761usize) >> 7) as u8)
+                .collect();
             roundtrip(&noise);
         }
     }
 
     #[test]
     fn compress_refuses_when_output_would_not_fit() {
-        let noise: Vec<u8> = (0..100usize).map(|i| (i * 2_654_435_761usize >> 9) as u8).collect();
+        let noise: Vec<u8> = (0..100usize)
+            .map(|i| ((i * 2_654_435_761usize) >> 9) as u8)
+            .collect();
         let mut c = LzfCompressor::new();
         let mut out = vec![1, 2, 3];
         assert_eq!(c.compress(&noise, &mut out, noise.len() - 4), None);
@@ -340,7 +343,11 @@ mod tests {
         let mut out = vec![9];
         assert_eq!(
             decompress(&[0x20, 0], 3, &mut out),
-            Err(LzfError::BadReference { distance: 1, output_pos: 0, input_pos: 0 })
+            Err(LzfError::BadReference {
+                distance: 1,
+                output_pos: 0,
+                input_pos: 0
+            })
         );
         assert_eq!(out, vec![9]);
         assert_eq!(
@@ -349,12 +356,21 @@ mod tests {
         );
         assert_eq!(
             decompress(&[1, b'a', b'b'], 1, &mut out),
-            Err(LzfError::OutputTooLong { expected: 1, input_pos: 0 })
+            Err(LzfError::OutputTooLong {
+                expected: 1,
+                input_pos: 0
+            })
         );
         assert_eq!(
             decompress(&[0, b'a'], 2, &mut out),
-            Err(LzfError::OutputTooShort { produced: 1, expected: 2 })
+            Err(LzfError::OutputTooShort {
+                produced: 1,
+                expected: 2
+            })
         );
-        assert_eq!(decompress(&[0, b'a', 0xe0], 9, &mut out), Err(LzfError::Truncated { input_pos: 2 }));
+        assert_eq!(
+            decompress(&[0, b'a', 0xe0], 9, &mut out),
+            Err(LzfError::Truncated { input_pos: 2 })
+        );
     }
 }

@@ -38,7 +38,9 @@ impl PartialOrd for OrderedScore {
 }
 impl Ord for OrderedScore {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.partial_cmp(&other.0).unwrap_or(std::cmp::Ordering::Equal)
+        self.0
+            .partial_cmp(&other.0)
+            .unwrap_or(std::cmp::Ordering::Equal)
     }
 }
 
@@ -107,7 +109,12 @@ impl RdbVisitor for Dataset {
         let key = entry.key.into_owned();
         let db = self.dbs.entry(entry.db).or_default();
         if db.contains_key(&key) {
-            return Err(format!("duplicate key {:?} in db {}", key.escape_ascii().to_string(), entry.db).into());
+            return Err(format!(
+                "duplicate key {:?} in db {}",
+                key.escape_ascii().to_string(),
+                entry.db
+            )
+            .into());
         }
         db.insert(
             key,

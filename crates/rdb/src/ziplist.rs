@@ -65,9 +65,18 @@ pub(crate) fn parse_ziplist(zl: &[u8]) -> Result<Vec<Cow<'_, [u8]>>, (usize, &'s
             }
             _ => {
                 let (v, n) = match enc {
-                    0xC0 => (i16::from_le_bytes(data(p + 1, 2)?.try_into().expect("2")) as i64, 2),
-                    0xD0 => (i32::from_le_bytes(data(p + 1, 4)?.try_into().expect("4")) as i64, 4),
-                    0xE0 => (i64::from_le_bytes(data(p + 1, 8)?.try_into().expect("8")), 8),
+                    0xC0 => (
+                        i16::from_le_bytes(data(p + 1, 2)?.try_into().expect("2")) as i64,
+                        2,
+                    ),
+                    0xD0 => (
+                        i32::from_le_bytes(data(p + 1, 4)?.try_into().expect("4")) as i64,
+                        4,
+                    ),
+                    0xE0 => (
+                        i64::from_le_bytes(data(p + 1, 8)?.try_into().expect("8")),
+                        8,
+                    ),
                     0xF0 => {
                         let b = data(p + 1, 3)?;
                         ((i32::from_le_bytes([0, b[0], b[1], b[2]]) >> 8) as i64, 3)
@@ -210,8 +219,20 @@ mod tests {
         let long = vec![b'q'; 300];
         let huge = vec![b'h'; 17000];
         let entries: Vec<&[u8]> = vec![
-            b"a", b"0", b"12", b"13", b"-5", b"-129", b"300", b"-8388608", b"8388608",
-            b"-2147483649", b"9223372036854775807", &long, &huge, b"",
+            b"a",
+            b"0",
+            b"12",
+            b"13",
+            b"-5",
+            b"-129",
+            b"300",
+            b"-8388608",
+            b"8388608",
+            b"-2147483649",
+            b"9223372036854775807",
+            &long,
+            &huge,
+            b"",
         ];
         let zl = ziplist(&entries);
         let items = parse_ziplist(&zl).unwrap();
@@ -225,7 +246,9 @@ mod tests {
     #[test]
     fn zipmap_decodes_pairs() {
         // zmlen=2, "a"->"1" (free 0), "bb"->"xyz" (free 2), end.
-        let zm = [2, 1, b'a', 1, 0, b'1', 2, b'b', b'b', 3, 2, b'x', b'y', b'z', 0, 0, 0xFF];
+        let zm = [
+            2, 1, b'a', 1, 0, b'1', 2, b'b', b'b', 3, 2, b'x', b'y', b'z', 0, 0, 0xFF,
+        ];
         let items = parse_zipmap(&zm).unwrap();
         let items: Vec<&[u8]> = items.iter().map(|c| c.as_ref()).collect();
         assert_eq!(items, vec![&b"a"[..], b"1", b"bb", b"xyz"]);

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ferrokv_rdb::consts::*;
 use ferrokv_rdb::{
-    decode, Checksum, Dataset, DecodeError, EncoderOptions, OrderedScore, OwnedEntry, OwnedValue, RdbEncoder,
+    decode, Checksum, Dataset, DecodeError, EncoderOptions, OrderedScore, OwnedEntry, OwnedValue,
+    RdbEncoder,
 };
 
 const FAR_FUTURE_MS: i64 = 4_102_444_800_123;
@@ -21,7 +22,9 @@ fn lcg_bytes(n: usize, seed: u64) -> Vec<u8> {
     let mut x = seed;
     (0..n)
         .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (x >> 56) as u8
         })
         .collect()
@@ -44,7 +47,12 @@ fn set<S: AsRef<[u8]>>(items: impl IntoIterator<Item = S>) -> OwnedValue {
 }
 
 fn zset<S: AsRef<[u8]>>(items: impl IntoIterator<Item = (S, f64)>) -> OwnedValue {
-    OwnedValue::SortedSet(items.into_iter().map(|(m, s)| (b(m), OrderedScore(s))).collect())
+    OwnedValue::SortedSet(
+        items
+            .into_iter()
+            .map(|(m, s)| (b(m), OrderedScore(s)))
+            .collect(),
+    )
 }
 
 fn hash<F: AsRef<[u8]>, V: AsRef<[u8]>>(items: impl IntoIterator<Item = (F, V)>) -> OwnedValue {
@@ -64,69 +72,148 @@ fn expected_all_types() -> BTreeMap<u64, BTreeMap<Vec<u8>, OwnedEntry>> {
     let mut put = |k: &[u8], e: OwnedEntry| assert!(db0.insert(b(k), e).is_none());
     put(b"str:int", entry(string("12345"), None, TYPE_STRING));
     put(b"str:neg", entry(string("-7"), None, TYPE_STRING));
-    put(b"str:bigint", entry(string("12345678901"), None, TYPE_STRING));
+    put(
+        b"str:bigint",
+        entry(string("12345678901"), None, TYPE_STRING),
+    );
     put(b"str:empty", entry(string(""), None, TYPE_STRING));
-    put(b"str:bin", entry(string(b"a\x00b\r\nc\xff"), None, TYPE_STRING));
-    put(b"str:lzf", entry(string("ab".repeat(500)), None, TYPE_STRING));
-    put(b"str:random", entry(string(lcg_bytes(300, 1)), None, TYPE_STRING));
+    put(
+        b"str:bin",
+        entry(string(b"a\x00b\r\nc\xff"), None, TYPE_STRING),
+    );
+    put(
+        b"str:lzf",
+        entry(string("ab".repeat(500)), None, TYPE_STRING),
+    );
+    put(
+        b"str:random",
+        entry(string(lcg_bytes(300, 1)), None, TYPE_STRING),
+    );
     let large: String = (0..10000).map(|i| format!("line {i}\r\n")).collect();
     put(b"str:large", entry(string(large), None, TYPE_STRING));
-    put(b"str:ttl", entry(string("v"), Some(FAR_FUTURE_MS), TYPE_STRING));
-    put(b"\x00key\r\n", entry(string("binary key"), None, TYPE_STRING));
+    put(
+        b"str:ttl",
+        entry(string("v"), Some(FAR_FUTURE_MS), TYPE_STRING),
+    );
+    put(
+        b"\x00key\r\n",
+        entry(string("binary key"), None, TYPE_STRING),
+    );
     put(
         b"list:small",
-        entry(list([&b"a"[..], b"b", b"1", b"-2", b"x\r\n\x00"]), None, TYPE_LIST_QUICKLIST_2),
+        entry(
+            list([&b"a"[..], b"b", b"1", b"-2", b"x\r\n\x00"]),
+            None,
+            TYPE_LIST_QUICKLIST_2,
+        ),
     );
     let mut big: Vec<String> = (0..3000).map(|i| format!("item-{i}")).collect();
     big.insert(1500, "L".repeat(20000));
     put(b"list:big", entry(list(big), None, TYPE_LIST_QUICKLIST_2));
-    put(b"set:ints", entry(set(["1", "2", "3", "-100", "70000"]), None, TYPE_SET_INTSET));
-    put(b"set:ints64", entry(set(["1", "5000000000"]), None, TYPE_SET_INTSET));
-    put(b"set:strs", entry(set([&b"a"[..], b"b", b"c\x00"]), None, TYPE_SET));
-    put(b"set:bigints", entry(set((0..600).map(|i| (i * 7).to_string())), None, TYPE_SET));
+    put(
+        b"set:ints",
+        entry(set(["1", "2", "3", "-100", "70000"]), None, TYPE_SET_INTSET),
+    );
+    put(
+        b"set:ints64",
+        entry(set(["1", "5000000000"]), None, TYPE_SET_INTSET),
+    );
+    put(
+        b"set:strs",
+        entry(set([&b"a"[..], b"b", b"c\x00"]), None, TYPE_SET),
+    );
+    put(
+        b"set:bigints",
+        entry(set((0..600).map(|i| (i * 7).to_string())), None, TYPE_SET),
+    );
     put(
         b"zset:small",
         entry(
-            zset([("a", 1.0), ("b", 2.5), ("c", f64::NEG_INFINITY), ("d", f64::INFINITY), ("e", 0.0), ("f", -3.0)]),
+            zset([
+                ("a", 1.0),
+                ("b", 2.5),
+                ("c", f64::NEG_INFINITY),
+                ("d", f64::INFINITY),
+                ("e", 0.0),
+                ("f", -3.0),
+            ]),
             None,
             TYPE_ZSET_LISTPACK,
         ),
     );
     put(
         b"zset:big",
-        entry(zset((0..200).map(|i| (format!("m{i}"), i as f64 * 1.5))), None, TYPE_ZSET_2),
+        entry(
+            zset((0..200).map(|i| (format!("m{i}"), i as f64 * 1.5))),
+            None,
+            TYPE_ZSET_2,
+        ),
     );
     put(
         b"zset:longmember",
-        entry(zset([("x".repeat(100), 1.0), ("y".to_string(), 2.0)]), Some(FAR_FUTURE_MS + 1), TYPE_ZSET_2),
+        entry(
+            zset([("x".repeat(100), 1.0), ("y".to_string(), 2.0)]),
+            Some(FAR_FUTURE_MS + 1),
+            TYPE_ZSET_2,
+        ),
     );
     put(
         b"hash:small",
         entry(
-            hash([(&b"f1"[..], &b"v1"[..]), (b"f2", b"2"), (b"bin\x00", b"\r\n")]),
+            hash([
+                (&b"f1"[..], &b"v1"[..]),
+                (b"f2", b"2"),
+                (b"bin\x00", b"\r\n"),
+            ]),
             Some(FAR_FUTURE_MS),
             TYPE_HASH_LISTPACK,
         ),
     );
     put(
         b"hash:big",
-        entry(hash((0..600).map(|i| (format!("field{i}"), format!("value{i}")))), None, TYPE_HASH),
+        entry(
+            hash((0..600).map(|i| (format!("field{i}"), format!("value{i}")))),
+            None,
+            TYPE_HASH,
+        ),
     );
-    put(b"hash:longval", entry(hash([("f", "v".repeat(100)), ("g", "1".into())]), None, TYPE_HASH));
+    put(
+        b"hash:longval",
+        entry(
+            hash([("f", "v".repeat(100)), ("g", "1".into())]),
+            None,
+            TYPE_HASH,
+        ),
+    );
 
     let mut db1 = BTreeMap::new();
     db1.insert(b("db1:str"), entry(string("in db one"), None, TYPE_STRING));
-    db1.insert(b("db1:list"), entry(list(["1", "2", "3"]), None, TYPE_LIST_QUICKLIST_2));
+    db1.insert(
+        b("db1:list"),
+        entry(list(["1", "2", "3"]), None, TYPE_LIST_QUICKLIST_2),
+    );
     BTreeMap::from([(0, db0), (1, db1)])
 }
 
-fn assert_same_dbs(got: &BTreeMap<u64, BTreeMap<Vec<u8>, OwnedEntry>>, want: &BTreeMap<u64, BTreeMap<Vec<u8>, OwnedEntry>>) {
-    assert_eq!(got.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>(), "databases");
+fn assert_same_dbs(
+    got: &BTreeMap<u64, BTreeMap<Vec<u8>, OwnedEntry>>,
+    want: &BTreeMap<u64, BTreeMap<Vec<u8>, OwnedEntry>>,
+) {
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>(),
+        "databases"
+    );
     for (db, keys) in want {
         let got_keys = &got[db];
         assert_eq!(
-            got_keys.keys().map(|k| k.escape_ascii().to_string()).collect::<Vec<_>>(),
-            keys.keys().map(|k| k.escape_ascii().to_string()).collect::<Vec<_>>(),
+            got_keys
+                .keys()
+                .map(|k| k.escape_ascii().to_string())
+                .collect::<Vec<_>>(),
+            keys.keys()
+                .map(|k| k.escape_ascii().to_string())
+                .collect::<Vec<_>>(),
             "keys of db {db}"
         );
         for (k, e) in keys {
@@ -137,7 +224,11 @@ fn assert_same_dbs(got: &BTreeMap<u64, BTreeMap<Vec<u8>, OwnedEntry>>, want: &BT
             // Values can be large: report where they differ, not all of them.
             if g.value != e.value {
                 let (gs, es) = (format!("{:?}", g.value), format!("{:?}", e.value));
-                let at = gs.bytes().zip(es.bytes()).take_while(|(a, b)| a == b).count();
+                let at = gs
+                    .bytes()
+                    .zip(es.bytes())
+                    .take_while(|(a, b)| a == b)
+                    .count();
                 let from = at.saturating_sub(80);
                 panic!(
                     "value of db {db} key {name} differs at char {at}:\n got: ...{}\nwant: ...{}",
@@ -154,7 +245,11 @@ fn redis_7_0_all_types_fixture_decodes_to_exact_contents() {
     let data = fixture("all_types.rdb");
     let (ds, summary) = Dataset::from_rdb(&data).unwrap();
     assert_eq!(summary.version, 10);
-    assert!(matches!(summary.checksum, Checksum::Verified(_)), "{:?}", summary.checksum);
+    assert!(
+        matches!(summary.checksum, Checksum::Verified(_)),
+        "{:?}",
+        summary.checksum
+    );
     assert_eq!(summary.len, data.len());
     assert_eq!(summary.empty_keys_skipped, 0);
     assert_eq!(ds.aux_value(b"redis-ver"), Some(&b"7.0.15"[..]));
@@ -174,12 +269,20 @@ fn redis_7_0_compressed_quicklist_nodes_and_disabled_checksum_decode() {
     // every node but the first and last is compressed, and a 0xC3 string
     // marker follows the PACKED container length (2) of such a node.
     assert!(data.windows(2).any(|w| w == [0x02, 0xC3]));
-    let items: Vec<String> = (0..100).map(|i| format!("compressible-item-{i:04}-xxxxxxxxxxxxxxxx")).collect();
+    let items: Vec<String> = (0..100)
+        .map(|i| format!("compressible-item-{i:04}-xxxxxxxxxxxxxxxx"))
+        .collect();
     let want = BTreeMap::from([(
         0,
         BTreeMap::from([
-            (b("list:compressed"), entry(list(items), None, TYPE_LIST_QUICKLIST_2)),
-            (b("str:long"), entry(string("ab".repeat(500)), None, TYPE_STRING)),
+            (
+                b("list:compressed"),
+                entry(list(items), None, TYPE_LIST_QUICKLIST_2),
+            ),
+            (
+                b("str:long"),
+                entry(string("ab".repeat(500)), None, TYPE_STRING),
+            ),
         ]),
     )]);
     assert_same_dbs(&ds.dbs, &want);
@@ -199,7 +302,9 @@ fn decoded_fixture_reencodes_to_the_same_contents() {
                 OwnedValue::String(s) => enc.string_entry(&mut out, k, s, e.expire_ms),
                 OwnedValue::List(l) => enc.list_entry(&mut out, k, l, e.expire_ms),
                 OwnedValue::Set(s) => enc.set_entry(&mut out, k, s, e.expire_ms),
-                OwnedValue::SortedSet(z) => enc.zset_entry(&mut out, k, z.iter().map(|(m, s)| (m, s.0)), e.expire_ms),
+                OwnedValue::SortedSet(z) => {
+                    enc.zset_entry(&mut out, k, z.iter().map(|(m, s)| (m, s.0)), e.expire_ms)
+                }
                 OwnedValue::Hash(h) => enc.hash_entry(&mut out, k, h, e.expire_ms),
             }
         }
@@ -230,6 +335,9 @@ fn truncated_fixture_reports_truncation_with_offset() {
         let err = decode(&data[..cut], &mut Dataset::default()).unwrap_err();
         let off = err.offset().unwrap();
         assert!(off <= cut, "{err} at cut {cut}");
-        assert!(!matches!(err, DecodeError::ChecksumMismatch { .. }), "{err}");
+        assert!(
+            !matches!(err, DecodeError::ChecksumMismatch { .. }),
+            "{err}"
+        );
     }
 }

@@ -14,7 +14,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ferrokv_rdb::consts::*;
-use ferrokv_rdb::{Dataset, EncoderOptions, EncodingLimits, OrderedScore, OwnedEntry, OwnedValue, RdbEncoder};
+use ferrokv_rdb::{
+    Dataset, EncoderOptions, EncodingLimits, OrderedScore, OwnedEntry, OwnedValue, RdbEncoder,
+};
 
 const FAR_FUTURE_MS: i64 = 4_102_444_800_123;
 
@@ -41,13 +43,29 @@ struct RedisServer {
 impl RedisServer {
     fn start(dir: &Path, dbfilename: &str) -> RedisServer {
         require_tool("redis-server");
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let child = Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .arg("--dir")
             .arg(dir)
-            .args(["--dbfilename", dbfilename, "--save", "", "--appendonly", "no"])
-            .args(["--enable-debug-command", "yes", "--enable-protected-configs", "yes"])
+            .args([
+                "--dbfilename",
+                dbfilename,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args([
+                "--enable-debug-command",
+                "yes",
+                "--enable-protected-configs",
+                "yes",
+            ])
             .arg("--logfile")
             .arg(dir.join("redis.log"))
             .stdout(Stdio::null())
@@ -188,7 +206,9 @@ fn lcg_bytes(n: usize, seed: u64) -> Vec<u8> {
     let mut x = seed;
     (0..n)
         .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (x >> 56) as u8
         })
         .collect()
@@ -203,7 +223,9 @@ fn model() -> Model {
     let s = |v: &[u8]| OwnedValue::String(v.to_vec());
     let list = |v: Vec<Vec<u8>>| OwnedValue::List(v);
     let set = |v: Vec<Vec<u8>>| OwnedValue::Set(v.into_iter().collect::<BTreeSet<_>>());
-    let zset = |v: Vec<(Vec<u8>, f64)>| OwnedValue::SortedSet(v.into_iter().map(|(m, x)| (m, OrderedScore(x))).collect());
+    let zset = |v: Vec<(Vec<u8>, f64)>| {
+        OwnedValue::SortedSet(v.into_iter().map(|(m, x)| (m, OrderedScore(x))).collect())
+    };
     let hash = |v: Vec<(Vec<u8>, Vec<u8>)>| OwnedValue::Hash(v.into_iter().collect());
     let mut db0: BTreeMap<Vec<u8>, (OwnedValue, Option<i64>)> = BTreeMap::new();
     let mut put = |k: &[u8], v: OwnedValue, exp: Option<i64>| {
@@ -217,21 +239,62 @@ fn model() -> Model {
     put(b"str:bin", s(b"a\x00b\r\nc\xff\r\n"), Some(FAR_FUTURE_MS));
     put(b"str:lzf", s(&b"abc".repeat(400)), None);
     put(b"str:random", s(&lcg_bytes(300, 7)), None);
-    put(b"str:large", s(&(0..20000).flat_map(|i| format!("line {i}\r\n").into_bytes()).collect::<Vec<_>>()), None);
+    put(
+        b"str:large",
+        s(&(0..20000)
+            .flat_map(|i| format!("line {i}\r\n").into_bytes())
+            .collect::<Vec<_>>()),
+        None,
+    );
     put(b"\x00bin\r\nkey", s(b"binary key"), None);
     put(
         b"list:small",
-        list(vec![b"a".to_vec(), b"1".to_vec(), b"-2".to_vec(), b"x\r\n\x00".to_vec(), b"".to_vec()]),
+        list(vec![
+            b"a".to_vec(),
+            b"1".to_vec(),
+            b"-2".to_vec(),
+            b"x\r\n\x00".to_vec(),
+            b"".to_vec(),
+        ]),
         Some(FAR_FUTURE_MS + 5),
     );
-    let mut big: Vec<Vec<u8>> = (0..3000).map(|i| format!("item-{i}").into_bytes()).collect();
+    let mut big: Vec<Vec<u8>> = (0..3000)
+        .map(|i| format!("item-{i}").into_bytes())
+        .collect();
     big.insert(1500, vec![b'L'; 20000]);
     big.push(lcg_bytes(5000, 3));
     put(b"list:big", list(big), None);
-    put(b"set:ints", set(["1", "2", "3", "-100", "70000"].map(|x| x.as_bytes().to_vec()).to_vec()), None);
-    put(b"set:ints64", set(vec![b"1".to_vec(), b"5000000000".to_vec(), b"-9223372036854775808".to_vec()]), None);
-    put(b"set:strs", set(vec![b"a".to_vec(), b"b".to_vec(), b"c\x00".to_vec(), b"01".to_vec()]), None);
-    put(b"set:bigints", set((0..600).map(|i| (i * 7).to_string().into_bytes()).collect()), Some(FAR_FUTURE_MS));
+    put(
+        b"set:ints",
+        set(["1", "2", "3", "-100", "70000"]
+            .map(|x| x.as_bytes().to_vec())
+            .to_vec()),
+        None,
+    );
+    put(
+        b"set:ints64",
+        set(vec![
+            b"1".to_vec(),
+            b"5000000000".to_vec(),
+            b"-9223372036854775808".to_vec(),
+        ]),
+        None,
+    );
+    put(
+        b"set:strs",
+        set(vec![
+            b"a".to_vec(),
+            b"b".to_vec(),
+            b"c\x00".to_vec(),
+            b"01".to_vec(),
+        ]),
+        None,
+    );
+    put(
+        b"set:bigints",
+        set((0..600).map(|i| (i * 7).to_string().into_bytes()).collect()),
+        Some(FAR_FUTURE_MS),
+    );
     put(
         b"zset:small",
         zset(vec![
@@ -247,8 +310,20 @@ fn model() -> Model {
         ]),
         None,
     );
-    put(b"zset:big", zset((0..200).map(|i| (format!("m{i}").into_bytes(), i as f64 * 1.5 - 7.0)).collect()), None);
-    put(b"zset:longmember", zset(vec![(vec![b'x'; 100], 1.0), (b"y".to_vec(), 2.0)]), Some(FAR_FUTURE_MS + 1));
+    put(
+        b"zset:big",
+        zset(
+            (0..200)
+                .map(|i| (format!("m{i}").into_bytes(), i as f64 * 1.5 - 7.0))
+                .collect(),
+        ),
+        None,
+    );
+    put(
+        b"zset:longmember",
+        zset(vec![(vec![b'x'; 100], 1.0), (b"y".to_vec(), 2.0)]),
+        Some(FAR_FUTURE_MS + 1),
+    );
     put(
         b"hash:small",
         hash(vec![
@@ -261,13 +336,35 @@ fn model() -> Model {
     );
     put(
         b"hash:big",
-        hash((0..600).map(|i| (format!("field{i}").into_bytes(), format!("value{i}").into_bytes())).collect()),
+        hash(
+            (0..600)
+                .map(|i| {
+                    (
+                        format!("field{i}").into_bytes(),
+                        format!("value{i}").into_bytes(),
+                    )
+                })
+                .collect(),
+        ),
         None,
     );
-    put(b"hash:longval", hash(vec![(b"f".to_vec(), vec![b'v'; 100]), (b"g".to_vec(), b"1".to_vec())]), None);
+    put(
+        b"hash:longval",
+        hash(vec![
+            (b"f".to_vec(), vec![b'v'; 100]),
+            (b"g".to_vec(), b"1".to_vec()),
+        ]),
+        None,
+    );
     let mut db3 = BTreeMap::new();
     db3.insert(b"db3:str".to_vec(), (s(b"in db three"), None));
-    db3.insert(b"db3:list".to_vec(), (list(vec![b"1".to_vec(), b"2".to_vec(), b"3".to_vec()]), Some(FAR_FUTURE_MS)));
+    db3.insert(
+        b"db3:list".to_vec(),
+        (
+            list(vec![b"1".to_vec(), b"2".to_vec(), b"3".to_vec()]),
+            Some(FAR_FUTURE_MS),
+        ),
+    );
     BTreeMap::from([(0, db0), (3, db3)])
 }
 
@@ -277,7 +374,12 @@ fn encode_model(model: &Model, options: EncoderOptions) -> Vec<u8> {
     let mut chunks: Vec<Vec<u8>> = vec![Vec::new()];
     enc.header(
         &mut chunks[0],
-        &[(b"redis-ver", b"7.0.15"), (b"redis-bits", b"64"), (b"ctime", b"1700000000"), (b"aof-base", b"0")],
+        &[
+            (b"redis-ver", b"7.0.15"),
+            (b"redis-bits", b"64"),
+            (b"ctime", b"1700000000"),
+            (b"aof-base", b"0"),
+        ],
     );
     for (db, keys) in model {
         let mut chunk = Vec::new();
@@ -289,7 +391,9 @@ fn encode_model(model: &Model, options: EncoderOptions) -> Vec<u8> {
                 OwnedValue::String(s) => enc.string_entry(&mut chunk, k, s, *exp),
                 OwnedValue::List(l) => enc.list_entry(&mut chunk, k, l, *exp),
                 OwnedValue::Set(s) => enc.set_entry(&mut chunk, k, s, *exp),
-                OwnedValue::SortedSet(z) => enc.zset_entry(&mut chunk, k, z.iter().rev().map(|(m, s)| (m, s.0)), *exp),
+                OwnedValue::SortedSet(z) => {
+                    enc.zset_entry(&mut chunk, k, z.iter().rev().map(|(m, s)| (m, s.0)), *exp)
+                }
                 OwnedValue::Hash(h) => enc.hash_entry(&mut chunk, k, h, *exp),
             }
             if chunk.len() > 4096 {
@@ -306,37 +410,70 @@ fn encode_model(model: &Model, options: EncoderOptions) -> Vec<u8> {
 
 fn check_rdb(path: &Path) {
     require_tool("redis-check-rdb");
-    let out = Command::new("redis-check-rdb").arg(path).output().expect("run redis-check-rdb");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && text.contains("RDB looks OK"), "redis-check-rdb rejected {}:\n{text}", path.display());
+    let out = Command::new("redis-check-rdb")
+        .arg(path)
+        .output()
+        .expect("run redis-check-rdb");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && text.contains("RDB looks OK"),
+        "redis-check-rdb rejected {}:\n{text}",
+        path.display()
+    );
 }
 
 /// Reads every key of `model` back from Redis and compares.
 fn assert_redis_holds(c: &mut Client, model: &Model) {
     for (db, keys) in model {
-        assert_eq!(c.cmd(&[b"SELECT", db.to_string().as_bytes()]), Reply::Simple("OK".into()));
-        assert_eq!(c.cmd(&[b"DBSIZE"]).int(), keys.len() as i64, "DBSIZE of db {db}");
+        assert_eq!(
+            c.cmd(&[b"SELECT", db.to_string().as_bytes()]),
+            Reply::Simple("OK".into())
+        );
+        assert_eq!(
+            c.cmd(&[b"DBSIZE"]).int(),
+            keys.len() as i64,
+            "DBSIZE of db {db}"
+        );
         for (k, (want, exp)) in keys {
             let name = k.escape_ascii().to_string();
             let got = match want {
                 OwnedValue::String(_) => OwnedValue::String(c.cmd(&[b"GET", k]).bytes()),
-                OwnedValue::List(_) => OwnedValue::List(c.cmd(&[b"LRANGE", k, b"0", b"-1"]).array()),
-                OwnedValue::Set(_) => OwnedValue::Set(c.cmd(&[b"SMEMBERS", k]).array().into_iter().collect()),
+                OwnedValue::List(_) => {
+                    OwnedValue::List(c.cmd(&[b"LRANGE", k, b"0", b"-1"]).array())
+                }
+                OwnedValue::Set(_) => {
+                    OwnedValue::Set(c.cmd(&[b"SMEMBERS", k]).array().into_iter().collect())
+                }
                 OwnedValue::SortedSet(_) => {
                     let flat = c.cmd(&[b"ZRANGE", k, b"0", b"-1", b"WITHSCORES"]).array();
                     let pairs: Vec<(Vec<u8>, f64)> = flat
                         .chunks(2)
-                        .map(|p| (p[0].clone(), String::from_utf8_lossy(&p[1]).parse::<f64>().unwrap()))
+                        .map(|p| {
+                            (
+                                p[0].clone(),
+                                String::from_utf8_lossy(&p[1]).parse::<f64>().unwrap(),
+                            )
+                        })
                         .collect();
                     // ZRANGE order is the sorted-set order: check it too.
                     let mut sorted = pairs.clone();
                     sorted.sort_by(|a, b| a.1.partial_cmp(&b.1).unwrap().then(a.0.cmp(&b.0)));
                     assert_eq!(pairs, sorted, "ZRANGE order of {name}");
-                    OwnedValue::SortedSet(pairs.into_iter().map(|(m, s)| (m, OrderedScore(s))).collect())
+                    OwnedValue::SortedSet(
+                        pairs
+                            .into_iter()
+                            .map(|(m, s)| (m, OrderedScore(s)))
+                            .collect(),
+                    )
                 }
                 OwnedValue::Hash(_) => {
                     let flat = c.cmd(&[b"HGETALL", k]).array();
-                    OwnedValue::Hash(flat.chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect())
+                    OwnedValue::Hash(
+                        flat.chunks(2)
+                            .map(|p| (p[0].clone(), p[1].clone()))
+                            .collect(),
+                    )
                 }
             };
             assert!(&got == want, "value of db {db} key {name} differs in Redis");
@@ -353,7 +490,10 @@ fn encoding_of(c: &mut Client, db: u64, key: &[u8]) -> String {
 
 /// Writes `model` with `options`, checks it with redis-check-rdb, loads it
 /// into Redis, compares, then has Redis save it and decodes that file.
-fn interop_roundtrip(model: &Model, options: EncoderOptions) -> (RedisServer, Client, PathBuf, tempfile::TempDir) {
+fn interop_roundtrip(
+    model: &Model,
+    options: EncoderOptions,
+) -> (RedisServer, Client, PathBuf, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let rdb = encode_model(model, options);
     let path = dir.path().join("ours.rdb");
@@ -367,7 +507,10 @@ fn interop_roundtrip(model: &Model, options: EncoderOptions) -> (RedisServer, Cl
     assert_redis_holds(&mut c, model);
 
     // Redis's own save of what it loaded decodes back to the same data.
-    assert_eq!(c.cmd(&[b"CONFIG", b"SET", b"dbfilename", b"theirs.rdb"]), Reply::Simple("OK".into()));
+    assert_eq!(
+        c.cmd(&[b"CONFIG", b"SET", b"dbfilename", b"theirs.rdb"]),
+        Reply::Simple("OK".into())
+    );
     assert_eq!(c.cmd(&[b"SAVE"]), Reply::Simple("OK".into()));
     let theirs = std::fs::read(dir.path().join("theirs.rdb")).unwrap();
     let (ds, summary) = Dataset::from_rdb(&theirs).unwrap();
@@ -378,12 +521,22 @@ fn interop_roundtrip(model: &Model, options: EncoderOptions) -> (RedisServer, Cl
         .map(|(db, keys)| {
             let keys = keys
                 .into_iter()
-                .map(|(k, OwnedEntry { value, expire_ms, .. })| (k, (value, expire_ms)))
+                .map(
+                    |(
+                        k,
+                        OwnedEntry {
+                            value, expire_ms, ..
+                        },
+                    )| (k, (value, expire_ms)),
+                )
                 .collect();
             (db, keys)
         })
         .collect();
-    assert!(&back == model, "Redis's re-save of our file decodes to different data");
+    assert!(
+        &back == model,
+        "Redis's re-save of our file decodes to different data"
+    );
     (server, c, path, dir)
 }
 
@@ -433,6 +586,9 @@ fn tiny_limits_plain_nodes_and_no_compression_load_into_redis_7_0() {
     assert_eq!(ds.get(0, b"zset:small").unwrap().rdb_type, TYPE_ZSET_2);
     assert_eq!(ds.get(0, b"set:ints").unwrap().rdb_type, TYPE_SET);
     let plain_marker = [0x01u8, 0x80, 0, 0, 0x4e, 0x20]; // PLAIN container, 32-bit length 20000
-    assert!(rdb.windows(plain_marker.len()).any(|w| w == plain_marker), "no PLAIN node written");
+    assert!(
+        rdb.windows(plain_marker.len()).any(|w| w == plain_marker),
+        "no PLAIN node written"
+    );
     interop_roundtrip(&model, options);
 }

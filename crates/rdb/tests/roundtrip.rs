@@ -5,7 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use ferrokv_rdb::consts::*;
-use ferrokv_rdb::{Checksum, Dataset, EncoderOptions, EncodingLimits, OrderedScore, OwnedValue, RdbEncoder};
+use ferrokv_rdb::{
+    Checksum, Dataset, EncoderOptions, EncodingLimits, OrderedScore, OwnedValue, RdbEncoder,
+};
 use proptest::prelude::*;
 
 fn element() -> impl Strategy<Value = Vec<u8>> {
@@ -36,12 +38,19 @@ fn value() -> impl Strategy<Value = OwnedValue> {
         element().prop_map(OwnedValue::String),
         proptest::collection::vec(element(), 1..40).prop_map(OwnedValue::List),
         proptest::collection::btree_set(element(), 1..30).prop_map(OwnedValue::Set),
-        proptest::collection::btree_set(any::<i64>().prop_map(|i| i.to_string().into_bytes()), 1..30)
-            .prop_map(OwnedValue::Set),
-        proptest::collection::btree_set(any::<i16>().prop_map(|i| i.to_string().into_bytes()), 1..30)
-            .prop_map(OwnedValue::Set),
-        proptest::collection::btree_map(element(), score(), 1..30)
-            .prop_map(|m| OwnedValue::SortedSet(m.into_iter().map(|(k, s)| (k, OrderedScore(s))).collect())),
+        proptest::collection::btree_set(
+            any::<i64>().prop_map(|i| i.to_string().into_bytes()),
+            1..30
+        )
+        .prop_map(OwnedValue::Set),
+        proptest::collection::btree_set(
+            any::<i16>().prop_map(|i| i.to_string().into_bytes()),
+            1..30
+        )
+        .prop_map(OwnedValue::Set),
+        proptest::collection::btree_map(element(), score(), 1..30).prop_map(|m| {
+            OwnedValue::SortedSet(m.into_iter().map(|(k, s)| (k, OrderedScore(s))).collect())
+        }),
         proptest::collection::btree_map(element(), element(), 1..30).prop_map(OwnedValue::Hash),
     ]
 }
@@ -51,13 +60,25 @@ type Model = BTreeMap<u64, BTreeMap<Vec<u8>, (OwnedValue, Option<i64>)>>;
 fn model() -> impl Strategy<Value = Model> {
     proptest::collection::btree_map(
         0u64..20,
-        proptest::collection::btree_map(element(), (value(), proptest::option::of(any::<i64>())), 1..8),
+        proptest::collection::btree_map(
+            element(),
+            (value(), proptest::option::of(any::<i64>())),
+            1..8,
+        ),
         1..3,
     )
 }
 
 fn limits() -> impl Strategy<Value = EncodingLimits> {
-    (1usize..40, 1usize..70, 1usize..40, 1usize..70, 1usize..40, prop_oneof![Just(-2), Just(-1), 1i32..5], prop_oneof![Just(1usize << 30), 10usize..300])
+    (
+        1usize..40,
+        1usize..70,
+        1usize..40,
+        1usize..70,
+        1usize..40,
+        prop_oneof![Just(-2), Just(-1), 1i32..5],
+        prop_oneof![Just(1usize << 30), 10usize..300],
+    )
         .prop_map(|(he, hv, ze, zv, se, lsize, plain)| EncodingLimits {
             hash_max_listpack_entries: he,
             hash_max_listpack_value: hv,
@@ -78,19 +99,24 @@ fn expected_type(v: &OwnedValue, l: &EncodingLimits) -> u8 {
     match v {
         OwnedValue::String(_) => TYPE_STRING,
         OwnedValue::List(_) => TYPE_LIST_QUICKLIST_2,
-        OwnedValue::Set(s) if s.len() <= l.set_max_intset_entries && s.iter().all(|m| canonical_int(m)) => {
+        OwnedValue::Set(s)
+            if s.len() <= l.set_max_intset_entries && s.iter().all(|m| canonical_int(m)) =>
+        {
             TYPE_SET_INTSET
         }
         OwnedValue::Set(_) => TYPE_SET,
         OwnedValue::SortedSet(z)
-            if z.len() <= l.zset_max_listpack_entries && z.keys().all(|m| m.len() <= l.zset_max_listpack_value) =>
+            if z.len() <= l.zset_max_listpack_entries
+                && z.keys().all(|m| m.len() <= l.zset_max_listpack_value) =>
         {
             TYPE_ZSET_LISTPACK
         }
         OwnedValue::SortedSet(_) => TYPE_ZSET_2,
         OwnedValue::Hash(h)
             if h.len() <= l.hash_max_listpack_entries
-                && h.iter().all(|(f, v)| f.len() <= l.hash_max_listpack_value && v.len() <= l.hash_max_listpack_value) =>
+                && h.iter().all(|(f, v)| {
+                    f.len() <= l.hash_max_listpack_value && v.len() <= l.hash_max_listpack_value
+                }) =>
         {
             TYPE_HASH_LISTPACK
         }
@@ -110,7 +136,9 @@ fn encode(model: &Model, options: EncoderOptions) -> Vec<u8> {
                 OwnedValue::String(s) => enc.string_entry(&mut out, k, s, *exp),
                 OwnedValue::List(l) => enc.list_entry(&mut out, k, l, *exp),
                 OwnedValue::Set(s) => enc.set_entry(&mut out, k, s, *exp),
-                OwnedValue::SortedSet(z) => enc.zset_entry(&mut out, k, z.iter().map(|(m, s)| (m, s.0)), *exp),
+                OwnedValue::SortedSet(z) => {
+                    enc.zset_entry(&mut out, k, z.iter().map(|(m, s)| (m, s.0)), *exp)
+                }
                 OwnedValue::Hash(h) => enc.hash_entry(&mut out, k, h, *exp),
             }
         }
