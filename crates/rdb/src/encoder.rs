@@ -235,7 +235,7 @@ impl RdbEncoder {
     /// A list, head to tail, as `LIST_QUICKLIST_2` (18): listpack nodes split
     /// by `list-max-listpack-size`, and PLAIN nodes for elements at least
     /// `list_packed_threshold` long. The iterator is walked twice (node count
-    /// first), hence `Clone`.
+    /// first), hence `Clone`; both walks must yield the same items.
     pub fn list_entry<I>(&mut self, out: &mut Vec<u8>, key: &[u8], items: I, expire_ms: Option<i64>)
     where
         I: IntoIterator,

@@ -64,7 +64,9 @@ fn decompress_inner(
     out: &mut Vec<u8>,
     base: usize,
 ) -> Result<(), LzfError> {
-    out.reserve(expected_len);
+    // Reserve by what the input can plausibly produce, not by the declared
+    // length alone: a lying header must not allocate gigabytes up front.
+    out.reserve(expected_len.min(input.len().saturating_mul(8)));
     let end = base + expected_len;
     let mut ip = 0;
     while ip < input.len() {
