@@ -25,6 +25,8 @@ const MAX_LITERAL: usize = 1 << 5;
 const MAX_OFFSET: usize = 1 << 13;
 const MAX_MATCH: usize = (1 << 8) + (1 << 3);
 const HASH_LOG: u32 = 14;
+/// Misses before the search starts skipping: 2^6 = 64 bytes without a match.
+const SKIP_STRENGTH: usize = 6;
 
 /// Why an LZF stream could not be decompressed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -198,6 +200,7 @@ impl LzfCompressor {
         out.push(0);
         let mut lit = 0usize;
         let mut ip = 0usize;
+        let mut misses = 0usize;
         while ip + 2 < n {
             let window =
                 (input[ip] as u32) << 16 | (input[ip + 1] as u32) << 8 | input[ip + 2] as u32;
@@ -247,19 +250,29 @@ impl LzfCompressor {
                 out.push(0);
                 lit = 0;
             } else {
-                if out.len() >= limit {
+                // After many misses in a row the data is probably not
+                // compressible here: probe every 2nd, 3rd... position (as
+                // LZ4 does) and copy the skipped bytes as literals. The
+                // stream stays valid; only the search effort shrinks.
+                misses += 1;
+                let step = (1 + (misses >> SKIP_STRENGTH)).min(n - 2 - ip);
+                if out.len() + step + step / MAX_LITERAL + 1 > limit {
                     return None;
                 }
-                out.push(input[ip]);
-                ip += 1;
-                lit += 1;
-                if lit == MAX_LITERAL {
-                    out[run_at] = (lit - 1) as u8;
-                    run_at = out.len();
-                    out.push(0);
-                    lit = 0;
+                for &b in &input[ip..ip + step] {
+                    out.push(b);
+                    lit += 1;
+                    if lit == MAX_LITERAL {
+                        out[run_at] = (lit - 1) as u8;
+                        run_at = out.len();
+                        out.push(0);
+                        lit = 0;
+                    }
                 }
+                ip += step;
+                continue;
             }
+            misses = 0;
         }
         while ip < n {
             out.push(input[ip]);
