@@ -23,7 +23,10 @@ use crate::listpack::{self, ListpackWriter};
 use crate::lzf::LzfCompressor;
 
 /// Thresholds that choose between compact and full encodings, with the names
-/// and defaults of Redis 7.0's configuration directives.
+/// of Redis 7.0's configuration directives. The defaults are those of the
+/// `redis.conf` Redis ships; note that a `redis-server` started without any
+/// config file uses its compiled-in `hash-max-listpack-entries 512` instead
+/// of 128 (the other defaults agree).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EncodingLimits {
     /// `hash-max-listpack-entries`: above this many fields, `HASH` (4).
