@@ -73,23 +73,45 @@ pub fn connect(
     cq_size: usize,
     timeout: Duration,
 ) -> Result<Connection> {
-    let deadline = Instant::now() + timeout;
-    let info = Info::get(lib, &Hints::connect(provider, addr))?;
-    let fabric = Fabric::open(&info)?;
-    let eq = fabric.event_queue(EQ_SIZE)?;
-    let domain = Domain::open(&fabric, &info)?;
-    let cq = domain.completion_queue(cq_size)?;
-    let endpoint = domain.endpoint(&info, &eq, &cq)?;
-    endpoint.connect(private_data)?;
-    let peer_data = wait_connected(&eq, &endpoint, deadline)?;
-    Ok(Connection {
-        fabric,
-        domain,
-        eq,
-        cq,
-        endpoint,
-        peer_data,
-    })
+    let mut conn = Connection::prepare(lib, provider, addr, cq_size)?;
+    conn.connect(private_data, timeout)?;
+    Ok(conn)
+}
+
+impl Connection {
+    /// Opens fabric, domain, EQ, CQ and an enabled endpoint towards `addr`, without connecting:
+    /// register memory (whose descriptor goes in the private data) and pre-post receives
+    /// (`FI_RX_CQ_DATA`) first, then [`Connection::connect`].
+    pub fn prepare(
+        lib: &Arc<Library>,
+        provider: Option<&str>,
+        addr: SocketAddr,
+        cq_size: usize,
+    ) -> Result<Connection> {
+        let info = Info::get(lib, &Hints::connect(provider, addr))?;
+        let fabric = Fabric::open(&info)?;
+        let eq = fabric.event_queue(EQ_SIZE)?;
+        let domain = Domain::open(&fabric, &info)?;
+        let cq = domain.completion_queue(cq_size)?;
+        let endpoint = domain.endpoint(&info, &eq, &cq)?;
+        Ok(Connection {
+            fabric,
+            domain,
+            eq,
+            cq,
+            endpoint,
+            peer_data: Vec::new(),
+        })
+    }
+
+    /// `fi_connect` with `private_data`, then waits for `FI_CONNECTED`; the acceptor's private
+    /// data lands in `peer_data`.
+    pub fn connect(&mut self, private_data: &[u8], timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        self.endpoint.connect(private_data)?;
+        self.peer_data = wait_connected(&self.eq, &self.endpoint, deadline)?;
+        Ok(())
+    }
 }
 
 /// A passive endpoint with its fabric and event queue.
