@@ -51,7 +51,9 @@ fn wait_connected(eq: &EventQueue, ep: &Endpoint, deadline: Instant) -> Result<V
             return Err(FabricError::Timeout(Duration::ZERO, "FI_CONNECTED"));
         }
         match eq.wait(left)? {
-            Some(CmEvent::Connected { id, private_data }) if id == ep.id() => return Ok(private_data),
+            Some(CmEvent::Connected { id, private_data }) if id == ep.id() => {
+                return Ok(private_data)
+            }
             Some(CmEvent::Shutdown { .. }) => {
                 return Err(FabricError::Call {
                     call: "fi_connect",

@@ -186,7 +186,10 @@ impl Domain {
 
     /// Registers memory the caller shares read-only (e.g. a mapped snapshot file) as a source of
     /// sends and writes. The region keeps `data` alive until it is closed.
-    pub fn register_shared(&self, data: Arc<dyn AsRef<[u8]> + Send + Sync>) -> Result<MemoryRegion> {
+    pub fn register_shared(
+        &self,
+        data: Arc<dyn AsRef<[u8]> + Send + Sync>,
+    ) -> Result<MemoryRegion> {
         if data.as_ref().as_ref().is_empty() {
             return Err(FabricError::Invalid("cannot register 0 bytes".into()));
         }
@@ -390,7 +393,9 @@ impl MemoryRegion {
             return None;
         }
         // SAFETY: owned buffer, range checked; `&mut self` excludes other local borrows.
-        Some(unsafe { std::slice::from_raw_parts_mut(self.inner.addr.add(range.start), range.len()) })
+        Some(unsafe {
+            std::slice::from_raw_parts_mut(self.inner.addr.add(range.start), range.len())
+        })
     }
 
     pub(crate) fn check_range(&self, range: &Range<usize>) -> Result<()> {

@@ -18,7 +18,9 @@ use std::sync::{Arc, Mutex};
 
 use crate::domain::{Access, CompletionQueue, CqInner, Domain, DomainInner, MemoryRegion, MrInner};
 use crate::error::{FabricError, Result};
-use crate::fabric::{close_fid, tag_context, ConnectionRequest, EqInner, EventQueue, Fabric, FabricInner};
+use crate::fabric::{
+    close_fid, tag_context, ConnectionRequest, EqInner, EventQueue, Fabric, FabricInner,
+};
 use crate::info::{Info, Requirements};
 use crate::private_data::MAX_PRIVATE_DATA;
 use crate::sys;
@@ -104,7 +106,11 @@ impl PassiveEndpoint {
         let ret = unsafe {
             let p = self.ptr.as_ptr();
             let getname = op!((*p).cm, getname);
-            getname(&mut (*p).fid, (&mut storage as *mut libc::sockaddr_storage).cast(), &mut len)
+            getname(
+                &mut (*p).fid,
+                (&mut storage as *mut libc::sockaddr_storage).cast(),
+                &mut len,
+            )
         };
         self.fabric.lib.check("fi_getname", ret as isize)?;
         sockaddr_to_std(&storage)
@@ -139,7 +145,8 @@ fn sockaddr_to_std(storage: &libc::sockaddr_storage) -> Result<SocketAddr> {
     match storage.ss_family as i32 {
         libc::AF_INET => {
             // SAFETY: family says this is a sockaddr_in, which fits in sockaddr_storage.
-            let sin = unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            let sin =
+                unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
             Ok(SocketAddr::V4(SocketAddrV4::new(
                 Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
                 u16::from_be(sin.sin_port),
@@ -147,7 +154,9 @@ fn sockaddr_to_std(storage: &libc::sockaddr_storage) -> Result<SocketAddr> {
         }
         libc::AF_INET6 => {
             // SAFETY: family says this is a sockaddr_in6, which fits in sockaddr_storage.
-            let sin6 = unsafe { &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            let sin6 = unsafe {
+                &*(storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>()
+            };
             Ok(SocketAddr::V6(SocketAddrV6::new(
                 Ipv6Addr::from(sin6.sin6_addr.s6_addr),
                 u16::from_be(sin6.sin6_port),
@@ -155,7 +164,9 @@ fn sockaddr_to_std(storage: &libc::sockaddr_storage) -> Result<SocketAddr> {
                 sin6.sin6_scope_id,
             )))
         }
-        family => Err(FabricError::Invalid(format!("address family {family} is not IP"))),
+        family => Err(FabricError::Invalid(format!(
+            "address family {family} is not IP"
+        ))),
     }
 }
 
@@ -210,8 +221,9 @@ impl Domain {
         // SAFETY: dest_addr/dest_addrlen of a valid fi_info describe a readable buffer or NULL.
         let dest_addr = unsafe {
             let raw = &*info.as_ptr();
-            (!raw.dest_addr.is_null())
-                .then(|| std::slice::from_raw_parts(raw.dest_addr as *const u8, raw.dest_addrlen).to_vec())
+            (!raw.dest_addr.is_null()).then(|| {
+                std::slice::from_raw_parts(raw.dest_addr as *const u8, raw.dest_addrlen).to_vec()
+            })
         };
         let ep = Endpoint {
             ptr: NonNull::new(ptr).ok_or(FabricError::Unsupported("fi_endpoint"))?,
@@ -269,16 +281,20 @@ impl Endpoint {
     /// Completion is an `FI_CONNECTED` event carrying the acceptor's private data.
     pub fn connect(&self, private_data: &[u8]) -> Result<()> {
         check_private_data(private_data)?;
-        let addr = self
-            .dest_addr
-            .as_ref()
-            .ok_or_else(|| FabricError::Invalid("endpoint info has no destination address".into()))?;
+        let addr = self.dest_addr.as_ref().ok_or_else(|| {
+            FabricError::Invalid("endpoint info has no destination address".into())
+        })?;
         // SAFETY: the endpoint is live; addr and private_data are readable for the call
         // (libfabric copies both).
         let ret = unsafe {
             let e = self.ptr.as_ptr();
             let connect = op!((*e).cm, connect);
-            connect(e, addr.as_ptr().cast(), private_data.as_ptr().cast(), private_data.len())
+            connect(
+                e,
+                addr.as_ptr().cast(),
+                private_data.as_ptr().cast(),
+                private_data.len(),
+            )
         };
         self.lib().check("fi_connect", ret as isize)?;
         Ok(())
@@ -316,7 +332,12 @@ impl Endpoint {
         }
     }
 
-    fn local_buffer(&self, mr: &MemoryRegion, range: &Range<usize>, need: Access) -> Result<(*mut c_void, *mut c_void)> {
+    fn local_buffer(
+        &self,
+        mr: &MemoryRegion,
+        range: &Range<usize>,
+        need: Access,
+    ) -> Result<(*mut c_void, *mut c_void)> {
         mr.check_range(range)?;
         if !mr.access().contains(need) {
             return Err(FabricError::Invalid(format!(
@@ -363,7 +384,17 @@ impl Endpoint {
         let ret = unsafe {
             let e = self.ptr.as_ptr();
             let writedata = op!((*e).rma, writedata);
-            writedata(e, buf, range.len(), desc, immediate, 0, remote_addr, remote_key, tag_context(tag))
+            writedata(
+                e,
+                buf,
+                range.len(),
+                desc,
+                immediate,
+                0,
+                remote_addr,
+                remote_key,
+                tag_context(tag),
+            )
         };
         self.lib().check("fi_writedata", ret)?;
         Ok(())
@@ -385,7 +416,9 @@ impl Endpoint {
     /// `fi_recv` into `dst[range]` (a registered, writable region retained until close).
     pub fn recv(&self, dst: &MemoryRegion, range: Range<usize>, tag: u64) -> Result<()> {
         if dst.is_shared() {
-            return Err(FabricError::Invalid("cannot receive into a read-only region".into()));
+            return Err(FabricError::Invalid(
+                "cannot receive into a read-only region".into(),
+            ));
         }
         let (buf, desc) = self.local_buffer(dst, &range, Access::RECV)?;
         // SAFETY: as in write_data; the region is writable (owned buffer).
@@ -405,7 +438,14 @@ impl Endpoint {
         let ret = unsafe {
             let e = self.ptr.as_ptr();
             let recv = op!((*e).msg, recv);
-            recv(e, std::ptr::null_mut(), 0, std::ptr::null_mut(), 0, tag_context(tag))
+            recv(
+                e,
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+                0,
+                tag_context(tag),
+            )
         };
         self.lib().check("fi_recv", ret)?;
         Ok(())

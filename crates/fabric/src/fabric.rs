@@ -41,7 +41,11 @@ pub(crate) unsafe fn wait_fd(lib: &Library, fid: *mut sys::fid) -> Result<RawFd>
     // SAFETY: fid is live (caller); FI_GETWAIT on an FI_WAIT_FD object writes one int.
     let ret = unsafe {
         let control = op!((*fid).ops, control);
-        control(fid, sys::FI_GETWAIT as i32, (&mut fd as *mut libc::c_int).cast())
+        control(
+            fid,
+            sys::FI_GETWAIT as i32,
+            (&mut fd as *mut libc::c_int).cast(),
+        )
     };
     lib.check("fi_control(FI_GETWAIT)", ret as isize)?;
     Ok(fd)
@@ -93,7 +97,9 @@ pub struct Fabric {
 
 impl std::fmt::Debug for Fabric {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Fabric").field("ptr", &self.inner.ptr).finish()
+        f.debug_struct("Fabric")
+            .field("ptr", &self.inner.ptr)
+            .finish()
     }
 }
 
@@ -113,7 +119,8 @@ impl Fabric {
         let mut ptr: *mut sys::fid_fabric = std::ptr::null_mut();
         // SAFETY: info is a valid fi_info whose fabric_attr libfabric filled in; ptr receives
         // a new fabric we own.
-        let ret = unsafe { (lib.fabric)((*info.as_ptr()).fabric_attr, &mut ptr, std::ptr::null_mut()) };
+        let ret =
+            unsafe { (lib.fabric)((*info.as_ptr()).fabric_attr, &mut ptr, std::ptr::null_mut()) };
         lib.check("fi_fabric", ret as isize)?;
         let ptr = NonNull::new(ptr).ok_or(FabricError::Unsupported("fi_fabric"))?;
         Ok(Fabric {
@@ -202,7 +209,9 @@ pub struct EventQueue {
 
 impl std::fmt::Debug for EventQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EventQueue").field("fd", &self.inner.fd).finish()
+        f.debug_struct("EventQueue")
+            .field("fd", &self.inner.fd)
+            .finish()
     }
 }
 

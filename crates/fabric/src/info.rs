@@ -170,7 +170,9 @@ impl Info {
         if ret == -(sys::FI_ENODATA as i32) || (ret == 0 && out.is_null()) {
             return Err(FabricError::Unavailable(format!(
                 "no libfabric provider{} offers FI_EP_MSG with FI_MSG|FI_RMA and remote CQ data{}",
-                provider.map(|p| format!(" named {p:?}")).unwrap_or_default(),
+                provider
+                    .map(|p| format!(" named {p:?}"))
+                    .unwrap_or_default(),
                 hints.addr.map(|a| format!(" at {a}")).unwrap_or_default(),
             )));
         }
@@ -205,13 +207,27 @@ impl Info {
     /// The provider's name, e.g. `"tcp"`.
     pub fn provider_name(&self) -> String {
         // SAFETY: fabric_attr of a returned info is valid; prov_name may be NULL (checked).
-        unsafe { cstr_or_empty(self.raw().fabric_attr.as_ref().map_or(std::ptr::null(), |a| a.prov_name)) }
+        unsafe {
+            cstr_or_empty(
+                self.raw()
+                    .fabric_attr
+                    .as_ref()
+                    .map_or(std::ptr::null(), |a| a.prov_name),
+            )
+        }
     }
 
     /// The domain's name, e.g. `"lo"`.
     pub fn domain_name(&self) -> String {
         // SAFETY: domain_attr of a returned info is valid; name may be NULL (checked).
-        unsafe { cstr_or_empty(self.raw().domain_attr.as_ref().map_or(std::ptr::null(), |a| a.name)) }
+        unsafe {
+            cstr_or_empty(
+                self.raw()
+                    .domain_attr
+                    .as_ref()
+                    .map_or(std::ptr::null(), |a| a.name),
+            )
+        }
     }
 
     /// The raw `mode` bits the provider requires.
@@ -322,7 +338,9 @@ pub(crate) unsafe fn cstr_or_empty(ptr: *const c_char) -> String {
         String::new()
     } else {
         // SAFETY: guaranteed by the caller.
-        unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
+        unsafe { CStr::from_ptr(ptr) }
+            .to_string_lossy()
+            .into_owned()
     }
 }
 
@@ -342,8 +360,11 @@ mod tests {
     }
 
     #[test]
-    fn verbs_answer_needs_preposting_descriptors_virtual_addresses_provider_keys_and_32_bit_immediates() {
-        let mr_mode = (sys::FI_MR_LOCAL | sys::FI_MR_VIRT_ADDR | sys::FI_MR_ALLOCATED | sys::FI_MR_PROV_KEY) as i32;
+    fn verbs_answer_needs_preposting_descriptors_virtual_addresses_provider_keys_and_32_bit_immediates(
+    ) {
+        let mr_mode =
+            (sys::FI_MR_LOCAL | sys::FI_MR_VIRT_ADDR | sys::FI_MR_ALLOCATED | sys::FI_MR_PROV_KEY)
+                as i32;
         let req = Requirements::from_raw(sys::FI_RX_CQ_DATA, mr_mode, 4);
         assert!(req.prepost_receives);
         assert!(req.local_descriptors);

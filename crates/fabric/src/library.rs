@@ -36,11 +36,8 @@ type FiGetinfo = unsafe extern "C" fn(
 ) -> c_int;
 type FiFreeinfo = unsafe extern "C" fn(*mut sys::fi_info);
 type FiDupinfo = unsafe extern "C" fn(*const sys::fi_info) -> *mut sys::fi_info;
-type FiFabric = unsafe extern "C" fn(
-    *mut sys::fi_fabric_attr,
-    *mut *mut sys::fid_fabric,
-    *mut c_void,
-) -> c_int;
+type FiFabric =
+    unsafe extern "C" fn(*mut sys::fi_fabric_attr, *mut *mut sys::fid_fabric, *mut c_void) -> c_int;
 type FiStrerror = unsafe extern "C" fn(c_int) -> *const c_char;
 type FiVersion = unsafe extern "C" fn() -> u32;
 
@@ -99,9 +96,7 @@ impl Library {
             // type aliases above, transcribed from rdma/fabric.h).
             unsafe { handle.get::<T>(name.as_bytes()) }
                 .map(|sym| *sym)
-                .map_err(|e| {
-                    FabricError::Unavailable(format!("{shown} has no symbol {name}: {e}"))
-                })
+                .map_err(|e| FabricError::Unavailable(format!("{shown} has no symbol {name}: {e}")))
         }
         let version_fn: FiVersion = symbol(&handle, &shown, "fi_version")?;
         // SAFETY: fi_version takes no arguments and only returns a constant.
@@ -146,7 +141,9 @@ impl Library {
             return format!("error {code}");
         }
         // SAFETY: non-null, NUL-terminated, static lifetime (see above).
-        unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
+        unsafe { CStr::from_ptr(ptr) }
+            .to_string_lossy()
+            .into_owned()
     }
 
     /// Turns a negative libfabric return code into an error naming the call.

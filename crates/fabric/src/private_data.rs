@@ -23,6 +23,10 @@ const RING_MAGIC: &[u8; 4] = b"FKVR";
 const ACCEPT_MAGIC: &[u8; 4] = b"FKVA";
 const VERSION: u8 = 1;
 
+// Both messages must fit what the verbs provider carries.
+const _: () = assert!(RingDescriptor::LEN <= MAX_PRIVATE_DATA);
+const _: () = assert!(AcceptDescriptor::LEN <= MAX_PRIVATE_DATA);
+
 /// Why private data did not decode.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PrivateDataError {
@@ -173,8 +177,12 @@ mod tests {
 
     #[test]
     fn both_descriptors_fit_the_verbs_private_data_limit() {
-        assert!(RingDescriptor::LEN <= MAX_PRIVATE_DATA);
-        assert!(AcceptDescriptor::LEN <= MAX_PRIVATE_DATA);
+        let accept = AcceptDescriptor {
+            token: [0; 16],
+            window: 1,
+        };
+        assert!(ring().encode().len() <= MAX_PRIVATE_DATA);
+        assert!(accept.encode().len() <= MAX_PRIVATE_DATA);
         assert_eq!(ring().encode().len(), RingDescriptor::LEN);
     }
 
@@ -248,7 +256,9 @@ mod tests {
         r.addr = u64::MAX - 10;
         assert_eq!(
             RingDescriptor::decode(&r.encode()),
-            Err(PrivateDataError::InvalidRing("ring wraps the address space"))
+            Err(PrivateDataError::InvalidRing(
+                "ring wraps the address space"
+            ))
         );
     }
 

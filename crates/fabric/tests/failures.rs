@@ -11,9 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
-use ferrokv_fabric::{
-    connect, Connection, FabricError, Hints, Info, Listener, MAX_PRIVATE_DATA,
-};
+use ferrokv_fabric::{connect, Connection, FabricError, Hints, Info, Listener, MAX_PRIVATE_DATA};
 
 const PEER_ROLE_ENV: &str = "FERROKV_FABRIC_TEST_PEER";
 const PEER_ADDR_ENV: &str = "FERROKV_FABRIC_TEST_PEER_ADDR";
@@ -22,13 +20,20 @@ const ENDLESS: u64 = 1 << 40;
 const CHUNKS_BEFORE_KILL: u64 = 64;
 
 fn endless_config() -> RingConfig {
-    RingConfig { slots: 8, slot_size: 256 << 10, total: ENDLESS, window: 8 }
+    RingConfig {
+        slots: 8,
+        slot_size: 256 << 10,
+        total: ENDLESS,
+        window: 8,
+    }
 }
 
 /// Not a test of its own: the body of the peer process the tests below spawn and kill.
 #[test]
 fn peer_process_entry() {
-    let Ok(role) = std::env::var(PEER_ROLE_ENV) else { return };
+    let Ok(role) = std::env::var(PEER_ROLE_ENV) else {
+        return;
+    };
     let lib = library().expect("the parent checked libfabric");
     match role.as_str() {
         "sender" => {
@@ -40,7 +45,8 @@ fn peer_process_entry() {
         }
         "receiver" => {
             let addr: SocketAddr = std::env::var(PEER_ADDR_ENV).unwrap().parse().unwrap();
-            let mut receiver = RingReceiver::connect(&lib, addr, endless_config(), TEST_TOKEN).unwrap();
+            let mut receiver =
+                RingReceiver::connect(&lib, addr, endless_config(), TEST_TOKEN).unwrap();
             let result = receiver.run(&mut Waiter::Fd, |_, _| Ok(()));
             panic!("the receiver should have been killed, but returned {result:?}");
         }
@@ -50,10 +56,16 @@ fn peer_process_entry() {
 
 fn spawn_peer(role: &str, addr: Option<SocketAddr>) -> Child {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["peer_process_entry", "--exact", "--nocapture", "--test-threads", "1"])
-        .env(PEER_ROLE_ENV, role)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+    cmd.args([
+        "peer_process_entry",
+        "--exact",
+        "--nocapture",
+        "--test-threads",
+        "1",
+    ])
+    .env(PEER_ROLE_ENV, role)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null());
     if let Some(addr) = addr {
         cmd.env(PEER_ADDR_ENV, addr.to_string());
     }
@@ -78,7 +90,10 @@ fn receiver_survives_a_sender_process_killed_mid_transfer() {
         .lines()
         .map(Result::unwrap)
         // The harness prints "test peer_process_entry ... " on the same line.
-        .find_map(|line| line.split_once("ADDR ").map(|(_, a)| a.trim().parse().unwrap()))
+        .find_map(|line| {
+            line.split_once("ADDR ")
+                .map(|(_, a)| a.trim().parse().unwrap())
+        })
         .expect("the sender process prints its address");
     let mut receiver = RingReceiver::connect(&lib, addr, endless_config(), TEST_TOKEN).unwrap();
     let mut killed_at = None;
@@ -93,7 +108,10 @@ fn receiver_survives_a_sender_process_killed_mid_transfer() {
     let err = result.expect_err("the transfer cannot finish once the sender is dead");
     let noticed = killed_at.expect("killed mid-transfer").elapsed();
     eprintln!("receiver saw: {err} ({noticed:?} after the kill)");
-    assert!(noticed < STALL_TIMEOUT, "took {noticed:?}: that is a stall, not a detection");
+    assert!(
+        noticed < STALL_TIMEOUT,
+        "took {noticed:?}: that is a stall, not a detection"
+    );
     assert!(
         err.contains("FI_SHUTDOWN") || err.contains("completion error"),
         "expected a shutdown event or an error completion, got: {err}"
@@ -119,7 +137,10 @@ fn sender_survives_a_receiver_process_killed_mid_transfer() {
     let err = result.expect_err("the transfer cannot finish once the receiver is dead");
     let noticed = killed_at.expect("killed mid-transfer").elapsed();
     eprintln!("sender saw: {err} ({noticed:?} after the kill)");
-    assert!(noticed < STALL_TIMEOUT, "took {noticed:?}: that is a stall, not a detection");
+    assert!(
+        noticed < STALL_TIMEOUT,
+        "took {noticed:?}: that is a stall, not a detection"
+    );
     assert!(
         err.contains("FI_SHUTDOWN") || err.contains("completion error"),
         "expected a shutdown event or an error completion, got: {err}"
@@ -129,7 +150,12 @@ fn sender_survives_a_receiver_process_killed_mid_transfer() {
 #[test]
 fn write_with_a_wrong_key_ends_in_decoded_error_completions() {
     let Some(lib) = library() else { return };
-    let config = RingConfig { slots: 4, slot_size: 64 << 10, total: 1 << 20, window: 4 };
+    let config = RingConfig {
+        slots: 4,
+        slot_size: 64 << 10,
+        total: 1 << 20,
+        window: 4,
+    };
     let listener = Listener::bind(&lib, PROVIDER, loopback()).unwrap();
     let addr = listener.local_addr().unwrap();
     let sender = thread::spawn(move || {
@@ -151,7 +177,9 @@ fn write_with_a_wrong_key_ends_in_decoded_error_completions() {
         (result, errors, start.elapsed())
     });
     let mut receiver = RingReceiver::connect(&lib, addr, config, TEST_TOKEN).unwrap();
-    let received = receiver.run(&mut Waiter::Fd, |seq, _| Err(format!("chunk {seq} landed under a wrong key")));
+    let received = receiver.run(&mut Waiter::Fd, |seq, _| {
+        Err(format!("chunk {seq} landed under a wrong key"))
+    });
     let (sent, errors, took) = sender.join().unwrap();
     eprintln!("sender: {sent:?}; flushed: {errors:?}; receiver: {received:?}");
     let sent_err = sent.expect_err("a write under a wrong key must not succeed");
@@ -160,10 +188,18 @@ fn write_with_a_wrong_key_ends_in_decoded_error_completions() {
         sent_err.contains("completion error") || sent_err.contains("FI_SHUTDOWN"),
         "{sent_err}"
     );
-    let e = errors.first().expect("at least one error completion after the refused write");
+    let e = errors
+        .first()
+        .expect("at least one error completion after the refused write");
     // Canceled (flushed) or not connected (posted as the connection went), depending on timing.
     assert!(
-        [libc::ECANCELED, libc::ENOTCONN, libc::ECONNRESET, libc::EPIPE].contains(&e.err),
+        [
+            libc::ECANCELED,
+            libc::ENOTCONN,
+            libc::ECONNRESET,
+            libc::EPIPE
+        ]
+        .contains(&e.err),
         "an error of the teardown: {e}"
     );
     assert!(
@@ -179,12 +215,19 @@ fn write_with_a_wrong_key_ends_in_decoded_error_completions() {
 fn connecting_to_a_port_nobody_listens_on_is_refused_with_a_decoded_event() {
     let Some(lib) = library() else { return };
     // Bind and drop a socket to find a port with no listener.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let start = Instant::now();
     let err = connect(&lib, PROVIDER, addr, b"hello", 64, SETUP_TIMEOUT).unwrap_err();
     eprintln!("{err}");
-    assert!(start.elapsed() < SETUP_TIMEOUT, "refusal must not wait for the timeout");
+    assert!(
+        start.elapsed() < SETUP_TIMEOUT,
+        "refusal must not wait for the timeout"
+    );
     match err {
         FabricError::Event(e) => {
             assert_eq!(e.err, libc::ECONNREFUSED, "{e}");
@@ -211,5 +254,9 @@ fn unknown_provider_name_reports_rdma_unavailable() {
     let Some(lib) = library() else { return };
     let err = Info::get(&lib, &Hints::listen(Some("no-such-provider"), loopback())).unwrap_err();
     assert!(matches!(err, FabricError::Unavailable(_)), "{err}");
-    assert!(err.to_string().starts_with("RDMA unavailable: no libfabric provider named \"no-such-provider\""), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("RDMA unavailable: no libfabric provider named \"no-such-provider\""),
+        "{err}"
+    );
 }

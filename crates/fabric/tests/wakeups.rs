@@ -31,7 +31,12 @@ fn edge_triggered_mio_loops_with_trywait_never_strand_a_completion() {
     // Many small chunks, a window smaller than the ring, and irregular pauses on the sender so
     // completions arrive in every pattern: singly, in bursts, while the receiver is mid-drain,
     // just after it drained, while it is asleep.
-    let config = RingConfig { slots: 16, slot_size: 4096, total: 20_000 * 4096, window: 12 };
+    let config = RingConfig {
+        slots: 16,
+        slot_size: 4096,
+        total: 20_000 * 4096,
+        window: 12,
+    };
     let listener = Listener::bind(&lib, PROVIDER, loopback()).unwrap();
     let addr = listener.local_addr().unwrap();
     let sender = thread::spawn(move || {
@@ -41,11 +46,13 @@ fn edge_triggered_mio_loops_with_trywait_never_strand_a_completion() {
         let mut fill = |offset: u64, buf: &mut [u8]| {
             fill_pattern(offset, buf);
             let r = jitter.next();
-            if r % 16 == 0 {
+            if r & 15 == 0 {
                 thread::sleep(Duration::from_micros(r % 400));
             }
         };
-        let credited = sender.run(config.total, &mut waiter, Some(&mut fill), None).unwrap();
+        let credited = sender
+            .run(config.total, &mut waiter, Some(&mut fill), None)
+            .unwrap();
         (credited, waiter)
     });
     let mut receiver = RingReceiver::connect(&lib, addr, config, TEST_TOKEN).unwrap();
@@ -55,7 +62,7 @@ fn edge_triggered_mio_loops_with_trywait_never_strand_a_completion() {
         .run(&mut waiter, |seq, bytes| {
             check_pattern(seq * 4096, bytes).map_err(|at| format!("chunk {seq}: byte {at}"))?;
             let r = jitter.next();
-            if r % 32 == 0 {
+            if r & 31 == 0 {
                 thread::sleep(Duration::from_micros(r % 300));
             }
             Ok(())
@@ -65,9 +72,19 @@ fn edge_triggered_mio_loops_with_trywait_never_strand_a_completion() {
     let (credited, sender_waiter) = sender.join().unwrap();
     assert_eq!(credited, 20_000);
     for (side, w) in [("receiver", &waiter), ("sender", &sender_waiter)] {
-        let Waiter::Mio { wakeups, trywait_refusals, .. } = w else { unreachable!() };
+        let Waiter::Mio {
+            wakeups,
+            trywait_refusals,
+            ..
+        } = w
+        else {
+            unreachable!()
+        };
         eprintln!("{side}: {wakeups} mio wake-ups, {trywait_refusals} trywait refusals");
-        assert!(*wakeups > 0, "the {side} slept and was woken through its fds");
+        assert!(
+            *wakeups > 0,
+            "the {side} slept and was woken through its fds"
+        );
     }
 }
 
@@ -101,24 +118,35 @@ fn cq_fd_wakes_mio_when_a_message_lands_in_a_posted_receive() {
 
     let mut poll = Poll::new().unwrap();
     let fd = conn.cq.as_raw_fd();
-    poll.registry().register(&mut SourceFd(&fd), Token(0), Interest::READABLE).unwrap();
+    poll.registry()
+        .register(&mut SourceFd(&fd), Token(0), Interest::READABLE)
+        .unwrap();
     let mut events = Events::with_capacity(4);
     let mut got = Vec::new();
     assert_eq!(conn.cq.read(&mut got, 4).unwrap(), 0, "nothing yet");
-    assert!(conn.cq.trywait().unwrap(), "an empty, drained CQ lets the loop sleep");
+    assert!(
+        conn.cq.trywait().unwrap(),
+        "an empty, drained CQ lets the loop sleep"
+    );
     go_tx.send(()).unwrap();
     let mut wakeups = 0;
     while got.is_empty() {
         if conn.cq.trywait().unwrap() {
             poll.poll(&mut events, Some(STALL_TIMEOUT)).unwrap();
-            assert!(!events.is_empty(), "mio was not woken within {STALL_TIMEOUT:?}");
+            assert!(
+                !events.is_empty(),
+                "mio was not woken within {STALL_TIMEOUT:?}"
+            );
             wakeups += 1;
         }
         conn.cq.read(&mut got, 4).unwrap();
     }
     assert!(wakeups >= 1);
     assert_eq!(got.len(), 1);
-    assert_eq!((got[0].tag, got[0].len, got[0].kind()), (7, 5, CompletionKind::Recv));
+    assert_eq!(
+        (got[0].tag, got[0].len, got[0].kind()),
+        (7, 5, CompletionKind::Recv)
+    );
     assert_eq!(buf.bytes(0..5), b"wake!");
     go_tx.send(()).unwrap();
     sender.join().unwrap();
@@ -131,7 +159,9 @@ fn peer_shutdown_wakes_mio_through_the_queue_fds_and_arrives_as_fi_shutdown() {
     let addr = listener.local_addr().unwrap();
     let acceptor = thread::spawn(move || {
         let request = listener.next_request(SETUP_TIMEOUT).unwrap();
-        let conn = listener.accept(request, b"bye soon", 64, SETUP_TIMEOUT).unwrap();
+        let conn = listener
+            .accept(request, b"bye soon", 64, SETUP_TIMEOUT)
+            .unwrap();
         thread::sleep(Duration::from_millis(50));
         conn.endpoint.shutdown().unwrap();
         conn
@@ -143,18 +173,29 @@ fn peer_shutdown_wakes_mio_through_the_queue_fds_and_arrives_as_fi_shutdown() {
     // and only then does the EQ get its FI_SHUTDOWN.
     let mut poll = Poll::new().unwrap();
     let (eq_fd, cq_fd) = (conn.eq.as_raw_fd(), conn.cq.as_raw_fd());
-    poll.registry().register(&mut SourceFd(&eq_fd), Token(1), Interest::READABLE).unwrap();
-    poll.registry().register(&mut SourceFd(&cq_fd), Token(2), Interest::READABLE).unwrap();
+    poll.registry()
+        .register(&mut SourceFd(&eq_fd), Token(1), Interest::READABLE)
+        .unwrap();
+    poll.registry()
+        .register(&mut SourceFd(&cq_fd), Token(2), Interest::READABLE)
+        .unwrap();
     let mut events = Events::with_capacity(4);
     let mut completions = Vec::new();
     let event = loop {
-        assert_eq!(conn.cq.read(&mut completions, 16).unwrap(), 0, "no traffic on this connection");
+        assert_eq!(
+            conn.cq.read(&mut completions, 16).unwrap(),
+            0,
+            "no traffic on this connection"
+        );
         if let Some(event) = conn.eq.read().unwrap() {
             break event;
         }
         if conn.fabric.trywait(&[&conn.cq, &conn.eq]).unwrap() {
             poll.poll(&mut events, Some(STALL_TIMEOUT)).unwrap();
-            assert!(!events.is_empty(), "no wake-up for the shutdown within {STALL_TIMEOUT:?}");
+            assert!(
+                !events.is_empty(),
+                "no wake-up for the shutdown within {STALL_TIMEOUT:?}"
+            );
         }
     };
     match event {
@@ -176,8 +217,12 @@ fn trywait_refuses_to_sleep_while_a_partially_drained_cq_still_holds_completions
         let conn = listener.accept(request, b"", 64, SETUP_TIMEOUT).unwrap();
         let mut msg = conn.domain.register(MESSAGES * 8, Access::SEND).unwrap();
         for i in 0..MESSAGES {
-            msg.bytes_mut(i * 8..i * 8 + 8).unwrap().copy_from_slice(&(i as u64).to_le_bytes());
-            conn.endpoint.send(&msg, i * 8..i * 8 + 8, i as u64).unwrap();
+            msg.bytes_mut(i * 8..i * 8 + 8)
+                .unwrap()
+                .copy_from_slice(&(i as u64).to_le_bytes());
+            conn.endpoint
+                .send(&msg, i * 8..i * 8 + 8, i as u64)
+                .unwrap();
         }
         let mut sent = Vec::new();
         while sent.len() < MESSAGES {
@@ -189,7 +234,9 @@ fn trywait_refuses_to_sleep_while_a_partially_drained_cq_still_holds_completions
     let conn = ferrokv_fabric::connect(&lib, PROVIDER, addr, b"", 64, SETUP_TIMEOUT).unwrap();
     let buf = conn.domain.register(MESSAGES * 8, Access::RECV).unwrap();
     for i in 0..MESSAGES {
-        conn.endpoint.recv(&buf, i * 8..i * 8 + 8, i as u64).unwrap();
+        conn.endpoint
+            .recv(&buf, i * 8..i * 8 + 8, i as u64)
+            .unwrap();
     }
     // Wait until all messages have been progressed into the CQ, reading only one entry.
     let mut got = Vec::new();
@@ -214,7 +261,11 @@ fn trywait_refuses_to_sleep_while_a_partially_drained_cq_still_holds_completions
     assert_eq!(conn.cq.read(&mut rest, 16).unwrap(), 0);
     assert!(conn.cq.trywait().unwrap(), "drained: safe to sleep");
     let tags: Vec<u64> = got.iter().chain(&rest).map(|c| c.tag).collect();
-    assert_eq!(tags, (0..MESSAGES as u64).collect::<Vec<_>>(), "in order, none lost");
+    assert_eq!(
+        tags,
+        (0..MESSAGES as u64).collect::<Vec<_>>(),
+        "in order, none lost"
+    );
     done_tx.send(()).unwrap();
     sender.join().unwrap();
 }

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ferrokv_fabric::{
-    AcceptDescriptor, Access, CmEvent, Completion, CompletionKind, Connection, FabricError, Library, Listener,
-    MemoryRegion, RingDescriptor,
+    AcceptDescriptor, Access, CmEvent, Completion, CompletionKind, Connection, FabricError,
+    Library, Listener, MemoryRegion, RingDescriptor,
 };
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
@@ -125,11 +125,20 @@ impl Waiter {
                     return Ok(());
                 }
                 let mut fds = [
-                    libc::pollfd { fd: conn.cq.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-                    libc::pollfd { fd: conn.eq.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+                    libc::pollfd {
+                        fd: conn.cq.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    },
+                    libc::pollfd {
+                        fd: conn.eq.as_raw_fd(),
+                        events: libc::POLLIN,
+                        revents: 0,
+                    },
                 ];
                 // SAFETY: two valid pollfds.
-                let ret = unsafe { libc::poll(fds.as_mut_ptr(), 2, STALL_TIMEOUT.as_millis() as i32) };
+                let ret =
+                    unsafe { libc::poll(fds.as_mut_ptr(), 2, STALL_TIMEOUT.as_millis() as i32) };
                 if ret == 0 {
                     return Err(format!("no completion or event within {STALL_TIMEOUT:?}"));
                 }
@@ -315,7 +324,11 @@ impl RingReceiver {
                                     .bytes_mut(at..at + CREDIT_BYTES)
                                     .unwrap()
                                     .copy_from_slice(&seq.to_le_bytes());
-                                match self.conn.endpoint.send(&self.credits, at..at + CREDIT_BYTES, seq) {
+                                match self.conn.endpoint.send(
+                                    &self.credits,
+                                    at..at + CREDIT_BYTES,
+                                    seq,
+                                ) {
                                     Ok(()) => break,
                                     Err(e) if e.is_would_block() => {}
                                     Err(e) => return Err(format!("credit send: {e}")),
@@ -348,6 +361,9 @@ impl RingReceiver {
     }
 }
 
+/// Produces the bytes of a chunk: `fill(stream offset, buffer)`.
+pub type Fill<'a> = &'a mut dyn FnMut(u64, &mut [u8]);
+
 /// The master's side.
 pub struct RingSender {
     pub conn: Connection,
@@ -360,12 +376,18 @@ pub struct RingSender {
 impl RingSender {
     /// Accepts one connection on `listener`, checks the ring descriptor's token, answers with
     /// an [`AcceptDescriptor`].
-    pub fn accept(listener: &Listener, window: u32, token: [u8; 16]) -> Result<RingSender, FabricError> {
+    pub fn accept(
+        listener: &Listener,
+        window: u32,
+        token: [u8; 16],
+    ) -> Result<RingSender, FabricError> {
         let request = listener.next_request(SETUP_TIMEOUT)?;
         let ring = RingDescriptor::decode(&request.private_data)?;
         if ring.token != token {
             listener.pep.reject(request, b"bad token")?;
-            return Err(FabricError::Invalid("connection with an unknown token".into()));
+            return Err(FabricError::Invalid(
+                "connection with an unknown token".into(),
+            ));
         }
         let window = window.min(ring.slots);
         let cq_size = (ring.slots as usize * 4).max(64);
@@ -378,8 +400,11 @@ impl RingSender {
             .domain
             .register(ring.slots as usize * CREDIT_BYTES, Access::RECV)?;
         for i in 0..ring.slots as usize {
-            conn.endpoint
-                .recv(&credit_rx, i * CREDIT_BYTES..(i + 1) * CREDIT_BYTES, i as u64)?;
+            conn.endpoint.recv(
+                &credit_rx,
+                i * CREDIT_BYTES..(i + 1) * CREDIT_BYTES,
+                i as u64,
+            )?;
         }
         Ok(RingSender {
             conn,
@@ -397,7 +422,7 @@ impl RingSender {
         &mut self,
         total: u64,
         waiter: &mut Waiter,
-        mut fill: Option<&mut dyn FnMut(u64, &mut [u8])>,
+        mut fill: Option<Fill<'_>>,
         remote_key: Option<u64>,
     ) -> Result<u64, String> {
         let c = u64::from(self.ring.slot_size);
@@ -419,7 +444,8 @@ impl RingSender {
                     &self.source,
                     src..src + len,
                     next,
-                    self.ring.slot_addr((next % u64::from(self.ring.slots)) as u32),
+                    self.ring
+                        .slot_addr((next % u64::from(self.ring.slots)) as u32),
                     key,
                     next,
                 ) {
@@ -441,7 +467,12 @@ impl RingSender {
                     CompletionKind::Write => written += 1,
                     CompletionKind::Recv => {
                         let at = comp.tag as usize * CREDIT_BYTES;
-                        let seq = u64::from_le_bytes(self.credit_rx.bytes(at..at + CREDIT_BYTES).try_into().unwrap());
+                        let seq = u64::from_le_bytes(
+                            self.credit_rx
+                                .bytes(at..at + CREDIT_BYTES)
+                                .try_into()
+                                .unwrap(),
+                        );
                         if seq != credited {
                             return Err(format!("credit for {seq}, expected {credited}"));
                         }
