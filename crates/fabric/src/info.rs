@@ -145,7 +145,8 @@ impl Info {
     /// receive and write-with-immediate).
     pub fn get(lib: &Arc<Library>, hints: &Hints) -> Result<Info> {
         let provider = hints.provider_name();
-        let raw_hints = RawHints::new(lib, provider.as_deref())?;
+        let ipv6 = hints.addr.is_some_and(|a| a.is_ipv6());
+        let raw_hints = RawHints::new(lib, provider.as_deref(), ipv6)?;
         let (node, service) = match hints.addr {
             Some(addr) => (
                 Some(CString::new(addr.ip().to_string()).expect("no NUL in an IP")),
@@ -280,7 +281,7 @@ impl Drop for Info {
 struct RawHints<'a>(NonNull<sys::fi_info>, &'a Library);
 
 impl<'a> RawHints<'a> {
-    fn new(lib: &'a Library, provider: Option<&str>) -> Result<Self> {
+    fn new(lib: &'a Library, provider: Option<&str>, ipv6: bool) -> Result<Self> {
         // SAFETY: fi_dupinfo(NULL) is fi_allocinfo: a zeroed fi_info with all attr structs
         // allocated, or NULL on allocation failure.
         let raw = unsafe { (lib.dupinfo)(std::ptr::null()) };
@@ -304,7 +305,11 @@ impl<'a> RawHints<'a> {
             // The modes we can handle: pre-posted receives for remote CQ data. Not FI_CONTEXT:
             // our operation contexts are tags, not memory the provider may use.
             info.mode = sys::FI_RX_CQ_DATA;
-            info.addr_format = sys::FI_SOCKADDR_IN;
+            info.addr_format = if ipv6 {
+                sys::FI_SOCKADDR_IN6
+            } else {
+                sys::FI_SOCKADDR_IN
+            };
             (*info.ep_attr).type_ = sys::FI_EP_MSG;
             let domain = &mut *info.domain_attr;
             domain.mr_mode = (sys::FI_MR_LOCAL

@@ -415,6 +415,12 @@ impl RingSender {
         })
     }
 
+    /// Fills the whole source buffer once with the test pattern (for runs without `fill`).
+    pub fn prefill_source(&mut self) {
+        let len = self.source.len();
+        fill_pattern(0, self.source.bytes_mut(0..len).unwrap());
+    }
+
     /// Pushes `total` bytes; `fill(offset, buf)` produces each chunk (None: send the source
     /// buffer as is, for the benchmark). `remote_key` overrides the ring's key (to test a bad
     /// key). Returns when every chunk's credit is back.
