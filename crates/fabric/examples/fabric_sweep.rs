@@ -27,7 +27,10 @@ struct Args {
 }
 
 fn parse_list(value: &str) -> Vec<u32> {
-    value.split(',').map(|v| v.trim().parse().expect("a number")).collect()
+    value
+        .split(',')
+        .map(|v| v.trim().parse().expect("a number"))
+        .collect()
 }
 
 fn args() -> Args {
@@ -53,8 +56,18 @@ fn args() -> Args {
 }
 
 /// One RDMA transfer of `total` bytes in `chunk`-byte writes, `window` in flight, K = window.
-fn rdma_once(lib: &std::sync::Arc<ferrokv_fabric::Library>, total: u64, chunk: u32, window: u32) -> Duration {
-    let config = RingConfig { slots: window, slot_size: chunk, total, window };
+fn rdma_once(
+    lib: &std::sync::Arc<ferrokv_fabric::Library>,
+    total: u64,
+    chunk: u32,
+    window: u32,
+) -> Duration {
+    let config = RingConfig {
+        slots: window,
+        slot_size: chunk,
+        total,
+        window,
+    };
     let listener = Listener::bind(lib, PROVIDER, loopback()).unwrap();
     let addr = listener.local_addr().unwrap();
     let sender = thread::spawn(move || {
@@ -103,6 +116,12 @@ fn tcp_once(total: u64, chunk: u32) -> Duration {
     took
 }
 
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
 fn median_gbps(total: u64, mut runs: Vec<Duration>) -> f64 {
     runs.sort();
     total as f64 / runs[runs.len() / 2].as_secs_f64() / 1e9
@@ -111,6 +130,7 @@ fn median_gbps(total: u64, mut runs: Vec<Duration>) -> f64 {
 fn main() {
     let args = args();
     let lib = library().expect("libfabric is needed for the sweep");
+    let load_before = loadavg();
     eprintln!(
         "libfabric {}, provider tcp, {} MiB per run, median of {} runs",
         lib.version_string(),
@@ -129,12 +149,17 @@ fn main() {
     for &chunk in &args.chunks {
         let mut row = format!("| {} KiB |", chunk >> 10);
         for &window in &args.windows {
-            let runs = (0..args.reps).map(|_| rdma_once(&lib, args.total, chunk, window)).collect();
+            let runs = (0..args.reps)
+                .map(|_| rdma_once(&lib, args.total, chunk, window))
+                .collect();
             row += &format!(" {:.2} |", median_gbps(args.total, runs));
         }
-        let runs = (0..args.reps).map(|_| tcp_once(args.total, chunk)).collect();
+        let runs = (0..args.reps)
+            .map(|_| tcp_once(args.total, chunk))
+            .collect();
         row += &format!(" {:.2} |", median_gbps(args.total, runs));
         println!("{row}");
     }
     println!("\n(GB/s = 10^9 bytes/s, sender's view: first write to last credit back)");
+    println!("load average before: {load_before}, after: {}", loadavg());
 }

@@ -44,11 +44,12 @@ impl Connection {
     }
 }
 
-fn wait_connected(eq: &EventQueue, ep: &Endpoint, deadline: Instant) -> Result<Vec<u8>> {
+fn wait_connected(eq: &EventQueue, ep: &Endpoint, timeout: Duration) -> Result<Vec<u8>> {
+    let deadline = Instant::now() + timeout;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(FabricError::Timeout(Duration::ZERO, "FI_CONNECTED"));
+            return Err(FabricError::Timeout(timeout, "FI_CONNECTED"));
         }
         match eq.wait(left)? {
             Some(CmEvent::Connected { id, private_data }) if id == ep.id() => {
@@ -109,9 +110,8 @@ impl Connection {
     /// `fi_connect` with `private_data`, then waits for `FI_CONNECTED`; the acceptor's private
     /// data lands in `peer_data`.
     pub fn connect(&mut self, private_data: &[u8], timeout: Duration) -> Result<()> {
-        let deadline = Instant::now() + timeout;
         self.endpoint.connect(private_data)?;
-        self.peer_data = wait_connected(&self.eq, &self.endpoint, deadline)?;
+        self.peer_data = wait_connected(&self.eq, &self.endpoint, timeout)?;
         Ok(())
     }
 }
@@ -176,13 +176,12 @@ impl Listener {
         cq_size: usize,
         timeout: Duration,
     ) -> Result<Connection> {
-        let deadline = Instant::now() + timeout;
         let domain = Domain::open(&self.fabric, &request.info)?;
         let eq = self.fabric.event_queue(EQ_SIZE)?;
         let cq = domain.completion_queue(cq_size)?;
         let endpoint = domain.endpoint(&request.info, &eq, &cq)?;
         endpoint.accept(private_data)?;
-        wait_connected(&eq, &endpoint, deadline)?;
+        wait_connected(&eq, &endpoint, timeout)?;
         Ok(Connection {
             fabric: self.fabric.clone(),
             domain,

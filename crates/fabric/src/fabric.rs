@@ -358,6 +358,8 @@ impl EventQueue {
                 return Ok(None);
             }
             if self.trywait()? {
+                // Capped so that connection events a provider progresses without touching the
+                // EQ fd (manual progress) are still picked up: a slow re-check, not a spin.
                 poll_readable(self.inner.fd, left.min(Duration::from_millis(100)))?;
             }
         }
