@@ -616,3 +616,61 @@ impl sealed::AsFid for CompletionQueue {
 }
 
 impl Waitable for CompletionQueue {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(flags: u32) -> CompletionKind {
+        Completion {
+            tag: 0,
+            flags: u64::from(flags),
+            len: 0,
+            immediate: None,
+        }
+        .kind()
+    }
+
+    #[test]
+    fn completions_are_classified_by_their_flags() {
+        // tcp's target side of fi_writedata (measured), and verbs' RECV_RDMA_WITH_IMM.
+        assert_eq!(
+            kind(sys::FI_REMOTE_WRITE | sys::FI_REMOTE_CQ_DATA),
+            CompletionKind::RemoteWrite
+        );
+        assert_eq!(
+            kind(sys::FI_RMA | sys::FI_REMOTE_WRITE | sys::FI_REMOTE_CQ_DATA),
+            CompletionKind::RemoteWrite
+        );
+        // A message that carries CQ data is still a receive, not a remote write.
+        assert_eq!(
+            kind(sys::FI_MSG | sys::FI_RECV | sys::FI_REMOTE_CQ_DATA),
+            CompletionKind::Recv
+        );
+        assert_eq!(kind(sys::FI_MSG | sys::FI_RECV), CompletionKind::Recv);
+        assert_eq!(kind(sys::FI_MSG | sys::FI_SEND), CompletionKind::Send);
+        assert_eq!(kind(sys::FI_RMA | sys::FI_WRITE), CompletionKind::Write);
+        assert_eq!(kind(0), CompletionKind::Other);
+    }
+
+    #[test]
+    fn access_flags_combine_and_are_checked_by_containment() {
+        let a = Access::SEND | Access::WRITE;
+        assert!(a.contains(Access::SEND));
+        assert!(a.contains(Access::WRITE));
+        assert!(!a.contains(Access::RECV));
+        assert!(!a.contains(Access::SEND | Access::REMOTE_WRITE));
+        assert_eq!(a.bits(), u64::from(sys::FI_SEND | sys::FI_WRITE));
+    }
+
+    #[test]
+    fn requested_keys_fit_the_providers_key_size() {
+        for size in [1usize, 2, 4] {
+            for _ in 0..64 {
+                assert!(random_key(size).unwrap() < 1u64 << (size * 8));
+            }
+        }
+        // 64 random bits: two draws colliding would mean the generator is broken.
+        assert_ne!(random_key(8).unwrap(), random_key(8).unwrap());
+    }
+}
