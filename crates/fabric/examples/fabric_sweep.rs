@@ -137,6 +137,28 @@ fn main() {
         args.total >> 20,
         args.reps
     );
+    // Repetitions are the outer loop, so a burst of load from elsewhere on the machine lands
+    // on every cell alike instead of on one column.
+    let cells: Vec<(u32, Option<u32>)> = args
+        .chunks
+        .iter()
+        .flat_map(|&c| {
+            args.windows
+                .iter()
+                .map(move |&w| (c, Some(w)))
+                .chain([(c, None)])
+        })
+        .collect();
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::new(); cells.len()];
+    for rep in 0..args.reps {
+        eprintln!("rep {}/{} (load {})", rep + 1, args.reps, loadavg());
+        for (cell, &(chunk, window)) in cells.iter().enumerate() {
+            samples[cell].push(match window {
+                Some(window) => rdma_once(&lib, args.total, chunk, window),
+                None => tcp_once(args.total, chunk),
+            });
+        }
+    }
     let mut header = String::from("| chunk |");
     let mut rule = String::from("|---|");
     for w in &args.windows {
@@ -146,18 +168,12 @@ fn main() {
     header += " TCP send |";
     rule += "---|";
     println!("{header}\n{rule}");
+    let mut samples = samples.into_iter();
     for &chunk in &args.chunks {
         let mut row = format!("| {} KiB |", chunk >> 10);
-        for &window in &args.windows {
-            let runs = (0..args.reps)
-                .map(|_| rdma_once(&lib, args.total, chunk, window))
-                .collect();
-            row += &format!(" {:.2} |", median_gbps(args.total, runs));
+        for _ in 0..=args.windows.len() {
+            row += &format!(" {:.2} |", median_gbps(args.total, samples.next().unwrap()));
         }
-        let runs = (0..args.reps)
-            .map(|_| tcp_once(args.total, chunk))
-            .collect();
-        row += &format!(" {:.2} |", median_gbps(args.total, runs));
         println!("{row}");
     }
     println!("\n(GB/s = 10^9 bytes/s, sender's view: first write to last credit back)");
