@@ -372,12 +372,7 @@ impl Endpoint {
         remote_key: u64,
         tag: u64,
     ) -> Result<()> {
-        if immediate > self.req.max_immediate() {
-            return Err(FabricError::Invalid(format!(
-                "immediate {immediate} exceeds the provider's {} bits of CQ data",
-                self.req.immediate_bits
-            )));
-        }
+        self.req.check_immediate(immediate)?;
         let (buf, desc) = self.local_buffer(src, &range, Access::WRITE)?;
         // SAFETY: the endpoint is live; buf/len lie in a registered region retained by this
         // endpoint until it is closed; desc is that region's descriptor.

@@ -99,6 +99,17 @@ impl Requirements {
         }
     }
 
+    /// Refuses an immediate wider than the provider's `cq_data_size` (32 bits on verbs).
+    pub fn check_immediate(&self, immediate: u64) -> Result<()> {
+        if immediate > self.max_immediate() {
+            return Err(FabricError::Invalid(format!(
+                "immediate {immediate} exceeds the provider's {} bits of CQ data",
+                self.immediate_bits
+            )));
+        }
+        Ok(())
+    }
+
     /// Decides from the raw `mode`, `mr_mode`, `cq_data_size` the provider returned.
     pub fn from_raw(mode: u64, mr_mode: i32, cq_data_size: usize) -> Self {
         let mr_mode = mr_mode as u32;
@@ -377,6 +388,17 @@ mod tests {
         assert!(req.provider_keys);
         assert_eq!(req.immediate_bits, 32);
         assert_eq!(req.max_immediate(), u32::MAX as u64);
+    }
+
+    #[test]
+    fn immediates_beyond_32_bits_are_refused_when_cq_data_size_is_4() {
+        let verbs = Requirements::from_raw(sys::FI_RX_CQ_DATA, 0, 4);
+        assert!(verbs.check_immediate(u64::from(u32::MAX)).is_ok());
+        let err = verbs.check_immediate(1 << 32).unwrap_err();
+        assert!(err.to_string().contains("32 bits"), "{err}");
+        assert!(Requirements::from_raw(0, 0, 8)
+            .check_immediate(u64::MAX)
+            .is_ok());
     }
 
     #[test]

@@ -260,3 +260,35 @@ fn unknown_provider_name_reports_rdma_unavailable() {
         "{err}"
     );
 }
+
+#[test]
+fn connection_with_an_unknown_token_is_rejected_and_the_connector_is_refused() {
+    let Some(lib) = library() else { return };
+    let config = RingConfig {
+        slots: 4,
+        slot_size: 4096,
+        total: 4096,
+        window: 4,
+    };
+    let listener = Listener::bind(&lib, PROVIDER, loopback()).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let master = thread::spawn(move || match RingSender::accept(&listener, 4, TEST_TOKEN) {
+        Err(FabricError::Invalid(why)) => why,
+        Err(other) => panic!("a foreign token must be refused as invalid, got {other}"),
+        Ok(_) => panic!("a foreign token was accepted"),
+    });
+    let start = Instant::now();
+    let err = match RingReceiver::connect(&lib, addr, config, *b"not-the-token!!!") {
+        Err(e) => e,
+        Ok(_) => panic!("connected with a token the master never issued"),
+    };
+    assert!(
+        start.elapsed() < SETUP_TIMEOUT,
+        "the refusal must not wait for a timeout"
+    );
+    match &err {
+        FabricError::Event(e) => assert_eq!(e.err, libc::ECONNREFUSED, "{e}"),
+        other => panic!("expected a refused connection event, got {other}"),
+    }
+    assert_eq!(master.join().unwrap(), "connection with an unknown token");
+}

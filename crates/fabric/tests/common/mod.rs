@@ -382,7 +382,13 @@ impl RingSender {
         token: [u8; 16],
     ) -> Result<RingSender, FabricError> {
         let request = listener.next_request(SETUP_TIMEOUT)?;
-        let ring = RingDescriptor::decode(&request.private_data)?;
+        let ring = match RingDescriptor::decode(&request.private_data) {
+            Ok(ring) => ring,
+            Err(e) => {
+                listener.pep.reject(request, b"bad ring")?;
+                return Err(e.into());
+            }
+        };
         if ring.token != token {
             listener.pep.reject(request, b"bad token")?;
             return Err(FabricError::Invalid(
