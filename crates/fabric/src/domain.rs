@@ -368,6 +368,12 @@ impl MemoryRegion {
         }
     }
 
+    /// The local descriptor (`fi_mr_desc`; NULL when the provider has none). Endpoint posts
+    /// pass it automatically; exposed for diagnostics.
+    pub fn descriptor(&self) -> *mut c_void {
+        self.inner.desc
+    }
+
     /// What the region was registered for.
     pub fn access(&self) -> Access {
         self.inner.access

@@ -10,6 +10,7 @@
 use std::ffi::c_void;
 use std::os::fd::{AsRawFd, RawFd};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,12 +25,25 @@ use crate::sys;
 /// `fid` must be a live libfabric object that is closed only here, and nothing may use it after.
 pub(crate) unsafe fn close_fid(fid: *mut sys::fid) -> i32 {
     // SAFETY: the caller guarantees fid is live; every fid has an ops table with close.
-    unsafe {
+    let ret = unsafe {
         match (*(*fid).ops).close {
             Some(close) => close(fid),
             None => 0,
         }
+    };
+    if ret != 0 {
+        CLOSE_FAILURES.fetch_add(1, Ordering::Relaxed);
     }
+    ret
+}
+
+static CLOSE_FAILURES: AtomicUsize = AtomicUsize::new(0);
+
+/// How many `fi_close` calls have failed in this process (e.g. `-FI_EBUSY` for a queue closed
+/// before an endpoint bound to it). Drop cannot report errors; this makes a wrong close order
+/// visible to tests and metrics. Stays 0 when ownership works as designed.
+pub fn close_failures() -> usize {
+    CLOSE_FAILURES.load(Ordering::Relaxed)
 }
 
 /// Reads the wait fd of an EQ or CQ opened with `FI_WAIT_FD` (`fi_control(FI_GETWAIT)`).

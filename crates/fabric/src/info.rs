@@ -412,6 +412,20 @@ mod tests {
     }
 
     #[test]
+    fn fi_provider_names_a_single_provider_and_leaves_filters_to_libfabric() {
+        // The only test in this binary that reads FI_PROVIDER.
+        let hints = Hints::default();
+        std::env::set_var(PROVIDER_ENV, "verbs");
+        assert_eq!(hints.provider_name().as_deref(), Some("verbs"));
+        for filter in ["tcp,verbs", "^shm", ""] {
+            std::env::set_var(PROVIDER_ENV, filter);
+            assert_eq!(hints.provider_name(), None, "{filter:?}");
+        }
+        std::env::remove_var(PROVIDER_ENV);
+        assert_eq!(hints.provider_name(), None);
+    }
+
+    #[test]
     fn explicit_provider_wins_over_the_environment() {
         let hints = Hints::listen(Some("verbs"), "127.0.0.1:0".parse().unwrap());
         assert_eq!(hints.provider_name().as_deref(), Some("verbs"));

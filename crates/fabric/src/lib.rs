@@ -81,7 +81,7 @@ pub use connection::{connect, Connection, Listener};
 pub use domain::{Access, Completion, CompletionKind, CompletionQueue, Domain, MemoryRegion};
 pub use endpoint::{Endpoint, PassiveEndpoint};
 pub use error::{CompletionError, EventError, FabricError, Result};
-pub use fabric::{CmEvent, ConnectionRequest, EventQueue, Fabric, Waitable};
+pub use fabric::{close_failures, CmEvent, ConnectionRequest, EventQueue, Fabric, Waitable};
 pub use info::{Hints, Info, Requirements, PROVIDER_ENV};
 pub use library::{Library, DEFAULT_LIBRARY, LIBRARY_ENV};
 pub use private_data::{AcceptDescriptor, RingDescriptor, MAX_PRIVATE_DATA};
