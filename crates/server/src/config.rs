@@ -357,9 +357,17 @@ pub static OPTIONS: &[ConfigOption] = &[
         "notice",
         true,
         |c, a| {
-            c.loglevel = match one(a)?.to_ascii_lowercase().as_str() {
-            "debug" => LogLevel::Debug, "verbose" => LogLevel::Verbose, "notice" => LogLevel::Notice, "warning" => LogLevel::Warning,
-            _ => return Err("argument(s) must be one of the following: debug, verbose, notice, warning, nothing".into()) };
+            c.loglevel =
+                match one(a)?.to_ascii_lowercase().as_str() {
+                    "debug" => LogLevel::Debug,
+                    "verbose" => LogLevel::Verbose,
+                    "notice" => LogLevel::Notice,
+                    "warning" => LogLevel::Warning,
+                    _ => return Err(
+                        "argument(s) must be one of the following: debug, verbose, notice, warning"
+                            .into(),
+                    ),
+                };
             Ok(())
         },
         |c| match c.loglevel {
@@ -421,7 +429,11 @@ pub static OPTIONS: &[ConfigOption] = &[
         |c, a| {
             let v = parse_memory(one(a)?)?;
             if v < 1024 * 1024 {
-                return Err("argument must be a memory value bigger than 1mb".into());
+                return Err(format!(
+                    "argument must be between {} and {} inclusive",
+                    1024 * 1024,
+                    i64::MAX
+                ));
             }
             c.proto_max_bulk_len = v;
             Ok(())
@@ -435,7 +447,11 @@ pub static OPTIONS: &[ConfigOption] = &[
         |c, a| {
             let v = parse_memory(one(a)?)?;
             if v < 1024 * 1024 {
-                return Err("argument must be a memory value bigger than 1mb".into());
+                return Err(format!(
+                    "argument must be between {} and {} inclusive",
+                    1024 * 1024,
+                    i64::MAX
+                ));
             }
             c.client_query_buffer_limit = v;
             Ok(())
@@ -454,7 +470,8 @@ pub static OPTIONS: &[ConfigOption] = &[
         "10",
         true,
         |c, a| {
-            c.hz = parse_int(a, 1, 500)?;
+            // Any int is accepted and clamped to 1..=500, as Redis does.
+            c.hz = parse_int(a, 0, i32::MAX as u64)?.clamp(1, 500);
             Ok(())
         },
         |c| c.hz.to_string()

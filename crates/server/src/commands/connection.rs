@@ -343,9 +343,11 @@ fn client_list(ctx: &mut Ctx, args: Args) {
         } else if is(a, "id") && i + 1 < args.len() {
             let mut v = Vec::new();
             for id in args.iter().skip(i + 1) {
+                // Any integer is accepted (Redis's getLongLongFromObject);
+                // ids below 1 simply match no client.
                 match ferrokv_resp::parse_i64(id) {
-                    Some(n) if n > 0 => v.push(n as u64),
-                    _ => {
+                    Some(n) => v.push(n.max(0) as u64),
+                    None => {
                         ctx.error("ERR Invalid client ID");
                         return;
                     }

@@ -12,6 +12,7 @@
 pub mod connection;
 pub mod docs;
 pub mod keys;
+pub mod long_double;
 pub mod server;
 pub mod string;
 

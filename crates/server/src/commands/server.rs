@@ -91,7 +91,7 @@ static COMMAND_SUBS: &[CommandSpec] = &[
             "Returns a list of command names.",
             "[FILTERBY MODULE module-name|ACLCAT category|PATTERN pattern]",
         ),
-    cmd("command|getkeys", -3, LOADING | STALE, command_getkeys).doc(
+    cmd("command|getkeys", -4, LOADING | STALE, command_getkeys).doc(
         "Extracts the key names from an arbitrary command.",
         "command [arg [arg ...]]",
     ),
@@ -281,7 +281,8 @@ fn command_info(ctx: &mut Ctx, args: Args) {
     for s in specs {
         match s {
             Some(s) => docs::command_info(&mut ctx.client.out, s),
-            None => ctx.client.out.null_array(),
+            // Redis answers an unknown name with a null (`$-1` in RESP2).
+            None => ctx.client.out.null(),
         }
     }
 }
@@ -304,8 +305,10 @@ fn command_docs(ctx: &mut Ctx, args: Args) {
 }
 
 /// COMMAND LIST [FILTERBY MODULE module-name|ACLCAT category|PATTERN pattern]
+///
+/// Redis 7.0 lists subcommands too, by their full name (`config|get`).
 fn command_list(ctx: &mut Ctx, args: Args) {
-    let mut names: Vec<&'static str> = ctx.srv.commands.top_level().map(|s| s.name).collect();
+    let mut names: Vec<&'static str> = ctx.srv.commands.specs.iter().map(|s| s.name).collect();
     if args.len() > 2 {
         if args.len() != 5 || !is(args.get(2), "filterby") {
             ctx.error(err::SYNTAX);
@@ -318,7 +321,7 @@ fn command_list(ctx: &mut Ctx, args: Args) {
             names.clear();
         } else if is(kind, "aclcat") {
             let cat = String::from_utf8_lossy(v).to_ascii_lowercase();
-            let specs: Vec<&'static CommandSpec> = ctx.srv.commands.top_level().collect();
+            let specs: Vec<&'static CommandSpec> = ctx.srv.commands.specs.clone();
             names = specs
                 .into_iter()
                 .filter(|s| {

@@ -5,6 +5,7 @@
 //! else as bytes, inline when short.
 
 use super::flags::*;
+use super::long_double::LongDouble;
 use super::{err, is, parse_f64, parse_int, CommandSpec, Ctx};
 use ferrokv_resp::Args;
 use ferrokv_store::value::itoa_buf;
@@ -676,22 +677,29 @@ pub fn format_human_double(v: f64) -> String {
 
 /// INCRBYFLOAT key increment
 fn incrbyfloat(ctx: &mut Ctx, args: Args) {
-    let Some(by) = parse_f64(args.get(2)) else {
-        ctx.error(err::NOT_FLOAT);
-        return;
+    // Redis adds in `long double`; see `long_double` for why it matters.
+    let parse = |s: &[u8]| LongDouble::parse(s, parse_f64(s));
+    // `inf` is a valid increment whose sum is refused further down.
+    let by = match parse(args.get(2)) {
+        Some(v) => Some(v),
+        None if parse_f64(args.get(2)).is_some_and(f64::is_infinite) => None,
+        None => {
+            ctx.error(err::NOT_FLOAT);
+            return;
+        }
     };
     let db = ctx.client.db;
     let key = args.get(1);
     let lru = ctx.srv.lru_clock;
     let (cur, expire_at) = match ctx.srv.lookup_write(db, key, ctx.now_ms) {
-        None => (0.0, NO_EXPIRE),
+        None => (LongDouble::ZERO, NO_EXPIRE),
         Some(e) => {
             let mut buf = itoa_buf::Buf::new();
             let Some(s) = as_bytes(&e.value, &mut buf) else {
                 ctx.client.out.error(err::WRONGTYPE);
                 return;
             };
-            match parse_f64(s) {
+            match parse(s) {
                 Some(v) => (v, e.expire_at),
                 None => {
                     ctx.client.out.error(err::NOT_FLOAT);
@@ -700,12 +708,11 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
             }
         }
     };
-    let n = cur + by;
-    if n.is_nan() || n.is_infinite() {
+    let Some(n) = by.and_then(|by| cur.add(by)) else {
         ctx.error("ERR increment would produce NaN or Infinity");
         return;
-    }
-    let text = format_human_double(n);
+    };
+    let text = n.to_human_string();
     // Stored as text even when it reads as an integer: Redis keeps the
     // result of `createStringObjectFromLongDouble` as it is (`embstr`).
     let value = Value::Str(ferrokv_store::SmallBytes::new(text.as_bytes()));
