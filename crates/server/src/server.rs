@@ -209,17 +209,15 @@ impl Server {
     /// Runs one command for `client` (Redis's `processCommand` + `call`).
     pub fn execute(&mut self, client: &mut Client, args: Args) {
         let name = args.get(0);
+        // As Redis 7.0's processCommand: existence (subcommands included),
+        // then arity, then authentication.
         let Some(idx) = self.commands.lookup(name) else {
-            if !client.authenticated {
-                client.out.error(err::NOAUTH);
-                return;
-            }
             client.out.error_bytes(&unknown_command_error(&args));
             return;
         };
         let mut idx = idx;
         let mut spec = self.commands.specs[idx];
-        if !spec.subcommands.is_empty() && args.len() >= 2 && client.authenticated {
+        if !spec.subcommands.is_empty() && args.len() >= 2 {
             match self.commands.lookup_sub(spec.name, args.get(1)) {
                 Some(sub) => {
                     idx = sub;
@@ -236,16 +234,16 @@ impl Server {
                 }
             }
         }
-        if !client.authenticated && !spec.has(crate::commands::flags::NO_AUTH) {
-            client.out.error(err::NOAUTH);
-            self.cmd_stats[idx].rejected_calls += 1;
-            return;
-        }
         if !spec.arity_ok(args.len()) {
             client.out.error(&format!(
                 "ERR wrong number of arguments for '{}' command",
                 spec.name
             ));
+            self.cmd_stats[idx].rejected_calls += 1;
+            return;
+        }
+        if !client.authenticated && !spec.has(crate::commands::flags::NO_AUTH) {
+            client.out.error(err::NOAUTH);
             self.cmd_stats[idx].rejected_calls += 1;
             return;
         }

@@ -178,7 +178,7 @@ fn hello(ctx: &mut Ctx, args: Args) {
         }
     }
     if !ctx.client.authenticated {
-        ctx.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+        ctx.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
         return;
     }
     if let Some(name) = setname {

@@ -256,7 +256,7 @@ impl Reactor {
                 self.srv.stats.client_qbuf_limit_disconnections += 1;
                 return false;
             }
-            if !more || c.close_after_reply || c.close_asap {
+            if !more || c.close_after_reply || c.close_asap || self.over_hard_output_limit(c) {
                 break;
             }
             budget = budget.saturating_sub(n);
@@ -278,6 +278,12 @@ impl Reactor {
             authenticated: c.authenticated,
         };
         while c.in_start < c.in_end && !c.close_after_reply && !c.close_asap {
+            // Like Redis, which checks the limit as each reply is added: a
+            // client past its hard output limit runs nothing more, so a
+            // pipeline of large replies cannot grow its buffer unbounded.
+            if self.over_hard_output_limit(c) {
+                break;
+            }
             match decoder.decode(&inbuf[c.in_start..c.in_end], limits) {
                 Ok(None) => break,
                 Ok(Some(d)) => {
@@ -301,6 +307,11 @@ impl Reactor {
         c.inbuf = inbuf;
         c.decoder = decoder;
         self.srv.count_errors(c);
+    }
+
+    fn over_hard_output_limit(&self, c: &Client) -> bool {
+        let hard = self.srv.config.output_limit_normal.hard;
+        hard > 0 && c.pending_output() as u64 >= hard
     }
 
     /// Applies `client-output-buffer-limit`. True when the client must go.
