@@ -370,6 +370,15 @@ fn incrbyfloat_formats_like_redis() {
                 &["INCRBYFLOAT", "fl:inf", "inf"],
                 err("ERR increment would produce NaN or Infinity"),
             ),
+            (&["SET", "fl:inf", "-inf"], ok()),
+            (
+                &["INCRBYFLOAT", "fl:inf", "-1.5"],
+                err("ERR increment would produce NaN or Infinity"),
+            ),
+            (
+                &["INCRBYFLOAT", "fl:inf", "x"],
+                err("ERR value is not a valid float"),
+            ),
             (&["SET", "fl:big", "3000"], ok()),
             // Redis computes in long double and prints %.17Lf.
             (

@@ -678,21 +678,21 @@ pub fn format_human_double(v: f64) -> String {
 /// INCRBYFLOAT key increment
 fn incrbyfloat(ctx: &mut Ctx, args: Args) {
     // Redis adds in `long double`; see `long_double` for why it matters.
-    let parse = |s: &[u8]| LongDouble::parse(s, parse_f64(s));
-    // `inf` is a valid increment whose sum is refused further down.
-    let by = match parse(args.get(2)) {
-        Some(v) => Some(v),
-        None if parse_f64(args.get(2)).is_some_and(f64::is_infinite) => None,
-        None => {
-            ctx.error(err::NOT_FLOAT);
-            return;
-        }
+    // Ok(None) is a valid infinite operand (`inf`), refused after the sum.
+    let parse = |s: &[u8]| match LongDouble::parse(s, parse_f64(s)) {
+        Some(v) => Ok(Some(v)),
+        None if parse_f64(s).is_some_and(f64::is_infinite) => Ok(None),
+        None => Err(()),
+    };
+    let Ok(by) = parse(args.get(2)) else {
+        ctx.error(err::NOT_FLOAT);
+        return;
     };
     let db = ctx.client.db;
     let key = args.get(1);
     let lru = ctx.srv.lru_clock;
     let (cur, expire_at) = match ctx.srv.lookup_write(db, key, ctx.now_ms) {
-        None => (LongDouble::ZERO, NO_EXPIRE),
+        None => (Some(LongDouble::ZERO), NO_EXPIRE),
         Some(e) => {
             let mut buf = itoa_buf::Buf::new();
             let Some(s) = as_bytes(&e.value, &mut buf) else {
@@ -700,15 +700,15 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
                 return;
             };
             match parse(s) {
-                Some(v) => (v, e.expire_at),
-                None => {
+                Ok(v) => (v, e.expire_at),
+                Err(()) => {
                     ctx.client.out.error(err::NOT_FLOAT);
                     return;
                 }
             }
         }
     };
-    let Some(n) = by.and_then(|by| cur.add(by)) else {
+    let Some(n) = cur.zip(by).and_then(|(cur, by)| cur.add(by)) else {
         ctx.error("ERR increment would produce NaN or Infinity");
         return;
     };
