@@ -36,6 +36,7 @@ fn mix_value(d: &mut Digest, e: &Entry) {
     match &e.value {
         Value::Int(i) => mix(d, itoa_buf::Buf::new().format(*i)),
         Value::Str(s) => mix(d, s),
+        Value::Raw(b) => mix(d, b),
     }
     if e.has_expire() {
         xor(d, b"!!expire!!");

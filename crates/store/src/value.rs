@@ -35,6 +35,11 @@ pub enum Value {
     Int(i64),
     /// Any other string (binary-safe).
     Str(SmallBytes),
+    /// A string edited in place (`APPEND`, `SETRANGE`). Redis keeps such a
+    /// string in its `raw` encoding however short it is, and `OBJECT
+    /// ENCODING` shows it; the bytes live on the heap, as Redis's do. The
+    /// variant's payload leaves the enum at 24 bytes.
+    Raw(Box<[u8]>),
 }
 
 /// Longest string Redis stores as `embstr` (reported by `OBJECT ENCODING`).
@@ -63,7 +68,7 @@ impl Value {
 
     pub fn value_type(&self) -> ValueType {
         match self {
-            Value::Int(_) | Value::Str(_) => ValueType::String,
+            Value::Int(_) | Value::Str(_) | Value::Raw(_) => ValueType::String,
         }
     }
 
@@ -72,7 +77,7 @@ impl Value {
         match self {
             Value::Int(_) => "int",
             Value::Str(s) if s.len() <= EMBSTR_MAX => "embstr",
-            Value::Str(_) => "raw",
+            Value::Str(_) | Value::Raw(_) => "raw",
         }
     }
 
@@ -81,6 +86,7 @@ impl Value {
         match self {
             Value::Int(_) => 0,
             Value::Str(s) => s.heap_size(),
+            Value::Raw(b) => b.len(),
         }
     }
 }
@@ -90,6 +96,7 @@ pub fn str_bytes<'a>(v: &'a Value, buf: &'a mut itoa_buf::Buf) -> Option<&'a [u8
     match v {
         Value::Int(i) => Some(buf.format(*i)),
         Value::Str(s) => Some(s.as_slice()),
+        Value::Raw(b) => Some(b),
     }
 }
 
@@ -149,6 +156,15 @@ pub fn parse_canonical_i64(s: &[u8]) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raw_strings_report_raw_whatever_their_length() {
+        assert_eq!(Value::Raw(b"12".to_vec().into()).encoding(), "raw");
+        assert_eq!(
+            Value::Raw(b"12".to_vec().into()).value_type(),
+            ValueType::String
+        );
+    }
 
     #[test]
     fn value_is_24_bytes() {

@@ -432,15 +432,16 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
                 let ser = match &e.value {
                     ferrokv_store::Value::Int(i) if (-(1 << 31)..(1 << 31)).contains(i) => 5,
                     ferrokv_store::Value::Int(i) => i.to_string().len() + 1,
-                    ferrokv_store::Value::Str(s) => {
-                        s.len()
-                            + if s.len() < 64 {
-                                1
-                            } else if s.len() < 16384 {
-                                2
-                            } else {
-                                5
-                            }
+                    v => {
+                        let mut buf = ferrokv_store::value::itoa_buf::Buf::new();
+                        let n = ferrokv_store::value::str_bytes(v, &mut buf).map_or(0, <[u8]>::len);
+                        n + if n < 64 {
+                            1
+                        } else if n < 16384 {
+                            2
+                        } else {
+                            5
+                        }
                     }
                 };
                 let idle = clock.wrapping_sub(e.lru) & crate::server::LRU_CLOCK_MAX;

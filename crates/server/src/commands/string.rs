@@ -53,13 +53,14 @@ fn as_bytes<'a>(v: &'a Value, buf: &'a mut itoa_buf::Buf) -> Option<&'a [u8]> {
     match v {
         Value::Int(i) => Some(buf.format(*i)),
         Value::Str(s) => Some(s),
+        Value::Raw(b) => Some(b),
         #[allow(unreachable_patterns)]
         _ => None,
     }
 }
 
 fn is_string(v: &Value) -> bool {
-    matches!(v, Value::Int(_) | Value::Str(_))
+    matches!(v, Value::Int(_) | Value::Str(_) | Value::Raw(_))
 }
 
 /// Writes a string value as a bulk reply (WRONGTYPE for other types).
@@ -67,6 +68,7 @@ fn reply_value(ctx_out: &mut crate::net::client::Reply, v: &Value) {
     match v {
         Value::Int(i) => ctx_out.bulk_int(*i),
         Value::Str(s) => ctx_out.bulk(s),
+        Value::Raw(b) => ctx_out.bulk(b),
         #[allow(unreachable_patterns)]
         _ => ctx_out.error(err::WRONGTYPE),
     }
@@ -462,9 +464,9 @@ fn append(ctx: &mut Ctx, args: Args) {
             v.extend_from_slice(cur);
             v.extend_from_slice(add);
             let n = v.len();
-            // Appending makes a raw string even when the result looks like
-            // an integer, as in Redis.
-            e.value = Value::Str(ferrokv_store::SmallBytes::from_vec(v));
+            // Appending makes a raw string even when the result is short
+            // or looks like an integer, as in Redis.
+            e.value = Value::Raw(v.into_boxed_slice());
             ctx.client.out.int(n as i64);
         }
     }
@@ -554,12 +556,7 @@ fn setrange(ctx: &mut Ctx, args: Args) {
             let mut v = vec![0u8; offset as usize + value.len()];
             v[offset as usize..].copy_from_slice(value);
             let n = v.len();
-            ctx.srv.keyspace.dbs[db].upsert(
-                key,
-                Value::Str(ferrokv_store::SmallBytes::from_vec(v)),
-                NO_EXPIRE,
-                lru,
-            );
+            ctx.srv.keyspace.dbs[db].upsert(key, Value::Raw(v.into_boxed_slice()), NO_EXPIRE, lru);
             ctx.client.out.int(n as i64);
         }
         Some(e) => {
@@ -585,7 +582,7 @@ fn setrange(ctx: &mut Ctx, args: Args) {
             }
             v[offset as usize..end].copy_from_slice(value);
             let n = v.len();
-            e.value = Value::Str(ferrokv_store::SmallBytes::from_vec(v));
+            e.value = Value::Raw(v.into_boxed_slice());
             ctx.client.out.int(n as i64);
         }
     }
@@ -605,6 +602,13 @@ fn incr_by(ctx: &mut Ctx, key: &[u8], by: i64) {
             let cur = match &e.value {
                 Value::Int(i) => *i,
                 Value::Str(s) => match ferrokv_resp::parse_i64(s) {
+                    Some(i) => i,
+                    None => {
+                        ctx.client.out.error(err::NOT_INTEGER);
+                        return;
+                    }
+                },
+                Value::Raw(b) => match ferrokv_resp::parse_i64(b) {
                     Some(i) => i,
                     None => {
                         ctx.client.out.error(err::NOT_INTEGER);
