@@ -352,7 +352,7 @@ impl LongDouble {
 
     /// The exactly rounded sum; `None` when it overflows (Redis's "would
     /// produce NaN or Infinity").
-    pub fn add(self, o: LongDouble) -> Option<LongDouble> {
+    pub fn checked_add(self, o: LongDouble) -> Option<LongDouble> {
         if self.mant == 0 {
             return Some(if o.mant == 0 {
                 LongDouble {
@@ -422,7 +422,7 @@ mod tests {
     fn incr(cur: &str, by: &str) -> Option<String> {
         let a = LongDouble::parse(cur.as_bytes(), cur.parse().ok())?;
         let b = LongDouble::parse(by.as_bytes(), by.parse().ok())?;
-        Some(a.add(b)?.to_human_string())
+        Some(a.checked_add(b)?.to_human_string())
     }
 
     /// Every expected string was produced by redis-server 7.0.15 on x86-64.

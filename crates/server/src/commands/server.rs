@@ -505,6 +505,8 @@ fn debug_protocol(ctx: &mut Ctx, kind: &[u8]) {
     match String::from_utf8_lossy(kind).to_ascii_lowercase().as_str() {
         "string" => out.bulk(b"Hello World"),
         "integer" => out.int(12345),
+        // Redis's literal, not an approximation of pi.
+        #[allow(clippy::approx_constant)]
         "double" => out.double(3.141),
         "bignum" => ferrokv_resp::encode::big_number(
             &mut out.buf,

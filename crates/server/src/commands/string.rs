@@ -712,7 +712,7 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
             }
         }
     };
-    let Some(n) = cur.zip(by).and_then(|(cur, by)| cur.add(by)) else {
+    let Some(n) = cur.zip(by).and_then(|(cur, by)| cur.checked_add(by)) else {
         ctx.error("ERR increment would produce NaN or Infinity");
         return;
     };
