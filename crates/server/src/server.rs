@@ -48,7 +48,9 @@ impl InstantMetric {
         if let Some(t) = self.last_time {
             let dt = now.duration_since(t).as_secs_f64();
             if dt > 0.0 {
-                self.samples[self.idx] = (value - self.last_value) as f64 / dt;
+                // A counter reset by CONFIG RESETSTAT counts from zero.
+                let delta = value.checked_sub(self.last_value).unwrap_or(value);
+                self.samples[self.idx] = delta as f64 / dt;
                 self.idx = (self.idx + 1) % self.samples.len();
             }
         }

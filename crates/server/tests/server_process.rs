@@ -427,8 +427,22 @@ fn flushall_sync_and_async_empty_every_database() {
 
 #[test]
 fn config_resetstat_clears_counters() {
-    let s = ServerProcess::ferrokv(&[]);
+    let mut s = ServerProcess::ferrokv(&[]);
     let mut r = s.raw();
+    // Many commands, then a cron run, so the ops/sec sampler has seen a
+    // count larger than what follows the reset.
+    r.send(&b"PING\r\n".repeat(1000));
+    assert_eq!(r.recv_exact(7 * 1000), b"+PONG\r\n".repeat(1000));
+    // DBSIZE does not expire keys itself: only the cron's active expiry
+    // brings it back down.
+    let cron_ran = |r: &mut common::Raw| {
+        let before = r.cmd(&["DBSIZE"]);
+        assert_eq!(r.cmd(&["SET", "gone", "v", "PX", "1"]), ok());
+        wait_for("a cron run (active expiry)", 10, || {
+            (r.cmd(&["DBSIZE"]) == before).then_some(())
+        });
+    };
+    cron_ran(&mut r);
     assert_eq!(r.cmd(&["SET", "k", "v"]), ok());
     assert_eq!(r.cmd(&["GET", "k"]), Frame::Bulk(b"v".to_vec()));
     assert_eq!(r.cmd(&["GET", "nokey"]), Frame::Null);
@@ -445,6 +459,16 @@ fn config_resetstat_clears_counters() {
     // Only the INFO calls made since the reset.
     assert!(!stats.contains("cmdstat_get:"), "{stats}");
     assert!(!stats.contains("cmdstat_set:"), "{stats}");
+    // The periodic ops/sec sampling copes with counters that went back to
+    // zero (it used to panic on the subtraction).
+    cron_ran(&mut r);
+    cron_ran(&mut r);
+    assert!(s.alive());
+    assert_eq!(
+        s.info_field("stats", "instantaneous_ops_per_sec")
+            .map(|v| v.parse::<u64>().is_ok()),
+        Some(true)
+    );
 }
 
 #[test]

@@ -166,6 +166,9 @@ fn config_set(ctx: &mut Ctx, args: Args) {
 /// CONFIG RESETSTAT
 fn config_resetstat(ctx: &mut Ctx, _args: Args) {
     ctx.srv.stats = Default::default();
+    ctx.srv.ops_metric = Default::default();
+    ctx.srv.net_in_metric = Default::default();
+    ctx.srv.net_out_metric = Default::default();
     for s in ctx.srv.cmd_stats.iter_mut() {
         *s = Default::default();
     }
