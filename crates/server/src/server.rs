@@ -208,8 +208,26 @@ impl Server {
         }
     }
 
-    /// Runs one command for `client` (Redis's `processCommand` + `call`).
+    /// Runs one command for `client` and applies `CLIENT REPLY` to
+    /// whatever it answered, rejections included (Redis's `resetClient`).
     pub fn execute(&mut self, client: &mut Client, args: Args) {
+        let reply_mark = client.out.buf.len();
+        self.dispatch(client, args);
+        match client.reply_mode {
+            ReplyMode::Off | ReplyMode::Skip => client.out.buf.truncate(reply_mark),
+            ReplyMode::On | ReplyMode::SkipNext => {}
+        }
+        // `CLIENT REPLY SKIP` silences the command after it, whatever it is.
+        client.reply_mode = match client.reply_mode {
+            ReplyMode::Skip => ReplyMode::On,
+            ReplyMode::SkipNext => ReplyMode::Skip,
+            mode => mode,
+        };
+    }
+
+    /// Looks the command up, checks it and calls it (Redis's
+    /// `processCommand` + `call`).
+    fn dispatch(&mut self, client: &mut Client, args: Args) {
         let name = args.get(0);
         // As Redis 7.0's processCommand: existence (subcommands included),
         // then arity, then authentication.
@@ -250,7 +268,6 @@ impl Server {
             return;
         }
         client.last_cmd = spec.name;
-        let reply_mark = client.out.buf.len();
         let errors_before = client.out.error_codes.len();
         let now_ms = self.now_ms;
         let t0 = Instant::now();
@@ -270,18 +287,6 @@ impl Server {
             st.failed_calls += 1;
         }
         self.stats.total_commands_processed += 1;
-        match client.reply_mode {
-            ReplyMode::On => {}
-            ReplyMode::Off | ReplyMode::Skip => client.out.buf.truncate(reply_mark),
-            ReplyMode::SkipNext => {}
-        }
-        // `CLIENT REPLY SKIP` silences the command after it.
-        if client.reply_mode == ReplyMode::Skip {
-            client.reply_mode = ReplyMode::On;
-        }
-        if client.reply_mode == ReplyMode::SkipNext && spec.name != "client" {
-            client.reply_mode = ReplyMode::Skip;
-        }
     }
 
     /// Frees a value on the lazy-free thread (`UNLINK`, `FLUSHALL ASYNC`):

@@ -894,6 +894,11 @@ fn client_id_setname_getname_info_list() {
             (&["CLIENT", "LIST", "ID", "x"], err("ERR Invalid client ID")),
             (&["CLIENT", "LIST", "ID", "0"], bulk("")),
             (&["CLIENT", "LIST", "FOO"], err(SYNTAX)),
+            (&["CLIENT", "LIST", "ID"], err(SYNTAX)),
+            (
+                &["CLIENT", "LIST", "TYPE", "normal", "ID", "1"],
+                err(SYNTAX),
+            ),
             (&["CLIENT", "LIST", "TYPE", "master"], bulk("")),
         ],
     );
@@ -1001,6 +1006,22 @@ fn client_reply_off_and_skip_silence_replies() {
     r.send(b"CLIENT REPLY SKIP\r\nSET rep:a 2\r\nGET rep:a\r\n");
     r.roundtrip(b"", b"$1\r\n2\r\n");
     r.roundtrip(b"CLIENT REPLY maybe\r\n", b"-ERR syntax error\r\n");
+    // Rejected commands are silenced too, and SKIP covers whatever comes next.
+    r.send(b"CLIENT REPLY OFF\r\nNOSUCH\r\nGET\r\nCLIENT REPLY ON\r\n");
+    r.roundtrip(b"", b"+OK\r\n");
+    r.send(b"CLIENT REPLY SKIP\r\nNOSUCH\r\nPING\r\n");
+    r.roundtrip(b"", b"+PONG\r\n");
+    r.send(b"CLIENT REPLY SKIP\r\nGET\r\nPING\r\n");
+    r.roundtrip(b"", b"+PONG\r\n");
+    // CLIENT REPLY ON cancels a pending SKIP and is answered.
+    r.send(b"CLIENT REPLY SKIP\r\nCLIENT REPLY ON\r\nPING\r\n");
+    r.roundtrip(b"", b"+OK\r\n+PONG\r\n");
+    // Even a protocol error goes unanswered. ferrokv then closes the
+    // connection; Redis 7.0 leaves it open and ignores all further input.
+    r.send(b"CLIENT REPLY OFF\r\n*1\r\nx\r\nPING\r\n");
+    if !against_redis() {
+        assert_eq!(r.read_to_close(), b"");
+    }
 }
 
 // ------------------------------------------------------------------ server

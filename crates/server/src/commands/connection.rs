@@ -321,44 +321,39 @@ pub fn client_line(c: &Client, current: bool) -> String {
 
 /// CLIENT LIST [TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id [client-id ...]]
 fn client_list(ctx: &mut Ctx, args: Args) {
+    // One filter at most, as Redis 7.0: `TYPE t` alone, or `ID id [id ...]`.
     let mut ids: Option<Vec<u64>> = None;
     let mut only_normal = None;
-    let mut i = 2;
-    while i < args.len() {
-        let a = args.get(i);
-        if is(a, "type") && i + 1 < args.len() {
-            let t = args.get(i + 1);
-            if is(t, "normal") {
-                only_normal = Some(true);
-            } else if is(t, "master") || is(t, "replica") || is(t, "slave") || is(t, "pubsub") {
-                only_normal = Some(false);
-            } else {
-                ctx.error(&format!(
-                    "ERR Unknown client type '{}'",
-                    String::from_utf8_lossy(t)
-                ));
-                return;
-            }
-            i += 2;
-        } else if is(a, "id") && i + 1 < args.len() {
-            let mut v = Vec::new();
-            for id in args.iter().skip(i + 1) {
-                // Any integer is accepted (Redis's getLongLongFromObject);
-                // ids below 1 simply match no client.
-                match ferrokv_resp::parse_i64(id) {
-                    Some(n) => v.push(n.max(0) as u64),
-                    None => {
-                        ctx.error("ERR Invalid client ID");
-                        return;
-                    }
-                }
-            }
-            ids = Some(v);
-            break;
+    if args.len() == 4 && is(args.get(2), "type") {
+        let t = args.get(3);
+        if is(t, "normal") {
+            only_normal = Some(true);
+        } else if is(t, "master") || is(t, "replica") || is(t, "slave") || is(t, "pubsub") {
+            only_normal = Some(false);
         } else {
-            ctx.error(err::SYNTAX);
+            ctx.error(&format!(
+                "ERR Unknown client type '{}'",
+                String::from_utf8_lossy(t)
+            ));
             return;
         }
+    } else if args.len() > 3 && is(args.get(2), "id") {
+        let mut v = Vec::new();
+        for id in args.iter().skip(3) {
+            // Any integer is accepted (Redis's getLongLongFromObject);
+            // ids below 1 simply match no client.
+            match ferrokv_resp::parse_i64(id) {
+                Some(n) => v.push(n.max(0) as u64),
+                None => {
+                    ctx.error("ERR Invalid client ID");
+                    return;
+                }
+            }
+        }
+        ids = Some(v);
+    } else if args.len() != 2 {
+        ctx.error(err::SYNTAX);
+        return;
     }
     let mut all: Vec<&Client> = ctx.srv.other_clients().collect();
     all.push(ctx.client);

@@ -7,7 +7,7 @@
 //! (where the AOF will be written first, so a reply never precedes the
 //! durability of its write) and close the clients marked for closing.
 
-use crate::net::client::Client;
+use crate::net::client::{Client, ReplyMode};
 use crate::server::{unix_ms, Server};
 use ferrokv_resp::request::Limits;
 use mio::net::TcpListener;
@@ -294,7 +294,11 @@ impl Reactor {
                     c.in_start += consumed;
                 }
                 Err(e) => {
-                    c.out.error(&format!("ERR {}", e.0));
+                    // Silenced like any reply under CLIENT REPLY OFF/SKIP;
+                    // the connection closes either way.
+                    if matches!(c.reply_mode, ReplyMode::On | ReplyMode::SkipNext) {
+                        c.out.error(&format!("ERR {}", e.0));
+                    }
                     debug!(
                         "Protocol error ({}) from client: id={} addr={}",
                         e.0, c.id, c.addr
