@@ -82,16 +82,49 @@ impl Servers {
         Servers { redis, ferrokv }
     }
 
-    /// Restarts ferrokv if a command killed it, so shrinking can go on.
+    /// After a mismatch: if ferrokv stopped answering (a crash is still
+    /// printing its backtrace), waits for it to exit and restarts it, so
+    /// the next run does not fail for the previous one's crash.
+    fn settle(&mut self) {
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if !self.ferrokv.alive() {
+                break;
+            }
+            if ping(&self.ferrokv) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        self.revive();
+    }
+
+    /// Restarts a server that died (or stopped answering), so shrinking
+    /// can go on; its log goes to stderr.
     fn revive(&mut self) {
-        if !self.ferrokv.alive() {
+        fn answers(p: &mut ServerProcess) -> bool {
+            p.alive() && std::net::TcpStream::connect(("127.0.0.1", p.port)).is_ok()
+        }
+        if !answers(&mut self.ferrokv) {
             eprintln!("ferrokv died; its log:\n{}", self.ferrokv.log());
             self.ferrokv = ServerProcess::ferrokv(&["--enable-debug-command", "yes"]);
         }
-        if !self.redis.alive() {
+        if !answers(&mut self.redis) {
+            eprintln!("redis died; its log:\n{}", self.redis.log());
             self.redis = ServerProcess::redis(&[]);
         }
     }
+}
+
+/// Whether a server answers PING on a new connection.
+fn ping(p: &ServerProcess) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", p.port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(1)));
+    let mut buf = [0u8; 7];
+    s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
 }
 
 struct Session {
@@ -340,6 +373,14 @@ fn digest_details(s: &mut Session) -> String {
 
 /// Runs a case on fresh connections and flushed servers.
 fn run(servers: &mut Servers, case: &Case) -> Result<(), Mismatch> {
+    let result = run_once(servers, case);
+    if result.is_err() {
+        servers.settle();
+    }
+    result
+}
+
+fn run_once(servers: &mut Servers, case: &Case) -> Result<(), Mismatch> {
     servers.revive();
     let mut s = Session::open(servers, case.resp3);
     let (r, f) = s.both(&["FLUSHALL"]);

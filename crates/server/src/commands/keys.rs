@@ -466,12 +466,13 @@ fn ttl_generic(ctx: &mut Ctx, args: Args, ms: bool, absolute: bool) {
         None => -2,
         Some(NO_EXPIRE) => -1,
         // Seconds are rounded to the nearest one, for EXPIRETIME as for
-        // TTL (Redis's `ttlGenericCommand`).
+        // TTL (Redis's `ttlGenericCommand`), without overflowing near
+        // `PEXPIREAT k 9223372036854775807`.
         Some(at) if absolute => {
             if ms {
                 at
             } else {
-                (at + 500) / 1000
+                ((at as i128 + 500) / 1000) as i64
             }
         }
         Some(at) => {

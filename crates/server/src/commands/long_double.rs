@@ -322,9 +322,16 @@ impl LongDouble {
         } else {
             let mut den = Big::from_u128(1);
             den.mul_pow10((-exp10) as u32);
-            let k = (66 + den.bits()).saturating_sub(d.bits()) + 1;
-            let (q, inexact) = d.shl(k).div(&den);
-            Self::round(neg, &Big::from_u128(q), -(k as i64), inexact)?
+            // Scale so the quotient has ~67 significant bits (it must fit
+            // in 128): up when the digits are short, down when they are
+            // long (`922337203685477580892233720368547758061.50`).
+            let k = 66 + den.bits() as i64 - d.bits() as i64 + 1;
+            let (q, inexact) = if k >= 0 {
+                d.shl(k as u64).div(&den)
+            } else {
+                d.div(&den.shl((-k) as u64))
+            };
+            Self::round(neg, &Big::from_u128(q), -k, inexact)?
         };
         (r.mant != 0).then_some(r)
     }
@@ -457,5 +464,19 @@ mod tests {
         assert_eq!(incr("0", "1e"), None);
         assert_eq!(incr("0", "."), None);
         assert_eq!(incr("0", "1.5x"), None);
+    }
+
+    /// A fraction with more than 128 bits of digits once scaled: the
+    /// quotient used to overflow (found by the differential test).
+    #[test]
+    fn long_decimal_with_a_fraction_parses() {
+        assert_eq!(
+            incr("922337203685477580892233720368547758061.50", "-1.1").unwrap(),
+            "922337203685477580873786976294838206464"
+        );
+        assert_eq!(
+            incr("1234567890123456789012345678901234567890.123456789", "0.5").unwrap(),
+            "1234567890123456788999898750329779388416"
+        );
     }
 }
