@@ -597,7 +597,8 @@ impl Config {
         };
         if !opt.mutable {
             return Err(format!(
-                "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
+                "ERR CONFIG SET failed (possibly related to argument '{}') - can't set immutable config",
+                opt.name
             ));
         }
         let args = if opt.name == "bind" || opt.name == "client-output-buffer-limit" {
@@ -607,7 +608,10 @@ impl Config {
         };
         let mut next = self.clone();
         (opt.set)(&mut next, &args).map_err(|e| {
-            format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {e}")
+            format!(
+                "ERR CONFIG SET failed (possibly related to argument '{}') - {e}",
+                opt.name
+            )
         })?;
         *self = next;
         Ok(())

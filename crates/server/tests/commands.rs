@@ -1168,6 +1168,10 @@ fn command_count_info_docs_list() {
                 arr(vec![bulk("a"), bulk("b")]),
             ),
             (
+                &["COMMAND", "GETKEYS", "object", "encoding", "k"],
+                arr(vec![bulk("k")]),
+            ),
+            (
                 &["COMMAND", "GETKEYS", "get"],
                 err("ERR wrong number of arguments for 'command|getkeys' command"),
             ),
@@ -1202,6 +1206,10 @@ fn config_get_set_and_redis_error_texts() {
             (&["CONFIG", "SET", "nosuch", "1"], err("ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'")),
             (&["CONFIG", "SET", "timeout"], err("ERR wrong number of arguments for 'config|set' command")),
             (&["CONFIG", "SET", "timeout", "1", "timeout", "2"], err(&(cset("timeout") + "duplicate parameter"))),
+            // Errors quote the name as given, except value errors (canonical).
+            (&["CONFIG", "SET", "timeout", "1", "TIMEOUT", "2"], err(&(cset("TIMEOUT") + "duplicate parameter"))),
+            (&["CONFIG", "SET", "NOSUCH", "1"], err("ERR Unknown option or number of arguments for CONFIG SET - 'NOSUCH'")),
+            (&["CONFIG", "SET", "TIMEOUT", "x"], err(&(cset("timeout") + "argument couldn't be parsed into an integer"))),
             (&["CONFIG", "SET", "timeout", "x"], err(&(cset("timeout") + "argument couldn't be parsed into an integer"))),
             (&["CONFIG", "SET", "timeout", "-1"], err(&(cset("timeout") + "argument must be between 0 and 2147483647 inclusive"))),
             (&["CONFIG", "SET", "maxclients", "0"], err(&(cset("maxclients") + "argument must be between 1 and 4294967295 inclusive"))),
@@ -1265,6 +1273,8 @@ fn time_lastsave_debug() {
             (&["DEBUG", "OBJECT", "dbg:none"], err("ERR no such key")),
             (&["SHUTDOWN", "ABORT"], err("ERR No shutdown in progress.")),
             (&["SHUTDOWN", "FOO"], err(SYNTAX)),
+            (&["SHUTDOWN", "SAVE", "NOSAVE"], err(SYNTAX)),
+            (&["SHUTDOWN", "NOSAVE", "ABORT"], err(SYNTAX)),
         ],
     );
     let Frame::Simple(obj) = r.cmd(&["DEBUG", "OBJECT", "dbg:k"]) else {

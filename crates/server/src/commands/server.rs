@@ -139,13 +139,15 @@ fn config_set(ctx: &mut Ctx, args: Args) {
     let mut next = ctx.srv.config.clone();
     let mut seen: Vec<String> = Vec::new();
     for i in (2..args.len()).step_by(2) {
-        let name = String::from_utf8_lossy(args.get(i)).to_ascii_lowercase();
+        // Errors quote the name as the client spelled it, as Redis does.
+        let given = String::from_utf8_lossy(args.get(i)).into_owned();
+        let name = given.to_ascii_lowercase();
         if seen.contains(&name) {
-            ctx.error(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"));
+            ctx.error(&format!("ERR CONFIG SET failed (possibly related to argument '{given}') - duplicate parameter"));
             return;
         }
         let value = String::from_utf8_lossy(args.get(i + 1)).into_owned();
-        if let Err(e) = next.set(&name, &value) {
+        if let Err(e) = next.set(&given, &value) {
             ctx.error(&e);
             return;
         }
@@ -351,7 +353,13 @@ fn command_getkeys(ctx: &mut Ctx, args: Args) {
         ctx.error("ERR Invalid command specified");
         return;
     };
-    let spec = ctx.srv.commands.specs[idx];
+    let mut spec = ctx.srv.commands.specs[idx];
+    // A container's keys are its subcommand's (`OBJECT ENCODING key`).
+    if !spec.subcommands.is_empty() && args.len() > 3 {
+        if let Some(sub) = ctx.srv.commands.lookup_sub(spec.name, args.get(3)) {
+            spec = ctx.srv.commands.specs[sub];
+        }
+    }
     let n = args.len() - 2;
     if !spec.arity_ok(n) {
         ctx.error("ERR Invalid number of arguments specified for command");
@@ -578,14 +586,22 @@ fn lastsave(ctx: &mut Ctx, _args: Args) {
 
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
 fn shutdown(ctx: &mut Ctx, args: Args) {
-    let mut abort = false;
+    let (mut abort, mut save, mut nosave) = (false, false, false);
     for a in args.iter().skip(1) {
         if is(a, "abort") {
             abort = true;
-        } else if !(is(a, "nosave") || is(a, "save") || is(a, "now") || is(a, "force")) {
+        } else if is(a, "save") {
+            save = true;
+        } else if is(a, "nosave") {
+            nosave = true;
+        } else if !(is(a, "now") || is(a, "force")) {
             ctx.error(err::SYNTAX);
             return;
         }
+    }
+    if save && nosave {
+        ctx.error(err::SYNTAX);
+        return;
     }
     if abort {
         if args.len() > 2 {
