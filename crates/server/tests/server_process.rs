@@ -273,6 +273,35 @@ fn client_that_never_reads_is_disconnected_and_memory_stays_bounded() {
 }
 
 #[test]
+fn client_over_the_soft_output_limit_for_too_long_is_disconnected() {
+    let s = ServerProcess::ferrokv(&["--client-output-buffer-limit", "normal 0 256kb 1"]);
+    let mut admin = s.raw();
+    set_raw(&mut admin, "softv", &pattern(512 * 1024, 3));
+    let mut slow = s.raw();
+    let Frame::Integer(id) = slow.cmd(&["CLIENT", "ID"]) else {
+        panic!()
+    };
+    let start = std::time::Instant::now();
+    // 20 MB of replies the client never reads: over the soft limit, under
+    // no hard limit, so only the time spent over it gets the client closed.
+    slow.send(&Frame::command(&["GET", "softv"]).repeat(40));
+    wait_for("the soft-limit disconnection", 10, || {
+        let list = admin.cmd(&["CLIENT", "LIST", "ID", &id.to_string()]);
+        (list == Frame::Bulk(Vec::new())).then_some(())
+    });
+    assert!(
+        start.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(
+        s.info_field("stats", "client_output_buffer_limit_disconnections")
+            .unwrap(),
+        "1"
+    );
+}
+
+#[test]
 fn maxclients_refuses_the_extra_connection() {
     let s = ServerProcess::ferrokv(&["--maxclients", "2"]);
     let mut a = s.raw();
