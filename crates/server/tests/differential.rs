@@ -27,7 +27,7 @@ use generator::{quote, Check, Command, Generator, ABSOLUTE_EPOCH_S};
 use std::time::Instant;
 
 const DEFAULT_SEED: u64 = 0x00F3_2207_0D1F;
-const DEFAULT_CASES: u64 = 300;
+const DEFAULT_CASES: u64 = 1000;
 const DEFAULT_LEN: usize = 50;
 /// Databases the generator touches; digests of single keys are listed
 /// from these on a mismatch.

@@ -181,6 +181,10 @@ const FLOAT_INCRS: &[&str] = &[
     "123456789.123456789",
     "1e19",
     "-1e20",
+    "0x1p99999",
+    "1e99999",
+    "0e5",
+    "-0x0p3",
 ];
 
 /// Increments that fail whatever the key holds: invalid ones, and
@@ -546,13 +550,17 @@ impl Generator {
                 return Command::new(vec![b(name), src], ExpireTime { ms });
             }
             69 => vec![b("PERSIST"), src],
-            70..=72 => {
-                if self.chance(0.1) {
-                    vec![b("OBJECT"), b(self.pick(&["FOO", "encoding"])), src]
-                } else {
-                    vec![b("OBJECT"), b("ENCODING"), src]
-                }
-            }
+            70..=72 => match self.rng.gen_range(0..20) {
+                0 => vec![b("OBJECT"), b(self.pick(&["FOO", "encoding"])), src],
+                1 => vec![b("OBJECT"), b("FREQ"), src],
+                2 => vec![b("OBJECT"), b("HELP")],
+                // The digest of single keys, mid-sequence.
+                3 => vec![b("DEBUG"), b("DIGEST-VALUE"), src, self.source_key()],
+                // Not OBJECT REFCOUNT: ferrokv does not model Redis's
+                // shared integers exactly (a COPY of one is unshared).
+                // Not OBJECT IDLETIME: it is a clock.
+                _ => vec![b("OBJECT"), b("ENCODING"), src],
+            },
             73 => return Command::new(vec![b("KEYS"), self.pick(PATTERNS).to_vec()], Sorted),
             74 => return self.scan(),
             75 => return Command::new(vec![b("RANDOMKEY")], RandomKey),
