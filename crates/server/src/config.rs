@@ -259,7 +259,10 @@ pub static OPTIONS: &[ConfigOption] = &[
     opt!(
         "bind",
         "127.0.0.1",
-        true,
+        // Redis rebinds at run time; the listeners live in the reactor and
+        // are bound once, so refuse rather than report an address that is
+        // not listened on.
+        false,
         |c, a| {
             if a.is_empty() {
                 return Err("wrong number of arguments".into());
