@@ -103,6 +103,8 @@ const KEYS: &[&[u8]] = &[
     b"k3",
     b"k\x00\r\n\xff",
     b"long-key-name-that-is-more-than-forty-four-bytes-long",
+    // Glob metacharacters in a key name, for KEYS/SCAN MATCH.
+    b"k[1]*?\\",
 ];
 
 /// A key that only holds float-like values (only [`Generator::float_value`]
@@ -227,8 +229,35 @@ const RANGE_ARGS: &[&str] = &[
 ];
 
 const PATTERNS: &[&[u8]] = &[
-    b"*", b"k*", b"k[0-2]", b"?1", b"*\xff*", b"k\\*", b"[^k]*", b"[a-", b"long*", b"*2", b"",
-    b"k[!1]", b"K*", b"\\k1",
+    b"*",
+    b"k*",
+    b"k[0-2]",
+    b"?1",
+    b"*\xff*",
+    b"k\\*",
+    b"[^k]*",
+    b"[a-",
+    b"long*",
+    b"*2",
+    b"",
+    b"k[!1]",
+    b"K*",
+    b"\\k1",
+    b"k[2-0]",
+    b"k[",
+    b"k[\\]]*",
+    b"k\\[*",
+    b"[]k]*",
+    b"k[^]*",
+    b"k?",
+    b"?",
+    b"*\\",
+    b"k[1-]*",
+    b"k[-1]*",
+    b"**1",
+    b"*[*",
+    b"k\x00*",
+    b"k[\x00-\x01]*",
 ];
 
 pub struct Generator {
