@@ -9,7 +9,7 @@
 //!
 //! Knobs (environment):
 //! - `FERROKV_DIFF_SEED`: the first seed (case `i` uses seed + i).
-//! - `FERROKV_DIFF_CASES`: how many sequences (default 300).
+//! - `FERROKV_DIFF_CASES`: how many sequences (default 2000, ~6 s).
 //! - `FERROKV_DIFF_LEN`: commands per sequence (default 50).
 //! - `FERROKV_DIFF_MAX_FAILURES`: keep going until this many failing
 //!   sequences were seen (default 1).
@@ -27,7 +27,7 @@ use generator::{quote, Check, Command, Generator, ABSOLUTE_EPOCH_S};
 use std::time::Instant;
 
 const DEFAULT_SEED: u64 = 0x00F3_2207_0D1F;
-const DEFAULT_CASES: u64 = 1000;
+const DEFAULT_CASES: u64 = 2000;
 const DEFAULT_LEN: usize = 50;
 /// Databases the generator touches; digests of single keys are listed
 /// from these on a mismatch.

@@ -66,11 +66,17 @@ impl Command {
         Command { args, check }
     }
 
-    /// The command in `redis-cli` form, bytes escaped.
+    /// The command in `redis-cli` form, bytes escaped, long arguments cut.
     pub fn display(&self) -> String {
         self.args
             .iter()
-            .map(|a| quote(a))
+            .map(|a| {
+                if a.len() > 120 {
+                    format!("{}...({} bytes)", quote(&a[..60]), a.len())
+                } else {
+                    quote(a)
+                }
+            })
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -350,6 +356,12 @@ impl Generator {
                 let n = self.rng.gen_range(0..16);
                 self.random_bytes(n, b"abc")
             }
+            10 if self.chance(0.05) => {
+                // Past the 64 KiB mark where ferrokv frees replaced values
+                // off the loop.
+                let n = self.rng.gen_range(65_000..70_000);
+                self.random_bytes(n, b"ab\x00")
+            }
             10 => self
                 .pick(&["hello", "foo bar", "x", "ohmytext", "mynewtext"])
                 .into(),
@@ -507,6 +519,8 @@ impl Generator {
                     // never a 512 MB allocation.
                     self.pick(&["-1", "abc", "536870912", "9223372036854775807"])
                         .to_string()
+                } else if self.chance(0.03) {
+                    self.rng.gen_range(65_530..65_540).to_string()
                 } else {
                     self.rng.gen_range(0..70).to_string()
                 };
