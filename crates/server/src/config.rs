@@ -16,6 +16,33 @@ pub enum LogLevel {
     Warning,
 }
 
+impl LogLevel {
+    /// The `tracing` filter for this level.
+    pub fn filter(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Verbose | LogLevel::Notice => "info",
+            LogLevel::Warning => "warn",
+        }
+    }
+}
+
+type LogLevelHook = Box<dyn Fn(LogLevel) + Send + Sync>;
+static LOG_LEVEL_HOOK: std::sync::OnceLock<LogLevelHook> = std::sync::OnceLock::new();
+
+/// Installed by the binary once logging is set up, so that `CONFIG SET
+/// loglevel` takes effect at run time as in Redis.
+pub fn set_log_level_hook(hook: LogLevelHook) {
+    let _ = LOG_LEVEL_HOOK.set(hook);
+}
+
+/// Applies a new log level to the running logger (no-op without a hook).
+pub fn apply_log_level(level: LogLevel) {
+    if let Some(hook) = LOG_LEVEL_HOOK.get() {
+        hook(level);
+    }
+}
+
 /// Output-buffer limits of one client class (`client-output-buffer-limit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OutputLimit {

@@ -24,29 +24,37 @@ fn usage() -> ! {
 }
 
 fn init_logging(cfg: &Config) {
-    let level = match cfg.loglevel {
-        LogLevel::Debug => "debug",
-        LogLevel::Verbose => "info",
-        LogLevel::Notice => "info",
-        LogLevel::Warning => "warn",
-    };
     let filter = tracing_subscriber::EnvFilter::try_from_env("FERROKV_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(cfg.loglevel.filter()));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false);
+    // `CONFIG SET loglevel` swaps the filter through this hook (set up
+    // last: the reload layer's type depends on the writer).
+    macro_rules! install {
+        ($builder:expr) => {{
+            let builder = $builder.with_filter_reloading();
+            let handle = builder.reload_handle();
+            builder.init();
+            ferrokv_server::config::set_log_level_hook(Box::new(move |level: LogLevel| {
+                let _ = handle.reload(tracing_subscriber::EnvFilter::new(level.filter()));
+            }));
+        }};
+    }
     if cfg.logfile.is_empty() {
-        builder.init();
+        install!(builder);
     } else {
         match std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&cfg.logfile)
         {
-            Ok(f) => builder
-                .with_ansi(false)
-                .with_writer(std::sync::Mutex::new(f))
-                .init(),
+            Ok(f) => {
+                let builder = builder
+                    .with_ansi(false)
+                    .with_writer(std::sync::Mutex::new(f));
+                install!(builder)
+            }
             Err(e) => {
                 eprintln!("Can't open the log file {}: {e}", cfg.logfile);
                 std::process::exit(1);

@@ -392,6 +392,28 @@ fn config_file_is_read_and_command_line_overrides_it() {
     assert!(text.lines().any(|l| l == "requirepass \"a b\""), "{text}");
 }
 
+#[test]
+fn config_set_loglevel_takes_effect_at_run_time() {
+    let s = ServerProcess::ferrokv(&[]);
+    let mut r = s.raw();
+    // Accepting a client is logged at debug level only.
+    assert_eq!(r.cmd(&["PING"]), Frame::Simple(b"PONG".to_vec()));
+    assert!(!s.log().contains("Accepted"), "{}", s.log());
+    assert_eq!(r.cmd(&["CONFIG", "SET", "loglevel", "debug"]), ok());
+    let mut other = s.raw();
+    assert_eq!(other.cmd(&["PING"]), Frame::Simple(b"PONG".to_vec()));
+    wait_for("a debug line in the log", 5, || {
+        s.log().contains("Accepted").then_some(())
+    });
+    assert_eq!(
+        r.cmd(&["CONFIG", "GET", "loglevel"]),
+        Frame::Array(vec![
+            Frame::Bulk(b"loglevel".to_vec()),
+            Frame::Bulk(b"debug".to_vec()),
+        ])
+    );
+}
+
 /// Runs the binary with `args` and returns its exit status and stderr.
 fn run_to_exit(args: &[&str]) -> (std::process::ExitStatus, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_ferrokv-server"))

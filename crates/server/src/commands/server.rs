@@ -161,6 +161,9 @@ fn config_set(ctx: &mut Ctx, args: Args) {
             return;
         }
     }
+    if next.loglevel != ctx.srv.config.loglevel {
+        crate::config::apply_log_level(next.loglevel);
+    }
     ctx.srv.config = next;
     ctx.client.out.ok();
 }
