@@ -212,7 +212,7 @@ fn parse_output_limits(c: &mut Config, args: &[String]) -> Result<(), String> {
         .flat_map(|a| split(a))
         .filter(|w| !w.is_empty())
         .collect();
-    if words.is_empty() || words.len() % 4 != 0 {
+    if words.is_empty() || !words.len().is_multiple_of(4) {
         return Err("Wrong number of arguments in buffer limit configuration.".into());
     }
     let mut updates = Vec::new();

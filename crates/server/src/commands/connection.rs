@@ -312,7 +312,7 @@ pub fn client_line(c: &Client, current: bool) -> String {
         obl,
         c.out.buf.capacity(),
         c.inbuf.len() + c.out.buf.capacity(),
-        c.last_cmd.replace('|', "|"),
+        c.last_cmd,
         if c.out.proto.is_resp3() { 3 } else { 2 },
         s(&c.lib_name),
         s(&c.lib_ver),
@@ -402,7 +402,7 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
         f.addr = Some(String::from_utf8_lossy(args.get(2)).into_owned());
         skipme = false;
     } else {
-        if (args.len() - 2) % 2 != 0 {
+        if !(args.len() - 2).is_multiple_of(2) {
             ctx.error(err::SYNTAX);
             return;
         }

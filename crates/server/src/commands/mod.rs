@@ -189,6 +189,10 @@ impl CommandTable {
         self.specs.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+
     /// The row of `container|sub`.
     pub fn lookup_sub(&self, container: &str, sub: &[u8]) -> Option<usize> {
         let mut name = Vec::with_capacity(container.len() + 1 + sub.len());

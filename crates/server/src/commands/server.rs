@@ -131,7 +131,7 @@ fn config_get(ctx: &mut Ctx, args: Args) {
 
 /// CONFIG SET parameter value [parameter value ...]
 fn config_set(ctx: &mut Ctx, args: Args) {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         ctx.wrong_args("config|set");
         return;
     }

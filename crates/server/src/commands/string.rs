@@ -367,7 +367,7 @@ fn psetex(ctx: &mut Ctx, args: Args) {
 
 /// MSET key value [key value ...]
 fn mset(ctx: &mut Ctx, args: Args) {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         ctx.wrong_args("mset");
         return;
     }
@@ -388,7 +388,7 @@ fn mset(ctx: &mut Ctx, args: Args) {
 
 /// MSETNX key value [key value ...]
 fn msetnx(ctx: &mut Ctx, args: Args) {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         ctx.wrong_args("msetnx");
         return;
     }

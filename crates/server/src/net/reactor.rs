@@ -353,8 +353,7 @@ impl Reactor {
             let res = c.flush();
             let written = before - c.pending_output();
             let done = matches!(res, Ok(true));
-            let close =
-                res.is_err() || (done && (c.close_after_reply || c.close_asap)) || c.close_asap;
+            let close = res.is_err() || (done && c.close_after_reply) || c.close_asap;
             self.srv.stats.net_output_bytes += written as u64;
             if close {
                 self.close_client(t);
