@@ -174,6 +174,7 @@ fn show_frame(f: &Frame) -> String {
         Frame::Simple(s) => format!("+{}", String::from_utf8_lossy(s)),
         Frame::Error(s) => format!("-{}", String::from_utf8_lossy(s)),
         Frame::Integer(i) => format!("(integer) {i}"),
+        Frame::Bulk(b) if b.len() > 120 => format!("{}...({} bytes)", quote(&b[..60]), b.len()),
         Frame::Bulk(b) => quote(b),
         Frame::Null => "(nil)".into(),
         Frame::Array(v) => format!("[{}]", list(v)),
