@@ -332,6 +332,40 @@ fn maxclients_refuses_the_extra_connection() {
 }
 
 #[test]
+fn maxclients_fits_the_open_files_limit() {
+    // Without the privilege to raise the limit, maxclients shrinks to fit
+    // it (Redis's adjustOpenFilesLimit); with it, the limit is raised.
+    let s = ServerProcess::ferrokv_with_nofile(128, &[]);
+    let mut admin = s.raw();
+    let maxclients: usize = match admin.cmd(&["CONFIG", "GET", "maxclients"]) {
+        Frame::Array(v) => std::str::from_utf8(v[1].as_bytes().unwrap())
+            .unwrap()
+            .parse()
+            .unwrap(),
+        other => panic!("{other:?}"),
+    };
+    assert!(maxclients == 96 || maxclients == 10000, "{maxclients}");
+    // Every extra connection is answered, none hangs unaccepted.
+    let mut conns = Vec::new();
+    for _ in 0..150 {
+        let mut c = s.raw();
+        c.send(b"PING\r\n");
+        conns.push(c);
+    }
+    let mut pong = 0;
+    for c in &mut conns {
+        let mut buf = [0u8; 7];
+        c.s.read_exact(&mut buf).unwrap();
+        if &buf == b"+PONG\r\n" {
+            pong += 1;
+        } else {
+            assert_eq!(&buf, b"-ERR ma");
+        }
+    }
+    assert_eq!(pong, 150.min(maxclients - 1));
+}
+
+#[test]
 fn idle_clients_are_closed_after_timeout() {
     let s = ServerProcess::ferrokv(&["--timeout", "1"]);
     let mut idle = s.raw();

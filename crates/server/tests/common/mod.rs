@@ -246,6 +246,17 @@ impl ServerProcess {
         )
     }
 
+    /// Starts ferrokv-server under `ulimit -n <nofile>` (through `sh`).
+    pub fn ferrokv_with_nofile(nofile: u32, extra: &[&str]) -> ServerProcess {
+        let script = format!("ulimit -n {nofile} && exec \"$0\" \"$@\"");
+        Self::spawn_after(
+            "ferrokv",
+            "sh",
+            &["-c", &script, env!("CARGO_BIN_EXE_ferrokv-server")],
+            extra,
+        )
+    }
+
     /// The value of one `INFO` field (`used_memory`, `db0`, ...), read over
     /// a fresh connection; `None` when the field is absent.
     pub fn info_field(&self, section: &str, field: &str) -> Option<String> {
