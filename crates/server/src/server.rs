@@ -231,7 +231,10 @@ impl Server {
         let name = args.get(0);
         // As Redis 7.0's processCommand: existence (subcommands included),
         // then arity, then authentication.
-        let Some(idx) = self.commands.lookup(name) else {
+        // `object|encoding` names a subcommand's row (COMMAND INFO takes
+        // it) but is no command a client can call.
+        let top_level = |i: &usize| !self.commands.specs[*i].name.contains('|');
+        let Some(idx) = self.commands.lookup(name).filter(top_level) else {
             client.out.error_bytes(&unknown_command_error(&args));
             return;
         };

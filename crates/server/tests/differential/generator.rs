@@ -608,7 +608,15 @@ impl Generator {
             74 => return self.scan(),
             75 => return Command::new(vec![b("RANDOMKEY")], RandomKey),
             76 => {
-                let name = self.pick(&["FOOBAR", "GETT", "SETX", "\x00", "EXPIREX"]);
+                let name = self.pick(&[
+                    "FOOBAR",
+                    "GETT",
+                    "SETX",
+                    "\x00",
+                    "EXPIREX",
+                    "",
+                    "object|encoding",
+                ]);
                 let mut a = vec![b(name)];
                 for _ in 0..self.rng.gen_range(0..3) {
                     a.push(self.value());
