@@ -19,10 +19,12 @@
 //! - [`server`]: the state the thread owns and the command pipeline.
 //! - [`commands`]: the command table, one file per command family.
 //! - [`alloc`]: the counting global allocator behind `INFO memory`.
+//! - [`fdlimit`]: fitting `maxclients` to the open-files limit.
 
 pub mod alloc;
 pub mod commands;
 pub mod config;
+pub mod fdlimit;
 pub mod info;
 pub mod net;
 pub mod server;

@@ -63,77 +63,39 @@ fn init_logging(cfg: &Config) {
     }
 }
 
-/// Descriptors kept for everything but clients (listeners, epoll, files),
-/// Redis's `CONFIG_MIN_RESERVED_FDS`.
-const RESERVED_FDS: u64 = 32;
-
-/// Redis's `adjustOpenFilesLimit`: raise `RLIMIT_NOFILE` to fit
-/// `maxclients`, or lower `maxclients` to fit the limit. Without it, the
-/// clients past the limit were never accepted (EMFILE) and hung without
-/// the `max number of clients reached` error.
+/// Fits maxclients to `RLIMIT_NOFILE`, logging what Redis logs.
 fn adjust_open_files_limit(cfg: &mut Config) {
+    use ferrokv_server::fdlimit::{fit_open_files, Fit, RESERVED_FDS};
     let want = cfg.maxclients + RESERVED_FDS;
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one rlimit struct through a valid pointer.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        cfg.maxclients = 1024 - RESERVED_FDS;
-        warn!(
-            "Unable to obtain the current NOFILE limit ({}), assuming 1024 and setting the max clients configuration accordingly.",
-            std::io::Error::last_os_error()
-        );
-        return;
-    }
-    let old = lim.rlim_cur as u64;
-    if old >= want {
-        return;
-    }
-    // Raise both limits when allowed, else the soft one up to the hard one.
-    let mut best = old;
-    let mut last_err = None;
-    for (cur, max) in [
-        (want, want.max(lim.rlim_max as u64)),
-        (want.min(lim.rlim_max as u64), lim.rlim_max as u64),
-    ] {
-        if cur <= best {
-            continue;
+    match fit_open_files(cfg.maxclients) {
+        Fit::Already => {}
+        Fit::Raised { from } => info!(
+            "Increased maximum number of open files to {want} (it was originally set to {from})."
+        ),
+        Fit::Unknown(e) => {
+            cfg.maxclients = 1024 - RESERVED_FDS;
+            warn!("Unable to obtain the current NOFILE limit ({e}), assuming 1024 and setting the max clients configuration accordingly.");
         }
-        let new = libc::rlimit {
-            rlim_cur: cur as libc::rlim_t,
-            rlim_max: max as libc::rlim_t,
-        };
-        // SAFETY: setrlimit reads one rlimit struct through a valid pointer.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &new) } == 0 {
-            best = cur;
-            break;
+        Fit::Reduced { limit, error } => {
+            if limit <= RESERVED_FDS {
+                error!(
+                    "Your current 'ulimit -n' of {limit} is not enough for the server to start. Please increase your open file limit to at least {}. Exiting.",
+                    RESERVED_FDS + 1
+                );
+                std::process::exit(1);
+            }
+            let requested = cfg.maxclients;
+            cfg.maxclients = limit - RESERVED_FDS;
+            warn!("You requested maxclients of {requested} requiring at least {want} max file descriptors.");
+            if let Some(e) = error {
+                warn!("Server can't set maximum open files to {want} because of OS error: {e}.");
+            }
+            warn!(
+                "Current maximum open files is {limit}. maxclients has been reduced to {} to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'.",
+                cfg.maxclients
+            );
         }
-        last_err = Some(std::io::Error::last_os_error());
     }
-    if best >= want {
-        info!("Increased maximum number of open files to {want} (it was originally set to {old}).");
-        return;
-    }
-    if best <= RESERVED_FDS {
-        error!(
-            "Your current 'ulimit -n' of {best} is not enough for the server to start. Please increase your open file limit to at least {}. Exiting.",
-            RESERVED_FDS + 1
-        );
-        std::process::exit(1);
-    }
-    let requested = cfg.maxclients;
-    cfg.maxclients = best - RESERVED_FDS;
-    warn!(
-        "You requested maxclients of {requested} requiring at least {want} max file descriptors."
-    );
-    if let Some(e) = last_err {
-        warn!("Server can't set maximum open files to {want} because of OS error: {e}.");
-    }
-    warn!(
-        "Current maximum open files is {best}. maxclients has been reduced to {} to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'.",
-        cfg.maxclients
-    );
 }
 
 /// Turns transparent huge pages off for this process, as Redis does with

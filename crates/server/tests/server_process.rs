@@ -363,6 +363,15 @@ fn maxclients_fits_the_open_files_limit() {
         }
     }
     assert_eq!(pong, 150.min(maxclients - 1));
+    drop(conns);
+    if maxclients == 96 {
+        // Raising maxclients past what the limit allows is refused.
+        assert_eq!(
+            admin.cmd(&["CONFIG", "SET", "maxclients", "200"]),
+            err("ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able to handle the specified number of clients, try with 96")
+        );
+        assert_eq!(admin.cmd(&["CONFIG", "SET", "maxclients", "50"]), ok());
+    }
 }
 
 #[test]

@@ -161,6 +161,17 @@ fn config_set(ctx: &mut Ctx, args: Args) {
             return;
         }
     }
+    // More clients than descriptors: raise the limit or refuse, as Redis.
+    if next.maxclients > ctx.srv.config.maxclients {
+        use crate::fdlimit::{fit_open_files, Fit, RESERVED_FDS};
+        if let Fit::Reduced { limit, .. } = fit_open_files(next.maxclients) {
+            ctx.error(&format!(
+                "ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able to handle the specified number of clients, try with {}",
+                limit.saturating_sub(RESERVED_FDS)
+            ));
+            return;
+        }
+    }
     if next.loglevel != ctx.srv.config.loglevel {
         crate::config::apply_log_level(next.loglevel);
     }
