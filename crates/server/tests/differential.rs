@@ -7,6 +7,13 @@
 //! Guards against any divergence from Redis in the string and generic
 //! families: replies, error texts, option parsing, expiry, encodings.
 //!
+//! One redis-server and one ferrokv serve every sequence (FLUSHALL before
+//! each). A sequence runs over two connections per server: the first speaks
+//! RESP3 (`HELLO 3`) in a quarter of the sequences, the second RESP2, and
+//! one command in five goes to the second, so per-connection state
+//! (SELECT) meets shared state (SWAPDB, MOVE). RESP3 replies must be the
+//! same bytes as Redis's RESP3 replies, as RESP2 ones as RESP2 ones.
+//!
 //! Knobs (environment):
 //! - `FERROKV_DIFF_SEED`: the first seed (case `i` uses seed + i).
 //! - `FERROKV_DIFF_CASES`: how many sequences (default 2000, ~6 s).
@@ -127,9 +134,14 @@ fn ping(p: &ServerProcess) -> bool {
     s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
 }
 
+/// Two connections to each server, so per-connection state (selected
+/// database, protocol) meets shared state (SWAPDB, keys another connection
+/// wrote). Connection 0 speaks the case's protocol, connection 1 RESP2.
 struct Session {
-    redis: Raw,
-    ferrokv: Raw,
+    redis: [Raw; 2],
+    ferrokv: [Raw; 2],
+    /// The connection the next commands go to.
+    conn: usize,
 }
 
 /// A reply, or why there is none.
@@ -138,8 +150,9 @@ type Reply = Result<(Frame, Vec<u8>), String>;
 impl Session {
     fn open(servers: &Servers, resp3: bool) -> Session {
         let mut s = Session {
-            redis: servers.redis.raw(),
-            ferrokv: servers.ferrokv.raw(),
+            redis: [servers.redis.raw(), servers.redis.raw()],
+            ferrokv: [servers.ferrokv.raw(), servers.ferrokv.raw()],
+            conn: 0,
         };
         if resp3 {
             // The HELLO reply names the server and the client: not compared.
@@ -155,8 +168,8 @@ impl Session {
 
     fn both<T: AsRef<[u8]>>(&mut self, args: &[T]) -> (Reply, Reply) {
         (
-            self.redis.try_cmd_bytes(args),
-            self.ferrokv.try_cmd_bytes(args),
+            self.redis[self.conn].try_cmd_bytes(args),
+            self.ferrokv[self.conn].try_cmd_bytes(args),
         )
     }
 }
@@ -320,8 +333,8 @@ fn compare_scan(s: &mut Session, cmd: &Command) -> Option<String> {
         let same = matches!((&r, &f), (Ok((_, a)), Ok((_, b))) if a == b);
         return (!same).then(|| format!("redis:   {}\nferrokv: {}", show(&r), show(&f)));
     }
-    let r = scan_all(&mut s.redis, cmd);
-    let f = scan_all(&mut s.ferrokv, cmd);
+    let r = scan_all(&mut s.redis[s.conn], cmd);
+    let f = scan_all(&mut s.ferrokv[s.conn], cmd);
     if r == f {
         return None;
     }
@@ -339,6 +352,7 @@ fn compare_scan(s: &mut Session, cmd: &Command) -> Option<String> {
 /// Lists the keys whose `DEBUG DIGEST-VALUE` differs (or that exist on one
 /// side only), with their values, to point at the culprit.
 fn digest_details(s: &mut Session) -> String {
+    s.conn = 0;
     let mut out = String::new();
     for db in 0..DBS_USED {
         let db_s = db.to_string();
@@ -395,10 +409,12 @@ fn run_once(servers: &mut Servers, case: &Case) -> Result<(), Mismatch> {
         show(&f)
     );
     for (index, cmd) in case.commands.iter().enumerate() {
+        s.conn = cmd.conn;
         if let Some(what) = compare(&mut s, cmd) {
             return Err(Mismatch { index, what });
         }
     }
+    s.conn = 0;
     let (r, f) = s.both(&["DEBUG", "DIGEST"]);
     match (&r, &f) {
         (Ok((_, a)), Ok((_, b))) if a == b => Ok(()),

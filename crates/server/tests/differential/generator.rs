@@ -59,26 +59,35 @@ pub enum Check {
 pub struct Command {
     pub args: Vec<Vec<u8>>,
     pub check: Check,
+    /// Which of the session's two connections sends it.
+    pub conn: usize,
 }
 
 impl Command {
     fn new(args: Vec<Vec<u8>>, check: Check) -> Self {
-        Command { args, check }
+        Command {
+            args,
+            check,
+            conn: 0,
+        }
     }
 
     /// The command in `redis-cli` form, bytes escaped, long arguments cut.
     pub fn display(&self) -> String {
-        self.args
-            .iter()
-            .map(|a| {
-                if a.len() > 120 {
-                    format!("{}...({} bytes)", quote(&a[..60]), a.len())
-                } else {
-                    quote(a)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
+        let prefix = if self.conn == 1 { "[conn 1] " } else { "" };
+        prefix.to_string()
+            + &self
+                .args
+                .iter()
+                .map(|a| {
+                    if a.len() > 120 {
+                        format!("{}...({} bytes)", quote(&a[..60]), a.len())
+                    } else {
+                        quote(a)
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
     }
 }
 
@@ -435,6 +444,9 @@ impl Generator {
     /// One command.
     pub fn command(&mut self) -> Command {
         let mut c = self.command_inner();
+        if self.chance(0.2) {
+            c.conn = 1;
+        }
         let name = String::from_utf8_lossy(&c.args[0]).to_string();
         c.args[0] = self.case(&name);
         // Wrong arity now and then: one argument too few or too many.
