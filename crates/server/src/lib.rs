@@ -20,6 +20,7 @@
 //! - [`commands`]: the command table, one file per command family.
 //! - [`alloc`]: the counting global allocator behind `INFO memory`.
 //! - [`fdlimit`]: fitting `maxclients` to the open-files limit.
+//! - [`signals`]: SIGTERM/SIGINT as a clean shutdown.
 
 pub mod alloc;
 pub mod commands;
@@ -28,6 +29,7 @@ pub mod fdlimit;
 pub mod info;
 pub mod net;
 pub mod server;
+pub mod signals;
 
 pub const REDIS_COMPAT_VERSION: &str = "7.0.15";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -161,6 +161,7 @@ fn main() {
         }
     };
     info!("Ready to accept connections tcp on port {}", reactor.port());
+    ferrokv_server::signals::install();
     if let Err(e) = reactor.run() {
         error!("Event loop failed: {e}");
         std::process::exit(1);

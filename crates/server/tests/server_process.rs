@@ -578,3 +578,25 @@ fn shutdown_ends_the_process() {
     assert!(!s.alive());
     assert!(std::net::TcpStream::connect(("127.0.0.1", s.port)).is_err());
 }
+
+#[test]
+fn sigterm_shuts_down_cleanly_and_removes_the_pid_file() {
+    let pidfile = tempfile::tempdir().unwrap();
+    let pidpath = pidfile.path().join("ferrokv.pid");
+    let mut s = ServerProcess::ferrokv(&["--pidfile", pidpath.to_str().unwrap()]);
+    let pid = std::fs::read_to_string(&pidpath).unwrap();
+    assert_eq!(pid.trim(), s.child.id().to_string());
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let status = wait_for("the process to exit", 10, || s.child.try_wait().unwrap());
+    assert!(status.success(), "{status:?}");
+    assert!(!pidpath.exists());
+    assert!(
+        s.log().contains("Received SIGTERM scheduling shutdown..."),
+        "{}",
+        s.log()
+    );
+}

@@ -133,6 +133,10 @@ impl Reactor {
                 self.client_cron();
                 next_cron = Instant::now() + period;
             }
+            if let Some(sig) = crate::signals::take() {
+                warn!("Received {sig} scheduling shutdown...");
+                self.srv.shutdown_requested = true;
+            }
             if self.srv.shutdown_requested {
                 self.before_sleep();
                 info!("ferrokv is now ready to exit, bye bye...");
