@@ -275,6 +275,37 @@ const PATTERNS: &[&[u8]] = &[
     b"k[\x00-\x01]*",
 ];
 
+/// Option names, sent in any case like command names.
+const OPTION_WORDS: &[&str] = &[
+    "NX",
+    "XX",
+    "GT",
+    "LT",
+    "GET",
+    "KEEPTTL",
+    "EX",
+    "PX",
+    "EXAT",
+    "PXAT",
+    "PERSIST",
+    "DB",
+    "REPLACE",
+    "IDX",
+    "LEN",
+    "MINMATCHLEN",
+    "WITHMATCHLEN",
+    "MATCH",
+    "COUNT",
+    "TYPE",
+    "ENCODING",
+    "FREQ",
+    "HELP",
+    "DIGEST-VALUE",
+    "ASYNC",
+    "SYNC",
+    "STRING",
+];
+
 pub struct Generator {
     rng: StdRng,
     /// Relative expiries not yet used in this sequence (seconds).
@@ -449,6 +480,12 @@ impl Generator {
         }
         let name = String::from_utf8_lossy(&c.args[0]).to_string();
         c.args[0] = self.case(&name);
+        for i in 1..c.args.len() {
+            let a = String::from_utf8_lossy(&c.args[i]).to_ascii_uppercase();
+            if OPTION_WORDS.contains(&a.as_str()) {
+                c.args[i] = self.case(&a);
+            }
+        }
         // Wrong arity now and then: one argument too few or too many.
         if self.chance(0.03) && c.check == Check::Exact {
             // Never a number: an extra `SET k v PX` + `7` would expire
