@@ -273,6 +273,9 @@ const PATTERNS: &[&[u8]] = &[
     b"*[*",
     b"k\x00*",
     b"k[\x00-\x01]*",
+    b"bulk:1*",
+    b"bulk:?",
+    b"bulk:[1-3]?[05]",
 ];
 
 /// Option names, sent in any case like command names.
@@ -688,6 +691,17 @@ impl Generator {
             88..=89 => vec![b("GET"), k],
             90..=92 => vec![b("APPEND"), k, self.pick(INTS).into()],
             93..=95 => vec![b("OBJECT"), b("ENCODING"), src],
+            96 if self.chance(0.3) => {
+                // Hundreds of keys at once, so KEYS, SCAN, DBSIZE, SWAPDB
+                // and FLUSHDB also meet tables that had to grow.
+                let mut a = vec![b("MSET")];
+                let base = self.rng.gen_range(0..1000);
+                for i in 0..self.rng.gen_range(100..400) {
+                    a.push(format!("bulk:{}", base + i).into_bytes());
+                    a.push(self.value());
+                }
+                a
+            }
             _ => vec![b("DEL"), src],
         };
         Command::new(args, Exact)
