@@ -14,7 +14,7 @@
 //! below the top 7, so neither correlates with the other.
 
 use crate::bytes::SmallBytes;
-use crate::value::Value;
+use crate::value::{Value, ValueRef};
 use hashbrown::HashTable;
 use rand::Rng;
 use std::hash::BuildHasher;
@@ -28,14 +28,157 @@ pub const NO_EXPIRE: i64 = i64::MIN;
 
 const PREFIX_BITS: u32 = 32;
 
-/// A key with its value, expiry (unix ms) and access clock.
+/// Key and string value bytes an entry holds inline.
+pub const PACKED_CAP: usize = 48;
+
+/// A key with its value, expiry (unix ms) and access clock: 64 bytes, one
+/// cache line.
+///
+/// A key and a string value that fit together in 48 bytes (a 16-byte key
+/// and a 32-byte value, say) are packed inside the entry: reading or
+/// writing them touches that one line and allocates nothing. Anything
+/// larger, integers and (later) collections keep key and value apart.
 #[derive(Debug, Clone)]
 pub struct Entry {
-    pub key: SmallBytes,
-    pub value: Value,
     pub expire_at: i64,
-    /// LRU clock (seconds, low 24 bits as Redis) of the last access.
-    pub lru: u32,
+    body: Body,
+}
+
+#[derive(Debug, Clone)]
+enum Body {
+    Packed {
+        lru: u32,
+        klen: u8,
+        vlen: u8,
+        data: [u8; PACKED_CAP],
+    },
+    Split {
+        lru: u32,
+        key: SmallBytes,
+        value: Value,
+    },
+}
+
+impl Entry {
+    /// An entry holding `value` (packed when it is a short string).
+    pub fn new(key: &[u8], value: Value, expire_at: i64, lru: u32) -> Entry {
+        let body = match value {
+            Value::Str(s) if key.len() + s.len() <= PACKED_CAP => Self::packed(key, &s, lru),
+            value => Body::Split {
+                lru,
+                key: SmallBytes::new(key),
+                value,
+            },
+        };
+        Entry { expire_at, body }
+    }
+
+    /// An entry holding a string given as bytes, stored as Redis would
+    /// (an integer when canonical), without an intermediate copy.
+    pub fn new_str(key: &[u8], s: &[u8], expire_at: i64, lru: u32) -> Entry {
+        let body = if key.len() + s.len() <= PACKED_CAP && !crate::value::looks_numeric(s) {
+            Self::packed(key, s, lru)
+        } else {
+            match Value::from_bytes(s) {
+                Value::Str(b) if key.len() + b.len() <= PACKED_CAP => Self::packed(key, &b, lru),
+                value => Body::Split {
+                    lru,
+                    key: SmallBytes::new(key),
+                    value,
+                },
+            }
+        };
+        Entry { expire_at, body }
+    }
+
+    #[inline]
+    fn packed(key: &[u8], v: &[u8], lru: u32) -> Body {
+        let mut data = [0u8; PACKED_CAP];
+        data[..key.len()].copy_from_slice(key);
+        data[key.len()..key.len() + v.len()].copy_from_slice(v);
+        Body::Packed {
+            lru,
+            klen: key.len() as u8,
+            vlen: v.len() as u8,
+            data,
+        }
+    }
+
+    #[inline]
+    pub fn key(&self) -> &[u8] {
+        match &self.body {
+            Body::Packed { klen, data, .. } => &data[..*klen as usize],
+            Body::Split { key, .. } => key,
+        }
+    }
+
+    #[inline]
+    pub fn value(&self) -> ValueRef<'_> {
+        match &self.body {
+            Body::Packed { klen, vlen, data, .. } => {
+                ValueRef::Str(&data[*klen as usize..*klen as usize + *vlen as usize])
+            }
+            Body::Split { value, .. } => value.as_ref(),
+        }
+    }
+
+    /// The value, for in-place changes of collections; `None` for a string
+    /// packed with its key (replace those with [`Entry::set_value`]).
+    pub fn value_mut(&mut self) -> Option<&mut Value> {
+        match &mut self.body {
+            Body::Packed { .. } => None,
+            Body::Split { value, .. } => Some(value),
+        }
+    }
+
+    /// Replaces the value, keeping key, expiry and clock.
+    pub fn set_value(&mut self, v: Value) {
+        let lru = self.lru();
+        let key_fits = self.key().len() <= PACKED_CAP;
+        match (&mut self.body, v) {
+            (Body::Split { value, .. }, Value::Int(i)) => *value = Value::Int(i),
+            (Body::Split { key, value, .. }, Value::Str(s)) if key.len() + s.len() > PACKED_CAP => *value = Value::Str(s),
+            (_, v) => {
+                debug_assert!(key_fits || matches!(v, Value::Int(_)));
+                let key = self.key().to_vec();
+                self.body = Entry::new(&key, v, 0, lru).body;
+            }
+        }
+    }
+
+    /// Takes the value out (for RENAME, MOVE).
+    pub fn into_value(self) -> Value {
+        match self.body {
+            Body::Packed { .. } => self.value().to_value(),
+            Body::Split { value, .. } => value,
+        }
+    }
+
+    #[inline]
+    pub fn lru(&self) -> u32 {
+        match &self.body {
+            Body::Packed { lru, .. } | Body::Split { lru, .. } => *lru,
+        }
+    }
+
+    #[inline]
+    pub fn set_lru(&mut self, clock: u32) {
+        match &mut self.body {
+            Body::Packed { lru, .. } | Body::Split { lru, .. } => *lru = clock,
+        }
+    }
+
+    pub fn has_expire(&self) -> bool {
+        self.expire_at != NO_EXPIRE
+    }
+
+    /// Heap bytes the entry owns beyond its 64 bytes.
+    pub fn heap_size(&self) -> usize {
+        match &self.body {
+            Body::Packed { .. } => 0,
+            Body::Split { key, value, .. } => key.heap_size() + value.heap_size(),
+        }
+    }
 }
 
 /// The result of [`Db::lookup`].
@@ -44,12 +187,6 @@ pub enum Lookup<'a> {
     /// The key had expired and was removed now.
     Expired(Entry),
     Missing,
-}
-
-impl Entry {
-    pub fn has_expire(&self) -> bool {
-        self.expire_at != NO_EXPIRE
-    }
 }
 
 struct Segment {
@@ -137,19 +274,16 @@ impl Db {
     pub fn get(&self, key: &[u8]) -> Option<&Entry> {
         let h = self.hash(key);
         let s = &self.segments[self.segment_of(h)];
-        s.table.find(h, |e| e.key.as_slice() == key)
+        s.table.find(h, |e| e.key() == key)
     }
 
     /// The entry for `key`, to change its value in place. Its expiry is
     /// changed only through [`Db::set_expire`] so the counts stay right.
     #[inline]
-    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let h = self.hash(key);
         let si = self.segment_of(h);
-        self.segments[si]
-            .table
-            .find_mut(h, |e| e.key.as_slice() == key)
-            .map(|e| &mut e.value)
+        self.segments[si].table.find_mut(h, |e| e.key() == key)
     }
 
     /// Finds a live key in one probe: a key whose time has come is removed
@@ -160,7 +294,7 @@ impl Db {
         let h = self.hash(key);
         let si = self.segment_of(h);
         let seg = &mut self.segments[si];
-        match seg.table.find_entry(h, |e| e.key.as_slice() == key) {
+        match seg.table.find_entry(h, |e| e.key() == key) {
             Err(_) => Lookup::Missing,
             Ok(o) => {
                 let exp = o.get().expire_at;
@@ -187,32 +321,36 @@ impl Db {
         let si = self.segment_of(h);
         if let Some(e) = self.segments[si]
             .table
-            .find_mut(h, |e| e.key.as_slice() == key)
+            .find_mut(h, |e| e.key() == key)
         {
-            e.lru = lru;
+            e.set_lru(lru);
         }
     }
 
     /// Inserts or replaces `key`, returning the previous entry.
     pub fn upsert(&mut self, key: &[u8], value: Value, expire_at: i64, lru: u32) -> Option<Entry> {
+        self.upsert_entry(Entry::new(key, value, expire_at, lru))
+    }
+
+    /// Sets `key` to a string given as bytes (`SET`): packed with the key
+    /// when it fits, an integer when canonical.
+    #[inline]
+    pub fn set_str(&mut self, key: &[u8], s: &[u8], expire_at: i64, lru: u32) -> Option<Entry> {
+        self.upsert_entry(Entry::new_str(key, s, expire_at, lru))
+    }
+
+    /// Inserts or replaces an entry by its key, returning the previous one.
+    pub fn upsert_entry(&mut self, entry: Entry) -> Option<Entry> {
+        let key = entry.key();
         let h = self.hash(key);
         let si = self.segment_of(h);
         let hasher = &self.hasher;
         let seg = &mut self.segments[si];
-        match seg.table.entry(
-            h,
-            |e| e.key.as_slice() == key,
-            |e| hasher.hash_one(e.key.as_slice()),
-        ) {
+        let is = entry.expire_at != NO_EXPIRE;
+        match seg.table.entry(h, |e| e.key() == key, |e| hasher.hash_one(e.key())) {
             hashbrown::hash_table::Entry::Occupied(mut o) => {
-                let e = o.get_mut();
-                let old = Entry {
-                    key: SmallBytes::default(),
-                    value: std::mem::replace(&mut e.value, value),
-                    expire_at: std::mem::replace(&mut e.expire_at, expire_at),
-                    lru: std::mem::replace(&mut e.lru, lru),
-                };
-                let (was, is) = (old.expire_at != NO_EXPIRE, expire_at != NO_EXPIRE);
+                let old = std::mem::replace(o.get_mut(), entry);
+                let was = old.expire_at != NO_EXPIRE;
                 if was != is {
                     if is {
                         seg.expiring += 1;
@@ -225,13 +363,8 @@ impl Db {
                 Some(old)
             }
             hashbrown::hash_table::Entry::Vacant(v) => {
-                v.insert(Entry {
-                    key: SmallBytes::new(key),
-                    value,
-                    expire_at,
-                    lru,
-                });
-                if expire_at != NO_EXPIRE {
+                v.insert(entry);
+                if is {
                     seg.expiring += 1;
                     self.expires += 1;
                 }
@@ -251,7 +384,7 @@ impl Db {
         let seg = &mut self.segments[si];
         let e = seg
             .table
-            .find_entry(h, |e| e.key.as_slice() == key)
+            .find_entry(h, |e| e.key() == key)
             .ok()?
             .remove()
             .0;
@@ -268,7 +401,7 @@ impl Db {
         let h = self.hash(key);
         let si = self.segment_of(h);
         let seg = &mut self.segments[si];
-        let Some(e) = seg.table.find_mut(h, |e| e.key.as_slice() == key) else {
+        let Some(e) = seg.table.find_mut(h, |e| e.key() == key) else {
             return false;
         };
         let (was, is) = (e.expire_at != NO_EXPIRE, expire_at != NO_EXPIRE);
@@ -308,16 +441,16 @@ impl Db {
         let mut kept = HashTable::with_capacity(SEGMENT_MAX / 2 + SEGMENT_MAX / 8);
         let mut kept_expiring = 0;
         for e in std::mem::take(&mut seg.table) {
-            let h = hasher.hash_one(e.key.as_slice());
+            let h = hasher.hash_one(e.key());
             let expiring = (e.expire_at != NO_EXPIRE) as u32;
             if (h >> bit_shift) & 1 == 1 {
                 moved.expiring += expiring;
                 moved
                     .table
-                    .insert_unique(h, e, |e| hasher.hash_one(e.key.as_slice()));
+                    .insert_unique(h, e, |e| hasher.hash_one(e.key()));
             } else {
                 kept_expiring += expiring;
-                kept.insert_unique(h, e, |e| hasher.hash_one(e.key.as_slice()));
+                kept.insert_unique(h, e, |e| hasher.hash_one(e.key()));
             }
         }
         seg.table = kept;
@@ -457,8 +590,27 @@ mod tests {
     use std::collections::{BTreeMap, BTreeSet};
 
     #[test]
-    fn entry_fits_a_cache_line() {
-        assert!(std::mem::size_of::<Entry>() <= 64);
+    fn entry_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<Entry>(), 64);
+    }
+
+    #[test]
+    fn short_strings_are_packed_with_their_key() {
+        let e = Entry::new_str(b"key:000000000001", &[b'v'; 32], NO_EXPIRE, 7);
+        assert_eq!(e.heap_size(), 0);
+        assert_eq!(e.key(), b"key:000000000001");
+        assert_eq!(e.value(), ValueRef::Str(&[b'v'; 32]));
+        assert_eq!(e.lru(), 7);
+        let e = Entry::new_str(b"k", b"123", NO_EXPIRE, 0);
+        assert_eq!(e.value(), ValueRef::Int(123));
+        let mut e = Entry::new_str(b"k", &[b'x'; 100], NO_EXPIRE, 0);
+        assert_eq!(e.value(), ValueRef::Str(&[b'x'; 100]));
+        e.set_value(Value::from_bytes(b"short"));
+        assert_eq!(e.value(), ValueRef::Str(b"short"));
+        assert_eq!(e.heap_size(), 0);
+        e.set_value(Value::Int(5));
+        assert_eq!(e.value(), ValueRef::Int(5));
+        assert_eq!(e.key(), b"k");
     }
 
     #[test]
@@ -476,8 +628,8 @@ mod tests {
         assert!(db.segment_count() > 10);
         for i in 0..50_000u32 {
             assert_eq!(
-                db.get(format!("key:{i}").as_bytes()).unwrap().value,
-                Value::Int(i as i64)
+                db.get(format!("key:{i}").as_bytes()).unwrap().value(),
+                ValueRef::Int(i as i64)
             );
         }
         assert_eq!(db.iter().count(), 50_000);
@@ -494,7 +646,7 @@ mod tests {
         let mut added = 0;
         loop {
             cursor = db.scan(cursor, 10, |e| {
-                seen.insert(e.key.to_vec());
+                seen.insert(e.key().to_vec());
             });
             // Keep inserting while scanning, forcing splits.
             for _ in 0..200 {
@@ -553,7 +705,7 @@ mod tests {
             prop_assert_eq!(db.expires(), model.values().filter(|v| v.1).count());
             for (k, (v, e)) in &model {
                 let got = db.get(k).unwrap();
-                prop_assert_eq!(&got.value, &Value::Int(*v));
+                prop_assert_eq!(got.value(), ValueRef::Int(*v));
                 prop_assert_eq!(got.has_expire(), *e);
             }
         }

@@ -21,7 +21,7 @@ pub mod value;
 
 pub use bytes::SmallBytes;
 pub use db::{Db, Entry, Lookup, NO_EXPIRE};
-pub use value::{Value, ValueType};
+pub use value::{Value, ValueRef, ValueType};
 
 /// The databases of a server.
 pub struct Keyspace {

@@ -37,6 +37,50 @@ pub enum Value {
     Str(SmallBytes),
 }
 
+/// A borrowed view of a stored value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ValueRef<'a> {
+    Int(i64),
+    Str(&'a [u8]),
+}
+
+impl<'a> ValueRef<'a> {
+    pub fn value_type(self) -> ValueType {
+        match self {
+            ValueRef::Int(_) | ValueRef::Str(_) => ValueType::String,
+        }
+    }
+
+    /// The encoding name `OBJECT ENCODING` reports.
+    pub fn encoding(self) -> &'static str {
+        match self {
+            ValueRef::Int(_) => "int",
+            ValueRef::Str(s) if s.len() <= EMBSTR_MAX => "embstr",
+            ValueRef::Str(_) => "raw",
+        }
+    }
+
+    /// A string's bytes, formatting an integer into `buf`; `None` for other types.
+    pub fn as_bytes(self, buf: &'a mut itoa_buf::Buf) -> Option<&'a [u8]> {
+        match self {
+            ValueRef::Int(i) => Some(buf.format(i)),
+            ValueRef::Str(s) => Some(s),
+        }
+    }
+
+    pub fn is_string(self) -> bool {
+        matches!(self, ValueRef::Int(_) | ValueRef::Str(_))
+    }
+
+    /// An owned copy.
+    pub fn to_value(self) -> Value {
+        match self {
+            ValueRef::Int(i) => Value::Int(i),
+            ValueRef::Str(s) => Value::Str(SmallBytes::new(s)),
+        }
+    }
+}
+
 /// Longest string Redis stores as `embstr` (reported by `OBJECT ENCODING`).
 pub const EMBSTR_MAX: usize = 44;
 
@@ -61,19 +105,20 @@ impl Value {
         Value::Str(SmallBytes::from_vec(v))
     }
 
-    pub fn value_type(&self) -> ValueType {
+    pub fn as_ref(&self) -> ValueRef<'_> {
         match self {
-            Value::Int(_) | Value::Str(_) => ValueType::String,
+            Value::Int(i) => ValueRef::Int(*i),
+            Value::Str(s) => ValueRef::Str(s),
         }
+    }
+
+    pub fn value_type(&self) -> ValueType {
+        self.as_ref().value_type()
     }
 
     /// The encoding name `OBJECT ENCODING` reports.
     pub fn encoding(&self) -> &'static str {
-        match self {
-            Value::Int(_) => "int",
-            Value::Str(s) if s.len() <= EMBSTR_MAX => "embstr",
-            Value::Str(_) => "raw",
-        }
+        self.as_ref().encoding()
     }
 
     /// Heap bytes owned by the value (for memory accounting).
@@ -82,14 +127,6 @@ impl Value {
             Value::Int(_) => 0,
             Value::Str(s) => s.heap_size(),
         }
-    }
-}
-
-/// A string's bytes, formatting an integer into `buf` when needed.
-pub fn str_bytes<'a>(v: &'a Value, buf: &'a mut itoa_buf::Buf) -> Option<&'a [u8]> {
-    match v {
-        Value::Int(i) => Some(buf.format(*i)),
-        Value::Str(s) => Some(s.as_slice()),
     }
 }
 
@@ -120,6 +157,12 @@ pub mod itoa_buf {
             &self.0[i..]
         }
     }
+}
+
+/// Cheap pre-check: could `s` be a canonical integer?
+#[inline]
+pub fn looks_numeric(s: &[u8]) -> bool {
+    s.len() <= 20 && !s.is_empty() && (s[0] == b'-' || s[0].is_ascii_digit()) && s[s.len() - 1].is_ascii_digit()
 }
 
 /// Parses a canonical decimal integer (no `+`, no leading zeros, no
