@@ -162,7 +162,7 @@ impl Server {
         match self.keyspace.dbs[db].lookup(key, now_ms, true) {
             Lookup::Live(e) => {
                 self.stats.keyspace_hits += 1;
-                e.lru = clock;
+                e.set_lru(clock);
                 Some(e)
             }
             Lookup::Expired(_) => {
@@ -183,7 +183,7 @@ impl Server {
         let clock = self.lru_clock;
         match self.keyspace.dbs[db].lookup(key, now_ms, true) {
             Lookup::Live(e) => {
-                e.lru = clock;
+                e.set_lru(clock);
                 Some(e)
             }
             Lookup::Expired(_) => {
@@ -310,9 +310,9 @@ impl Server {
     /// Drops a value that a write replaced: big ones go to the lazy-free
     /// thread so the loop never waits on a large free.
     #[inline]
-    pub fn drop_value(&mut self, v: ferrokv_store::Value) {
-        if v.heap_size() >= LAZYFREE_THRESHOLD {
-            self.lazy_free(v);
+    pub fn drop_value(&mut self, e: ferrokv_store::Entry) {
+        if e.heap_size() >= LAZYFREE_THRESHOLD {
+            self.lazy_free(e);
         }
     }
 

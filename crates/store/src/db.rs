@@ -115,9 +115,9 @@ impl Entry {
     #[inline]
     pub fn value(&self) -> ValueRef<'_> {
         match &self.body {
-            Body::Packed { klen, vlen, data, .. } => {
-                ValueRef::Str(&data[*klen as usize..*klen as usize + *vlen as usize])
-            }
+            Body::Packed {
+                klen, vlen, data, ..
+            } => ValueRef::Str(&data[*klen as usize..*klen as usize + *vlen as usize]),
             Body::Split { value, .. } => value.as_ref(),
         }
     }
@@ -137,7 +137,9 @@ impl Entry {
         let key_fits = self.key().len() <= PACKED_CAP;
         match (&mut self.body, v) {
             (Body::Split { value, .. }, Value::Int(i)) => *value = Value::Int(i),
-            (Body::Split { key, value, .. }, Value::Str(s)) if key.len() + s.len() > PACKED_CAP => *value = Value::Str(s),
+            (Body::Split { key, value, .. }, Value::Str(s)) if key.len() + s.len() > PACKED_CAP => {
+                *value = Value::Str(s)
+            }
             (_, v) => {
                 debug_assert!(key_fits || matches!(v, Value::Int(_)));
                 let key = self.key().to_vec();
@@ -319,10 +321,7 @@ impl Db {
     pub fn touch(&mut self, key: &[u8], lru: u32) {
         let h = self.hash(key);
         let si = self.segment_of(h);
-        if let Some(e) = self.segments[si]
-            .table
-            .find_mut(h, |e| e.key() == key)
-        {
+        if let Some(e) = self.segments[si].table.find_mut(h, |e| e.key() == key) {
             e.set_lru(lru);
         }
     }
@@ -347,7 +346,10 @@ impl Db {
         let hasher = &self.hasher;
         let seg = &mut self.segments[si];
         let is = entry.expire_at != NO_EXPIRE;
-        match seg.table.entry(h, |e| e.key() == key, |e| hasher.hash_one(e.key())) {
+        match seg
+            .table
+            .entry(h, |e| e.key() == key, |e| hasher.hash_one(e.key()))
+        {
             hashbrown::hash_table::Entry::Occupied(mut o) => {
                 let old = std::mem::replace(o.get_mut(), entry);
                 let was = old.expire_at != NO_EXPIRE;
@@ -382,12 +384,7 @@ impl Db {
         let h = self.hash(key);
         let si = self.segment_of(h);
         let seg = &mut self.segments[si];
-        let e = seg
-            .table
-            .find_entry(h, |e| e.key() == key)
-            .ok()?
-            .remove()
-            .0;
+        let e = seg.table.find_entry(h, |e| e.key() == key).ok()?.remove().0;
         self.len -= 1;
         if e.expire_at != NO_EXPIRE {
             seg.expiring -= 1;

@@ -162,7 +162,10 @@ pub mod itoa_buf {
 /// Cheap pre-check: could `s` be a canonical integer?
 #[inline]
 pub fn looks_numeric(s: &[u8]) -> bool {
-    s.len() <= 20 && !s.is_empty() && (s[0] == b'-' || s[0].is_ascii_digit()) && s[s.len() - 1].is_ascii_digit()
+    s.len() <= 20
+        && !s.is_empty()
+        && (s[0] == b'-' || s[0].is_ascii_digit())
+        && s[s.len() - 1].is_ascii_digit()
 }
 
 /// Parses a canonical decimal integer (no `+`, no leading zeros, no

@@ -425,11 +425,11 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
         let clock = ctx.srv.lru_clock;
         match ctx.srv.keyspace.dbs[db].lookup(args.get(2), now, true) {
             Lookup::Live(e) => {
-                let enc = e.value.encoding();
-                let ser = match &e.value {
-                    ferrokv_store::Value::Int(i) if (-(1 << 31)..(1 << 31)).contains(i) => 5,
-                    ferrokv_store::Value::Int(i) => i.to_string().len() + 1,
-                    ferrokv_store::Value::Str(s) => {
+                let enc = e.value().encoding();
+                let ser = match e.value() {
+                    ferrokv_store::ValueRef::Int(i) if (-(1 << 31)..(1 << 31)).contains(&i) => 5,
+                    ferrokv_store::ValueRef::Int(i) => i.to_string().len() + 1,
+                    ferrokv_store::ValueRef::Str(s) => {
                         s.len()
                             + if s.len() < 64 {
                                 1
@@ -440,11 +440,11 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
                             }
                     }
                 };
-                let idle = clock.wrapping_sub(e.lru) & crate::server::LRU_CLOCK_MAX;
+                let idle = clock.wrapping_sub(e.lru()) & crate::server::LRU_CLOCK_MAX;
                 let addr = e as *const _ as usize;
                 let line = format!(
                     "Value at:0x{addr:x} refcount:1 encoding:{enc} serializedlength:{ser} lru:{} lru_seconds_idle:{idle}",
-                    e.lru
+                    e.lru()
                 );
                 ctx.client.out.simple(&line);
             }
