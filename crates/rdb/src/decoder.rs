@@ -1,0 +1,647 @@
+//! The snapshot decoder.
+//!
+//! It works on one byte slice holding the whole file (the server maps the
+//! file; a replica has the received snapshot in memory), so nothing is read
+//! twice and nothing is copied that sits uncompressed in the slice: keys,
+//! string values and the strings inside listpacks, ziplists and plain
+//! collections reach the visitor as [`Cow::Borrowed`] slices of the input.
+//! Only integers (stored in binary) and LZF-compressed data are owned.
+//!
+//! It drives a [`RdbVisitor`] the way Redis's `rdbLoadRio` drives the
+//! keyspace: opcodes in file order, one [`Entry`] per key with the expiry and
+//! LRU/LFU hints that preceded it. Each collection is fully parsed and
+//! validated before the visitor sees it (a corrupt listpack is an error, not
+//! half a hash). The CRC64 trailer can only be checked at the end, so a
+//! visitor may have received entries from a file that later fails: treat
+//! any `Err` as "discard everything loaded", as Redis does.
+//!
+//! Untrusted input never panics and never allocates far beyond its own size:
+//! counts only size allocations up to the bytes left in the input, and LZF
+//! output is bounded by the format's maximum expansion.
+
+use std::borrow::Cow;
+
+use crate::consts::*;
+use crate::crc64::crc64;
+use crate::error::{DecodeError, FunctionsUnsupported, VisitError};
+use crate::{intset, listpack, lzf, ziplist};
+
+/// A hash field and its value.
+pub type FieldValue<'a> = (Cow<'a, [u8]>, Cow<'a, [u8]>);
+
+/// A decoded value. Elements borrow from the input where possible.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RdbValue<'a> {
+    String(Cow<'a, [u8]>),
+    /// Head to tail.
+    List(Vec<Cow<'a, [u8]>>),
+    Set(Vec<Cow<'a, [u8]>>),
+    /// `(member, score)`; listpack-encoded sets come in score order, others in
+    /// file order. Scores are never NaN.
+    SortedSet(Vec<(Cow<'a, [u8]>, f64)>),
+    /// `(field, value)`.
+    Hash(Vec<FieldValue<'a>>),
+}
+
+impl RdbValue<'_> {
+    /// Number of elements (1 for a string).
+    pub fn len(&self) -> usize {
+        match self {
+            RdbValue::String(_) => 1,
+            RdbValue::List(v) | RdbValue::Set(v) => v.len(),
+            RdbValue::SortedSet(v) => v.len(),
+            RdbValue::Hash(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One key as the file stores it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry<'a> {
+    /// The database selected by the last SELECTDB (0 if none).
+    pub db: u64,
+    pub key: Cow<'a, [u8]>,
+    pub value: RdbValue<'a>,
+    /// Absolute Unix time in milliseconds (EXPIRETIME is converted).
+    pub expire_ms: Option<i64>,
+    /// LRU idle time in seconds (opcode IDLE).
+    pub lru_idle_secs: Option<u64>,
+    /// LFU logarithmic counter (opcode FREQ).
+    pub lfu_freq: Option<u8>,
+    /// The RDB value type it was stored as (`consts::TYPE_*`).
+    pub rdb_type: u8,
+    /// Offset of the entry's first byte (its expiry opcode, if any).
+    pub offset: usize,
+}
+
+/// Receives the content of an RDB file in order. Only [`entry`](Self::entry)
+/// is required; the others default to ignoring the record (AUX fields must
+/// be ignorable by contract) except function libraries, which are refused.
+pub trait RdbVisitor {
+    fn aux(&mut self, _key: &[u8], _value: &[u8]) -> Result<(), VisitError> {
+        Ok(())
+    }
+    fn select_db(&mut self, _db: u64) -> Result<(), VisitError> {
+        Ok(())
+    }
+    /// Size hint for the selected database.
+    fn resize_db(&mut self, _db_size: u64, _expires_size: u64) -> Result<(), VisitError> {
+        Ok(())
+    }
+    /// A `FUNCTION LOAD` library's source (opcode FUNCTION2).
+    fn function_library(&mut self, _code: &[u8]) -> Result<(), VisitError> {
+        Err(Box::new(FunctionsUnsupported))
+    }
+    fn entry(&mut self, entry: Entry<'_>) -> Result<(), VisitError>;
+}
+
+/// Decoder settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeOptions {
+    /// Verify the CRC64 trailer (Redis's `rdbchecksum`/`skip_checksum_validation`).
+    pub verify_checksum: bool,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        DecodeOptions {
+            verify_checksum: true,
+        }
+    }
+}
+
+/// What the trailer said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checksum {
+    /// The trailer matched the content.
+    Verified(u64),
+    /// The trailer was 0: written with `rdbchecksum no`.
+    Disabled,
+    /// Not checked (`verify_checksum: false`); the stored value.
+    NotVerified(u64),
+    /// Versions before 5 have no trailer.
+    Absent,
+}
+
+/// Facts about a successfully decoded file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeSummary {
+    pub version: u32,
+    pub checksum: Checksum,
+    /// Keys handed to the visitor.
+    pub keys: u64,
+    /// Keys with an empty collection, skipped as Redis skips them.
+    pub empty_keys_skipped: u64,
+    /// Bytes the RDB occupied, trailer included. Anything after it (the AOF
+    /// tail of an RDB-preamble AOF) is not RDB and is not looked at.
+    pub len: usize,
+}
+
+/// Decodes `data` with default options.
+pub fn decode<V: RdbVisitor + ?Sized>(
+    data: &[u8],
+    visitor: &mut V,
+) -> Result<DecodeSummary, DecodeError> {
+    decode_with(data, visitor, &DecodeOptions::default())
+}
+
+/// Decodes `data`, calling `visitor` for every record.
+pub fn decode_with<V: RdbVisitor + ?Sized>(
+    data: &[u8],
+    visitor: &mut V,
+    options: &DecodeOptions,
+) -> Result<DecodeSummary, DecodeError> {
+    if data.len() < 9 || &data[..5] != MAGIC || !data[5..9].iter().all(u8::is_ascii_digit) {
+        return Err(DecodeError::BadMagic);
+    }
+    let version = data[5..9]
+        .iter()
+        .fold(0u32, |v, d| v * 10 + (d - b'0') as u32);
+    if !(1..=MAX_SUPPORTED_VERSION).contains(&version) {
+        return Err(DecodeError::UnsupportedVersion {
+            version,
+            max: MAX_SUPPORTED_VERSION,
+        });
+    }
+    let mut r = Reader { data, pos: 9 };
+    let mut db = 0u64;
+    let mut expire_ms = None;
+    let mut lru_idle_secs = None;
+    let mut lfu_freq = None;
+    let mut entry_offset = None;
+    let mut keys = 0u64;
+    let mut empty_keys_skipped = 0u64;
+    let visit = |offset: usize, res: Result<(), VisitError>| {
+        res.map_err(|source| DecodeError::Visitor { offset, source })
+    };
+    loop {
+        let offset = r.pos;
+        let op = r.byte()?;
+        match op {
+            OPCODE_EXPIRETIME => {
+                let secs = i32::from_le_bytes(r.array::<4>()?);
+                expire_ms = Some(secs as i64 * 1000);
+                entry_offset.get_or_insert(offset);
+            }
+            OPCODE_EXPIRETIME_MS => {
+                expire_ms = Some(i64::from_le_bytes(r.array::<8>()?));
+                entry_offset.get_or_insert(offset);
+            }
+            OPCODE_FREQ => {
+                lfu_freq = Some(r.byte()?);
+                entry_offset.get_or_insert(offset);
+            }
+            OPCODE_IDLE => {
+                lru_idle_secs = Some(r.length()?);
+                entry_offset.get_or_insert(offset);
+            }
+            OPCODE_EOF => break,
+            OPCODE_SELECTDB => {
+                db = r.length()?;
+                visit(offset, visitor.select_db(db))?;
+            }
+            OPCODE_RESIZEDB => {
+                let size = r.length()?;
+                let expires = r.length()?;
+                visit(offset, visitor.resize_db(size, expires))?;
+            }
+            OPCODE_AUX => {
+                let key = r.string()?;
+                let value = r.string()?;
+                visit(offset, visitor.aux(&key, &value))?;
+            }
+            OPCODE_MODULE_AUX => {
+                let id = r.length()?;
+                return Err(DecodeError::ModuleAux {
+                    offset,
+                    module: module_name(id),
+                });
+            }
+            OPCODE_FUNCTION2 => {
+                let code = r.string()?;
+                visit(offset, visitor.function_library(&code))?;
+            }
+            OPCODE_FUNCTION_PRE_GA => {
+                return Err(DecodeError::UnsupportedOpcode {
+                    offset,
+                    opcode: op,
+                    name: "FUNCTION (7.0 release candidates)",
+                })
+            }
+            rdb_type => {
+                if type_name(rdb_type) == "unknown" {
+                    return Err(DecodeError::UnknownType {
+                        offset,
+                        byte: rdb_type,
+                    });
+                }
+                let key = r.string()?;
+                let value = read_value(&mut r, rdb_type, offset, &key)?;
+                let start = entry_offset.take().unwrap_or(offset);
+                if value.is_empty() {
+                    empty_keys_skipped += 1;
+                } else {
+                    keys += 1;
+                    let entry = Entry {
+                        db,
+                        key,
+                        value,
+                        expire_ms,
+                        lru_idle_secs,
+                        lfu_freq,
+                        rdb_type,
+                        offset: start,
+                    };
+                    visit(start, visitor.entry(entry))?;
+                }
+                expire_ms = None;
+                lru_idle_secs = None;
+                lfu_freq = None;
+            }
+        }
+    }
+    let checksum = if version >= FIRST_VERSION_WITH_CHECKSUM {
+        let trailer_at = r.pos;
+        let stored = u64::from_le_bytes(r.array::<8>()?);
+        if stored == 0 {
+            Checksum::Disabled
+        } else if !options.verify_checksum {
+            Checksum::NotVerified(stored)
+        } else {
+            let computed = crc64(0, &data[..trailer_at]);
+            if computed != stored {
+                return Err(DecodeError::ChecksumMismatch {
+                    offset: trailer_at,
+                    stored,
+                    computed,
+                });
+            }
+            Checksum::Verified(stored)
+        }
+    } else {
+        Checksum::Absent
+    };
+    Ok(DecodeSummary {
+        version,
+        checksum,
+        keys,
+        empty_keys_skipped,
+        len: r.pos,
+    })
+}
+
+/// `moduleTypeNameByID`: nine characters of six bits above a 10-bit version.
+fn module_name(id: u64) -> String {
+    const CHARSET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut id = id >> 10;
+    let mut name = [0u8; 9];
+    for slot in name.iter_mut().rev() {
+        *slot = CHARSET[(id & 63) as usize];
+        id >>= 6;
+    }
+    String::from_utf8_lossy(&name).into_owned()
+}
+
+fn escape(key: &[u8]) -> String {
+    key.escape_ascii().to_string()
+}
+
+fn read_value<'a>(
+    r: &mut Reader<'a>,
+    rdb_type: u8,
+    offset: usize,
+    key: &[u8],
+) -> Result<RdbValue<'a>, DecodeError> {
+    Ok(match rdb_type {
+        TYPE_STRING => RdbValue::String(r.string()?),
+        TYPE_LIST | TYPE_SET => {
+            let n = r.length()?;
+            let mut items = Vec::with_capacity(r.capacity_for(n, 1));
+            for _ in 0..n {
+                items.push(r.string()?);
+            }
+            if rdb_type == TYPE_LIST {
+                RdbValue::List(items)
+            } else {
+                RdbValue::Set(items)
+            }
+        }
+        TYPE_ZSET | TYPE_ZSET_2 => {
+            let n = r.length()?;
+            let mut items = Vec::with_capacity(r.capacity_for(n, 2));
+            for _ in 0..n {
+                let member = r.string()?;
+                let at = r.pos;
+                let score = if rdb_type == TYPE_ZSET_2 {
+                    f64::from_le_bytes(r.array::<8>()?)
+                } else {
+                    r.text_double()?
+                };
+                if score.is_nan() {
+                    return Err(corrupt(at, "zset", "NaN score"));
+                }
+                items.push((member, score));
+            }
+            RdbValue::SortedSet(items)
+        }
+        TYPE_HASH => {
+            let n = r.length()?;
+            let mut items = Vec::with_capacity(r.capacity_for(n, 2));
+            for _ in 0..n {
+                let field = r.string()?;
+                let value = r.string()?;
+                items.push((field, value));
+            }
+            RdbValue::Hash(items)
+        }
+        TYPE_HASH_ZIPMAP => {
+            let at = r.pos;
+            RdbValue::Hash(pairs(r.blob("zipmap", ziplist::parse_zipmap)?, at)?)
+        }
+        TYPE_LIST_ZIPLIST => RdbValue::List(r.blob("ziplist", ziplist::parse_ziplist)?),
+        TYPE_SET_INTSET => RdbValue::Set(r.blob("intset", intset::parse)?),
+        TYPE_SET_LISTPACK => RdbValue::Set(r.blob("listpack", listpack::parse)?),
+        TYPE_ZSET_ZIPLIST => {
+            let at = r.pos;
+            scored(r.blob("ziplist", ziplist::parse_ziplist)?, at)?
+        }
+        TYPE_ZSET_LISTPACK => {
+            let at = r.pos;
+            scored(r.blob("listpack", listpack::parse)?, at)?
+        }
+        TYPE_HASH_ZIPLIST => {
+            let at = r.pos;
+            RdbValue::Hash(pairs(r.blob("ziplist", ziplist::parse_ziplist)?, at)?)
+        }
+        TYPE_HASH_LISTPACK => {
+            let at = r.pos;
+            RdbValue::Hash(pairs(r.blob("listpack", listpack::parse)?, at)?)
+        }
+        TYPE_LIST_QUICKLIST | TYPE_LIST_QUICKLIST_2 => {
+            let nodes = r.length()?;
+            let mut items = Vec::new();
+            for _ in 0..nodes {
+                let container = if rdb_type == TYPE_LIST_QUICKLIST_2 {
+                    let at = r.pos;
+                    let c = r.length()?;
+                    if c != QUICKLIST_NODE_PLAIN && c != QUICKLIST_NODE_PACKED {
+                        return Err(corrupt(at, "quicklist", "unknown node container"));
+                    }
+                    c
+                } else {
+                    QUICKLIST_NODE_PACKED
+                };
+                let at = r.pos;
+                if container == QUICKLIST_NODE_PLAIN {
+                    let node = r.string()?;
+                    if node.is_empty() {
+                        return Err(corrupt(at, "quicklist", "empty node"));
+                    }
+                    items.push(node);
+                    continue;
+                }
+                let node = if rdb_type == TYPE_LIST_QUICKLIST_2 {
+                    r.blob("listpack", listpack::parse)?
+                } else {
+                    r.blob("ziplist", ziplist::parse_ziplist)?
+                };
+                items.extend(node);
+            }
+            RdbValue::List(items)
+        }
+        TYPE_MODULE_PRE_GA
+        | TYPE_MODULE_2
+        | TYPE_STREAM_LISTPACKS
+        | TYPE_STREAM_LISTPACKS_2
+        | TYPE_STREAM_LISTPACKS_3 => {
+            return Err(DecodeError::UnsupportedType {
+                offset,
+                type_byte: rdb_type,
+                type_name: type_name(rdb_type),
+                key: escape(key),
+            })
+        }
+        byte => return Err(DecodeError::UnknownType { offset, byte }),
+    })
+}
+
+fn corrupt(offset: usize, what: &'static str, reason: &'static str) -> DecodeError {
+    DecodeError::Corrupt {
+        offset,
+        what,
+        reason,
+    }
+}
+
+fn pairs<'a>(items: Vec<Cow<'a, [u8]>>, at: usize) -> Result<Vec<FieldValue<'a>>, DecodeError> {
+    if items.len() % 2 != 0 {
+        return Err(corrupt(at, "hash", "odd number of elements"));
+    }
+    let mut out = Vec::with_capacity(items.len() / 2);
+    let mut it = items.into_iter();
+    while let (Some(f), Some(v)) = (it.next(), it.next()) {
+        out.push((f, v));
+    }
+    Ok(out)
+}
+
+fn scored(items: Vec<Cow<'_, [u8]>>, at: usize) -> Result<RdbValue<'_>, DecodeError> {
+    if items.len() % 2 != 0 {
+        return Err(corrupt(at, "zset", "odd number of elements"));
+    }
+    let mut out = Vec::with_capacity(items.len() / 2);
+    let mut it = items.into_iter();
+    while let (Some(m), Some(s)) = (it.next(), it.next()) {
+        let score = parse_score(&s).ok_or_else(|| corrupt(at, "zset", "score is not a number"))?;
+        out.push((m, score));
+    }
+    Ok(RdbValue::SortedSet(out))
+}
+
+/// Reads a score as `strtod` would for text Redis writes (`%.17g`, `inf`,
+/// integers); NaN is refused.
+fn parse_score(text: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(text).ok()?;
+    let s = s.trim_start_matches(|c: char| c.is_ascii_whitespace());
+    let v: f64 = s.parse().ok()?;
+    (!v.is_nan()).then_some(v)
+}
+
+/// A cursor over the input that turns every short read into
+/// [`DecodeError::Truncated`] with the offset.
+struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+enum Length {
+    Plain(u64),
+    Encoded(u8),
+}
+
+type BlobParser = for<'s> fn(&'s [u8]) -> Result<Vec<Cow<'s, [u8]>>, (usize, &'static str)>;
+
+impl<'a> Reader<'a> {
+    fn remaining(&self) -> usize {
+        self.data.len() - self.pos
+    }
+
+    /// Capacity to reserve for `n` elements of at least `min_bytes` each:
+    /// never more than the remaining input could hold.
+    fn capacity_for(&self, n: u64, min_bytes: usize) -> usize {
+        (n.min(usize::MAX as u64) as usize).min(self.remaining() / min_bytes)
+    }
+
+    fn bytes(&mut self, n: u64) -> Result<&'a [u8], DecodeError> {
+        if n > self.remaining() as u64 {
+            return Err(DecodeError::Truncated {
+                offset: self.pos,
+                needed: n - self.remaining() as u64,
+            });
+        }
+        let s = &self.data[self.pos..self.pos + n as usize];
+        self.pos += n as usize;
+        Ok(s)
+    }
+
+    fn byte(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.bytes(1)?[0])
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        Ok(self.bytes(N as u64)?.try_into().expect("N bytes"))
+    }
+
+    /// `rdbLoadLenByRef`.
+    fn length_or_encoding(&mut self) -> Result<Length, DecodeError> {
+        let at = self.pos;
+        let b = self.byte()?;
+        Ok(match b >> 6 {
+            0 => Length::Plain((b & 0x3F) as u64),
+            1 => Length::Plain((((b & 0x3F) as u64) << 8) | self.byte()? as u64),
+            3 => Length::Encoded(b & 0x3F),
+            _ => match b {
+                LEN_32BIT => Length::Plain(u32::from_be_bytes(self.array::<4>()?) as u64),
+                LEN_64BIT => Length::Plain(u64::from_be_bytes(self.array::<8>()?)),
+                _ => {
+                    return Err(DecodeError::BadLength {
+                        offset: at,
+                        byte: b,
+                    })
+                }
+            },
+        })
+    }
+
+    fn length(&mut self) -> Result<u64, DecodeError> {
+        let at = self.pos;
+        match self.length_or_encoding()? {
+            Length::Plain(n) => Ok(n),
+            Length::Encoded(_) => Err(DecodeError::BadLength {
+                offset: at,
+                byte: self.data[at],
+            }),
+        }
+    }
+
+    /// `rdbGenericLoadStringObject`.
+    fn string(&mut self) -> Result<Cow<'a, [u8]>, DecodeError> {
+        let at = self.pos;
+        match self.length_or_encoding()? {
+            Length::Plain(n) => Ok(Cow::Borrowed(self.bytes(n)?)),
+            Length::Encoded(ENC_INT8) => Ok(listpack::int_text(self.byte()? as i8 as i64)),
+            Length::Encoded(ENC_INT16) => Ok(listpack::int_text(i16::from_le_bytes(
+                self.array::<2>()?,
+            ) as i64)),
+            Length::Encoded(ENC_INT32) => Ok(listpack::int_text(i32::from_le_bytes(
+                self.array::<4>()?,
+            ) as i64)),
+            Length::Encoded(ENC_LZF) => {
+                let clen = self.length()?;
+                let len = self.length()?;
+                let data = self.bytes(clen)?;
+                if len > lzf::max_decompressed_len(data.len()) as u64 {
+                    return Err(corrupt(
+                        at,
+                        "LZF string",
+                        "declared length exceeds what the data can expand to",
+                    ));
+                }
+                let len =
+                    usize::try_from(len).map_err(|_| DecodeError::TooLong { offset: at, len })?;
+                let mut out = Vec::new();
+                lzf::decompress(data, len, &mut out)
+                    .map_err(|source| DecodeError::Lzf { offset: at, source })?;
+                Ok(Cow::Owned(out))
+            }
+            Length::Encoded(encoding) => Err(DecodeError::BadStringEncoding {
+                offset: at,
+                encoding,
+            }),
+        }
+    }
+
+    /// `rdbLoadDoubleValue`: a length byte (253 NaN, 254 +inf, 255 -inf)
+    /// then that many bytes of text.
+    fn text_double(&mut self) -> Result<f64, DecodeError> {
+        let at = self.pos;
+        Ok(match self.byte()? {
+            253 => f64::NAN,
+            254 => f64::INFINITY,
+            255 => f64::NEG_INFINITY,
+            len => {
+                let text = self.bytes(len as u64)?;
+                parse_score(text).ok_or_else(|| corrupt(at, "zset", "score is not a number"))?
+            }
+        })
+    }
+
+    /// A string holding an encoded container, parsed by `parse`. Elements
+    /// borrow from the input unless the blob was LZF-compressed.
+    fn blob(
+        &mut self,
+        what: &'static str,
+        parse: BlobParser,
+    ) -> Result<Vec<Cow<'a, [u8]>>, DecodeError> {
+        let at = self.pos;
+        let blob = self.string()?;
+        let err = |(inner_offset, reason): (usize, &'static str)| DecodeError::CorruptBlob {
+            offset: at,
+            what,
+            inner_offset,
+            reason,
+        };
+        match blob {
+            Cow::Borrowed(b) => parse(b).map_err(err),
+            Cow::Owned(v) => Ok(parse(&v)
+                .map_err(err)?
+                .into_iter()
+                .map(|c| Cow::Owned(c.into_owned()))
+                .collect()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_names_decode_like_redis() {
+        // A module type named "mymodtype" with encoding version 3.
+        let mut id = 0u64;
+        for c in b"mymodtype" {
+            let idx = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+                .iter()
+                .position(|x| x == c)
+                .unwrap() as u64;
+            id = (id << 6) | idx;
+        }
+        id = (id << 10) | 3;
+        assert_eq!(module_name(id), "mymodtype");
+    }
+}
