@@ -42,10 +42,16 @@ pub fn ok(out: &mut Vec<u8>) {
 /// newlines in it are replaced by spaces, as Redis does, so it cannot break
 /// the protocol.
 pub fn error(out: &mut Vec<u8>, msg: &str) {
+    error_bytes(out, msg.as_bytes())
+}
+
+/// An error whose text may hold any bytes (echoed user input, as Redis's
+/// "unknown command" errors do); CR and LF become spaces.
+pub fn error_bytes(out: &mut Vec<u8>, msg: &[u8]) {
     out.push(b'-');
     out.extend(
-        msg.bytes()
-            .map(|c| if c == b'\r' || c == b'\n' { b' ' } else { c }),
+        msg.iter()
+            .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }),
     );
     out.extend_from_slice(b"\r\n");
 }

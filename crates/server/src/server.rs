@@ -214,20 +214,7 @@ impl Server {
                 client.out.error(err::NOAUTH);
                 return;
             }
-            let mut rest = String::new();
-            for a in args.iter().skip(1) {
-                if rest.len() >= 128 {
-                    break;
-                }
-                let room = 128 - rest.len();
-                let s = String::from_utf8_lossy(a);
-                let s: String = s.chars().take(room).collect();
-                rest.push_str(&format!("'{s}' "));
-            }
-            let name: String = String::from_utf8_lossy(name).chars().take(128).collect();
-            client.out.error(&format!(
-                "ERR unknown command '{name}', with args beginning with: {rest}"
-            ));
+            client.out.error_bytes(&unknown_command_error(&args));
             return;
         };
         let mut idx = idx;
@@ -239,14 +226,12 @@ impl Server {
                     spec = self.commands.specs[sub];
                 }
                 None => {
-                    let sub: String = String::from_utf8_lossy(args.get(1))
-                        .chars()
-                        .take(128)
-                        .collect();
-                    client.out.error(&format!(
-                        "ERR unknown subcommand '{sub}'. Try {} HELP.",
-                        spec.name.to_ascii_uppercase()
-                    ));
+                    let mut msg = b"ERR unknown subcommand '".to_vec();
+                    msg.extend_from_slice(c_str(args.get(1), 128));
+                    msg.extend_from_slice(
+                        format!("'. Try {} HELP.", spec.name.to_ascii_uppercase()).as_bytes(),
+                    );
+                    client.out.error_bytes(&msg);
                     return;
                 }
             }
@@ -383,6 +368,33 @@ impl Server {
         self.stats.expired_keys += expired_total;
         self.stats.expire_cycle_cpu_milliseconds += t0.elapsed().as_millis() as u64;
     }
+}
+
+/// An argument as Redis prints it with `%.<max>s`: up to its first NUL
+/// byte, at most `max` bytes.
+fn c_str(a: &[u8], max: usize) -> &[u8] {
+    let end = a.iter().position(|&c| c == 0).unwrap_or(a.len());
+    &a[..end.min(max)]
+}
+
+/// Redis's text for an unknown command: the name and the first arguments,
+/// quoted, cut at 128 bytes each way, as its `processCommand` prints them.
+fn unknown_command_error(args: &Args) -> Vec<u8> {
+    let mut rest: Vec<u8> = Vec::new();
+    for a in args.iter().skip(1) {
+        if rest.len() >= 128 {
+            break;
+        }
+        let room = 128 - rest.len();
+        rest.push(b'\'');
+        rest.extend_from_slice(c_str(a, room));
+        rest.extend_from_slice(b"' ");
+    }
+    let mut msg = b"ERR unknown command '".to_vec();
+    msg.extend_from_slice(c_str(args.get(0), 128));
+    msg.extend_from_slice(b"', with args beginning with: ");
+    msg.extend_from_slice(&rest);
+    msg
 }
 
 /// The lazy-free thread: it only drops what it is handed.

@@ -2,7 +2,7 @@
 //! CLIENT container.
 
 use super::flags::*;
-use super::{err, is, parse_int, reply_help, CommandSpec, Ctx};
+use super::{err, is, reply_help, CommandSpec, Ctx};
 use crate::net::client::{Client, ReplyMode};
 use ferrokv_resp::{Args, Protocol};
 use std::os::fd::AsRawFd;
@@ -221,7 +221,7 @@ fn hello(ctx: &mut Ctx, args: Args) {
 
 /// SELECT index
 fn select(ctx: &mut Ctx, args: Args) {
-    let Some(v) = parse_int(ctx, args.get(1)) else {
+    let Some(v) = super::parse_i32(ctx, args.get(1)) else {
         return;
     };
     if v < 0 || v as usize >= ctx.srv.keyspace.dbs.len() {

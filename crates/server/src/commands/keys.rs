@@ -163,7 +163,7 @@ fn renamenx(ctx: &mut Ctx, args: Args) {
 
 /// Parses a database index argument, replying with Redis's error.
 fn parse_db(ctx: &mut Ctx, a: &[u8]) -> Option<usize> {
-    let v = parse_int(ctx, a)?;
+    let v = super::parse_i32(ctx, a)?;
     if v < 0 || v as usize >= ctx.srv.keyspace.dbs.len() {
         ctx.error(err::DB_RANGE);
         return None;

@@ -263,8 +263,22 @@ pub fn parse_int(ctx: &mut Ctx, a: &[u8]) -> Option<i64> {
     }
 }
 
+/// Parses an `int` argument as Redis's `getIntFromObjectOrReply` (database
+/// indexes): an integer outside the 32-bit range has its own error.
+pub fn parse_i32(ctx: &mut Ctx, a: &[u8]) -> Option<i32> {
+    let v = parse_int(ctx, a)?;
+    match i32::try_from(v) {
+        Ok(v) => Some(v),
+        Err(_) => {
+            ctx.error("ERR value is out of range, value must between -2147483648 and 2147483647");
+            None
+        }
+    }
+}
+
 /// Parses a double argument as Redis's `getDoubleFromObject` (`strtod`,
-/// no trailing garbage, no spaces, `inf` allowed, NaN refused).
+/// no trailing garbage, no spaces, `inf` allowed, NaN refused, C99 hex
+/// floats such as `0x10` or `0x1.8p1` accepted).
 pub fn parse_f64(a: &[u8]) -> Option<f64> {
     let s = std::str::from_utf8(a).ok()?;
     if s.is_empty() || s.starts_with(char::is_whitespace) || s.ends_with(char::is_whitespace) {
@@ -274,9 +288,34 @@ pub fn parse_f64(a: &[u8]) -> Option<f64> {
         "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
         "-inf" | "-infinity" => f64::NEG_INFINITY,
         l if l.contains("nan") => return None,
+        l if l.trim_start_matches(['+', '-']).starts_with("0x") => parse_hex_f64(l)?,
         _ => s.parse::<f64>().ok()?,
     };
     Some(v)
+}
+
+/// A C99 hexadecimal float (`[+-]0x<hex>[.<hex>][p[+-]<dec>]`), lower-cased.
+fn parse_hex_f64(s: &str) -> Option<f64> {
+    let (neg, rest) = match s.as_bytes()[0] {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let rest = rest.strip_prefix("0x")?;
+    let (mantissa, exp) = match rest.split_once('p') {
+        Some((m, e)) => (m, e.parse::<i32>().ok()?),
+        None => (rest, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    let mut v = 0f64;
+    for c in int.chars().chain(frac.chars()) {
+        v = v * 16.0 + c.to_digit(16)? as f64;
+    }
+    let v = v * 2f64.powi(exp - 4 * frac.len() as i32);
+    Some(if neg { -v } else { v })
 }
 
 /// Replies with a `HELP` text in Redis's shape: an array of status lines.
@@ -290,7 +329,7 @@ pub fn reply_help(ctx: &mut Ctx, container: &str, lines: &[&str]) {
         out.simple(l);
     }
     out.simple("HELP");
-    out.simple("    Print this help.");
+    out.simple("    Prints this help.");
 }
 
 /// Case-insensitive comparison of an argument with an option name.

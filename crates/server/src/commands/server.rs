@@ -457,6 +457,8 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
     } else if is(sub, "set-active-expire") && args.len() == 3 {
         ctx.srv.active_expire_enabled = args.get(2) != b"0";
         ctx.client.out.ok();
+    } else if is(sub, "protocol") && args.len() == 3 {
+        debug_protocol(ctx, args.get(2));
     } else if is(sub, "log") && args.len() == 3 {
         tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(args.get(2)));
         ctx.client.out.ok();
@@ -473,6 +475,10 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
                 "    Write <message> to the server log.",
                 "OBJECT <key>",
                 "    Show low level info about the <key> and associated value.",
+                "PROTOCOL <type>",
+                "    Reply with a test value of the specified type. <type> can be: string,",
+                "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+                "    true, false.",
                 "SET-ACTIVE-EXPIRE <0|1>",
                 "    Setting it to 0 disables expiring keys in background when they are not accessed (otherwise the Redis behavior). Setting it to 1 reenables back the default.",
                 "SLEEP <seconds>",
@@ -484,6 +490,63 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
         ctx.error(&format!(
             "ERR unknown subcommand or wrong number of arguments for '{s}'. Try DEBUG HELP."
         ));
+    }
+}
+
+/// DEBUG PROTOCOL <type>: a sample reply of each RESP type, exactly as
+/// Redis sends it (clients test their RESP2 and RESP3 parsers with it).
+fn debug_protocol(ctx: &mut Ctx, kind: &[u8]) {
+    let out = &mut ctx.client.out;
+    let resp3 = out.proto.is_resp3();
+    match String::from_utf8_lossy(kind).to_ascii_lowercase().as_str() {
+        "string" => out.bulk(b"Hello World"),
+        "integer" => out.int(12345),
+        "double" => out.double(3.141),
+        "bignum" => ferrokv_resp::encode::big_number(
+            &mut out.buf,
+            out.proto,
+            "1234567999999999999999999999999999999",
+        ),
+        "null" => out.null(),
+        "array" | "set" | "map" => {
+            let k = String::from_utf8_lossy(kind).to_ascii_lowercase();
+            match k.as_str() {
+                "array" => out.array(3),
+                "set" => out.set(3),
+                _ => out.map(3),
+            }
+            for i in 0..3 {
+                out.int(i);
+                if k == "map" {
+                    out.boolean(i == 1);
+                }
+            }
+        }
+        "attrib" => {
+            // RESP2 has no attributes: only the reply that follows them.
+            if resp3 {
+                out.buf.extend_from_slice(b"|1\r\n");
+                out.bulk(b"key-popularity");
+                out.array(2);
+                out.bulk(b"key:123");
+                out.int(90);
+            }
+            out.bulk(b"Some real reply following the attribute");
+        }
+        "push" => {
+            if !resp3 {
+                out.error("ERR RESP2 is not supported by this command");
+                return;
+            }
+            ferrokv_resp::encode::push(&mut out.buf, out.proto, 2);
+            out.bulk(b"server-cpu-usage");
+            out.int(42);
+            out.bulk(b"Some real reply following the push reply");
+        }
+        "true" => out.boolean(true),
+        "false" => out.boolean(false),
+        "verbatim" => out.verbatim(b"This is a verbatim\nstring"),
+        _ => out.error("ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false"),
     }
 }
 
@@ -585,11 +648,14 @@ fn flushall(ctx: &mut Ctx, args: Args) {
 /// SWAPDB index1 index2
 fn swapdb(ctx: &mut Ctx, args: Args) {
     let n = ctx.srv.keyspace.dbs.len() as i64;
-    let Some(a) = ferrokv_resp::parse_i64(args.get(1)) else {
+    // Redis's `getIntFromObjectOrReply` with a message of its own: the
+    // same text for a non-integer and for one outside the 32-bit range.
+    let db_index = |a: &[u8]| ferrokv_resp::parse_i64(a).filter(|v| i32::try_from(*v).is_ok());
+    let Some(a) = db_index(args.get(1)) else {
         ctx.error("ERR invalid first DB index");
         return;
     };
-    let Some(b) = ferrokv_resp::parse_i64(args.get(2)) else {
+    let Some(b) = db_index(args.get(2)) else {
         ctx.error("ERR invalid second DB index");
         return;
     };

@@ -84,9 +84,8 @@ enum ExpireArg {
     At(i64),
 }
 
-/// Parses `EX s | PX ms | EXAT s | PXAT ms` at `args[i]` into an absolute
-/// unix-ms time, replying with Redis's errors. Returns the time and how many
-/// arguments it took.
+/// Turns the value of `EX s | PX ms | EXAT s | PXAT ms` into an absolute
+/// unix-ms time, replying with Redis's errors (`getExpireMillisecondsOrReply`).
 fn parse_expire(ctx: &mut Ctx, unit: &[u8], value: &[u8], cmd: &str) -> Option<i64> {
     let v = parse_int(ctx, value)?;
     let invalid = |ctx: &mut Ctx| ctx.error(&format!("ERR invalid expire time in '{cmd}' command"));
@@ -119,37 +118,76 @@ fn parse_expire(ctx: &mut Ctx, unit: &[u8], value: &[u8], cmd: &str) -> Option<i
     Some(at)
 }
 
-fn is_expire_unit(a: &[u8]) -> bool {
-    is(a, "ex") || is(a, "px") || is(a, "exat") || is(a, "pxat")
+/// The options of SET (`NX XX GET KEEPTTL EX PX EXAT PXAT`) and GETEX
+/// (`PERSIST EX PX EXAT PXAT`).
+#[derive(Default)]
+struct ExtendedOptions<'a> {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keepttl: bool,
+    persist: bool,
+    /// The expiry unit (`ex`, `px`, `exat`, `pxat`) and its unparsed value.
+    expire: Option<(&'static str, &'a [u8])>,
+}
+
+/// Parses SET's (`set`) or GETEX's options from `args[first..]` exactly as
+/// Redis's `parseExtendedStringArgumentsOrReply`: only the syntax is checked
+/// here, so `SET k v EX abc FOO` is a syntax error, not a bad integer. An
+/// option may repeat (`KEEPTTL KEEPTTL`, `EX 1 EX 2`: the last value wins),
+/// but two different expiry units, or one with KEEPTTL/PERSIST, may not.
+fn parse_extended<'a>(
+    ctx: &mut Ctx,
+    args: &Args<'a>,
+    first: usize,
+    set: bool,
+) -> Option<ExtendedOptions<'a>> {
+    let mut o = ExtendedOptions::default();
+    let mut i = first;
+    while i < args.len() {
+        let a = args.get(i);
+        let has_next = i + 1 < args.len();
+        let unit = ["ex", "px", "exat", "pxat"].into_iter().find(|u| is(a, u));
+        if set && is(a, "nx") && !o.xx {
+            o.nx = true;
+        } else if set && is(a, "xx") && !o.nx {
+            o.xx = true;
+        } else if set && is(a, "get") {
+            o.get = true;
+        } else if set && is(a, "keepttl") && !o.persist && o.expire.is_none() {
+            o.keepttl = true;
+        } else if !set && is(a, "persist") && !o.keepttl && o.expire.is_none() {
+            o.persist = true;
+        } else if let Some(unit) = unit.filter(|u| {
+            !o.keepttl && !o.persist && o.expire.is_none_or(|(cur, _)| cur == *u) && has_next
+        }) {
+            o.expire = Some((unit, args.get(i + 1)));
+            i += 1;
+        } else {
+            ctx.error(err::SYNTAX);
+            return None;
+        }
+        i += 1;
+    }
+    Some(o)
 }
 
 /// SET key value [NX|XX] [GET] [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|KEEPTTL]
 fn set(ctx: &mut Ctx, args: Args) {
-    let (mut nx, mut xx, mut get) = (false, false, false);
-    let mut expire = ExpireArg::None;
-    let mut i = 3;
-    while i < args.len() {
-        let a = args.get(i);
-        let has_next = i + 1 < args.len();
-        if is(a, "nx") && !xx {
-            nx = true;
-        } else if is(a, "xx") && !nx {
-            xx = true;
-        } else if is(a, "get") {
-            get = true;
-        } else if is(a, "keepttl") && expire == ExpireArg::None {
-            expire = ExpireArg::KeepTtl;
-        } else if is_expire_unit(a) && expire == ExpireArg::None && has_next {
-            let Some(at) = parse_expire(ctx, a, args.get(i + 1), "set") else {
-                return;
-            };
-            expire = ExpireArg::At(at);
-            i += 1;
-        } else {
-            ctx.error(err::SYNTAX);
+    let Some(opts) = parse_extended(ctx, &args, 3, true) else {
+        return;
+    };
+    let (nx, xx, get) = (opts.nx, opts.xx, opts.get);
+    let mut expire = if opts.keepttl {
+        ExpireArg::KeepTtl
+    } else {
+        ExpireArg::None
+    };
+    if let Some((unit, value)) = opts.expire {
+        let Some(at) = parse_expire(ctx, unit.as_bytes(), value, "set") else {
             return;
-        }
-        i += 1;
+        };
+        expire = ExpireArg::At(at);
     }
     let key = args.get(1);
     let db = ctx.client.db;
@@ -203,24 +241,9 @@ fn set(ctx: &mut Ctx, args: Args) {
 
 /// GETEX key [EX seconds|PX milliseconds|EXAT unix-time-seconds|PXAT unix-time-milliseconds|PERSIST]
 fn getex(ctx: &mut Ctx, args: Args) {
-    let mut expire = ExpireArg::None;
-    let mut i = 2;
-    while i < args.len() {
-        let a = args.get(i);
-        if is(a, "persist") && expire == ExpireArg::None {
-            expire = ExpireArg::Persist;
-        } else if is_expire_unit(a) && expire == ExpireArg::None && i + 1 < args.len() {
-            let Some(at) = parse_expire(ctx, a, args.get(i + 1), "getex") else {
-                return;
-            };
-            expire = ExpireArg::At(at);
-            i += 1;
-        } else {
-            ctx.error(err::SYNTAX);
-            return;
-        }
-        i += 1;
-    }
+    let Some(opts) = parse_extended(ctx, &args, 2, false) else {
+        return;
+    };
     let db = ctx.client.db;
     let key = args.get(1);
     let Some(e) = ctx.srv.lookup_read(db, key, ctx.now_ms) else {
@@ -231,8 +254,21 @@ fn getex(ctx: &mut Ctx, args: Args) {
         ctx.client.out.error(err::WRONGTYPE);
         return;
     }
-    reply_value(&mut ctx.client.out, e.value());
     let had_ttl = e.has_expire();
+    // As in Redis, the expiry's value is checked only once the key is known
+    // to exist and to hold a string.
+    let expire = match opts.expire {
+        Some((unit, value)) => match parse_expire(ctx, unit.as_bytes(), value, "getex") {
+            Some(at) => ExpireArg::At(at),
+            None => return,
+        },
+        None if opts.persist => ExpireArg::Persist,
+        None => ExpireArg::None,
+    };
+    // The key is live (looked up above): no second hit to count.
+    if let ferrokv_store::Lookup::Live(e) = ctx.srv.keyspace.dbs[db].lookup(key, ctx.now_ms, true) {
+        reply_value(&mut ctx.client.out, e.value());
+    }
     match expire {
         ExpireArg::At(t) if t <= ctx.now_ms => {
             ctx.srv.keyspace.dbs[db].remove(key);
@@ -387,7 +423,9 @@ fn append(ctx: &mut Ctx, args: Args) {
     let lru = ctx.srv.lru_clock;
     match ctx.srv.lookup_write(db, key, ctx.now_ms) {
         None => {
-            ctx.srv.keyspace.dbs[db].upsert(key, Value::Str(add.into()), NO_EXPIRE, lru);
+            // A new key stores the argument as SET would (`int` when it
+            // is a canonical integer).
+            ctx.srv.keyspace.dbs[db].upsert(key, Value::from_bytes(add), NO_EXPIRE, lru);
             ctx.client.out.int(add.len() as i64);
         }
         Some(e) => {
@@ -651,7 +689,10 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
         return;
     }
     let text = format_human_double(n);
-    ctx.srv.keyspace.dbs[db].set_str(key, text.as_bytes(), expire_at, lru);
+    // Stored as text even when it reads as an integer: Redis keeps the
+    // result of `createStringObjectFromLongDouble` as it is (`embstr`).
+    let value = Value::Str(ferrokv_store::SmallBytes::new(text.as_bytes()));
+    ctx.srv.keyspace.dbs[db].upsert(key, value, expire_at, lru);
     ctx.modified(1);
     ctx.client.out.bulk(text.as_bytes());
 }

@@ -75,6 +75,13 @@ impl Reply {
         self.error_codes.push(code.to_string());
         encode::error(&mut self.buf, msg)
     }
+    /// An error reply whose text echoes bytes a client sent.
+    pub fn error_bytes(&mut self, msg: &[u8]) {
+        let code = msg.split(|&c| c == b' ').next().unwrap_or(b"ERR");
+        self.error_codes
+            .push(String::from_utf8_lossy(code).into_owned());
+        encode::error_bytes(&mut self.buf, msg)
+    }
 }
 
 /// `CLIENT REPLY` modes.

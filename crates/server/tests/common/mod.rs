@@ -173,3 +173,39 @@ impl Raw {
         matches!(self.s.read(&mut b), Ok(0))
     }
 }
+
+impl Raw {
+    /// Sends a command and reads its reply as a frame and as the exact
+    /// bytes the server sent; an I/O or protocol failure is an `Err` rather
+    /// than a panic, so a caller can report which command broke the link.
+    pub fn try_cmd_bytes<T: AsRef<[u8]>>(
+        &mut self,
+        args: &[T],
+    ) -> Result<(ferrokv_resp::Frame, Vec<u8>), String> {
+        self.s
+            .write_all(&ferrokv_resp::Frame::command(args))
+            .map_err(|e| format!("write: {e}"))?;
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 65536];
+        loop {
+            match ferrokv_resp::Frame::decode(&buf) {
+                Ok((f, n)) => {
+                    buf.truncate(n);
+                    return Ok((f, buf));
+                }
+                Err(ferrokv_resp::frame::FrameError::Incomplete) => {}
+                Err(e) => {
+                    return Err(format!(
+                        "bad frame {e:?}: {:?}",
+                        String::from_utf8_lossy(&buf)
+                    ))
+                }
+            }
+            match self.s.read(&mut chunk) {
+                Ok(0) => return Err("connection closed".into()),
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Err(e) => return Err(format!("read: {e}")),
+            }
+        }
+    }
+}

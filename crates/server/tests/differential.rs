@@ -1,0 +1,478 @@
+//! Differential test of the server core against the real Redis 7.0: the same
+//! generated command sequences run on `redis-server` (Debian's package) and
+//! on ferrokv, every reply is compared (byte-exact RESP unless the command
+//! belongs to a documented class of nondeterminism, see `generator.rs`), and
+//! after each sequence `DEBUG DIGEST` proves both hold the same data.
+//!
+//! Guards against any divergence from Redis in the string and generic
+//! families: replies, error texts, option parsing, expiry, encodings.
+//!
+//! Knobs (environment):
+//! - `FERROKV_DIFF_SEED`: the first seed (case `i` uses seed + i).
+//! - `FERROKV_DIFF_CASES`: how many sequences (default 300).
+//! - `FERROKV_DIFF_LEN`: commands per sequence (default 50).
+//! - `FERROKV_DIFF_MAX_FAILURES`: keep going until this many failing
+//!   sequences were seen (default 1).
+//!
+//! A failure prints the seed, the index of the first differing command, the
+//! command, both replies, and a shrunk sequence that still differs.
+
+mod common;
+#[path = "differential/generator.rs"]
+mod generator;
+
+use common::{Raw, ServerProcess};
+use ferrokv_resp::Frame;
+use generator::{quote, Check, Command, Generator, ABSOLUTE_EPOCH_S};
+use std::time::Instant;
+
+const DEFAULT_SEED: u64 = 0x00F3_2207_0D1F;
+const DEFAULT_CASES: u64 = 300;
+const DEFAULT_LEN: usize = 50;
+/// Databases the generator touches; digests of single keys are listed
+/// from these on a mismatch.
+const DBS_USED: usize = 3;
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    match std::env::var(name) {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v} does not parse")),
+        Err(_) => default,
+    }
+}
+
+/// One sequence: its seed, its protocol and its commands.
+#[derive(Clone)]
+struct Case {
+    seed: u64,
+    resp3: bool,
+    commands: Vec<Command>,
+}
+
+impl Case {
+    fn generate(seed: u64, len: usize) -> Case {
+        let mut gen = Generator::new(seed);
+        let resp3 = gen.chance(0.25);
+        let commands = (0..len).map(|_| gen.command()).collect();
+        Case {
+            seed,
+            resp3,
+            commands,
+        }
+    }
+}
+
+/// Where and how the two servers parted.
+struct Mismatch {
+    /// Index of the differing command; `commands.len()` for the digest.
+    index: usize,
+    what: String,
+}
+
+struct Servers {
+    redis: ServerProcess,
+    ferrokv: ServerProcess,
+}
+
+impl Servers {
+    fn start() -> Servers {
+        let redis = ServerProcess::redis(&[]);
+        let ferrokv = ServerProcess::ferrokv(&["--enable-debug-command", "yes"]);
+        Servers { redis, ferrokv }
+    }
+
+    /// Restarts ferrokv if a command killed it, so shrinking can go on.
+    fn revive(&mut self) {
+        if !self.ferrokv.alive() {
+            eprintln!("ferrokv died; its log:\n{}", self.ferrokv.log());
+            self.ferrokv = ServerProcess::ferrokv(&["--enable-debug-command", "yes"]);
+        }
+        if !self.redis.alive() {
+            self.redis = ServerProcess::redis(&[]);
+        }
+    }
+}
+
+struct Session {
+    redis: Raw,
+    ferrokv: Raw,
+}
+
+/// A reply, or why there is none.
+type Reply = Result<(Frame, Vec<u8>), String>;
+
+impl Session {
+    fn open(servers: &Servers, resp3: bool) -> Session {
+        let mut s = Session {
+            redis: servers.redis.raw(),
+            ferrokv: servers.ferrokv.raw(),
+        };
+        if resp3 {
+            // The HELLO reply names the server and the client: not compared.
+            let (r, f) = s.both(&["HELLO", "3"]);
+            assert!(matches!(r, Ok((Frame::Map(_), _))), "redis HELLO 3: {r:?}");
+            assert!(
+                matches!(f, Ok((Frame::Map(_), _))),
+                "ferrokv HELLO 3: {f:?}"
+            );
+        }
+        s
+    }
+
+    fn both<T: AsRef<[u8]>>(&mut self, args: &[T]) -> (Reply, Reply) {
+        (
+            self.redis.try_cmd_bytes(args),
+            self.ferrokv.try_cmd_bytes(args),
+        )
+    }
+}
+
+fn show(r: &Reply) -> String {
+    match r {
+        Ok((f, _)) => show_frame(f),
+        Err(e) => format!("<no reply: {e}>"),
+    }
+}
+
+fn show_frame(f: &Frame) -> String {
+    let list = |v: &[Frame]| v.iter().map(show_frame).collect::<Vec<_>>().join(", ");
+    match f {
+        Frame::Simple(s) => format!("+{}", String::from_utf8_lossy(s)),
+        Frame::Error(s) => format!("-{}", String::from_utf8_lossy(s)),
+        Frame::Integer(i) => format!("(integer) {i}"),
+        Frame::Bulk(b) => quote(b),
+        Frame::Null => "(nil)".into(),
+        Frame::Array(v) => format!("[{}]", list(v)),
+        Frame::Set(v) => format!("~{{{}}}", list(v)),
+        Frame::Push(v) => format!(">[{}]", list(v)),
+        Frame::Map(v) => format!(
+            "%{{{}}}",
+            v.iter()
+                .map(|(k, x)| format!("{} => {}", show_frame(k), show_frame(x)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
+/// The class a TTL reply compares as.
+fn ttl_class(v: i64) -> &'static str {
+    match v {
+        -2 => "-2 (missing)",
+        -1 => "-1 (no expiry)",
+        0 => "0",
+        v if v > 0 => "positive",
+        _ => "other negative",
+    }
+}
+
+/// Compares one command's replies; `Some(reason)` when they differ.
+fn compare(s: &mut Session, cmd: &Command) -> Option<String> {
+    if cmd.check == Check::Scan {
+        return compare_scan(s, cmd);
+    }
+    let (r, f) = s.both(&cmd.args);
+    let (Ok((rf, rb)), Ok((ff, fb))) = (&r, &f) else {
+        return Some(format!("redis: {}\nferrokv: {}", show(&r), show(&f)));
+    };
+    let differ = |why: &str| {
+        Some(format!(
+            "{why}\nredis:   {}\nferrokv: {}",
+            show_frame(rf),
+            show_frame(ff)
+        ))
+    };
+    // Errors always compare exactly, whatever the command's check.
+    let any_error = matches!(rf, Frame::Error(_)) || matches!(ff, Frame::Error(_));
+    match cmd.check {
+        _ if any_error || cmd.check == Check::Exact => {
+            if rb != fb {
+                let why = if rf == ff {
+                    format!(
+                        "same frame, different bytes: redis {:?} ferrokv {:?}",
+                        String::from_utf8_lossy(rb),
+                        String::from_utf8_lossy(fb)
+                    )
+                } else {
+                    "replies differ".to_string()
+                };
+                return differ(&why);
+            }
+            None
+        }
+        Check::TtlClass => match (rf, ff) {
+            (Frame::Integer(a), Frame::Integer(b)) if ttl_class(*a) == ttl_class(*b) => None,
+            _ => differ("TTL classes differ"),
+        },
+        Check::ExpireTime { ms } => {
+            let epoch = if ms {
+                ABSOLUTE_EPOCH_S * 1000
+            } else {
+                ABSOLUTE_EPOCH_S
+            };
+            match (rf, ff) {
+                (Frame::Integer(a), Frame::Integer(b)) if *a >= epoch || *b >= epoch => {
+                    (a != b).then(|| differ("absolute expiry times differ").unwrap())
+                }
+                (Frame::Integer(a), Frame::Integer(b)) if ttl_class(*a) == ttl_class(*b) => None,
+                _ => differ("expiry time classes differ"),
+            }
+        }
+        Check::Sorted => match (rf, ff) {
+            (Frame::Array(a), Frame::Array(b)) => {
+                let key = |f: &Frame| format!("{f:?}");
+                let mut a = a.clone();
+                let mut b = b.clone();
+                a.sort_by_key(key);
+                b.sort_by_key(key);
+                (a != b).then(|| differ("sorted replies differ").unwrap())
+            }
+            _ => differ("replies differ"),
+        },
+        Check::RandomKey => match (rf, ff) {
+            (Frame::Null, Frame::Null) => None,
+            (Frame::Bulk(a), Frame::Bulk(b)) => {
+                // Each server's pick must exist on the other one too.
+                for k in [a, b] {
+                    let (r, f) = s.both(&[b"EXISTS".as_slice(), k]);
+                    let one = |x: &Reply| matches!(x, Ok((Frame::Integer(1), _)));
+                    if !one(&r) || !one(&f) {
+                        return differ(&format!("RANDOMKEY {} not on both", quote(k)));
+                    }
+                }
+                None
+            }
+            _ => differ("RANDOMKEY: null on one side only"),
+        },
+        Check::Exact | Check::Scan => unreachable!(),
+    }
+}
+
+/// Runs a `SCAN 0 ...` to completion on one server.
+fn scan_all(raw: &mut Raw, cmd: &Command) -> Result<Vec<Vec<u8>>, String> {
+    let mut args = cmd.args.clone();
+    let mut keys = Vec::new();
+    for _ in 0..100_000 {
+        let (f, _) = raw.try_cmd_bytes(&args)?;
+        let Frame::Array(parts) = &f else {
+            return Err(format!("not an array: {}", show_frame(&f)));
+        };
+        let [Frame::Bulk(cursor), Frame::Array(batch)] = parts.as_slice() else {
+            return Err(format!("bad SCAN reply: {}", show_frame(&f)));
+        };
+        for k in batch {
+            match k {
+                Frame::Bulk(k) => keys.push(k.clone()),
+                other => return Err(format!("bad SCAN key: {}", show_frame(other))),
+            }
+        }
+        if cursor == b"0" {
+            keys.sort();
+            keys.dedup();
+            return Ok(keys);
+        }
+        args[1] = cursor.clone();
+    }
+    Err("SCAN did not finish in 100000 calls".into())
+}
+
+fn compare_scan(s: &mut Session, cmd: &Command) -> Option<String> {
+    // Errors (bad cursor, bad option) compare exactly from the first call.
+    let (r, f) = s.both(&cmd.args);
+    let is_err = |x: &Reply| matches!(x, Ok((Frame::Error(_), _)));
+    if is_err(&r) || is_err(&f) {
+        let same = matches!((&r, &f), (Ok((_, a)), Ok((_, b))) if a == b);
+        return (!same).then(|| format!("redis:   {}\nferrokv: {}", show(&r), show(&f)));
+    }
+    let r = scan_all(&mut s.redis, cmd);
+    let f = scan_all(&mut s.ferrokv, cmd);
+    if r == f {
+        return None;
+    }
+    let list = |x: &Result<Vec<Vec<u8>>, String>| match x {
+        Ok(v) => v.iter().map(|k| quote(k)).collect::<Vec<_>>().join(" "),
+        Err(e) => format!("<{e}>"),
+    };
+    Some(format!(
+        "SCAN unions differ\nredis:   {}\nferrokv: {}",
+        list(&r),
+        list(&f)
+    ))
+}
+
+/// Lists the keys whose `DEBUG DIGEST-VALUE` differs (or that exist on one
+/// side only), with their values, to point at the culprit.
+fn digest_details(s: &mut Session) -> String {
+    let mut out = String::new();
+    for db in 0..DBS_USED {
+        let db_s = db.to_string();
+        let _ = s.both(&["SELECT", &db_s]);
+        let (r, f) = s.both(&["KEYS", "*"]);
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for reply in [&r, &f] {
+            if let Ok((Frame::Array(v), _)) = reply {
+                keys.extend(v.iter().filter_map(|k| k.as_bytes().map(<[u8]>::to_vec)));
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        for k in keys {
+            let (rd, fd) = s.both(&[b"DEBUG".as_slice(), b"DIGEST-VALUE", &k]);
+            if rd.as_ref().map(|x| &x.1) == fd.as_ref().map(|x| &x.1) {
+                continue;
+            }
+            let (rv, fv) = s.both(&[b"GET".as_slice(), &k]);
+            let (rt, ft) = s.both(&[b"PTTL".as_slice(), &k]);
+            out += &format!(
+                "  db {db} key {}: redis value {} pttl {} / ferrokv value {} pttl {}\n",
+                quote(&k),
+                show(&rv),
+                show(&rt),
+                show(&fv),
+                show(&ft)
+            );
+        }
+    }
+    out
+}
+
+/// Runs a case on fresh connections and flushed servers.
+fn run(servers: &mut Servers, case: &Case) -> Result<(), Mismatch> {
+    servers.revive();
+    let mut s = Session::open(servers, case.resp3);
+    let (r, f) = s.both(&["FLUSHALL"]);
+    assert!(
+        matches!(
+            (&r, &f),
+            (Ok((Frame::Simple(_), _)), Ok((Frame::Simple(_), _)))
+        ),
+        "FLUSHALL: redis {} ferrokv {}",
+        show(&r),
+        show(&f)
+    );
+    for (index, cmd) in case.commands.iter().enumerate() {
+        if let Some(what) = compare(&mut s, cmd) {
+            return Err(Mismatch { index, what });
+        }
+    }
+    let (r, f) = s.both(&["DEBUG", "DIGEST"]);
+    match (&r, &f) {
+        (Ok((_, a)), Ok((_, b))) if a == b => Ok(()),
+        _ => Err(Mismatch {
+            index: case.commands.len(),
+            what: format!(
+                "DEBUG DIGEST differs: redis {} ferrokv {}\n{}",
+                show(&r),
+                show(&f),
+                digest_details(&mut s)
+            ),
+        }),
+    }
+}
+
+/// Drops commands one at a time while the case still differs (anywhere):
+/// a greedy shrink, bounded so a failure report stays quick.
+fn shrink(servers: &mut Servers, case: &Case, first: &Mismatch) -> (Case, Mismatch) {
+    let mut best = case.clone();
+    best.commands.truncate(first.index + 1);
+    let mut best_mismatch = Mismatch {
+        index: first.index,
+        what: first.what.clone(),
+    };
+    let mut i = 0;
+    let mut budget = 400;
+    while i < best.commands.len() && budget > 0 {
+        budget -= 1;
+        let mut candidate = best.clone();
+        candidate.commands.remove(i);
+        match run(servers, &candidate) {
+            Err(m) => {
+                candidate.commands.truncate(m.index + 1);
+                best = candidate;
+                best_mismatch = m;
+            }
+            Ok(()) => i += 1,
+        }
+    }
+    (best, best_mismatch)
+}
+
+fn report(case: &Case, m: &Mismatch, shrunk: &(Case, Mismatch)) -> String {
+    let cmd = case
+        .commands
+        .get(m.index)
+        .map(|c| c.display())
+        .unwrap_or_else(|| "(after the sequence) DEBUG DIGEST".into());
+    let mut out = format!(
+        "seed {} ({}), command #{}: {}\n{}\nreproduce: FERROKV_DIFF_SEED={} FERROKV_DIFF_CASES=1 cargo test -p ferrokv-server --test differential\n",
+        case.seed,
+        if case.resp3 { "RESP3" } else { "RESP2" },
+        m.index,
+        cmd,
+        m.what,
+        case.seed
+    );
+    let (small, sm) = shrunk;
+    out += &format!(
+        "shrunk to {} commands ({}), differing at #{}:\n",
+        small.commands.len(),
+        if small.resp3 {
+            "HELLO 3 first"
+        } else {
+            "RESP2"
+        },
+        sm.index
+    );
+    for c in &small.commands {
+        out += &format!("  {}\n", c.display());
+    }
+    out += &format!("  => {}\n", sm.what.replace('\n', "\n     "));
+    out
+}
+
+#[test]
+fn string_and_generic_commands_match_redis_7_0() {
+    let base: u64 = env_or("FERROKV_DIFF_SEED", DEFAULT_SEED);
+    let cases: u64 = env_or("FERROKV_DIFF_CASES", DEFAULT_CASES);
+    let len: usize = env_or("FERROKV_DIFF_LEN", DEFAULT_LEN);
+    let max_failures: usize = env_or("FERROKV_DIFF_MAX_FAILURES", 1);
+    let t0 = Instant::now();
+    let mut servers = Servers::start();
+    {
+        let mut r = servers.redis.raw();
+        let info = r.cmd(&["INFO", "server"]);
+        let text = String::from_utf8_lossy(info.as_bytes().unwrap_or_default()).to_string();
+        assert!(
+            text.contains("redis_version:7.0."),
+            "the oracle must be Redis 7.0: {text}"
+        );
+    }
+    let mut failures = Vec::new();
+    let mut commands = 0;
+    for i in 0..cases {
+        let case = Case::generate(base.wrapping_add(i), len);
+        commands += case.commands.len();
+        if let Err(m) = run(&mut servers, &case) {
+            let shrunk = shrink(&mut servers, &case, &m);
+            let text = report(&case, &m, &shrunk);
+            eprintln!("MISMATCH {text}");
+            failures.push(text);
+            if failures.len() >= max_failures {
+                break;
+            }
+        }
+    }
+    eprintln!(
+        "differential: {cases} sequences, {commands} commands, {} failing, {:.1}s",
+        failures.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} sequence(s) differ from Redis:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

@@ -1,0 +1,715 @@
+//! The command generator of the differential test: seeded, so a case is
+//! reproduced from its seed alone, and working over a handful of keys and
+//! databases so that commands keep colliding on the same keys.
+//!
+//! Each generated command carries the [`Check`] the runner applies to its
+//! reply. `Check::Exact` (byte-exact RESP) is the default; every other
+//! variant is one documented class of nondeterminism:
+//!
+//! - **Relative time.** `EX`/`PX`/`EXPIRE`/`PEXPIRE`/`SETEX`/... add the
+//!   server's clock, which differs between the two servers by the time
+//!   between the two sends. So `TTL`/`PTTL` compare only as classes
+//!   (-2 missing, -1 no expiry, positive), and `EXPIRETIME`/`PEXPIRETIME`
+//!   compare exactly only when the expiry came from an absolute time. The
+//!   generator makes that decidable without a model: every absolute future
+//!   time it emits lies after [`ABSOLUTE_EPOCH_S`] (year 2096) and every
+//!   relative one lands well before it.
+//!   Relative TTLs are drawn without replacement from values 97 s apart, so
+//!   `GT`/`LT` comparisons between two relative expiries never race.
+//! - **Iteration order.** `KEYS` replies compare as sorted lists; `SCAN`
+//!   is iterated to completion on each server and the sorted, deduplicated
+//!   unions compare (Redis may return a key twice, and cursors are opaque).
+//! - **Randomness.** `RANDOMKEY` compares only as "null" vs "some key that
+//!   exists".
+//! - **Server identity.** The `HELLO 3` reply (version, client id) is not
+//!   compared.
+//!
+//! - **Float width.** Redis's `INCRBYFLOAT` computes in C `long double`,
+//!   whose width is the platform's (80-bit on x86-64, 128-bit on arm64,
+//!   64-bit elsewhere); ferrokv computes in `f64`. So `9223372036854775806`
+//!   plus `1e3` differs between Redis builds themselves. `INCRBYFLOAT` with
+//!   a valid increment therefore only targets [`FLOAT_KEY`], which is only
+//!   ever written with small dyadic values (1.5, -0.25, 10, ...) that every
+//!   width adds exactly; on the other keys it gets increments that fail or
+//!   overflow whatever the key holds (`abc`, `inf`), so it is still covered.
+
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+
+/// Absolute future times start here (unix seconds, 2096-10-02).
+pub const ABSOLUTE_EPOCH_S: i64 = 3_999_999_000;
+
+/// How the runner compares a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// Byte-identical RESP.
+    Exact,
+    /// `TTL`/`PTTL`: -2, -1, or any positive number.
+    TtlClass,
+    /// `EXPIRETIME`/`PEXPIRETIME`: exact when absolute, else a class.
+    ExpireTime { ms: bool },
+    /// `KEYS`: compared as a sorted list.
+    Sorted,
+    /// `SCAN 0 ...`: iterated to completion, the sorted unions compared.
+    Scan,
+    /// `RANDOMKEY`: null vs a key.
+    RandomKey,
+}
+
+#[derive(Debug, Clone)]
+pub struct Command {
+    pub args: Vec<Vec<u8>>,
+    pub check: Check,
+}
+
+impl Command {
+    fn new(args: Vec<Vec<u8>>, check: Check) -> Self {
+        Command { args, check }
+    }
+
+    /// The command in `redis-cli` form, bytes escaped.
+    pub fn display(&self) -> String {
+        self.args
+            .iter()
+            .map(|a| quote(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Quotes bytes the way `redis-cli` prints them.
+pub fn quote(a: &[u8]) -> String {
+    let mut s = String::from("\"");
+    for &c in a {
+        match c {
+            b'"' => s.push_str("\\\""),
+            b'\\' => s.push_str("\\\\"),
+            b'\n' => s.push_str("\\n"),
+            b'\r' => s.push_str("\\r"),
+            0x20..=0x7e => s.push(c as char),
+            _ => s.push_str(&format!("\\x{c:02x}")),
+        }
+    }
+    s.push('"');
+    s
+}
+
+/// Databases the generator uses; a few commands also get invalid ones.
+const DBS: &[&str] = &["0", "1", "2"];
+
+const KEYS: &[&[u8]] = &[
+    b"k0",
+    b"k1",
+    b"k2",
+    b"k3",
+    b"k\x00\r\n\xff",
+    b"long-key-name-that-is-more-than-forty-four-bytes-long",
+];
+
+/// The one key `INCRBYFLOAT` adds to (see the module note on float width).
+/// Only [`Generator::float_value`] writes it; it is never a destination of
+/// RENAME, COPY, MSET, APPEND or SETRANGE.
+pub const FLOAT_KEY: &[u8] = b"f";
+
+/// Values that every `long double` width adds exactly to the increments.
+const FLOAT_SAFE: &[&str] = &[
+    "0", "1", "-1", "7", "42", "-5", "100", "9999", "007", "-0", "+3", " 3", "3 ", "0x10", "",
+    "abc", "1.5", "-0.25", "10.5", "3.0", "0.5", "2.75", "-7.125", "1e3", "5.", ".5", "inf",
+    "-inf", "1.50", "100.25",
+];
+
+const INTS: &[&str] = &[
+    "0",
+    "1",
+    "-1",
+    "7",
+    "42",
+    "-5",
+    "100",
+    "9999",
+    "10000",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "9223372036854775806",
+    "-9223372036854775807",
+];
+
+/// Strings that look almost like integers (non-canonical, out of range).
+const NOT_INTS: &[&str] = &[
+    "9223372036854775808",
+    "-9223372036854775809",
+    "007",
+    "-0",
+    "+3",
+    " 3",
+    "3 ",
+    "0x10",
+    "12345678901234567890123",
+    "",
+    "abc",
+];
+
+/// Dyadic decimals: exact in `f64` and in `long double`.
+const FLOATS: &[&str] = &[
+    "1.5", "-0.25", "10.5", "3.0", "0.5", "2.75", "-7.125", "1e3", "5.", ".5", "inf", "-inf",
+    "1.50", "100.25",
+];
+
+const FLOAT_INCRS: &[&str] = &[
+    "1.5", "-0.25", "10", "0.5", "-3", "2.75", "+2.5", "1e2", "-1.5", "0", "0x10", "-0", "0x1p-2",
+    "0X1.8P1",
+];
+
+/// Increments whose outcome does not depend on the value's precision:
+/// invalid ones, and infinities (any finite value plus `inf` overflows).
+const FLOAT_INCRS_ANY_KEY: &[&str] = &[
+    "abc", "", "1.5x", "nan", " 1", "1 ", "0x", "inf", "-inf", "infinity", "1e",
+];
+
+const INT_ARGS: &[&str] = &[
+    "1",
+    "-1",
+    "5",
+    "-100",
+    "0",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "abc",
+    "1.5",
+    "",
+    "+1",
+    "007",
+    "99999999999999999999",
+];
+
+const RANGE_ARGS: &[&str] = &[
+    "0",
+    "1",
+    "2",
+    "3",
+    "-1",
+    "-2",
+    "-5",
+    "5",
+    "10",
+    "100",
+    "-100",
+    "abc",
+    "9223372036854775807",
+    "-9223372036854775808",
+];
+
+const PATTERNS: &[&[u8]] = &[
+    b"*", b"k*", b"k[0-2]", b"?1", b"*\xff*", b"k\\*", b"[^k]*", b"[a-", b"long*", b"*2", b"",
+    b"k[!1]", b"K*", b"\\k1",
+];
+
+pub struct Generator {
+    rng: StdRng,
+    /// Relative expiries not yet used in this sequence (seconds).
+    relative_pool: Vec<i64>,
+}
+
+impl Generator {
+    pub fn new(seed: u64) -> Self {
+        let mut relative_pool: Vec<i64> = (0..2000).map(|j| 1000 + 97 * j).collect();
+        let mut rng = StdRng::seed_from_u64(seed);
+        relative_pool.shuffle(&mut rng);
+        Generator { rng, relative_pool }
+    }
+
+    pub fn chance(&mut self, p: f64) -> bool {
+        self.rng.gen_bool(p)
+    }
+
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        *xs.choose(&mut self.rng).unwrap()
+    }
+
+    fn key(&mut self) -> Vec<u8> {
+        // The first keys are the likeliest, so commands meet on them.
+        let i = if self.chance(0.7) {
+            self.rng.gen_range(0..3)
+        } else {
+            self.rng.gen_range(0..KEYS.len())
+        };
+        KEYS[i].to_vec()
+    }
+
+    /// A key a command reads, moves away or expires: sometimes the float key.
+    fn source_key(&mut self) -> Vec<u8> {
+        if self.chance(0.15) {
+            FLOAT_KEY.to_vec()
+        } else {
+            self.key()
+        }
+    }
+
+    /// A value for [`FLOAT_KEY`].
+    fn float_value(&mut self) -> Vec<u8> {
+        self.pick(FLOAT_SAFE).into()
+    }
+
+    fn keys(&mut self, max: usize) -> Vec<Vec<u8>> {
+        let n = self.rng.gen_range(1..=max);
+        (0..n).map(|_| self.key()).collect()
+    }
+
+    fn db(&mut self) -> Vec<u8> {
+        if self.chance(0.08) {
+            self.pick(&["16", "-1", "abc", "1.5", "100000000000"])
+                .into()
+        } else {
+            self.pick(DBS).into()
+        }
+    }
+
+    fn int_arg(&mut self) -> Vec<u8> {
+        self.pick(INT_ARGS).into()
+    }
+
+    fn random_bytes(&mut self, len: usize, alphabet: &[u8]) -> Vec<u8> {
+        (0..len).map(|_| self.pick(alphabet)).collect()
+    }
+
+    /// A value to store: integers, near-integers, floats, binary bytes,
+    /// empty, short and long (> 44 bytes, Redis's `raw` limit) strings.
+    pub fn value(&mut self) -> Vec<u8> {
+        match self.rng.gen_range(0..12) {
+            0 | 1 => self.pick(INTS).into(),
+            2 => self.pick(NOT_INTS).into(),
+            3 => self.pick(FLOATS).into(),
+            4 => b"\x00\r\n\xff".to_vec(),
+            5 => {
+                let n = self.rng.gen_range(0..6);
+                self.random_bytes(n, b"\x00\r\n\xffab")
+            }
+            6 => Vec::new(),
+            7 => {
+                let n = self.rng.gen_range(40..70);
+                self.random_bytes(n, b"abcxyz")
+            }
+            8 | 9 => {
+                // Short strings over a tiny alphabet give LCS something to find.
+                let n = self.rng.gen_range(0..16);
+                self.random_bytes(n, b"abc")
+            }
+            10 => self
+                .pick(&["hello", "foo bar", "x", "ohmytext", "mynewtext"])
+                .into(),
+            _ => {
+                let n = self.rng.gen_range(1..5);
+                self.random_bytes(n, b"0123456789")
+            }
+        }
+    }
+
+    /// A relative expiry in seconds, unique in this sequence.
+    fn relative_s(&mut self) -> i64 {
+        self.relative_pool.pop().expect("relative expiry pool")
+    }
+
+    /// An absolute future time in seconds (after `ABSOLUTE_EPOCH_S`).
+    fn absolute_s(&mut self) -> i64 {
+        ABSOLUTE_EPOCH_S + 1000 * self.rng.gen_range(1..6)
+    }
+
+    /// An absolute future time in ms, not always a whole second.
+    fn absolute_ms(&mut self) -> i64 {
+        let s = self.absolute_s();
+        s * 1000 + self.pick(&[0, 1, 499, 500, 501, 999])
+    }
+
+    /// An `EX|PX|EXAT|PXAT value` pair (future only), or an invalid one.
+    fn set_expiry(&mut self, cmd: &str) -> Vec<Vec<u8>> {
+        let unit = self.pick(&["EX", "PX", "EXAT", "PXAT", "ex", "pxat"]);
+        let value = if self.chance(0.1) {
+            self.pick(&["0", "-1", "abc", "1.5", "", "9223372036854775807"])
+                .to_string()
+        } else {
+            match unit.to_ascii_uppercase().as_str() {
+                "EX" => self.relative_s().to_string(),
+                "PX" => (self.relative_s() * 1000).to_string(),
+                "EXAT" => self.absolute_s().to_string(),
+                _ => self.absolute_ms().to_string(),
+            }
+        };
+        let _ = cmd;
+        vec![unit.into(), value.into_bytes()]
+    }
+
+    fn case(&mut self, s: &str) -> Vec<u8> {
+        // Command names and options in any case.
+        match self.rng.gen_range(0..4) {
+            0 => s.to_ascii_lowercase().into_bytes(),
+            1 => s
+                .chars()
+                .enumerate()
+                .map(|(i, c)| {
+                    if i % 2 == 0 {
+                        c.to_ascii_lowercase()
+                    } else {
+                        c.to_ascii_uppercase()
+                    }
+                })
+                .collect::<String>()
+                .into_bytes(),
+            _ => s.to_ascii_uppercase().into_bytes(),
+        }
+    }
+
+    /// One command.
+    pub fn command(&mut self) -> Command {
+        let mut c = self.command_inner();
+        let name = String::from_utf8_lossy(&c.args[0]).to_string();
+        c.args[0] = self.case(&name);
+        // Wrong arity now and then: one argument too few or too many.
+        if self.chance(0.03) && c.check == Check::Exact {
+            // Never a number: an extra `SET k v PX` + `7` would expire
+            // during the test.
+            if self.chance(0.5) && c.args.len() > 1 {
+                c.args.pop();
+            } else {
+                c.args.push(b"extra-arg".to_vec());
+            }
+        }
+        c
+    }
+
+    fn command_inner(&mut self) -> Command {
+        use Check::*;
+        let b = |s: &str| s.as_bytes().to_vec();
+        let k = self.key();
+        // Commands that only read, delete, move away or expire their key
+        // may meet the float key too.
+        let src = self.source_key();
+        let choice = self.rng.gen_range(0..100);
+        let args: Vec<Vec<u8>> = match choice {
+            0..=9 => return self.set_command(k),
+            10..=13 => vec![b("GET"), src],
+            14..=15 => {
+                let mut a = vec![b("GETEX"), src];
+                a.extend(self.getex_options());
+                a
+            }
+            16 => vec![b("GETDEL"), src],
+            17 => vec![b("GETSET"), k, self.value()],
+            18 => vec![b("SETNX"), k, self.value()],
+            19 => {
+                let t = self.expire_arg_for_set_ex(false);
+                vec![b("SETEX"), k, t, self.value()]
+            }
+            20 => {
+                let t = self.expire_arg_for_set_ex(true);
+                vec![b("PSETEX"), k, t, self.value()]
+            }
+            21..=22 => {
+                let mut a = vec![b("MSET")];
+                for key in self.keys(3) {
+                    a.push(key);
+                    a.push(self.value());
+                }
+                a
+            }
+            23 => {
+                let mut a = vec![b("MSETNX")];
+                for key in self.keys(3) {
+                    a.push(key);
+                    a.push(self.value());
+                }
+                a
+            }
+            24..=25 => {
+                let mut a = vec![b("MGET")];
+                a.extend(self.keys(4));
+                a
+            }
+            26..=27 => vec![b("APPEND"), k, self.value()],
+            28 => vec![b("STRLEN"), src],
+            29..=30 => {
+                let name = if self.chance(0.2) {
+                    "SUBSTR"
+                } else {
+                    "GETRANGE"
+                };
+                vec![
+                    b(name),
+                    src,
+                    self.pick(RANGE_ARGS).into(),
+                    self.pick(RANGE_ARGS).into(),
+                ]
+            }
+            31..=32 => {
+                let off = if self.chance(0.1) {
+                    self.pick(&["-1", "abc", "536870912", "536870911"])
+                        .to_string()
+                } else {
+                    self.rng.gen_range(0..70).to_string()
+                };
+                vec![b("SETRANGE"), k, off.into_bytes(), self.value()]
+            }
+            33..=34 => vec![b("INCR"), src],
+            35 => vec![b("DECR"), src],
+            36 => vec![b("INCRBY"), k, self.int_arg()],
+            37 => vec![b("DECRBY"), k, self.int_arg()],
+            38..=39 => {
+                if self.chance(0.8) {
+                    vec![
+                        b("INCRBYFLOAT"),
+                        FLOAT_KEY.to_vec(),
+                        self.pick(FLOAT_INCRS).into(),
+                    ]
+                } else {
+                    vec![b("INCRBYFLOAT"), k, self.pick(FLOAT_INCRS_ANY_KEY).into()]
+                }
+            }
+            40..=41 => self.lcs(),
+            42..=43 => {
+                let mut a = vec![b(self.pick(&["DEL", "UNLINK"]))];
+                a.extend(self.keys(3));
+                a
+            }
+            44..=45 => {
+                let mut a = vec![b("EXISTS")];
+                a.extend(self.keys(4));
+                a
+            }
+            46 => vec![b("TYPE"), src],
+            47..=48 => vec![b(self.pick(&["RENAME", "RENAMENX"])), src, self.key()],
+            49..=50 => {
+                let mut a = vec![b("COPY"), src, self.key()];
+                let mut opts: Vec<Vec<Vec<u8>>> = Vec::new();
+                if self.chance(0.5) {
+                    opts.push(vec![b("DB"), self.db()]);
+                }
+                if self.chance(0.5) {
+                    opts.push(vec![b("REPLACE")]);
+                }
+                if self.chance(0.1) {
+                    opts.push(vec![b(self.pick(&["FOO", "DB", "REPLACE"]))]);
+                }
+                opts.shuffle(&mut self.rng);
+                for o in opts {
+                    a.extend(o);
+                }
+                a
+            }
+            51 => vec![b("MOVE"), src, self.db()],
+            52..=53 => vec![b("SELECT"), self.db()],
+            54 => vec![b("SWAPDB"), self.db(), self.db()],
+            55 => vec![b("DBSIZE")],
+            56 => {
+                if self.chance(0.3) {
+                    let mut a = vec![b("FLUSHDB")];
+                    if self.chance(0.5) {
+                        a.push(b(self.pick(&["ASYNC", "SYNC", "sync", "FOO"])));
+                    }
+                    a
+                } else {
+                    vec![b("DBSIZE")]
+                }
+            }
+            57..=64 => return self.expire_command(src),
+            65..=66 => return Command::new(vec![b(self.pick(&["TTL", "PTTL"])), src], TtlClass),
+            67..=68 => {
+                let ms = self.chance(0.5);
+                let name = if ms { "PEXPIRETIME" } else { "EXPIRETIME" };
+                return Command::new(vec![b(name), src], ExpireTime { ms });
+            }
+            69 => vec![b("PERSIST"), src],
+            70..=72 => {
+                if self.chance(0.1) {
+                    vec![b("OBJECT"), b(self.pick(&["FOO", "encoding"])), src]
+                } else {
+                    vec![b("OBJECT"), b("ENCODING"), src]
+                }
+            }
+            73 => return Command::new(vec![b("KEYS"), self.pick(PATTERNS).to_vec()], Sorted),
+            74 => return self.scan(),
+            75 => return Command::new(vec![b("RANDOMKEY")], RandomKey),
+            76 => {
+                let name = self.pick(&["FOOBAR", "GETT", "SETX", "\x00", "EXPIREX"]);
+                let mut a = vec![b(name)];
+                for _ in 0..self.rng.gen_range(0..3) {
+                    a.push(self.value());
+                }
+                a
+            }
+            77 => {
+                let mut a = vec![b("TOUCH")];
+                a.extend(self.keys(3));
+                a
+            }
+            78..=81 => vec![b("INCRBY"), k, self.pick(INTS).into()],
+            82..=85 => vec![b("SET"), k, self.value()],
+            86 => vec![b("SET"), FLOAT_KEY.to_vec(), self.float_value()],
+            87 => vec![
+                b("INCRBYFLOAT"),
+                FLOAT_KEY.to_vec(),
+                self.pick(FLOAT_INCRS).into(),
+            ],
+            88..=89 => vec![b("GET"), k],
+            90..=92 => vec![b("APPEND"), k, self.pick(INTS).into()],
+            93..=95 => vec![b("OBJECT"), b("ENCODING"), src],
+            _ => vec![b("DEL"), src],
+        };
+        Command::new(args, Exact)
+    }
+
+    fn expire_arg_for_set_ex(&mut self, ms: bool) -> Vec<u8> {
+        if self.chance(0.15) {
+            return self
+                .pick(&["0", "-1", "abc", "", "9223372036854775807", "1.5"])
+                .into();
+        }
+        let s = self.relative_s();
+        if ms {
+            (s * 1000).to_string().into_bytes()
+        } else {
+            s.to_string().into_bytes()
+        }
+    }
+
+    /// SET with any combination of options, valid or not, in any order.
+    fn set_command(&mut self, k: Vec<u8>) -> Command {
+        let b = |s: &str| s.as_bytes().to_vec();
+        let mut opts: Vec<Vec<Vec<u8>>> = Vec::new();
+        let n = self.rng.gen_range(0..4);
+        for _ in 0..n {
+            let o = match self.rng.gen_range(0..12) {
+                0 | 1 => vec![b("NX")],
+                2 | 3 => vec![b("XX")],
+                4 | 5 => vec![b("GET")],
+                6 => vec![b("KEEPTTL")],
+                7..=9 => self.set_expiry("set"),
+                10 => vec![b(self.pick(&["PERSIST", "FOO", "EX", "PXAT", "nx"]))],
+                _ => vec![b(self.pick(&["get", "keepttl", "xx"]))],
+            };
+            opts.push(o);
+        }
+        opts.shuffle(&mut self.rng);
+        let mut a = vec![b("SET"), k, self.value()];
+        for o in opts {
+            a.extend(o);
+        }
+        Command::new(a, Check::Exact)
+    }
+
+    fn getex_options(&mut self) -> Vec<Vec<u8>> {
+        let b = |s: &str| s.as_bytes().to_vec();
+        let mut out = Vec::new();
+        for _ in 0..self.rng.gen_range(0..3) {
+            match self.rng.gen_range(0..7) {
+                0 => out.push(b("PERSIST")),
+                1..=3 => out.extend(self.set_expiry("getex")),
+                4 => {
+                    // Past absolute times delete the key (deterministic).
+                    out.push(b(self.pick(&["EXAT", "PXAT"])));
+                    out.push(b(self.pick(&["1", "1000000000"])));
+                }
+                5 => out.push(b(self.pick(&["KEEPTTL", "NX", "FOO"]))),
+                _ => out.push(b("EX")),
+            }
+        }
+        out
+    }
+
+    fn lcs(&mut self) -> Vec<Vec<u8>> {
+        let b = |s: &str| s.as_bytes().to_vec();
+        let mut a = vec![b("LCS"), self.source_key(), self.source_key()];
+        let mut opts: Vec<Vec<Vec<u8>>> = Vec::new();
+        if self.chance(0.4) {
+            opts.push(vec![b("IDX")]);
+        }
+        if self.chance(0.3) {
+            opts.push(vec![b("LEN")]);
+        }
+        if self.chance(0.3) {
+            let v = self.pick(&["0", "1", "2", "3", "-1", "abc", "100"]);
+            opts.push(vec![b("MINMATCHLEN"), b(v)]);
+        }
+        if self.chance(0.3) {
+            opts.push(vec![b("WITHMATCHLEN")]);
+        }
+        if self.chance(0.05) {
+            opts.push(vec![b(self.pick(&["FOO", "MINMATCHLEN"]))]);
+        }
+        opts.shuffle(&mut self.rng);
+        for o in opts {
+            a.extend(o);
+        }
+        a
+    }
+
+    fn expire_command(&mut self, k: Vec<u8>) -> Command {
+        let b = |s: &str| s.as_bytes().to_vec();
+        let name = self.pick(&["EXPIRE", "PEXPIRE", "EXPIREAT", "PEXPIREAT"]);
+        let ms = name.starts_with('P');
+        let absolute = name.ends_with("AT");
+        let t: String = match self.rng.gen_range(0..10) {
+            // In the past: the key is deleted at once.
+            0 | 1 => {
+                if absolute {
+                    self.pick(&["0", "1", "1000000000", "-5"]).into()
+                } else {
+                    self.pick(&["0", "-1", "-100"]).into()
+                }
+            }
+            2 => self
+                .pick(&[
+                    "abc",
+                    "1.5",
+                    "",
+                    "9223372036854775807",
+                    "-9223372036854775808",
+                ])
+                .into(),
+            _ => match (absolute, ms) {
+                (false, false) => self.relative_s().to_string(),
+                (false, true) => (self.relative_s() * 1000).to_string(),
+                (true, false) => self.absolute_s().to_string(),
+                (true, true) => self.absolute_ms().to_string(),
+            },
+        };
+        let mut a = vec![b(name), k, t.into_bytes()];
+        let n = match self.rng.gen_range(0..10) {
+            0..=4 => 0,
+            5..=8 => 1,
+            _ => 2,
+        };
+        for _ in 0..n {
+            let f = self.pick(&["NX", "XX", "GT", "LT", "nx", "gt", "FOO"]);
+            a.push(b(f));
+        }
+        Command::new(a, Check::Exact)
+    }
+
+    fn scan(&mut self) -> Command {
+        let b = |s: &str| s.as_bytes().to_vec();
+        let mut a = vec![b("SCAN"), b("0")];
+        if self.chance(0.05) {
+            a[1] = b(self.pick(&["abc", "-1", "18446744073709551616"]));
+        }
+        let mut opts: Vec<Vec<Vec<u8>>> = Vec::new();
+        if self.chance(0.5) {
+            opts.push(vec![b("MATCH"), self.pick(PATTERNS).to_vec()]);
+        }
+        if self.chance(0.5) {
+            let c = self.pick(&["1", "2", "5", "100", "0", "-1", "abc"]);
+            opts.push(vec![b("COUNT"), b(c)]);
+        }
+        if self.chance(0.3) {
+            let t = self.pick(&["string", "STRING", "list", "hash", "foo"]);
+            opts.push(vec![b("TYPE"), b(t)]);
+        }
+        if self.chance(0.05) {
+            opts.push(vec![b(self.pick(&["FOO", "MATCH"]))]);
+        }
+        opts.shuffle(&mut self.rng);
+        for o in opts {
+            a.extend(o);
+        }
+        Command::new(a, Check::Scan)
+    }
+}
