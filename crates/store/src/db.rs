@@ -15,6 +15,7 @@
 
 use crate::bytes::SmallBytes;
 use crate::value::{Value, ValueRef};
+
 use hashbrown::HashTable;
 use rand::Rng;
 use std::hash::BuildHasher;
@@ -183,6 +184,14 @@ impl Entry {
     }
 }
 
+/// The result of [`Db::lookup_read`].
+pub enum Found<'a> {
+    Live(&'a Entry),
+    /// The key had expired and was removed now.
+    Expired(Entry),
+    Missing,
+}
+
 /// The result of [`Db::lookup`].
 pub enum Lookup<'a> {
     Live(&'a mut Entry),
@@ -209,8 +218,19 @@ impl Segment {
     }
 }
 
+/// A point-in-time snapshot in progress (fork-free, see [`Db::begin_snapshot`]).
+struct SnapshotState {
+    /// Per segment that existed when the snapshot began: not yet visited.
+    pending: Vec<bool>,
+    /// Copies of pending segments, taken just before their first change.
+    frozen: Vec<Option<Vec<Entry>>>,
+    /// Bytes of entries held in `frozen` (the snapshot's extra memory).
+    frozen_entries: usize,
+}
+
 pub struct Db {
     hasher: foldhash::fast::RandomState,
+    snapshot: Option<SnapshotState>,
     global_depth: u32,
     directory: Vec<u32>,
     segments: Vec<Segment>,
@@ -230,6 +250,7 @@ impl Db {
     pub fn new() -> Self {
         Db {
             hasher: foldhash::fast::RandomState::default(),
+            snapshot: None,
             global_depth: 0,
             directory: vec![0],
             segments: vec![Segment::new(0, 0)],
@@ -285,7 +306,70 @@ impl Db {
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let h = self.hash(key);
         let si = self.segment_of(h);
+        self.before_write(si);
         self.segments[si].table.find_mut(h, |e| e.key() == key)
+    }
+
+    /// Copy-on-write for a snapshot in progress: before the first change to
+    /// a segment the snapshot has not visited yet, keep a copy of it as it
+    /// was. Costs nothing when no snapshot runs.
+    #[inline]
+    fn before_write(&mut self, si: usize) {
+        if let Some(s) = &mut self.snapshot {
+            if si < s.pending.len() && s.pending[si] && s.frozen[si].is_none() {
+                let copy: Vec<Entry> = self.segments[si].table.iter().cloned().collect();
+                s.frozen_entries += copy.len();
+                s.frozen[si] = Some(copy);
+            }
+        }
+    }
+
+    /// Begins a point-in-time snapshot: from now on, the first change to
+    /// each segment not yet visited keeps a copy of it, so
+    /// [`Db::snapshot_segment`] always sees the data as it is now. Returns
+    /// the number of segments to visit, and the key and expiry counts.
+    pub fn begin_snapshot(&mut self) -> (usize, usize, usize) {
+        let n = self.segments.len();
+        self.snapshot = Some(SnapshotState {
+            pending: vec![true; n],
+            frozen: (0..n).map(|_| None).collect(),
+            frozen_entries: 0,
+        });
+        (n, self.len, self.expires)
+    }
+
+    /// Visits segment `si` as it was when the snapshot began, then releases
+    /// its copy if one was kept. False when it was visited already.
+    pub fn snapshot_segment(&mut self, si: usize, mut visit: impl FnMut(&Entry)) -> bool {
+        let Some(s) = &mut self.snapshot else {
+            return false;
+        };
+        if si >= s.pending.len() || !s.pending[si] {
+            return false;
+        }
+        s.pending[si] = false;
+        match s.frozen[si].take() {
+            Some(copy) => {
+                s.frozen_entries -= copy.len();
+                copy.iter().for_each(&mut visit);
+            }
+            None => self.segments[si].table.iter().for_each(&mut visit),
+        }
+        true
+    }
+
+    /// Ends (or abandons) the snapshot and frees what it kept.
+    pub fn end_snapshot(&mut self) {
+        self.snapshot = None;
+    }
+
+    pub fn snapshot_active(&self) -> bool {
+        self.snapshot.is_some()
+    }
+
+    /// Entries copied for the snapshot in progress and not yet written.
+    pub fn snapshot_copied_entries(&self) -> usize {
+        self.snapshot.as_ref().map_or(0, |s| s.frozen_entries)
     }
 
     /// Finds a live key in one probe: a key whose time has come is removed
@@ -295,6 +379,9 @@ impl Db {
     pub fn lookup(&mut self, key: &[u8], now_ms: i64, expire: bool) -> Lookup<'_> {
         let h = self.hash(key);
         let si = self.segment_of(h);
+        if self.snapshot.is_some() {
+            self.before_write(si);
+        }
         let seg = &mut self.segments[si];
         match seg.table.find_entry(h, |e| e.key() == key) {
             Err(_) => Lookup::Missing,
@@ -314,6 +401,34 @@ impl Db {
                 }
             }
         }
+    }
+
+    /// Like [`Db::lookup`] for a reader: the entry comes back shared, and
+    /// its access clock is set to `lru`. Only removing an expired key counts
+    /// as a change for a snapshot in progress.
+    #[inline]
+    pub fn lookup_read(&mut self, key: &[u8], now_ms: i64, expire: bool, lru: u32) -> Found<'_> {
+        let h = self.hash(key);
+        let si = self.segment_of(h);
+        let due = match self.segments[si].table.find(h, |e| e.key() == key) {
+            None => return Found::Missing,
+            Some(e) => e.expire_at != NO_EXPIRE && e.expire_at <= now_ms,
+        };
+        if due {
+            if !expire {
+                return Found::Missing;
+            }
+            return match self.remove(key) {
+                Some(e) => Found::Expired(e),
+                None => Found::Missing,
+            };
+        }
+        let e = self.segments[si]
+            .table
+            .find_mut(h, |e| e.key() == key)
+            .expect("found above");
+        e.set_lru(lru);
+        Found::Live(e)
     }
 
     /// Sets the access clock of a key.
@@ -343,6 +458,7 @@ impl Db {
         let key = entry.key();
         let h = self.hash(key);
         let si = self.segment_of(h);
+        self.before_write(si);
         let hasher = &self.hasher;
         let seg = &mut self.segments[si];
         let is = entry.expire_at != NO_EXPIRE;
@@ -383,6 +499,7 @@ impl Db {
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let h = self.hash(key);
         let si = self.segment_of(h);
+        self.before_write(si);
         let seg = &mut self.segments[si];
         let e = seg.table.find_entry(h, |e| e.key() == key).ok()?.remove().0;
         self.len -= 1;
@@ -397,6 +514,7 @@ impl Db {
     pub fn set_expire(&mut self, key: &[u8], expire_at: i64) -> bool {
         let h = self.hash(key);
         let si = self.segment_of(h);
+        self.before_write(si);
         let seg = &mut self.segments[si];
         let Some(e) = seg.table.find_mut(h, |e| e.key() == key) else {
             return false;
@@ -414,6 +532,9 @@ impl Db {
     }
 
     fn split(&mut self, si: usize) {
+        // The entries move: a snapshot that has not visited this segment
+        // must see them where they were.
+        self.before_write(si);
         let depth = self.segments[si].depth;
         if depth == self.global_depth {
             // Double the directory: slot i becomes slots 2i and 2i+1.
@@ -468,10 +589,26 @@ impl Db {
 
     /// Removes every key.
     pub fn clear(&mut self) {
+        let mut snapshot = self.snapshot.take();
+        if let Some(s) = &mut snapshot {
+            // A snapshot in progress still needs what it has not visited:
+            // hand it the entries themselves (a move, not a copy).
+            for (si, seg) in self.segments.iter_mut().enumerate().take(s.pending.len()) {
+                if s.pending[si] && s.frozen[si].is_none() {
+                    let entries: Vec<Entry> = std::mem::take(&mut seg.table).into_iter().collect();
+                    s.frozen_entries += entries.len();
+                    s.frozen[si] = Some(entries);
+                }
+            }
+            // New segments of the empty table are not part of the snapshot.
+        }
         *self = Db {
             hasher: self.hasher.clone(),
             ..Db::new()
         };
+        // Every segment the snapshot still needs now has its own copy, so
+        // the fresh table's segments are never read in their place.
+        self.snapshot = snapshot;
     }
 
     /// Iterates every entry (no order).
@@ -546,10 +683,17 @@ impl Db {
             }
             let si = self.expire_cursor % nseg;
             self.expire_cursor = (si + 1) % nseg;
-            let seg = &mut self.segments[si];
-            if seg.expiring == 0 {
+            if self.segments[si].expiring == 0 {
                 continue;
             }
+            if self.segments[si]
+                .table
+                .iter()
+                .any(|e| e.expire_at != NO_EXPIRE && e.expire_at <= now_ms)
+            {
+                self.before_write(si);
+            }
+            let seg = &mut self.segments[si];
             examined += seg.table.len();
             let mut gone = Vec::new();
             seg.table.retain(|e| {
@@ -673,6 +817,47 @@ mod tests {
         }
         assert_eq!(n, 5_000);
         assert_eq!(db.len(), 5_000);
+    }
+
+    #[test]
+    fn snapshot_sees_the_data_as_it_was_when_it_began() {
+        let mut db = Db::new();
+        for i in 0..20_000i64 {
+            db.upsert(format!("k{i}").as_bytes(), Value::Int(i), NO_EXPIRE, 0);
+        }
+        let (nseg, len, _) = db.begin_snapshot();
+        assert_eq!(len, 20_000);
+        let mut seen = std::collections::HashMap::new();
+        for si in 0..nseg {
+            // Writes between visits: overwrite, delete, insert (forcing
+            // splits), as clients would during a save.
+            for j in 0..300i64 {
+                let k = (si as i64 * 7919 + j * 31) % 20_000;
+                db.upsert(format!("k{k}").as_bytes(), Value::Int(-1), NO_EXPIRE, 0);
+                db.remove(format!("k{}", (k + 1) % 20_000).as_bytes());
+                db.upsert(
+                    format!("new{si}-{j}").as_bytes(),
+                    Value::Int(-2),
+                    NO_EXPIRE,
+                    0,
+                );
+            }
+            if si == nseg / 2 {
+                db.clear();
+            }
+            db.snapshot_segment(si, |e| {
+                assert!(
+                    seen.insert(e.key().to_vec(), e.value().to_value())
+                        .is_none(),
+                    "visited twice"
+                );
+            });
+        }
+        db.end_snapshot();
+        assert_eq!(seen.len(), 20_000);
+        for i in 0..20_000i64 {
+            assert_eq!(seen[format!("k{i}").as_bytes()], Value::Int(i));
+        }
     }
 
     proptest! {
