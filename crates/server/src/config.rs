@@ -53,6 +53,16 @@ pub struct Config {
     pub hz: u64,
     pub enable_debug_command: DebugCommand,
     pub pidfile: String,
+    pub dbfilename: String,
+    /// `save <seconds> <changes>` rules; empty: no automatic snapshots.
+    pub save_rules: Vec<(u64, u64)>,
+    pub rdbcompression: bool,
+    pub rdbchecksum: bool,
+    /// Microseconds per key: slows a save down (for tests, as in Redis).
+    pub rdb_key_save_delay: u64,
+    /// Microseconds per key: slows a load down (for tests, as in Redis).
+    pub key_load_delay: u64,
+    pub stop_writes_on_bgsave_error: bool,
     /// The config file the server was started with (for `INFO` and `CONFIG REWRITE`).
     pub config_file: Option<String>,
 }
@@ -80,6 +90,13 @@ impl Default for Config {
             hz: 0,
             enable_debug_command: DebugCommand::No,
             pidfile: String::new(),
+            dbfilename: String::new(),
+            save_rules: Vec::new(),
+            rdbcompression: true,
+            rdbchecksum: true,
+            rdb_key_save_delay: 0,
+            key_load_delay: 0,
+            stop_writes_on_bgsave_error: true,
             config_file: None,
         };
         for o in OPTIONS {
@@ -479,6 +496,85 @@ pub static OPTIONS: &[ConfigOption] = &[
         }
         .into()
     ),
+    opt!(
+        "dbfilename",
+        "dump.rdb",
+        true,
+        |c, a| {
+            let f = one(a)?;
+            if f.is_empty() || f.contains('/') {
+                return Err("dbfilename can't be a path, just a filename".into());
+            }
+            c.dbfilename = f.to_string();
+            Ok(())
+        },
+        |c| c.dbfilename.clone()
+    ),
+    opt!(
+        "save",
+        "3600 1 300 100 60 10000",
+        true,
+        |c, a| {
+            c.save_rules = crate::persistence::parse_save_rules(a)?;
+            Ok(())
+        },
+        |c| c
+            .save_rules
+            .iter()
+            .map(|(s, n)| format!("{s} {n}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    ),
+    opt!(
+        "rdbcompression",
+        "yes",
+        true,
+        |c, a| {
+            c.rdbcompression = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.rdbcompression)
+    ),
+    opt!(
+        "rdbchecksum",
+        "yes",
+        false,
+        |c, a| {
+            c.rdbchecksum = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.rdbchecksum)
+    ),
+    opt!(
+        "rdb-key-save-delay",
+        "0",
+        true,
+        |c, a| {
+            c.rdb_key_save_delay = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.rdb_key_save_delay.to_string()
+    ),
+    opt!(
+        "key-load-delay",
+        "0",
+        true,
+        |c, a| {
+            c.key_load_delay = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.key_load_delay.to_string()
+    ),
+    opt!(
+        "stop-writes-on-bgsave-error",
+        "yes",
+        true,
+        |c, a| {
+            c.stop_writes_on_bgsave_error = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.stop_writes_on_bgsave_error)
+    ),
 ];
 
 pub fn find(name: &str) -> Option<&'static ConfigOption> {
@@ -583,11 +679,13 @@ impl Config {
                 "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
             ));
         }
-        let args = if opt.name == "bind" || opt.name == "client-output-buffer-limit" {
-            split(value)
-        } else {
-            vec![value.to_string()]
-        };
+        let args =
+            if opt.name == "bind" || opt.name == "client-output-buffer-limit" || opt.name == "save"
+            {
+                split(value)
+            } else {
+                vec![value.to_string()]
+            };
         let mut next = self.clone();
         (opt.set)(&mut next, &args).map_err(|e| {
             format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {e}")

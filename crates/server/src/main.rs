@@ -109,7 +109,12 @@ fn main() {
         std::process::id(),
         ferrokv_server::REDIS_COMPAT_VERSION
     );
-    let mut reactor = match Reactor::bind(Server::new(cfg)) {
+    let mut server = Server::new(cfg);
+    if let Err(e) = server.load_snapshot() {
+        error!("Fatal error loading the DB: {e}. Exiting.");
+        std::process::exit(1);
+    }
+    let mut reactor = match Reactor::bind(server) {
         Ok(r) => r,
         Err(e) => {
             error!("{e}");

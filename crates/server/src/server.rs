@@ -8,7 +8,7 @@ use crate::config::Config;
 use crate::net::client::{Client, ReplyMode};
 use crate::net::pool::BufferPool;
 use ferrokv_resp::Args;
-use ferrokv_store::{Entry, Keyspace, Lookup};
+use ferrokv_store::{Entry, Found, Keyspace, Lookup};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use slab::Slab;
@@ -100,6 +100,7 @@ pub struct Server {
     pub active_expire_enabled: bool,
     /// Unix seconds of the last successful save (start time until one).
     pub lastsave: u64,
+    pub persistence: crate::persistence::PersistenceState,
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
 }
 
@@ -151,26 +152,26 @@ impl Server {
             cron_loops: 0,
             active_expire_enabled: true,
             lastsave: (now / 1000) as u64,
+            persistence: crate::persistence::PersistenceState::new((now / 1000) as u64),
             lazyfree: spawn_lazyfree(),
         }
     }
 
     /// Looks a key up for reading: lazy expiry, hit/miss counters, access clock.
     #[inline]
-    pub fn lookup_read(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
+    pub fn lookup_read(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
         let clock = self.lru_clock;
-        match self.keyspace.dbs[db].lookup(key, now_ms, true) {
-            Lookup::Live(e) => {
+        match self.keyspace.dbs[db].lookup_read(key, now_ms, true, clock) {
+            Found::Live(e) => {
                 self.stats.keyspace_hits += 1;
-                e.set_lru(clock);
                 Some(e)
             }
-            Lookup::Expired(_) => {
+            Found::Expired(_) => {
                 self.stats.expired_keys += 1;
                 self.stats.keyspace_misses += 1;
                 None
             }
-            Lookup::Missing => {
+            Found::Missing => {
                 self.stats.keyspace_misses += 1;
                 None
             }
@@ -238,6 +239,11 @@ impl Server {
         }
         if !client.authenticated && !spec.has(crate::commands::flags::NO_AUTH) {
             client.out.error(err::NOAUTH);
+            self.cmd_stats[idx].rejected_calls += 1;
+            return;
+        }
+        if spec.has(crate::commands::flags::WRITE) && self.writes_refused_for_persistence() {
+            client.out.error(MISCONF);
             self.cmd_stats[idx].rejected_calls += 1;
             return;
         }
@@ -327,6 +333,7 @@ impl Server {
     /// Periodic work (Redis's `serverCron`), `hz` times a second.
     pub fn cron(&mut self) {
         self.cron_loops += 1;
+        self.persistence_cron();
         let now = Instant::now();
         self.now_ms = unix_ms();
         self.lru_clock = ((self.now_ms / 1000) as u32) & LRU_CLOCK_MAX;
@@ -395,6 +402,202 @@ fn unknown_command_error(args: &Args) -> Vec<u8> {
     msg.extend_from_slice(b"', with args beginning with: ");
     msg.extend_from_slice(&rest);
     msg
+}
+
+pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+
+impl Server {
+    /// Where snapshots go: `dir`/`dbfilename`.
+    pub fn rdb_path(&self) -> std::path::PathBuf {
+        std::path::Path::new(&self.config.dir).join(&self.config.dbfilename)
+    }
+
+    /// Redis refuses writes while the last background save failed, if
+    /// snapshots are configured and `stop-writes-on-bgsave-error` is on.
+    pub fn writes_refused_for_persistence(&self) -> bool {
+        self.config.stop_writes_on_bgsave_error
+            && !self.config.save_rules.is_empty()
+            && !self.persistence.last_bgsave_ok
+    }
+
+    /// Starts a snapshot job.
+    pub fn start_snapshot(&mut self, kind: crate::persistence::SaveKind) -> Result<(), String> {
+        use crate::persistence::snapshot::SnapshotMeta;
+        if self.persistence.job.is_some() {
+            return Err("ERR Background save already in progress".into());
+        }
+        let now_unix = (self.now_ms / 1000) as u64;
+        self.persistence.last_attempt_unix = now_unix;
+        let meta = SnapshotMeta {
+            aux: vec![
+                (
+                    &b"redis-ver"[..],
+                    crate::REDIS_COMPAT_VERSION.as_bytes().to_vec(),
+                ),
+                (&b"redis-bits"[..], b"64".to_vec()),
+                (&b"ctime"[..], now_unix.to_string().into_bytes()),
+                (
+                    &b"used-mem"[..],
+                    crate::alloc::used_memory().to_string().into_bytes(),
+                ),
+                (&b"aof-base"[..], b"0".to_vec()),
+            ],
+            compression: self.config.rdbcompression,
+            checksum: self.config.rdbchecksum,
+            key_delay_us: if kind == crate::persistence::SaveKind::Background {
+                self.config.rdb_key_save_delay
+            } else {
+                0
+            },
+        };
+        let path = self.rdb_path();
+        let job = crate::persistence::SnapshotJob::start(
+            &mut self.keyspace,
+            &path,
+            kind,
+            self.dirty,
+            meta,
+        )
+        .map_err(|e| {
+            format!(
+                "ERR Failed opening the temp RDB file in {}: {e}",
+                self.config.dir
+            )
+        })?;
+        tracing::info!(
+            "{} saving started ({} keys)",
+            if kind == crate::persistence::SaveKind::Background {
+                "Background"
+            } else {
+                "DB"
+            },
+            job.keys_total
+        );
+        self.persistence.job = Some(job);
+        Ok(())
+    }
+
+    /// `SAVE`: the whole snapshot now, waiting for the file to be durable.
+    pub fn save_now(&mut self) -> Result<(), String> {
+        self.start_snapshot(crate::persistence::SaveKind::Foreground)?;
+        let mut job = self.persistence.job.take().expect("just started");
+        job.step(&mut self.keyspace, u64::MAX);
+        let r = match job.poll(true) {
+            crate::persistence::snapshot::JobStatus::Done(r) => r,
+            crate::persistence::snapshot::JobStatus::Running => unreachable!("waited"),
+        };
+        self.finish_snapshot(job, r.clone());
+        r.map(|_| ()).map_err(|e| format!("ERR {e}"))
+    }
+
+    /// Advances a background save by a slice of work and collects its
+    /// result. Called every loop turn.
+    pub fn drive_snapshot(&mut self) {
+        let Some(job) = self.persistence.job.as_mut() else {
+            return;
+        };
+        job.step(&mut self.keyspace, 20_000);
+        if let crate::persistence::snapshot::JobStatus::Done(r) = job.poll(false) {
+            let job = self.persistence.job.take().expect("present");
+            self.finish_snapshot(job, r);
+        }
+    }
+
+    fn finish_snapshot(&mut self, job: crate::persistence::SnapshotJob, r: Result<u64, String>) {
+        let secs = job.started.elapsed().as_secs_f64();
+        self.persistence.last_cow_entries = job.peak_cow_entries;
+        let dirty_at_start = job.dirty_at_start;
+        let kind = job.kind;
+        job.abandon(&mut self.keyspace);
+        match r {
+            Ok(bytes) => {
+                self.dirty = self.dirty.saturating_sub(dirty_at_start);
+                self.persistence.last_save_unix = (unix_ms() / 1000) as u64;
+                self.lastsave = self.persistence.last_save_unix;
+                self.persistence.saves += 1;
+                self.persistence.last_bgsave_ok = true;
+                self.persistence.last_error = None;
+                if kind == crate::persistence::SaveKind::Background {
+                    self.persistence.last_bgsave_secs = Some(secs);
+                }
+                tracing::info!("DB saved on disk ({bytes} bytes, {secs:.3} s)");
+            }
+            Err(e) => {
+                tracing::warn!("Snapshot failed: {e}");
+                if kind == crate::persistence::SaveKind::Background {
+                    self.persistence.last_bgsave_ok = false;
+                    self.persistence.last_bgsave_secs = Some(secs);
+                }
+                self.persistence.last_error = Some(e);
+            }
+        }
+    }
+
+    /// Before exiting: an interrupted background save is abandoned (its
+    /// temp file removed) and, when snapshots are configured (or `save`
+    /// asks for one), a final save is made. An error means "do not exit".
+    pub fn prepare_shutdown(&mut self, save: bool, nosave: bool) -> Result<(), String> {
+        if let Some(job) = self.persistence.job.take() {
+            tracing::warn!("There is a background save in progress: abandoning it");
+            job.abandon(&mut self.keyspace);
+        }
+        if !nosave && (save || !self.config.save_rules.is_empty()) {
+            tracing::info!("Saving the final RDB snapshot before exiting.");
+            self.save_now()
+                .map_err(|e| format!("Error trying to save the DB, can't exit: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// The `save` rules and scheduled BGSAVEs, checked from the cron.
+    pub fn persistence_cron(&mut self) {
+        if self.persistence.job.is_some() {
+            return;
+        }
+        let now = (self.now_ms / 1000) as u64;
+        let since_save = now.saturating_sub(self.persistence.last_save_unix);
+        // After a failure, wait 5 s before trying again, as Redis does.
+        let retry_ok = self.persistence.last_bgsave_ok
+            || now.saturating_sub(self.persistence.last_attempt_unix) >= 5;
+        let due = self.persistence.bgsave_scheduled
+            || (retry_ok
+                && self
+                    .config
+                    .save_rules
+                    .iter()
+                    .any(|&(secs, changes)| self.dirty >= changes && since_save >= secs));
+        if due {
+            self.persistence.bgsave_scheduled = false;
+            if let Err(e) = self.start_snapshot(crate::persistence::SaveKind::Background) {
+                tracing::warn!("Can't start the background save: {e}");
+            }
+        }
+    }
+
+    /// Loads the snapshot file at start-up (or for `DEBUG RELOAD`).
+    pub fn load_snapshot(&mut self) -> Result<(), String> {
+        let path = self.rdb_path();
+        let t0 = Instant::now();
+        match crate::persistence::load::load_rdb(
+            &mut self.keyspace,
+            &path,
+            unix_ms(),
+            self.config.key_load_delay,
+        )? {
+            Some(st) => {
+                self.persistence.last_load_keys = st.keys;
+                self.persistence.last_load_expired = st.expired;
+                tracing::info!(
+                    "DB loaded from disk: {:.3} seconds ({} keys, {} expired keys skipped)",
+                    t0.elapsed().as_secs_f64(),
+                    st.keys,
+                    st.expired
+                );
+            }
+            None => tracing::info!("No snapshot at {}: starting empty", path.display()),
+        }
+        Ok(())
+    }
 }
 
 /// The lazy-free thread: it only drops what it is handed.

@@ -24,6 +24,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Synchronously saves the database(s) to disk and shuts down the Redis server.",
         "[NOSAVE|SAVE] [NOW] [FORCE] [ABORT]",
     ),
+    cmd("save", 1, ADMIN | NOSCRIPT | NO_MULTI, save).doc("Synchronously saves the database(s) to disk.", "").complexity("O(N) where N is the total number of keys in all databases"),
+    cmd("bgsave", -1, ADMIN | NOSCRIPT, bgsave).doc("Asynchronously saves the database(s) to disk.", "[SCHEDULE]").complexity("O(1)"),
     cmd("dbsize", 1, READONLY | FAST, dbsize).group("server").doc("Returns the number of keys in the database.", ""),
     cmd("flushdb", -1, WRITE, flushdb).complexity("O(N) where N is the total number of keys in all databases").doc("Remove all keys from the current database.", "[ASYNC|SYNC]"),
     cmd("flushall", -1, WRITE, flushall).complexity("O(N) where N is the total number of keys in all databases").doc("Removes all keys from all databases.", "[ASYNC|SYNC]"),
@@ -459,6 +461,31 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
         ctx.client.out.ok();
     } else if is(sub, "protocol") && args.len() == 3 {
         debug_protocol(ctx, args.get(2));
+    } else if is(sub, "reload") {
+        // Save, empty, load back: proves the dataset survives the round trip.
+        for a in args.iter().skip(2) {
+            if !is(a, "nosave") && !is(a, "noflush") && !is(a, "merge") {
+                ctx.error("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.");
+                return;
+            }
+        }
+        let nosave = args.iter().skip(2).any(|a| is(a, "nosave"));
+        let noflush = args.iter().skip(2).any(|a| is(a, "noflush"));
+        if !nosave {
+            if let Err(e) = ctx.srv.save_now() {
+                ctx.error(&e);
+                return;
+            }
+        }
+        if !noflush {
+            for db in ctx.srv.keyspace.dbs.iter_mut() {
+                db.clear();
+            }
+        }
+        match ctx.srv.load_snapshot() {
+            Ok(()) => ctx.client.out.ok(),
+            Err(e) => ctx.error(&format!("ERR Error trying to load the RDB dump: {e}")),
+        }
     } else if is(sub, "log") && args.len() == 3 {
         tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(args.get(2)));
         ctx.client.out.ok();
@@ -569,11 +596,17 @@ fn lastsave(ctx: &mut Ctx, _args: Args) {
 
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
 fn shutdown(ctx: &mut Ctx, args: Args) {
-    let mut abort = false;
+    let (mut abort, mut nosave, mut save, mut force) = (false, false, false, false);
     for a in args.iter().skip(1) {
         if is(a, "abort") {
             abort = true;
-        } else if !(is(a, "nosave") || is(a, "save") || is(a, "now") || is(a, "force")) {
+        } else if is(a, "nosave") {
+            nosave = true;
+        } else if is(a, "save") {
+            save = true;
+        } else if is(a, "force") {
+            force = true;
+        } else if !is(a, "now") {
             ctx.error(err::SYNTAX);
             return;
         }
@@ -586,9 +619,60 @@ fn shutdown(ctx: &mut Ctx, args: Args) {
         }
         return;
     }
+    if nosave && save {
+        ctx.error(err::SYNTAX);
+        return;
+    }
     tracing::warn!("User requested shutdown...");
+    if let Err(e) = ctx.srv.prepare_shutdown(save, nosave) {
+        if !force {
+            tracing::warn!("{e}");
+            ctx.error("ERR Errors trying to SHUTDOWN. Check logs.");
+            return;
+        }
+    }
     ctx.srv.shutdown_requested = true;
     ctx.client.close_asap = true;
+}
+
+/// SAVE
+fn save(ctx: &mut Ctx, _args: Args) {
+    if ctx.srv.persistence.job.is_some() {
+        ctx.error("ERR Background save already in progress");
+        return;
+    }
+    match ctx.srv.save_now() {
+        Ok(()) => ctx.client.out.ok(),
+        Err(e) => ctx.error(&e),
+    }
+}
+
+/// BGSAVE [SCHEDULE]
+fn bgsave(ctx: &mut Ctx, args: Args) {
+    let schedule = match args.len() {
+        1 => false,
+        2 if is(args.get(1), "schedule") => true,
+        _ => {
+            ctx.error(err::SYNTAX);
+            return;
+        }
+    };
+    if ctx.srv.persistence.job.is_some() {
+        if schedule {
+            ctx.srv.persistence.bgsave_scheduled = true;
+            ctx.client.out.simple("Background saving scheduled");
+        } else {
+            ctx.error("ERR Background save already in progress");
+        }
+        return;
+    }
+    match ctx
+        .srv
+        .start_snapshot(crate::persistence::SaveKind::Background)
+    {
+        Ok(()) => ctx.client.out.simple("Background saving started"),
+        Err(e) => ctx.error(&e),
+    }
 }
 
 /// DBSIZE
@@ -613,7 +697,9 @@ fn flush_mode(ctx: &mut Ctx, args: Args) -> Option<bool> {
 fn flush_db(ctx: &mut Ctx, db: usize, lazy: bool) -> u64 {
     let d = &mut ctx.srv.keyspace.dbs[db];
     let n = d.len() as u64;
-    if lazy && n > 0 {
+    // A snapshot in progress keeps what it has not written yet: `clear`
+    // hands it the entries, so only an idle table is handed off whole.
+    if lazy && n > 0 && !d.snapshot_active() {
         let old = std::mem::take(d);
         ctx.srv.lazy_free(old);
     } else {
@@ -664,6 +750,9 @@ fn swapdb(ctx: &mut Ctx, args: Args) {
         return;
     }
     ctx.srv.keyspace.dbs.swap(a as usize, b as usize);
+    if let Some(job) = ctx.srv.persistence.job.as_mut() {
+        job.swapdb(a as usize, b as usize);
+    }
     ctx.modified(1);
     ctx.client.out.ok();
 }

@@ -86,17 +86,26 @@ impl Reactor {
         self.srv.tcp_port
     }
 
-    /// Runs until `SHUTDOWN`.
+    /// Runs until `SHUTDOWN`, SIGTERM or SIGINT (which save first when
+    /// snapshots are configured, as Redis does).
     pub fn run(&mut self) -> io::Result<()> {
+        let term = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        signal_hook::flag::register(signal_hook::consts::SIGTERM, term.clone())?;
+        signal_hook::flag::register(signal_hook::consts::SIGINT, term.clone())?;
         let mut events = Events::with_capacity(1024);
         let mut next_cron = Instant::now();
         loop {
             let period = Duration::from_millis(1000 / self.srv.config.hz.max(1));
             let now = Instant::now();
-            let timeout = if self.srv.pending_reads.is_empty() {
-                next_cron.saturating_duration_since(now)
-            } else {
+            let timeout = if !self.srv.pending_reads.is_empty() {
                 Duration::ZERO
+            } else if self.srv.persistence.job.is_some() {
+                // A save in progress advances every turn: wake up for it.
+                next_cron
+                    .saturating_duration_since(now)
+                    .min(Duration::from_millis(1))
+            } else {
+                next_cron.saturating_duration_since(now)
             };
             match self.poll.poll(&mut events, Some(timeout)) {
                 Ok(()) => {}
@@ -132,6 +141,13 @@ impl Reactor {
                 self.srv.cron();
                 self.client_cron();
                 next_cron = Instant::now() + period;
+            }
+            if term.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                warn!("Received SIGTERM/SIGINT scheduling shutdown...");
+                match self.srv.prepare_shutdown(false, false) {
+                    Ok(()) => self.srv.shutdown_requested = true,
+                    Err(e) => warn!("{e}"),
+                }
             }
             if self.srv.shutdown_requested {
                 self.before_sleep();
@@ -328,6 +344,7 @@ impl Reactor {
 
     /// Writes queued replies and closes clients that asked for it.
     fn before_sleep(&mut self) {
+        self.srv.drive_snapshot();
         let pending = std::mem::take(&mut self.srv.pending_writes);
         for t in pending {
             let Some(Some(c)) = self.srv.clients.get_mut(t) else {
