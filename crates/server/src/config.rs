@@ -63,6 +63,13 @@ pub struct Config {
     /// Microseconds per key: slows a load down (for tests, as in Redis).
     pub key_load_delay: u64,
     pub stop_writes_on_bgsave_error: bool,
+    pub appendonly: bool,
+    pub appendfsync: crate::persistence::aof::FsyncPolicy,
+    pub appenddirname: String,
+    pub appendfilename: String,
+    pub aof_load_truncated: bool,
+    pub auto_aof_rewrite_percentage: u64,
+    pub auto_aof_rewrite_min_size: u64,
     /// The config file the server was started with (for `INFO` and `CONFIG REWRITE`).
     pub config_file: Option<String>,
 }
@@ -97,6 +104,13 @@ impl Default for Config {
             rdb_key_save_delay: 0,
             key_load_delay: 0,
             stop_writes_on_bgsave_error: true,
+            appendonly: false,
+            appendfsync: crate::persistence::aof::FsyncPolicy::EverySec,
+            appenddirname: String::new(),
+            appendfilename: String::new(),
+            aof_load_truncated: true,
+            auto_aof_rewrite_percentage: 100,
+            auto_aof_rewrite_min_size: 0,
             config_file: None,
         };
         for o in OPTIONS {
@@ -574,6 +588,85 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| yes_no(c.stop_writes_on_bgsave_error)
+    ),
+    opt!(
+        "appendonly",
+        "no",
+        true,
+        |c, a| {
+            c.appendonly = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.appendonly)
+    ),
+    opt!(
+        "appendfsync",
+        "everysec",
+        true,
+        |c, a| {
+            c.appendfsync = crate::persistence::aof::FsyncPolicy::parse(one(a)?)
+                .ok_or("argument(s) must be one of the following: always, everysec, no")?;
+            Ok(())
+        },
+        |c| c.appendfsync.name().into()
+    ),
+    opt!(
+        "appenddirname",
+        "appendonlydir",
+        false,
+        |c, a| {
+            let d = one(a)?;
+            if d.is_empty() || d.contains('/') {
+                return Err("appenddirname can't be a path, just a dirname".into());
+            }
+            c.appenddirname = d.to_string();
+            Ok(())
+        },
+        |c| c.appenddirname.clone()
+    ),
+    opt!(
+        "appendfilename",
+        "appendonly.aof",
+        false,
+        |c, a| {
+            let f = one(a)?;
+            if f.is_empty() || f.contains('/') {
+                return Err("appendfilename can't be a path, just a filename".into());
+            }
+            c.appendfilename = f.to_string();
+            Ok(())
+        },
+        |c| c.appendfilename.clone()
+    ),
+    opt!(
+        "aof-load-truncated",
+        "yes",
+        true,
+        |c, a| {
+            c.aof_load_truncated = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.aof_load_truncated)
+    ),
+    opt!(
+        "auto-aof-rewrite-percentage",
+        "100",
+        true,
+        |c, a| {
+            c.auto_aof_rewrite_percentage = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.auto_aof_rewrite_percentage.to_string()
+    ),
+    opt!(
+        "auto-aof-rewrite-min-size",
+        "64mb",
+        true,
+        |c, a| {
+            c.auto_aof_rewrite_min_size = parse_memory(one(a)?)?;
+            Ok(())
+        },
+        |c| c.auto_aof_rewrite_min_size.to_string()
     ),
 ];
 

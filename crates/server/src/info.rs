@@ -272,7 +272,36 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
             f!("rdb_last_cow_size:{}", p.last_cow_entries * 64);
             f!("rdb_last_load_keys_expired:{}", p.last_load_expired);
             f!("rdb_last_load_keys_loaded:{}", p.last_load_keys);
-            f!("aof_enabled:0");
+            f!("aof_enabled:{}", srv.aof.is_some() as u8);
+            if let Some(aof) = &srv.aof {
+                f!("aof_rewrite_in_progress:{}", aof.rewrite.is_some() as u8);
+                f!("aof_rewrite_scheduled:{}", srv.aof_rewrite_scheduled as u8);
+                f!(
+                    "aof_last_rewrite_time_sec:{}",
+                    srv.aof_last_rewrite_secs.map_or(-1, |s| s.round() as i64)
+                );
+                f!(
+                    "aof_current_rewrite_time_sec:{}",
+                    job.filter(|j| j.for_aof)
+                        .map_or(-1, |j| j.started.elapsed().as_secs() as i64)
+                );
+                f!(
+                    "aof_last_bgrewrite_status:{}",
+                    if aof.last_rewrite_ok { "ok" } else { "err" }
+                );
+                f!("aof_rewrites:{}", aof.rewrites);
+                f!(
+                    "aof_last_write_status:{}",
+                    if aof.write_error.is_none() {
+                        "ok"
+                    } else {
+                        "err"
+                    }
+                );
+                f!("aof_current_size:{}", aof.incr_size);
+                f!("aof_base_size:{}", aof.base_size);
+                f!("aof_fsync_policy:{}", aof.policy().name());
+            }
         }
         "stats" => {
             let s = &srv.stats;

@@ -18,6 +18,7 @@
 //! - [`net`]: the reactor, client connections, buffer pool.
 //! - [`server`]: the state the thread owns and the command pipeline.
 //! - [`commands`]: the command table, one file per command family.
+//! - [`propagate`]: the one stream of changes that feeds the AOF.
 //! - [`persistence`]: fork-free RDB snapshots and loading.
 //! - [`alloc`]: the counting global allocator behind `INFO memory`.
 
@@ -27,6 +28,7 @@ pub mod config;
 pub mod info;
 pub mod net;
 pub mod persistence;
+pub mod propagate;
 pub mod server;
 
 pub const REDIS_COMPAT_VERSION: &str = "7.0.15";

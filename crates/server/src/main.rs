@@ -110,7 +110,7 @@ fn main() {
         ferrokv_server::REDIS_COMPAT_VERSION
     );
     let mut server = Server::new(cfg);
-    if let Err(e) = server.load_snapshot() {
+    if let Err(e) = server.load_at_startup() {
         error!("Fatal error loading the DB: {e}. Exiting.");
         std::process::exit(1);
     }

@@ -101,6 +101,12 @@ pub struct Server {
     /// Unix seconds of the last successful save (start time until one).
     pub lastsave: u64,
     pub persistence: crate::persistence::PersistenceState,
+    pub propagation: crate::propagate::Propagation,
+    /// The append-only file, when `appendonly yes`.
+    pub aof: Option<crate::persistence::aof::Aof>,
+    /// An AOF rewrite asked for while a save ran.
+    pub aof_rewrite_scheduled: bool,
+    pub aof_last_rewrite_secs: Option<f64>,
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
 }
 
@@ -153,6 +159,10 @@ impl Server {
             active_expire_enabled: true,
             lastsave: (now / 1000) as u64,
             persistence: crate::persistence::PersistenceState::new((now / 1000) as u64),
+            propagation: Default::default(),
+            aof: None,
+            aof_rewrite_scheduled: false,
+            aof_last_rewrite_secs: None,
             lazyfree: spawn_lazyfree(),
         }
     }
@@ -166,9 +176,12 @@ impl Server {
                 self.stats.keyspace_hits += 1;
                 Some(e)
             }
-            Found::Expired(_) => {
+            Found::Expired(e) => {
                 self.stats.expired_keys += 1;
                 self.stats.keyspace_misses += 1;
+                self.propagation
+                    .also
+                    .push((db, vec![b"DEL".to_vec(), e.key().to_vec()]));
                 None
             }
             Found::Missing => {
@@ -187,8 +200,11 @@ impl Server {
                 e.set_lru(clock);
                 Some(e)
             }
-            Lookup::Expired(_) => {
+            Lookup::Expired(e) => {
                 self.stats.expired_keys += 1;
+                self.propagation
+                    .also
+                    .push((db, vec![b"DEL".to_vec(), e.key().to_vec()]));
                 None
             }
             Lookup::Missing => None,
@@ -199,8 +215,11 @@ impl Server {
     pub fn exists(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
         match self.keyspace.dbs[db].lookup(key, now_ms, true) {
             Lookup::Live(_) => true,
-            Lookup::Expired(_) => {
+            Lookup::Expired(e) => {
                 self.stats.expired_keys += 1;
+                self.propagation
+                    .also
+                    .push((db, vec![b"DEL".to_vec(), e.key().to_vec()]));
                 false
             }
             Lookup::Missing => false,
@@ -243,7 +262,7 @@ impl Server {
             return;
         }
         if spec.has(crate::commands::flags::WRITE) && self.writes_refused_for_persistence() {
-            client.out.error(MISCONF);
+            client.out.error(&self.misconf_error());
             self.cmd_stats[idx].rejected_calls += 1;
             return;
         }
@@ -259,6 +278,8 @@ impl Server {
         let reply_mark = client.out.buf.len();
         let errors_before = client.out.error_codes.len();
         let now_ms = self.now_ms;
+        let dirty_before = self.dirty;
+        let db_before = client.db;
         let t0 = Instant::now();
         {
             let mut ctx = Ctx {
@@ -267,6 +288,10 @@ impl Server {
                 now_ms,
             };
             (spec.handler)(&mut ctx, args);
+        }
+        if self.propagate_command(db_before, args, dirty_before) && self.aof.is_some() {
+            // Its reply waits until the AOF has the write (see before_sleep).
+            client.awaiting_aof = true;
         }
         let usec = t0.elapsed().as_micros() as u64;
         let st = &mut self.cmd_stats[idx];
@@ -304,6 +329,36 @@ impl Server {
     pub fn drop_value(&mut self, e: ferrokv_store::Entry) {
         if e.heap_size() >= LAZYFREE_THRESHOLD {
             self.lazy_free(e);
+        }
+    }
+
+    /// After a command: propagates the expired-key DELs it caused, then
+    /// the command itself (or its rewritten form) if it changed anything.
+    /// Returns whether anything was propagated.
+    fn propagate_command(&mut self, db: usize, args: Args, dirty_before: u64) -> bool {
+        let rewrite = self.propagation.rewrite.take();
+        let also = std::mem::take(&mut self.propagation.also);
+        let mut any = !also.is_empty();
+        for (edb, argv) in also {
+            self.propagate(edb, &argv);
+        }
+        if self.dirty != dirty_before {
+            any = true;
+            match rewrite {
+                Some(argv) => self.propagate(db, &argv),
+                None => {
+                    let argv: Vec<&[u8]> = args.iter().collect();
+                    self.propagate(db, &argv)
+                }
+            }
+        }
+        any
+    }
+
+    /// Sends one command down the propagation stream (the AOF).
+    pub fn propagate<T: AsRef<[u8]>>(&mut self, db: usize, argv: &[T]) {
+        if let Some(aof) = self.aof.as_mut() {
+            aof.feed(db, argv);
         }
     }
 
@@ -357,12 +412,13 @@ impl Server {
         let budget = std::time::Duration::from_micros(250_000 / self.config.hz.max(1));
         let now_ms = self.now_ms;
         let mut expired_total = 0u64;
-        for db in &mut self.keyspace.dbs {
+        let mut gone = Vec::new();
+        for (dbi, db) in self.keyspace.dbs.iter_mut().enumerate() {
             loop {
                 if db.expires() == 0 {
                     break;
                 }
-                let (examined, expired) = db.expire_cycle(now_ms, 2000, |_| {});
+                let (examined, expired) = db.expire_cycle(now_ms, 2000, |e| gone.push((dbi, e)));
                 expired_total += expired as u64;
                 if examined == 0 || expired * 10 < examined || t0.elapsed() > budget {
                     break;
@@ -373,6 +429,10 @@ impl Server {
             }
         }
         self.stats.expired_keys += expired_total;
+        // Expired keys leave the propagation stream as DELs.
+        for (dbi, e) in gone {
+            self.propagate(dbi, &[&b"DEL"[..], e.key()]);
+        }
         self.stats.expire_cycle_cpu_milliseconds += t0.elapsed().as_millis() as u64;
     }
 }
@@ -415,9 +475,18 @@ impl Server {
     /// Redis refuses writes while the last background save failed, if
     /// snapshots are configured and `stop-writes-on-bgsave-error` is on.
     pub fn writes_refused_for_persistence(&self) -> bool {
-        self.config.stop_writes_on_bgsave_error
+        (self.config.stop_writes_on_bgsave_error
             && !self.config.save_rules.is_empty()
-            && !self.persistence.last_bgsave_ok
+            && !self.persistence.last_bgsave_ok)
+            || self.aof.as_ref().is_some_and(|a| a.write_error.is_some())
+    }
+
+    /// The MISCONF text for the persistence problem at hand.
+    pub fn misconf_error(&self) -> String {
+        match self.aof.as_ref().and_then(|a| a.write_error.as_ref()) {
+            Some(e) => format!("MISCONF Errors writing to the AOF file: {e}"),
+            None => MISCONF.to_string(),
+        }
     }
 
     /// Starts a snapshot job.
@@ -505,6 +574,29 @@ impl Server {
 
     fn finish_snapshot(&mut self, job: crate::persistence::SnapshotJob, r: Result<u64, String>) {
         let secs = job.started.elapsed().as_secs_f64();
+        if job.for_aof {
+            job.abandon(&mut self.keyspace);
+            self.aof_last_rewrite_secs = Some(secs);
+            if let Some(aof) = self.aof.as_mut() {
+                let (ok, size) = match &r {
+                    Ok(n) => (true, *n),
+                    Err(e) => {
+                        tracing::warn!("Background AOF rewrite failed: {e}");
+                        (false, 0)
+                    }
+                };
+                match aof.finish_rewrite(ok, size) {
+                    Ok(()) if ok => {
+                        tracing::info!("Background AOF rewrite finished successfully ({secs:.3} s)")
+                    }
+                    Ok(()) => {}
+                    Err(e) => {
+                        tracing::warn!("Background AOF rewrite could not install its result: {e}")
+                    }
+                }
+            }
+            return;
+        }
         self.persistence.last_cow_entries = job.peak_cow_entries;
         let dirty_at_start = job.dirty_at_start;
         let kind = job.kind;
@@ -537,6 +629,10 @@ impl Server {
     /// temp file removed) and, when snapshots are configured (or `save`
     /// asks for one), a final save is made. An error means "do not exit".
     pub fn prepare_shutdown(&mut self, save: bool, nosave: bool) -> Result<(), String> {
+        if let Some(aof) = self.aof.as_mut() {
+            aof.sync_now()
+                .map_err(|e| format!("Error writing the AOF before exiting: {e}"))?;
+        }
         if let Some(job) = self.persistence.job.take() {
             tracing::warn!("There is a background save in progress: abandoning it");
             job.abandon(&mut self.keyspace);
@@ -549,10 +645,87 @@ impl Server {
         Ok(())
     }
 
+    /// `BGREWRITEAOF`: a new incremental file now, and a new base from a
+    /// snapshot that begins in the same instant.
+    pub fn start_aof_rewrite(&mut self) -> Result<(), String> {
+        if self.persistence.job.is_some() {
+            return Err("busy".into());
+        }
+        let Some(aof) = self.aof.as_mut() else {
+            return Err("ERR AOF is off".into());
+        };
+        let base = aof.begin_rewrite()?;
+        let saved = self.config.dbfilename.clone();
+        let dir = self.config.dir.clone();
+        // The snapshot machinery writes to `dir/dbfilename`: point it at the
+        // new base for this job only.
+        self.config.dir = base
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or(dir.clone());
+        self.config.dbfilename = base
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let r = self.start_snapshot(crate::persistence::SaveKind::Background);
+        self.config.dir = dir;
+        self.config.dbfilename = saved;
+        match r {
+            Ok(()) => {
+                if let Some(job) = self.persistence.job.as_mut() {
+                    job.for_aof = true;
+                }
+                tracing::info!("Background append only file rewriting started");
+                Ok(())
+            }
+            Err(e) => {
+                if let Some(aof) = self.aof.as_mut() {
+                    let _ = aof.finish_rewrite(false, 0);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes the turn's AOF data; with `always`, also syncs it. Returns
+    /// false while the AOF cannot be written (replies that depend on it are
+    /// held back).
+    pub fn flush_aof(&mut self) -> bool {
+        let Some(aof) = self.aof.as_mut() else {
+            return true;
+        };
+        match aof.flush() {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("{e}");
+                false
+            }
+        }
+    }
+
     /// The `save` rules and scheduled BGSAVEs, checked from the cron.
     pub fn persistence_cron(&mut self) {
         if self.persistence.job.is_some() {
             return;
+        }
+        if let Some(aof) = self.aof.as_ref() {
+            let grown = aof.incr_size >= self.config.auto_aof_rewrite_min_size
+                && self.config.auto_aof_rewrite_percentage > 0
+                && aof.incr_size * 100
+                    >= aof.base_size.max(1) * self.config.auto_aof_rewrite_percentage;
+            if (self.aof_rewrite_scheduled || grown) && aof.rewrite.is_none() {
+                self.aof_rewrite_scheduled = false;
+                if grown {
+                    tracing::info!(
+                        "Starting automatic rewriting of AOF on {}% growth",
+                        self.config.auto_aof_rewrite_percentage
+                    );
+                }
+                if let Err(e) = self.start_aof_rewrite() {
+                    tracing::warn!("Can't rewrite the AOF: {e}");
+                }
+                return;
+            }
         }
         let now = (self.now_ms / 1000) as u64;
         let since_save = now.saturating_sub(self.persistence.last_save_unix);
@@ -572,6 +745,111 @@ impl Server {
                 tracing::warn!("Can't start the background save: {e}");
             }
         }
+    }
+
+    /// Loads the data set at start-up: from the AOF when `appendonly yes`
+    /// (creating its files if there are none, seeded with `dump.rdb` if one
+    /// exists), else from the snapshot.
+    pub fn load_at_startup(&mut self) -> Result<(), String> {
+        use crate::persistence::aof::{Aof, OsStorage, Storage};
+        if !self.config.appendonly {
+            return self.load_snapshot();
+        }
+        let storage: std::sync::Arc<dyn Storage> = std::sync::Arc::new(OsStorage);
+        let dir = std::path::Path::new(&self.config.dir).join(&self.config.appenddirname);
+        let plan = Aof::plan(&*storage, &dir, &self.config.appendfilename)?;
+        let (manifest, base) = match plan {
+            Some((m, plan)) => {
+                self.load_aof_files(&plan)?;
+                (Some(m), Vec::new())
+            }
+            None => {
+                self.load_snapshot()?;
+                let rdb = std::fs::read(self.rdb_path()).unwrap_or_else(|_| empty_rdb());
+                (None, rdb)
+            }
+        };
+        let aof = Aof::open(
+            storage,
+            &dir,
+            &self.config.appendfilename,
+            self.config.appendfsync,
+            manifest,
+            &base,
+        )?;
+        self.aof = Some(aof);
+        Ok(())
+    }
+
+    /// Replays the AOF's files: the base (an RDB, or commands), then each
+    /// incremental file. A command cut short at the end of the last file
+    /// is cut off with a warning (`aof-load-truncated yes`).
+    pub fn load_aof_files(
+        &mut self,
+        plan: &crate::persistence::aof::LoadPlan,
+    ) -> Result<(), String> {
+        use crate::persistence::aof::{replay, ReplayEnd};
+        let t0 = Instant::now();
+        let mut fake = Client::fake(0, &mut self.pool);
+        let mut files: Vec<(&std::path::Path, bool)> = Vec::new();
+        if let Some(b) = &plan.base {
+            files.push((b, false));
+        }
+        for (i, f) in plan.incrs.iter().enumerate() {
+            files.push((f, i + 1 == plan.incrs.len()));
+        }
+        let mut commands = 0u64;
+        for (path, last) in files {
+            let data =
+                std::fs::read(path).map_err(|e| format!("Can't read {}: {e}", path.display()))?;
+            if data.starts_with(b"REDIS") {
+                crate::persistence::load::load_rdb(
+                    &mut self.keyspace,
+                    path,
+                    unix_ms(),
+                    self.config.key_load_delay,
+                )?;
+                continue;
+            }
+            let name = path.display().to_string();
+            let end = replay(&data, &name, |args| {
+                if self.commands.lookup(args.get(0)).is_none() {
+                    return Err(format!(
+                        "Unknown command '{}' reading the append only file",
+                        String::from_utf8_lossy(args.get(0))
+                    ));
+                }
+                self.now_ms = unix_ms();
+                self.execute(&mut fake, args);
+                fake.out.buf.clear();
+                fake.out.error_codes.clear();
+                commands += 1;
+                Ok(())
+            })?;
+            if let ReplayEnd::Truncated { valid_len } = end {
+                if !last || !self.config.aof_load_truncated {
+                    return Err(format!(
+                        "Unexpected end of file reading the append only file {name} at offset {valid_len}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."
+                    ));
+                }
+                tracing::warn!(
+                    "!!! Warning: short read while loading the AOF file {name}!!! AOF loaded anyway because aof-load-truncated is enabled; the last {} bytes (an incomplete command) are cut off at offset {valid_len}",
+                    data.len() - valid_len
+                );
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .and_then(|f| f.set_len(valid_len as u64))
+                    .map_err(|e| format!("Can't truncate {name}: {e}"))?;
+            }
+        }
+        fake.release(&mut self.pool);
+        self.dirty = 0;
+        tracing::info!(
+            "DB loaded from append only file: {:.3} seconds ({commands} commands)",
+            t0.elapsed().as_secs_f64()
+        );
+        Ok(())
     }
 
     /// Loads the snapshot file at start-up (or for `DEBUG RELOAD`).
@@ -598,6 +876,21 @@ impl Server {
         }
         Ok(())
     }
+}
+
+/// An RDB file with no keys (the first base of a fresh AOF).
+pub fn empty_rdb() -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut enc = ferrokv_rdb::RdbEncoder::new(ferrokv_rdb::EncoderOptions::default());
+    enc.header(
+        &mut out,
+        &[
+            (b"redis-ver", crate::REDIS_COMPAT_VERSION.as_bytes()),
+            (b"aof-base", b"1"),
+        ],
+    );
+    enc.finish(&mut out);
+    out
 }
 
 /// The lazy-free thread: it only drops what it is handed.

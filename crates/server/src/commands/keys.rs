@@ -79,7 +79,13 @@ fn delete_keys(ctx: &mut Ctx, args: Args, lazy: bool) {
                 }
                 n += 1;
             }
-            Lookup::Expired(_) => ctx.srv.stats.expired_keys += 1,
+            Lookup::Expired(e) => {
+                ctx.srv.stats.expired_keys += 1;
+                ctx.srv
+                    .propagation
+                    .also
+                    .push((db, vec![b"DEL".to_vec(), e.key().to_vec()]));
+            }
             Lookup::Missing => {}
         }
     }
@@ -414,8 +420,11 @@ fn expire_generic(ctx: &mut Ctx, args: Args, unit_ms: i64, relative: bool, name:
     }
     if when <= ctx.now_ms {
         ctx.srv.keyspace.dbs[db].remove(key);
+        ctx.rewrite(&[&b"DEL"[..], key]);
     } else {
         ctx.srv.keyspace.dbs[db].set_expire(key, when);
+        let w = when.to_string();
+        ctx.rewrite(&[&b"PEXPIREAT"[..], key, w.as_bytes()]);
     }
     ctx.modified(1);
     ctx.client.out.int(1);

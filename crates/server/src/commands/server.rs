@@ -24,6 +24,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Synchronously saves the database(s) to disk and shuts down the Redis server.",
         "[NOSAVE|SAVE] [NOW] [FORCE] [ABORT]",
     ),
+    cmd("bgrewriteaof", 1, ADMIN | NOSCRIPT, bgrewriteaof).doc("Asynchronously rewrites the append-only file to disk.", "").complexity("O(1)"),
     cmd("save", 1, ADMIN | NOSCRIPT | NO_MULTI, save).doc("Synchronously saves the database(s) to disk.", "").complexity("O(N) where N is the total number of keys in all databases"),
     cmd("bgsave", -1, ADMIN | NOSCRIPT, bgsave).doc("Asynchronously saves the database(s) to disk.", "[SCHEDULE]").complexity("O(1)"),
     cmd("dbsize", 1, READONLY | FAST, dbsize).group("server").doc("Returns the number of keys in the database.", ""),
@@ -161,8 +162,54 @@ fn config_set(ctx: &mut Ctx, args: Args) {
             return;
         }
     }
+    let (was_aof, policy) = (ctx.srv.config.appendonly, next.appendfsync);
+    let now_aof = next.appendonly;
     ctx.srv.config = next;
+    if let Some(aof) = ctx.srv.aof.as_mut() {
+        if aof.policy() != policy {
+            aof.set_policy(policy);
+        }
+    }
+    if was_aof && !now_aof {
+        if let Some(mut aof) = ctx.srv.aof.take() {
+            let _ = aof.sync_now();
+        }
+    } else if !was_aof && now_aof {
+        // Turned on at run time: new files whose base is a snapshot of the
+        // data now (a rewrite), as Redis does.
+        if let Err(e) = enable_aof(ctx) {
+            ctx.srv.config.appendonly = false;
+            ctx.error(&format!(
+                "ERR CONFIG SET failed (possibly related to argument 'appendonly') - {e}"
+            ));
+            return;
+        }
+    }
     ctx.client.out.ok();
+}
+
+fn enable_aof(ctx: &mut Ctx) -> Result<(), String> {
+    use crate::persistence::aof::{Aof, OsStorage};
+    let c = &ctx.srv.config;
+    let dir = std::path::Path::new(&c.dir).join(&c.appenddirname);
+    let existing = Aof::plan(&OsStorage, &dir, &c.appendfilename)?.map(|(m, _)| m);
+    // Files left from an earlier run are history now: start a new layout.
+    let _ = existing;
+    let aof = Aof::open(
+        std::sync::Arc::new(OsStorage),
+        &dir,
+        &c.appendfilename,
+        c.appendfsync,
+        None,
+        &crate::server::empty_rdb(),
+    )?;
+    ctx.srv.aof = Some(aof);
+    if ctx.srv.persistence.job.is_some() {
+        ctx.srv.aof_rewrite_scheduled = true;
+        Ok(())
+    } else {
+        ctx.srv.start_aof_rewrite()
+    }
 }
 
 /// CONFIG RESETSTAT
@@ -486,6 +533,34 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
             Ok(()) => ctx.client.out.ok(),
             Err(e) => ctx.error(&format!("ERR Error trying to load the RDB dump: {e}")),
         }
+    } else if is(sub, "loadaof") {
+        let Some(mut aof) = ctx.srv.aof.take() else {
+            ctx.error("ERR appendonly is off");
+            return;
+        };
+        if let Err(e) = aof.sync_now() {
+            ctx.srv.aof = Some(aof);
+            ctx.error(&format!("ERR {e}"));
+            return;
+        }
+        let plan = crate::persistence::aof::LoadPlan {
+            base: aof.manifest.base.as_ref().map(|b| aof.dir.join(&b.name)),
+            incrs: aof
+                .manifest
+                .incrs
+                .iter()
+                .map(|f| aof.dir.join(&f.name))
+                .collect(),
+        };
+        for db in ctx.srv.keyspace.dbs.iter_mut() {
+            db.clear();
+        }
+        let r = ctx.srv.load_aof_files(&plan);
+        ctx.srv.aof = Some(aof);
+        match r {
+            Ok(()) => ctx.client.out.ok(),
+            Err(e) => ctx.error(&format!("ERR {e}")),
+        }
     } else if is(sub, "log") && args.len() == 3 {
         tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(args.get(2)));
         ctx.client.out.ok();
@@ -633,6 +708,34 @@ fn shutdown(ctx: &mut Ctx, args: Args) {
     }
     ctx.srv.shutdown_requested = true;
     ctx.client.close_asap = true;
+}
+
+/// BGREWRITEAOF
+fn bgrewriteaof(ctx: &mut Ctx, _args: Args) {
+    let Some(aof) = ctx.srv.aof.as_ref() else {
+        // Redis rewrites even with AOF off (producing files for a later
+        // `appendonly yes`); ferrokv keeps no AOF files while it is off.
+        ctx.error("ERR Background append only file rewriting needs appendonly yes");
+        return;
+    };
+    if aof.rewrite.is_some() {
+        ctx.error("ERR Background append only file rewriting already in progress");
+        return;
+    }
+    if ctx.srv.persistence.job.is_some() {
+        ctx.srv.aof_rewrite_scheduled = true;
+        ctx.client
+            .out
+            .simple("Background append only file rewriting scheduled");
+        return;
+    }
+    match ctx.srv.start_aof_rewrite() {
+        Ok(()) => ctx
+            .client
+            .out
+            .simple("Background append only file rewriting started"),
+        Err(e) => ctx.error(&e),
+    }
 }
 
 /// SAVE

@@ -190,6 +190,17 @@ fn set(ctx: &mut Ctx, args: Args) {
         expire = ExpireArg::At(at);
     }
     let key = args.get(1);
+    // Propagated in its deterministic form: an absolute expiry, no GET/NX/XX
+    // (the condition held if the write happened).
+    match expire {
+        ExpireArg::At(t) => {
+            let t = t.to_string();
+            ctx.rewrite(&[&b"SET"[..], key, args.get(2), b"PXAT", t.as_bytes()]);
+        }
+        ExpireArg::KeepTtl => ctx.rewrite(&[&b"SET"[..], key, args.get(2), b"KEEPTTL"]),
+        _ if args.len() > 3 => ctx.rewrite(&[&b"SET"[..], key, args.get(2)]),
+        _ => {}
+    }
     let db = ctx.client.db;
     let now = ctx.now_ms;
     let lru = ctx.srv.lru_clock;
@@ -272,14 +283,18 @@ fn getex(ctx: &mut Ctx, args: Args) {
     match expire {
         ExpireArg::At(t) if t <= ctx.now_ms => {
             ctx.srv.keyspace.dbs[db].remove(key);
+            ctx.rewrite(&[&b"DEL"[..], key]);
             ctx.modified(1);
         }
         ExpireArg::At(t) => {
             ctx.srv.keyspace.dbs[db].set_expire(key, t);
+            let t = t.to_string();
+            ctx.rewrite(&[&b"PEXPIREAT"[..], key, t.as_bytes()]);
             ctx.modified(1);
         }
         ExpireArg::Persist if had_ttl => {
             ctx.srv.keyspace.dbs[db].set_expire(key, NO_EXPIRE);
+            ctx.rewrite(&[&b"PERSIST"[..], key]);
             ctx.modified(1);
         }
         _ => {}
@@ -300,6 +315,7 @@ fn getdel(ctx: &mut Ctx, args: Args) {
     }
     reply_value(&mut ctx.client.out, e.value());
     ctx.srv.keyspace.dbs[db].remove(key);
+    ctx.rewrite(&[&b"DEL"[..], key]);
     ctx.modified(1);
 }
 
@@ -341,6 +357,8 @@ fn set_with_expire(ctx: &mut Ctx, args: Args, unit: &str, cmd: &str) {
     let db = ctx.client.db;
     let lru = ctx.srv.lru_clock;
     ctx.srv.keyspace.dbs[db].set_str(args.get(1), args.get(3), at, lru);
+    let t = at.to_string();
+    ctx.rewrite(&[&b"SET"[..], args.get(1), args.get(3), b"PXAT", t.as_bytes()]);
     ctx.modified(1);
     ctx.client.out.ok();
 }
@@ -693,6 +711,7 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
     // result of `createStringObjectFromLongDouble` as it is (`embstr`).
     let value = Value::Str(ferrokv_store::SmallBytes::new(text.as_bytes()));
     ctx.srv.keyspace.dbs[db].upsert(key, value, expire_at, lru);
+    ctx.rewrite(&[&b"SET"[..], key, text.as_bytes(), b"KEEPTTL"]);
     ctx.modified(1);
     ctx.client.out.bulk(text.as_bytes());
 }

@@ -16,6 +16,7 @@
 //! data exactly as it was when the save began. Only the bytes cross to the
 //! writer thread, which never touches the keyspace.
 
+pub mod aof;
 pub mod load;
 pub mod snapshot;
 

@@ -48,6 +48,8 @@ pub struct SnapshotJob {
     finished_producing: bool,
     pub path: PathBuf,
     pub peak_cow_entries: usize,
+    /// The snapshot is the new base of an AOF rewrite, not `dump.rdb`.
+    pub for_aof: bool,
 }
 
 impl std::fmt::Debug for SnapshotJob {
@@ -137,6 +139,7 @@ impl SnapshotJob {
             finished_producing: false,
             path: path.to_path_buf(),
             peak_cow_entries: 0,
+            for_aof: false,
         })
     }
 
