@@ -25,7 +25,7 @@ fn account(n: isize) {
     // `try_with`: during thread teardown the slot may be gone; count directly.
     let published = DELTA.try_with(|d| {
         let v = d.get() + n;
-        if v > PUBLISH_EVERY || v < -PUBLISH_EVERY {
+        if !(-PUBLISH_EVERY..=PUBLISH_EVERY).contains(&v) {
             d.set(0);
             publish(v);
         } else {

@@ -16,6 +16,33 @@ pub enum LogLevel {
     Warning,
 }
 
+impl LogLevel {
+    /// The `tracing` filter for this level.
+    pub fn filter(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Verbose | LogLevel::Notice => "info",
+            LogLevel::Warning => "warn",
+        }
+    }
+}
+
+type LogLevelHook = Box<dyn Fn(LogLevel) + Send + Sync>;
+static LOG_LEVEL_HOOK: std::sync::OnceLock<LogLevelHook> = std::sync::OnceLock::new();
+
+/// Installed by the binary once logging is set up, so that `CONFIG SET
+/// loglevel` takes effect at run time as in Redis.
+pub fn set_log_level_hook(hook: LogLevelHook) {
+    let _ = LOG_LEVEL_HOOK.set(hook);
+}
+
+/// Applies a new log level to the running logger (no-op without a hook).
+pub fn apply_log_level(level: LogLevel) {
+    if let Some(hook) = LOG_LEVEL_HOOK.get() {
+        hook(level);
+    }
+}
+
 /// Output-buffer limits of one client class (`client-output-buffer-limit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OutputLimit {
@@ -216,7 +243,7 @@ fn parse_output_limits(c: &mut Config, args: &[String]) -> Result<(), String> {
         .flat_map(|a| split(a))
         .filter(|w| !w.is_empty())
         .collect();
-    if words.is_empty() || words.len() % 4 != 0 {
+    if words.is_empty() || !words.len().is_multiple_of(4) {
         return Err("Wrong number of arguments in buffer limit configuration.".into());
     }
     let mut updates = Vec::new();
@@ -290,7 +317,10 @@ pub static OPTIONS: &[ConfigOption] = &[
     opt!(
         "bind",
         "127.0.0.1",
-        true,
+        // Redis rebinds at run time; the listeners live in the reactor and
+        // are bound once, so refuse rather than report an address that is
+        // not listened on.
+        false,
         |c, a| {
             if a.is_empty() {
                 return Err("wrong number of arguments".into());
@@ -388,9 +418,17 @@ pub static OPTIONS: &[ConfigOption] = &[
         "notice",
         true,
         |c, a| {
-            c.loglevel = match one(a)?.to_ascii_lowercase().as_str() {
-            "debug" => LogLevel::Debug, "verbose" => LogLevel::Verbose, "notice" => LogLevel::Notice, "warning" => LogLevel::Warning,
-            _ => return Err("argument(s) must be one of the following: debug, verbose, notice, warning, nothing".into()) };
+            c.loglevel =
+                match one(a)?.to_ascii_lowercase().as_str() {
+                    "debug" => LogLevel::Debug,
+                    "verbose" => LogLevel::Verbose,
+                    "notice" => LogLevel::Notice,
+                    "warning" => LogLevel::Warning,
+                    _ => return Err(
+                        "argument(s) must be one of the following: debug, verbose, notice, warning"
+                            .into(),
+                    ),
+                };
             Ok(())
         },
         |c| match c.loglevel {
@@ -452,7 +490,11 @@ pub static OPTIONS: &[ConfigOption] = &[
         |c, a| {
             let v = parse_memory(one(a)?)?;
             if v < 1024 * 1024 {
-                return Err("argument must be a memory value bigger than 1mb".into());
+                return Err(format!(
+                    "argument must be between {} and {} inclusive",
+                    1024 * 1024,
+                    i64::MAX
+                ));
             }
             c.proto_max_bulk_len = v;
             Ok(())
@@ -466,7 +508,11 @@ pub static OPTIONS: &[ConfigOption] = &[
         |c, a| {
             let v = parse_memory(one(a)?)?;
             if v < 1024 * 1024 {
-                return Err("argument must be a memory value bigger than 1mb".into());
+                return Err(format!(
+                    "argument must be between {} and {} inclusive",
+                    1024 * 1024,
+                    i64::MAX
+                ));
             }
             c.client_query_buffer_limit = v;
             Ok(())
@@ -485,7 +531,8 @@ pub static OPTIONS: &[ConfigOption] = &[
         "10",
         true,
         |c, a| {
-            c.hz = parse_int(a, 1, 500)?;
+            // Any int is accepted and clamped to 1..=500, as Redis does.
+            c.hz = parse_int(a, 0, i32::MAX as u64)?.clamp(1, 500);
             Ok(())
         },
         |c| c.hz.to_string()
@@ -769,7 +816,8 @@ impl Config {
         };
         if !opt.mutable {
             return Err(format!(
-                "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
+                "ERR CONFIG SET failed (possibly related to argument '{}') - can't set immutable config",
+                opt.name
             ));
         }
         let args =
@@ -781,7 +829,10 @@ impl Config {
             };
         let mut next = self.clone();
         (opt.set)(&mut next, &args).map_err(|e| {
-            format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {e}")
+            format!(
+                "ERR CONFIG SET failed (possibly related to argument '{}') - {e}",
+                opt.name
+            )
         })?;
         *self = next;
         Ok(())

@@ -21,15 +21,19 @@
 //! - [`propagate`]: the one stream of changes that feeds the AOF.
 //! - [`persistence`]: fork-free RDB snapshots and loading.
 //! - [`alloc`]: the counting global allocator behind `INFO memory`.
+//! - [`fdlimit`]: fitting `maxclients` to the open-files limit.
+//! - [`signals`]: SIGTERM/SIGINT as a clean shutdown.
 
 pub mod alloc;
 pub mod commands;
 pub mod config;
+pub mod fdlimit;
 pub mod info;
 pub mod net;
 pub mod persistence;
 pub mod propagate;
 pub mod server;
+pub mod signals;
 
 pub const REDIS_COMPAT_VERSION: &str = "7.0.15";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -4,7 +4,7 @@ use ferrokv_server::alloc::CountingAlloc;
 use ferrokv_server::config::{Config, LogLevel};
 use ferrokv_server::net::reactor::Reactor;
 use ferrokv_server::server::Server;
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
@@ -24,33 +24,76 @@ fn usage() -> ! {
 }
 
 fn init_logging(cfg: &Config) {
-    let level = match cfg.loglevel {
-        LogLevel::Debug => "debug",
-        LogLevel::Verbose => "info",
-        LogLevel::Notice => "info",
-        LogLevel::Warning => "warn",
-    };
     let filter = tracing_subscriber::EnvFilter::try_from_env("FERROKV_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(cfg.loglevel.filter()));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false);
+    // `CONFIG SET loglevel` swaps the filter through this hook (set up
+    // last: the reload layer's type depends on the writer).
+    macro_rules! install {
+        ($builder:expr) => {{
+            let builder = $builder.with_filter_reloading();
+            let handle = builder.reload_handle();
+            builder.init();
+            ferrokv_server::config::set_log_level_hook(Box::new(move |level: LogLevel| {
+                let _ = handle.reload(tracing_subscriber::EnvFilter::new(level.filter()));
+            }));
+        }};
+    }
     if cfg.logfile.is_empty() {
-        builder.init();
+        install!(builder);
     } else {
         match std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&cfg.logfile)
         {
-            Ok(f) => builder
-                .with_ansi(false)
-                .with_writer(std::sync::Mutex::new(f))
-                .init(),
+            Ok(f) => {
+                let builder = builder
+                    .with_ansi(false)
+                    .with_writer(std::sync::Mutex::new(f));
+                install!(builder)
+            }
             Err(e) => {
                 eprintln!("Can't open the log file {}: {e}", cfg.logfile);
                 std::process::exit(1);
             }
+        }
+    }
+}
+
+/// Fits maxclients to `RLIMIT_NOFILE`, logging what Redis logs.
+fn adjust_open_files_limit(cfg: &mut Config) {
+    use ferrokv_server::fdlimit::{fit_open_files, Fit, RESERVED_FDS};
+    let want = cfg.maxclients + RESERVED_FDS;
+    match fit_open_files(cfg.maxclients) {
+        Fit::Already => {}
+        Fit::Raised { from } => info!(
+            "Increased maximum number of open files to {want} (it was originally set to {from})."
+        ),
+        Fit::Unknown(e) => {
+            cfg.maxclients = 1024 - RESERVED_FDS;
+            warn!("Unable to obtain the current NOFILE limit ({e}), assuming 1024 and setting the max clients configuration accordingly.");
+        }
+        Fit::Reduced { limit, error } => {
+            if limit <= RESERVED_FDS {
+                error!(
+                    "Your current 'ulimit -n' of {limit} is not enough for the server to start. Please increase your open file limit to at least {}. Exiting.",
+                    RESERVED_FDS + 1
+                );
+                std::process::exit(1);
+            }
+            let requested = cfg.maxclients;
+            cfg.maxclients = limit - RESERVED_FDS;
+            warn!("You requested maxclients of {requested} requiring at least {want} max file descriptors.");
+            if let Some(e) = error {
+                warn!("Server can't set maximum open files to {want} because of OS error: {e}.");
+            }
+            warn!(
+                "Current maximum open files is {limit}. maxclients has been reduced to {} to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'.",
+                cfg.maxclients
+            );
         }
     }
 }
@@ -85,7 +128,7 @@ fn main() {
         Some("-h" | "--help") => usage(),
         _ => {}
     }
-    let cfg = match Config::from_args(&args) {
+    let mut cfg = match Config::from_args(&args) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");
@@ -94,6 +137,7 @@ fn main() {
     };
     init_logging(&cfg);
     disable_transparent_huge_pages();
+    adjust_open_files_limit(&mut cfg);
     if let Err(e) = std::fs::create_dir_all(&cfg.dir) {
         error!("Can't create the data directory {}: {e}", cfg.dir);
         std::process::exit(1);
@@ -122,6 +166,7 @@ fn main() {
         }
     };
     info!("Ready to accept connections tcp on port {}", reactor.port());
+    ferrokv_server::signals::install();
     if let Err(e) = reactor.run() {
         error!("Event loop failed: {e}");
         std::process::exit(1);

@@ -48,7 +48,9 @@ impl InstantMetric {
         if let Some(t) = self.last_time {
             let dt = now.duration_since(t).as_secs_f64();
             if dt > 0.0 {
-                self.samples[self.idx] = (value - self.last_value) as f64 / dt;
+                // A counter reset by CONFIG RESETSTAT counts from zero.
+                let delta = value.checked_sub(self.last_value).unwrap_or(value);
+                self.samples[self.idx] = delta as f64 / dt;
                 self.idx = (self.idx + 1) % self.samples.len();
             }
         }
@@ -226,20 +228,39 @@ impl Server {
         }
     }
 
-    /// Runs one command for `client` (Redis's `processCommand` + `call`).
+    /// Runs one command for `client` and applies `CLIENT REPLY` to
+    /// whatever it answered, rejections included (Redis's `resetClient`).
     pub fn execute(&mut self, client: &mut Client, args: Args) {
+        let reply_mark = client.out.buf.len();
+        self.dispatch(client, args);
+        match client.reply_mode {
+            ReplyMode::Off | ReplyMode::Skip => client.out.buf.truncate(reply_mark),
+            ReplyMode::On | ReplyMode::SkipNext => {}
+        }
+        // `CLIENT REPLY SKIP` silences the command after it, whatever it is.
+        client.reply_mode = match client.reply_mode {
+            ReplyMode::Skip => ReplyMode::On,
+            ReplyMode::SkipNext => ReplyMode::Skip,
+            mode => mode,
+        };
+    }
+
+    /// Looks the command up, checks it and calls it (Redis's
+    /// `processCommand` + `call`).
+    fn dispatch(&mut self, client: &mut Client, args: Args) {
         let name = args.get(0);
-        let Some(idx) = self.commands.lookup(name) else {
-            if !client.authenticated {
-                client.out.error(err::NOAUTH);
-                return;
-            }
+        // As Redis 7.0's processCommand: existence (subcommands included),
+        // then arity, then authentication.
+        // `object|encoding` names a subcommand's row (COMMAND INFO takes
+        // it) but is no command a client can call.
+        let top_level = |i: &usize| !self.commands.specs[*i].name.contains('|');
+        let Some(idx) = self.commands.lookup(name).filter(top_level) else {
             client.out.error_bytes(&unknown_command_error(&args));
             return;
         };
         let mut idx = idx;
         let mut spec = self.commands.specs[idx];
-        if !spec.subcommands.is_empty() && args.len() >= 2 && client.authenticated {
+        if !spec.subcommands.is_empty() && args.len() >= 2 {
             match self.commands.lookup_sub(spec.name, args.get(1)) {
                 Some(sub) => {
                     idx = sub;
@@ -256,6 +277,14 @@ impl Server {
                 }
             }
         }
+        if !spec.arity_ok(args.len()) {
+            client.out.error(&format!(
+                "ERR wrong number of arguments for '{}' command",
+                spec.name
+            ));
+            self.cmd_stats[idx].rejected_calls += 1;
+            return;
+        }
         if !client.authenticated && !spec.has(crate::commands::flags::NO_AUTH) {
             client.out.error(err::NOAUTH);
             self.cmd_stats[idx].rejected_calls += 1;
@@ -266,16 +295,7 @@ impl Server {
             self.cmd_stats[idx].rejected_calls += 1;
             return;
         }
-        if !spec.arity_ok(args.len()) {
-            client.out.error(&format!(
-                "ERR wrong number of arguments for '{}' command",
-                spec.name
-            ));
-            self.cmd_stats[idx].rejected_calls += 1;
-            return;
-        }
         client.last_cmd = spec.name;
-        let reply_mark = client.out.buf.len();
         let errors_before = client.out.error_codes.len();
         let now_ms = self.now_ms;
         let dirty_before = self.dirty;
@@ -301,18 +321,6 @@ impl Server {
             st.failed_calls += 1;
         }
         self.stats.total_commands_processed += 1;
-        match client.reply_mode {
-            ReplyMode::On => {}
-            ReplyMode::Off | ReplyMode::Skip => client.out.buf.truncate(reply_mark),
-            ReplyMode::SkipNext => {}
-        }
-        // `CLIENT REPLY SKIP` silences the command after it.
-        if client.reply_mode == ReplyMode::Skip {
-            client.reply_mode = ReplyMode::On;
-        }
-        if client.reply_mode == ReplyMode::SkipNext && spec.name != "client" {
-            client.reply_mode = ReplyMode::Skip;
-        }
     }
 
     /// Frees a value on the lazy-free thread (`UNLINK`, `FLUSHALL ASYNC`):

@@ -7,9 +7,16 @@
 //! Guards against any divergence from Redis in the string and generic
 //! families: replies, error texts, option parsing, expiry, encodings.
 //!
+//! One redis-server and one ferrokv serve every sequence (FLUSHALL before
+//! each). A sequence runs over two connections per server: the first speaks
+//! RESP3 (`HELLO 3`) in a quarter of the sequences, the second RESP2, and
+//! one command in five goes to the second, so per-connection state
+//! (SELECT) meets shared state (SWAPDB, MOVE). RESP3 replies must be the
+//! same bytes as Redis's RESP3 replies, as RESP2 ones as RESP2 ones.
+//!
 //! Knobs (environment):
 //! - `FERROKV_DIFF_SEED`: the first seed (case `i` uses seed + i).
-//! - `FERROKV_DIFF_CASES`: how many sequences (default 300).
+//! - `FERROKV_DIFF_CASES`: how many sequences (default 2000, ~6 s).
 //! - `FERROKV_DIFF_LEN`: commands per sequence (default 50).
 //! - `FERROKV_DIFF_MAX_FAILURES`: keep going until this many failing
 //!   sequences were seen (default 1).
@@ -27,7 +34,7 @@ use generator::{quote, Check, Command, Generator, ABSOLUTE_EPOCH_S};
 use std::time::Instant;
 
 const DEFAULT_SEED: u64 = 0x00F3_2207_0D1F;
-const DEFAULT_CASES: u64 = 300;
+const DEFAULT_CASES: u64 = 2000;
 const DEFAULT_LEN: usize = 50;
 /// Databases the generator touches; digests of single keys are listed
 /// from these on a mismatch.
@@ -82,21 +89,59 @@ impl Servers {
         Servers { redis, ferrokv }
     }
 
-    /// Restarts ferrokv if a command killed it, so shrinking can go on.
+    /// After a mismatch: if ferrokv stopped answering (a crash is still
+    /// printing its backtrace), waits for it to exit and restarts it, so
+    /// the next run does not fail for the previous one's crash.
+    fn settle(&mut self) {
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if !self.ferrokv.alive() {
+                break;
+            }
+            if ping(&self.ferrokv) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        self.revive();
+    }
+
+    /// Restarts a server that died (or stopped answering), so shrinking
+    /// can go on; its log goes to stderr.
     fn revive(&mut self) {
-        if !self.ferrokv.alive() {
+        fn answers(p: &mut ServerProcess) -> bool {
+            p.alive() && std::net::TcpStream::connect(("127.0.0.1", p.port)).is_ok()
+        }
+        if !answers(&mut self.ferrokv) {
             eprintln!("ferrokv died; its log:\n{}", self.ferrokv.log());
             self.ferrokv = ServerProcess::ferrokv(&["--enable-debug-command", "yes"]);
         }
-        if !self.redis.alive() {
+        if !answers(&mut self.redis) {
+            eprintln!("redis died; its log:\n{}", self.redis.log());
             self.redis = ServerProcess::redis(&[]);
         }
     }
 }
 
+/// Whether a server answers PING on a new connection.
+fn ping(p: &ServerProcess) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", p.port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(1)));
+    let mut buf = [0u8; 7];
+    s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
+}
+
+/// Two connections to each server, so per-connection state (selected
+/// database, protocol) meets shared state (SWAPDB, keys another connection
+/// wrote). Connection 0 speaks the case's protocol, connection 1 RESP2.
 struct Session {
-    redis: Raw,
-    ferrokv: Raw,
+    redis: [Raw; 2],
+    ferrokv: [Raw; 2],
+    /// The connection the next commands go to.
+    conn: usize,
 }
 
 /// A reply, or why there is none.
@@ -105,8 +150,9 @@ type Reply = Result<(Frame, Vec<u8>), String>;
 impl Session {
     fn open(servers: &Servers, resp3: bool) -> Session {
         let mut s = Session {
-            redis: servers.redis.raw(),
-            ferrokv: servers.ferrokv.raw(),
+            redis: [servers.redis.raw(), servers.redis.raw()],
+            ferrokv: [servers.ferrokv.raw(), servers.ferrokv.raw()],
+            conn: 0,
         };
         if resp3 {
             // The HELLO reply names the server and the client: not compared.
@@ -122,8 +168,8 @@ impl Session {
 
     fn both<T: AsRef<[u8]>>(&mut self, args: &[T]) -> (Reply, Reply) {
         (
-            self.redis.try_cmd_bytes(args),
-            self.ferrokv.try_cmd_bytes(args),
+            self.redis[self.conn].try_cmd_bytes(args),
+            self.ferrokv[self.conn].try_cmd_bytes(args),
         )
     }
 }
@@ -141,6 +187,7 @@ fn show_frame(f: &Frame) -> String {
         Frame::Simple(s) => format!("+{}", String::from_utf8_lossy(s)),
         Frame::Error(s) => format!("-{}", String::from_utf8_lossy(s)),
         Frame::Integer(i) => format!("(integer) {i}"),
+        Frame::Bulk(b) if b.len() > 120 => format!("{}...({} bytes)", quote(&b[..60]), b.len()),
         Frame::Bulk(b) => quote(b),
         Frame::Null => "(nil)".into(),
         Frame::Array(v) => format!("[{}]", list(v)),
@@ -286,8 +333,8 @@ fn compare_scan(s: &mut Session, cmd: &Command) -> Option<String> {
         let same = matches!((&r, &f), (Ok((_, a)), Ok((_, b))) if a == b);
         return (!same).then(|| format!("redis:   {}\nferrokv: {}", show(&r), show(&f)));
     }
-    let r = scan_all(&mut s.redis, cmd);
-    let f = scan_all(&mut s.ferrokv, cmd);
+    let r = scan_all(&mut s.redis[s.conn], cmd);
+    let f = scan_all(&mut s.ferrokv[s.conn], cmd);
     if r == f {
         return None;
     }
@@ -305,6 +352,7 @@ fn compare_scan(s: &mut Session, cmd: &Command) -> Option<String> {
 /// Lists the keys whose `DEBUG DIGEST-VALUE` differs (or that exist on one
 /// side only), with their values, to point at the culprit.
 fn digest_details(s: &mut Session) -> String {
+    s.conn = 0;
     let mut out = String::new();
     for db in 0..DBS_USED {
         let db_s = db.to_string();
@@ -340,6 +388,14 @@ fn digest_details(s: &mut Session) -> String {
 
 /// Runs a case on fresh connections and flushed servers.
 fn run(servers: &mut Servers, case: &Case) -> Result<(), Mismatch> {
+    let result = run_once(servers, case);
+    if result.is_err() {
+        servers.settle();
+    }
+    result
+}
+
+fn run_once(servers: &mut Servers, case: &Case) -> Result<(), Mismatch> {
     servers.revive();
     let mut s = Session::open(servers, case.resp3);
     let (r, f) = s.both(&["FLUSHALL"]);
@@ -353,10 +409,12 @@ fn run(servers: &mut Servers, case: &Case) -> Result<(), Mismatch> {
         show(&f)
     );
     for (index, cmd) in case.commands.iter().enumerate() {
+        s.conn = cmd.conn;
         if let Some(what) = compare(&mut s, cmd) {
             return Err(Mismatch { index, what });
         }
     }
+    s.conn = 0;
     let (r, f) = s.both(&["DEBUG", "DIGEST"]);
     match (&r, &f) {
         (Ok((_, a)), Ok((_, b))) if a == b => Ok(()),

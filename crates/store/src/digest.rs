@@ -36,7 +36,7 @@ fn mix_value(d: &mut Digest, e: &Entry) {
     mix(d, &(ty as u32).to_be_bytes());
     match v {
         ValueRef::Int(i) => mix(d, itoa_buf::Buf::new().format(i)),
-        ValueRef::Str(s) => mix(d, s),
+        ValueRef::Str(s) | ValueRef::Raw(s) => mix(d, s),
     }
     if e.has_expire() {
         xor(d, b"!!expire!!");

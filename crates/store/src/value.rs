@@ -35,6 +35,11 @@ pub enum Value {
     Int(i64),
     /// Any other string (binary-safe).
     Str(SmallBytes),
+    /// A string edited in place (`APPEND`, `SETRANGE`). Redis keeps such a
+    /// string in its `raw` encoding however short it is, and `OBJECT
+    /// ENCODING` shows it; the bytes live on the heap, as Redis's do. The
+    /// variant's payload leaves the enum at 24 bytes.
+    Raw(Box<[u8]>),
 }
 
 /// A borrowed view of a stored value.
@@ -42,12 +47,15 @@ pub enum Value {
 pub enum ValueRef<'a> {
     Int(i64),
     Str(&'a [u8]),
+    /// A string edited in place (`APPEND`, `SETRANGE`): Redis reports its
+    /// encoding as `raw` whatever its length.
+    Raw(&'a [u8]),
 }
 
 impl<'a> ValueRef<'a> {
     pub fn value_type(self) -> ValueType {
         match self {
-            ValueRef::Int(_) | ValueRef::Str(_) => ValueType::String,
+            ValueRef::Int(_) | ValueRef::Str(_) | ValueRef::Raw(_) => ValueType::String,
         }
     }
 
@@ -56,7 +64,7 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Int(_) => "int",
             ValueRef::Str(s) if s.len() <= EMBSTR_MAX => "embstr",
-            ValueRef::Str(_) => "raw",
+            ValueRef::Str(_) | ValueRef::Raw(_) => "raw",
         }
     }
 
@@ -64,12 +72,12 @@ impl<'a> ValueRef<'a> {
     pub fn as_bytes(self, buf: &'a mut itoa_buf::Buf) -> Option<&'a [u8]> {
         match self {
             ValueRef::Int(i) => Some(buf.format(i)),
-            ValueRef::Str(s) => Some(s),
+            ValueRef::Str(s) | ValueRef::Raw(s) => Some(s),
         }
     }
 
     pub fn is_string(self) -> bool {
-        matches!(self, ValueRef::Int(_) | ValueRef::Str(_))
+        matches!(self, ValueRef::Int(_) | ValueRef::Str(_) | ValueRef::Raw(_))
     }
 
     /// An owned copy.
@@ -77,6 +85,7 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Int(i) => Value::Int(i),
             ValueRef::Str(s) => Value::Str(SmallBytes::new(s)),
+            ValueRef::Raw(s) => Value::Raw(s.into()),
         }
     }
 }
@@ -109,6 +118,7 @@ impl Value {
         match self {
             Value::Int(i) => ValueRef::Int(*i),
             Value::Str(s) => ValueRef::Str(s),
+            Value::Raw(b) => ValueRef::Raw(b),
         }
     }
 
@@ -126,6 +136,7 @@ impl Value {
         match self {
             Value::Int(_) => 0,
             Value::Str(s) => s.heap_size(),
+            Value::Raw(b) => b.len(),
         }
     }
 }
@@ -195,6 +206,15 @@ pub fn parse_canonical_i64(s: &[u8]) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raw_strings_report_raw_whatever_their_length() {
+        assert_eq!(Value::Raw(b"12".to_vec().into()).encoding(), "raw");
+        assert_eq!(
+            Value::Raw(b"12".to_vec().into()).value_type(),
+            ValueType::String
+        );
+    }
 
     #[test]
     fn value_is_24_bytes() {

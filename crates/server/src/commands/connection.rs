@@ -178,7 +178,7 @@ fn hello(ctx: &mut Ctx, args: Args) {
         }
     }
     if !ctx.client.authenticated {
-        ctx.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+        ctx.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
         return;
     }
     if let Some(name) = setname {
@@ -312,7 +312,7 @@ pub fn client_line(c: &Client, current: bool) -> String {
         obl,
         c.out.buf.capacity(),
         c.inbuf.len() + c.out.buf.capacity(),
-        c.last_cmd.replace('|', "|"),
+        c.last_cmd,
         if c.out.proto.is_resp3() { 3 } else { 2 },
         s(&c.lib_name),
         s(&c.lib_ver),
@@ -321,42 +321,39 @@ pub fn client_line(c: &Client, current: bool) -> String {
 
 /// CLIENT LIST [TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id [client-id ...]]
 fn client_list(ctx: &mut Ctx, args: Args) {
+    // One filter at most, as Redis 7.0: `TYPE t` alone, or `ID id [id ...]`.
     let mut ids: Option<Vec<u64>> = None;
     let mut only_normal = None;
-    let mut i = 2;
-    while i < args.len() {
-        let a = args.get(i);
-        if is(a, "type") && i + 1 < args.len() {
-            let t = args.get(i + 1);
-            if is(t, "normal") {
-                only_normal = Some(true);
-            } else if is(t, "master") || is(t, "replica") || is(t, "slave") || is(t, "pubsub") {
-                only_normal = Some(false);
-            } else {
-                ctx.error(&format!(
-                    "ERR Unknown client type '{}'",
-                    String::from_utf8_lossy(t)
-                ));
-                return;
-            }
-            i += 2;
-        } else if is(a, "id") && i + 1 < args.len() {
-            let mut v = Vec::new();
-            for id in args.iter().skip(i + 1) {
-                match ferrokv_resp::parse_i64(id) {
-                    Some(n) if n > 0 => v.push(n as u64),
-                    _ => {
-                        ctx.error("ERR Invalid client ID");
-                        return;
-                    }
-                }
-            }
-            ids = Some(v);
-            break;
+    if args.len() == 4 && is(args.get(2), "type") {
+        let t = args.get(3);
+        if is(t, "normal") {
+            only_normal = Some(true);
+        } else if is(t, "master") || is(t, "replica") || is(t, "slave") || is(t, "pubsub") {
+            only_normal = Some(false);
         } else {
-            ctx.error(err::SYNTAX);
+            ctx.error(&format!(
+                "ERR Unknown client type '{}'",
+                String::from_utf8_lossy(t)
+            ));
             return;
         }
+    } else if args.len() > 3 && is(args.get(2), "id") {
+        let mut v = Vec::new();
+        for id in args.iter().skip(3) {
+            // Any integer is accepted (Redis's getLongLongFromObject);
+            // ids below 1 simply match no client.
+            match ferrokv_resp::parse_i64(id) {
+                Some(n) => v.push(n.max(0) as u64),
+                None => {
+                    ctx.error("ERR Invalid client ID");
+                    return;
+                }
+            }
+        }
+        ids = Some(v);
+    } else if args.len() != 2 {
+        ctx.error(err::SYNTAX);
+        return;
     }
     let mut all: Vec<&Client> = ctx.srv.other_clients().collect();
     all.push(ctx.client);
@@ -405,7 +402,7 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
         f.addr = Some(String::from_utf8_lossy(args.get(2)).into_owned());
         skipme = false;
     } else {
-        if (args.len() - 2) % 2 != 0 {
+        if !(args.len() - 2).is_multiple_of(2) {
             ctx.error(err::SYNTAX);
             return;
         }

@@ -267,17 +267,30 @@ fn keys(ctx: &mut Ctx, args: Args) {
     }
 }
 
+/// Parses a SCAN cursor as Redis's `parseScanCursorOrReply` does with
+/// `strtoul`: an optional sign (`-1` wraps to the largest cursor), decimal
+/// digits, no leading space, no overflow; the empty string is cursor 0.
+fn parse_cursor(a: &[u8]) -> Option<u64> {
+    if a.is_empty() {
+        return Some(0);
+    }
+    let (neg, digits) = match a[0] {
+        b'-' => (true, &a[1..]),
+        b'+' => (false, &a[1..]),
+        _ => (false, a),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let v = std::str::from_utf8(digits).ok()?.parse::<u64>().ok()?;
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
 /// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
 fn scan(ctx: &mut Ctx, args: Args) {
-    let cursor = match std::str::from_utf8(args.get(1))
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-    {
-        Some(c) => c,
-        None => {
-            ctx.error("ERR invalid cursor");
-            return;
-        }
+    let Some(cursor) = parse_cursor(args.get(1)) else {
+        ctx.error("ERR invalid cursor");
+        return;
     };
     let mut pattern: Option<&[u8]> = None;
     let mut count = 10usize;
@@ -363,9 +376,6 @@ fn touch(ctx: &mut Ctx, args: Args) {
 
 /// Applies EXPIRE-family flags and the new time (absolute ms).
 fn expire_generic(ctx: &mut Ctx, args: Args, unit_ms: i64, relative: bool, name: &str) {
-    let Some(v) = parse_int(ctx, args.get(2)) else {
-        return;
-    };
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for a in args.iter().skip(3) {
         if is(a, "nx") {
@@ -392,6 +402,10 @@ fn expire_generic(ctx: &mut Ctx, args: Args, unit_ms: i64, relative: bool, name:
         ctx.error("ERR GT and LT options at the same time are not compatible");
         return;
     }
+    // The options are checked before the time, as Redis does.
+    let Some(v) = parse_int(ctx, args.get(2)) else {
+        return;
+    };
     let invalid = format!("ERR invalid expire time in '{name}' command");
     let Some(mut when) = v.checked_mul(unit_ms) else {
         ctx.error(&invalid);
@@ -462,11 +476,14 @@ fn ttl_generic(ctx: &mut Ctx, args: Args, ms: bool, absolute: bool) {
     let reply = match expire_of(ctx, args.get(1)) {
         None => -2,
         Some(NO_EXPIRE) => -1,
+        // Seconds are rounded to the nearest one, for EXPIRETIME as for
+        // TTL (Redis's `ttlGenericCommand`), without overflowing near
+        // `PEXPIREAT k 9223372036854775807`.
         Some(at) if absolute => {
             if ms {
                 at
             } else {
-                at / 1000
+                ((at as i128 + 500) / 1000) as i64
             }
         }
         Some(at) => {

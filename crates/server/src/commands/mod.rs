@@ -12,6 +12,7 @@
 pub mod connection;
 pub mod docs;
 pub mod keys;
+pub mod long_double;
 pub mod server;
 pub mod string;
 
@@ -188,6 +189,10 @@ impl CommandTable {
         self.specs.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+
     /// The row of `container|sub`.
     pub fn lookup_sub(&self, container: &str, sub: &[u8]) -> Option<usize> {
         let mut name = Vec::with_capacity(container.len() + 1 + sub.len());
@@ -284,8 +289,29 @@ pub fn parse_i32(ctx: &mut Ctx, a: &[u8]) -> Option<i32> {
 
 /// Parses a double argument as Redis's `getDoubleFromObject` (`strtod`,
 /// no trailing garbage, no spaces, `inf` allowed, NaN refused, C99 hex
-/// floats such as `0x10` or `0x1.8p1` accepted).
+/// floats such as `0x10` or `0x1.8p1` accepted). A number out of range
+/// (`1e400`, or `1e-400`, which underflows to zero) is refused, as Redis
+/// refuses `strtod`'s `ERANGE`; only a spelled-out infinity is infinite.
 pub fn parse_f64(a: &[u8]) -> Option<f64> {
+    let v = parse_f64_unchecked(a)?;
+    let s = std::str::from_utf8(a).ok()?.to_ascii_lowercase();
+    let literal_inf = s.trim_start_matches(['+', '-']).starts_with("inf");
+    let mantissa = match s.find(if s.contains("0x") { 'p' } else { 'e' }) {
+        Some(i) => &s[..i],
+        None => &s[..],
+    };
+    let mantissa = mantissa.trim_start_matches(['+', '-']);
+    let mantissa = mantissa.strip_prefix("0x").unwrap_or(mantissa);
+    let nonzero = mantissa
+        .bytes()
+        .any(|c| c.is_ascii_alphanumeric() && c != b'0');
+    if (v.is_infinite() && !literal_inf) || (v == 0.0 && nonzero) {
+        return None;
+    }
+    Some(v)
+}
+
+fn parse_f64_unchecked(a: &[u8]) -> Option<f64> {
     let s = std::str::from_utf8(a).ok()?;
     if s.is_empty() || s.starts_with(char::is_whitespace) || s.ends_with(char::is_whitespace) {
         return None;
@@ -342,4 +368,25 @@ pub fn reply_help(ctx: &mut Ctx, container: &str, lines: &[&str]) {
 #[inline]
 pub fn is(a: &[u8], opt: &str) -> bool {
     a.eq_ignore_ascii_case(opt.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_f64;
+
+    #[test]
+    fn parse_f64_accepts_what_strtod_accepts_and_refuses_erange() {
+        assert_eq!(parse_f64(b"1.5"), Some(1.5));
+        assert_eq!(parse_f64(b"0x10"), Some(16.0));
+        assert_eq!(parse_f64(b"0X1.8P1"), Some(3.0));
+        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_f64(b"5e-324"), Some(5e-324));
+        assert_eq!(parse_f64(b"0e5"), Some(0.0));
+        assert_eq!(parse_f64(b"1e400"), None);
+        assert_eq!(parse_f64(b"1e-400"), None);
+        assert_eq!(parse_f64(b"0x1p99999"), None);
+        assert_eq!(parse_f64(b"nan"), None);
+        assert_eq!(parse_f64(b" 1"), None);
+        assert_eq!(parse_f64(b"0x"), None);
+    }
 }

@@ -94,7 +94,7 @@ static COMMAND_SUBS: &[CommandSpec] = &[
             "Returns a list of command names.",
             "[FILTERBY MODULE module-name|ACLCAT category|PATTERN pattern]",
         ),
-    cmd("command|getkeys", -3, LOADING | STALE, command_getkeys).doc(
+    cmd("command|getkeys", -4, LOADING | STALE, command_getkeys).doc(
         "Extracts the key names from an arbitrary command.",
         "command [arg [arg ...]]",
     ),
@@ -134,7 +134,7 @@ fn config_get(ctx: &mut Ctx, args: Args) {
 
 /// CONFIG SET parameter value [parameter value ...]
 fn config_set(ctx: &mut Ctx, args: Args) {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         ctx.wrong_args("config|set");
         return;
     }
@@ -142,13 +142,15 @@ fn config_set(ctx: &mut Ctx, args: Args) {
     let mut next = ctx.srv.config.clone();
     let mut seen: Vec<String> = Vec::new();
     for i in (2..args.len()).step_by(2) {
-        let name = String::from_utf8_lossy(args.get(i)).to_ascii_lowercase();
+        // Errors quote the name as the client spelled it, as Redis does.
+        let given = String::from_utf8_lossy(args.get(i)).into_owned();
+        let name = given.to_ascii_lowercase();
         if seen.contains(&name) {
-            ctx.error(&format!("ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"));
+            ctx.error(&format!("ERR CONFIG SET failed (possibly related to argument '{given}') - duplicate parameter"));
             return;
         }
         let value = String::from_utf8_lossy(args.get(i + 1)).into_owned();
-        if let Err(e) = next.set(&name, &value) {
+        if let Err(e) = next.set(&given, &value) {
             ctx.error(&e);
             return;
         }
@@ -161,6 +163,20 @@ fn config_set(ctx: &mut Ctx, args: Args) {
             ));
             return;
         }
+    }
+    // More clients than descriptors: raise the limit or refuse, as Redis.
+    if next.maxclients > ctx.srv.config.maxclients {
+        use crate::fdlimit::{fit_open_files, Fit, RESERVED_FDS};
+        if let Fit::Reduced { limit, .. } = fit_open_files(next.maxclients) {
+            ctx.error(&format!(
+                "ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able to handle the specified number of clients, try with {}",
+                limit.saturating_sub(RESERVED_FDS)
+            ));
+            return;
+        }
+    }
+    if next.loglevel != ctx.srv.config.loglevel {
+        crate::config::apply_log_level(next.loglevel);
     }
     let (was_aof, policy) = (ctx.srv.config.appendonly, next.appendfsync);
     let now_aof = next.appendonly;
@@ -215,6 +231,9 @@ fn enable_aof(ctx: &mut Ctx) -> Result<(), String> {
 /// CONFIG RESETSTAT
 fn config_resetstat(ctx: &mut Ctx, _args: Args) {
     ctx.srv.stats = Default::default();
+    ctx.srv.ops_metric = Default::default();
+    ctx.srv.net_in_metric = Default::default();
+    ctx.srv.net_out_metric = Default::default();
     for s in ctx.srv.cmd_stats.iter_mut() {
         *s = Default::default();
     }
@@ -330,7 +349,8 @@ fn command_info(ctx: &mut Ctx, args: Args) {
     for s in specs {
         match s {
             Some(s) => docs::command_info(&mut ctx.client.out, s),
-            None => ctx.client.out.null_array(),
+            // Redis answers an unknown name with a null (`$-1` in RESP2).
+            None => ctx.client.out.null(),
         }
     }
 }
@@ -353,8 +373,10 @@ fn command_docs(ctx: &mut Ctx, args: Args) {
 }
 
 /// COMMAND LIST [FILTERBY MODULE module-name|ACLCAT category|PATTERN pattern]
+///
+/// Redis 7.0 lists subcommands too, by their full name (`config|get`).
 fn command_list(ctx: &mut Ctx, args: Args) {
-    let mut names: Vec<&'static str> = ctx.srv.commands.top_level().map(|s| s.name).collect();
+    let mut names: Vec<&'static str> = ctx.srv.commands.specs.iter().map(|s| s.name).collect();
     if args.len() > 2 {
         if args.len() != 5 || !is(args.get(2), "filterby") {
             ctx.error(err::SYNTAX);
@@ -367,7 +389,7 @@ fn command_list(ctx: &mut Ctx, args: Args) {
             names.clear();
         } else if is(kind, "aclcat") {
             let cat = String::from_utf8_lossy(v).to_ascii_lowercase();
-            let specs: Vec<&'static CommandSpec> = ctx.srv.commands.top_level().collect();
+            let specs: Vec<&'static CommandSpec> = ctx.srv.commands.specs.clone();
             names = specs
                 .into_iter()
                 .filter(|s| {
@@ -394,7 +416,13 @@ fn command_getkeys(ctx: &mut Ctx, args: Args) {
         ctx.error("ERR Invalid command specified");
         return;
     };
-    let spec = ctx.srv.commands.specs[idx];
+    let mut spec = ctx.srv.commands.specs[idx];
+    // A container's keys are its subcommand's (`OBJECT ENCODING key`).
+    if !spec.subcommands.is_empty() && args.len() > 3 {
+        if let Some(sub) = ctx.srv.commands.lookup_sub(spec.name, args.get(3)) {
+            spec = ctx.srv.commands.specs[sub];
+        }
+    }
     let n = args.len() - 2;
     if !spec.arity_ok(n) {
         ctx.error("ERR Invalid number of arguments specified for command");
@@ -478,7 +506,7 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
                 let ser = match e.value() {
                     ferrokv_store::ValueRef::Int(i) if (-(1 << 31)..(1 << 31)).contains(&i) => 5,
                     ferrokv_store::ValueRef::Int(i) => i.to_string().len() + 1,
-                    ferrokv_store::ValueRef::Str(s) => {
+                    ferrokv_store::ValueRef::Str(s) | ferrokv_store::ValueRef::Raw(s) => {
                         s.len()
                             + if s.len() < 64 {
                                 1
@@ -603,6 +631,8 @@ fn debug_protocol(ctx: &mut Ctx, kind: &[u8]) {
     match String::from_utf8_lossy(kind).to_ascii_lowercase().as_str() {
         "string" => out.bulk(b"Hello World"),
         "integer" => out.int(12345),
+        // Redis's literal, not an approximation of pi.
+        #[allow(clippy::approx_constant)]
         "double" => out.double(3.141),
         "bignum" => ferrokv_resp::encode::big_number(
             &mut out.buf,
@@ -685,6 +715,10 @@ fn shutdown(ctx: &mut Ctx, args: Args) {
             ctx.error(err::SYNTAX);
             return;
         }
+    }
+    if save && nosave {
+        ctx.error(err::SYNTAX);
+        return;
     }
     if abort {
         if args.len() > 2 {

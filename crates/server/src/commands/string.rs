@@ -5,6 +5,7 @@
 //! else as bytes, inline when short.
 
 use super::flags::*;
+use super::long_double::LongDouble;
 use super::{err, is, parse_f64, parse_int, CommandSpec, Ctx};
 use ferrokv_resp::Args;
 use ferrokv_store::value::itoa_buf;
@@ -60,7 +61,7 @@ fn is_string(v: ValueRef) -> bool {
 fn reply_value(out: &mut crate::net::client::Reply, v: ValueRef) {
     match v {
         ValueRef::Int(i) => out.bulk_int(i),
-        ValueRef::Str(s) => out.bulk(s),
+        ValueRef::Str(s) | ValueRef::Raw(s) => out.bulk(s),
         #[allow(unreachable_patterns)]
         _ => out.error(err::WRONGTYPE),
     }
@@ -375,7 +376,7 @@ fn psetex(ctx: &mut Ctx, args: Args) {
 
 /// MSET key value [key value ...]
 fn mset(ctx: &mut Ctx, args: Args) {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         ctx.wrong_args("mset");
         return;
     }
@@ -391,7 +392,7 @@ fn mset(ctx: &mut Ctx, args: Args) {
 
 /// MSETNX key value [key value ...]
 fn msetnx(ctx: &mut Ctx, args: Args) {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         ctx.wrong_args("msetnx");
         return;
     }
@@ -462,9 +463,9 @@ fn append(ctx: &mut Ctx, args: Args) {
             v.extend_from_slice(cur);
             v.extend_from_slice(add);
             let n = v.len();
-            // Appending makes a raw string even when the result looks like
-            // an integer, as in Redis.
-            e.set_value(Value::Str(ferrokv_store::SmallBytes::from_vec(v)));
+            // Appending makes a raw string even when the result is short
+            // or looks like an integer, as in Redis.
+            e.set_value(Value::Raw(v.into_boxed_slice()));
             ctx.client.out.int(n as i64);
         }
     }
@@ -554,12 +555,7 @@ fn setrange(ctx: &mut Ctx, args: Args) {
             let mut v = vec![0u8; offset as usize + value.len()];
             v[offset as usize..].copy_from_slice(value);
             let n = v.len();
-            ctx.srv.keyspace.dbs[db].upsert(
-                key,
-                Value::Str(ferrokv_store::SmallBytes::from_vec(v)),
-                NO_EXPIRE,
-                lru,
-            );
+            ctx.srv.keyspace.dbs[db].upsert(key, Value::Raw(v.into_boxed_slice()), NO_EXPIRE, lru);
             ctx.client.out.int(n as i64);
         }
         Some(e) => {
@@ -585,7 +581,7 @@ fn setrange(ctx: &mut Ctx, args: Args) {
             }
             v[offset as usize..end].copy_from_slice(value);
             let n = v.len();
-            e.set_value(Value::Str(ferrokv_store::SmallBytes::from_vec(v)));
+            e.set_value(Value::Raw(v.into_boxed_slice()));
             ctx.client.out.int(n as i64);
         }
     }
@@ -604,7 +600,7 @@ fn incr_by(ctx: &mut Ctx, key: &[u8], by: i64) {
         Some(e) => {
             let cur = match e.value() {
                 ValueRef::Int(i) => i,
-                ValueRef::Str(s) => match ferrokv_resp::parse_i64(s) {
+                ValueRef::Str(s) | ValueRef::Raw(s) => match ferrokv_resp::parse_i64(s) {
                     Some(i) => i,
                     None => {
                         ctx.client.out.error(err::NOT_INTEGER);
@@ -677,7 +673,14 @@ pub fn format_human_double(v: f64) -> String {
 
 /// INCRBYFLOAT key increment
 fn incrbyfloat(ctx: &mut Ctx, args: Args) {
-    let Some(by) = parse_f64(args.get(2)) else {
+    // Redis adds in `long double`; see `long_double` for why it matters.
+    // Ok(None) is a valid infinite operand (`inf`), refused after the sum.
+    let parse = |s: &[u8]| match LongDouble::parse(s, parse_f64(s)) {
+        Some(v) => Ok(Some(v)),
+        None if parse_f64(s).is_some_and(f64::is_infinite) => Ok(None),
+        None => Err(()),
+    };
+    let Ok(by) = parse(args.get(2)) else {
         ctx.error(err::NOT_FLOAT);
         return;
     };
@@ -685,28 +688,27 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
     let key = args.get(1);
     let lru = ctx.srv.lru_clock;
     let (cur, expire_at) = match ctx.srv.lookup_write(db, key, ctx.now_ms) {
-        None => (0.0, NO_EXPIRE),
+        None => (Some(LongDouble::ZERO), NO_EXPIRE),
         Some(e) => {
             let mut buf = itoa_buf::Buf::new();
             let Some(s) = as_bytes(e.value(), &mut buf) else {
                 ctx.client.out.error(err::WRONGTYPE);
                 return;
             };
-            match parse_f64(s) {
-                Some(v) => (v, e.expire_at),
-                None => {
+            match parse(s) {
+                Ok(v) => (v, e.expire_at),
+                Err(()) => {
                     ctx.client.out.error(err::NOT_FLOAT);
                     return;
                 }
             }
         }
     };
-    let n = cur + by;
-    if n.is_nan() || n.is_infinite() {
+    let Some(n) = cur.zip(by).and_then(|(cur, by)| cur.checked_add(by)) else {
         ctx.error("ERR increment would produce NaN or Infinity");
         return;
-    }
-    let text = format_human_double(n);
+    };
+    let text = n.to_human_string();
     // Stored as text even when it reads as an integer: Redis keeps the
     // result of `createStringObjectFromLongDouble` as it is (`embstr`).
     let value = Value::Str(ferrokv_store::SmallBytes::new(text.as_bytes()));

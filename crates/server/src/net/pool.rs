@@ -49,4 +49,8 @@ impl BufferPool {
     pub fn len(&self) -> usize {
         self.free.len()
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.free.is_empty()
+    }
 }

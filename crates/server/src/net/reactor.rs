@@ -7,7 +7,7 @@
 //! (where the AOF will be written first, so a reply never precedes the
 //! durability of its write) and close the clients marked for closing.
 
-use crate::net::client::Client;
+use crate::net::client::{Client, ReplyMode};
 use crate::server::{unix_ms, Server};
 use ferrokv_resp::request::Limits;
 use mio::net::TcpListener;
@@ -89,9 +89,6 @@ impl Reactor {
     /// Runs until `SHUTDOWN`, SIGTERM or SIGINT (which save first when
     /// snapshots are configured, as Redis does).
     pub fn run(&mut self) -> io::Result<()> {
-        let term = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        signal_hook::flag::register(signal_hook::consts::SIGTERM, term.clone())?;
-        signal_hook::flag::register(signal_hook::consts::SIGINT, term.clone())?;
         let mut events = Events::with_capacity(1024);
         let mut next_cron = Instant::now();
         loop {
@@ -144,8 +141,9 @@ impl Reactor {
                 self.client_cron();
                 next_cron = Instant::now() + period;
             }
-            if term.swap(false, std::sync::atomic::Ordering::Relaxed) {
-                warn!("Received SIGTERM/SIGINT scheduling shutdown...");
+            if let Some(sig) = crate::signals::take() {
+                warn!("Received {sig} scheduling shutdown...");
+                // As SHUTDOWN: a final save when snapshots are configured.
                 match self.srv.prepare_shutdown(false, false) {
                     Ok(()) => self.srv.shutdown_requested = true,
                     Err(e) => warn!("{e}"),
@@ -274,7 +272,7 @@ impl Reactor {
                 self.srv.stats.client_qbuf_limit_disconnections += 1;
                 return false;
             }
-            if !more || c.close_after_reply || c.close_asap {
+            if !more || c.close_after_reply || c.close_asap || self.over_hard_output_limit(c) {
                 break;
             }
             budget = budget.saturating_sub(n);
@@ -296,6 +294,12 @@ impl Reactor {
             authenticated: c.authenticated,
         };
         while c.in_start < c.in_end && !c.close_after_reply && !c.close_asap {
+            // Like Redis, which checks the limit as each reply is added: a
+            // client past its hard output limit runs nothing more, so a
+            // pipeline of large replies cannot grow its buffer unbounded.
+            if self.over_hard_output_limit(c) {
+                break;
+            }
             match decoder.decode(&inbuf[c.in_start..c.in_end], limits) {
                 Ok(None) => break,
                 Ok(Some(d)) => {
@@ -306,7 +310,11 @@ impl Reactor {
                     c.in_start += consumed;
                 }
                 Err(e) => {
-                    c.out.error(&format!("ERR {}", e.0));
+                    // Silenced like any reply under CLIENT REPLY OFF/SKIP;
+                    // the connection closes either way.
+                    if matches!(c.reply_mode, ReplyMode::On | ReplyMode::SkipNext) {
+                        c.out.error(&format!("ERR {}", e.0));
+                    }
                     debug!(
                         "Protocol error ({}) from client: id={} addr={}",
                         e.0, c.id, c.addr
@@ -319,6 +327,11 @@ impl Reactor {
         c.inbuf = inbuf;
         c.decoder = decoder;
         self.srv.count_errors(c);
+    }
+
+    fn over_hard_output_limit(&self, c: &Client) -> bool {
+        let hard = self.srv.config.output_limit_normal.hard;
+        hard > 0 && c.pending_output() as u64 >= hard
     }
 
     /// Applies `client-output-buffer-limit`. True when the client must go.
@@ -368,8 +381,7 @@ impl Reactor {
             let res = c.flush();
             let written = before - c.pending_output();
             let done = matches!(res, Ok(true));
-            let close =
-                res.is_err() || (done && (c.close_after_reply || c.close_asap)) || c.close_asap;
+            let close = res.is_err() || (done && c.close_after_reply) || c.close_asap;
             self.srv.stats.net_output_bytes += written as u64;
             if close {
                 self.close_client(t);

@@ -207,7 +207,9 @@ impl SnapshotJob {
             ks.dbs[idx].snapshot_segment(self.seg, |e| {
                 let expire = (e.expire_at != NO_EXPIRE).then_some(e.expire_at);
                 match e.value() {
-                    ValueRef::Str(s) => enc.string_entry(chunk, e.key(), s, expire),
+                    ValueRef::Str(s) | ValueRef::Raw(s) => {
+                        enc.string_entry(chunk, e.key(), s, expire)
+                    }
                     ValueRef::Int(i) => {
                         let mut b = ferrokv_store::value::itoa_buf::Buf::new();
                         enc.string_entry(chunk, e.key(), b.format(i), expire)

@@ -46,12 +46,22 @@ impl ServerProcess {
     }
 
     fn spawn(name: &'static str, bin: &str, extra: &[&str]) -> ServerProcess {
+        Self::spawn_after(name, bin, &[], extra)
+    }
+
+    /// Like `spawn`, with `leading` arguments before `--port` (a config file).
+    fn spawn_after(
+        name: &'static str,
+        bin: &str,
+        leading: &[&str],
+        extra: &[&str],
+    ) -> ServerProcess {
         for _attempt in 0..5 {
             let dir = tempfile::tempdir().unwrap();
             let port = free_port();
             let port_s = port.to_string();
-            let mut args: Vec<&str> =
-                vec!["--port", &port_s, "--dir", dir.path().to_str().unwrap()];
+            let mut args: Vec<&str> = leading.to_vec();
+            args.extend_from_slice(&["--port", &port_s, "--dir", dir.path().to_str().unwrap()]);
             args.extend_from_slice(extra);
             let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
             let child = Command::new(bin)
@@ -210,4 +220,109 @@ impl Raw {
             }
         }
     }
+}
+
+/// Polls `check` until it returns `Some` or `deadline_secs` pass; panics
+/// with `what` on timeout. Tests wait for asynchronous effects (expiry,
+/// disconnection) this way instead of sleeping a fixed time.
+pub fn wait_for<T>(what: &str, deadline_secs: u64, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(deadline_secs);
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+impl ServerProcess {
+    /// Starts ferrokv-server as `ferrokv-server <conf_path> --port P --dir D
+    /// [extra...]`: the file first, command-line options overriding it.
+    pub fn ferrokv_with_conf(conf_path: &str, extra: &[&str]) -> ServerProcess {
+        Self::spawn_after(
+            "ferrokv",
+            env!("CARGO_BIN_EXE_ferrokv-server"),
+            &[conf_path],
+            extra,
+        )
+    }
+
+    /// Starts ferrokv-server under `ulimit -n <nofile>` (through `sh`).
+    pub fn ferrokv_with_nofile(nofile: u32, extra: &[&str]) -> ServerProcess {
+        let script = format!("ulimit -n {nofile} && exec \"$0\" \"$@\"");
+        Self::spawn_after(
+            "ferrokv",
+            "sh",
+            &["-c", &script, env!("CARGO_BIN_EXE_ferrokv-server")],
+            extra,
+        )
+    }
+
+    /// The value of one `INFO` field (`used_memory`, `db0`, ...), read over
+    /// a fresh connection; `None` when the field is absent.
+    pub fn info_field(&self, section: &str, field: &str) -> Option<String> {
+        let mut r = self.raw();
+        let reply = r.cmd(&["INFO", section]);
+        let text =
+            String::from_utf8_lossy(reply.as_bytes().expect("INFO is a string")).into_owned();
+        let prefix = format!("{field}:");
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()).map(str::to_string))
+    }
+}
+
+impl Raw {
+    /// Reads exactly `n` complete frames (for pipelines whose replies may
+    /// arrive in one segment).
+    pub fn read_frames(&mut self, n: usize) -> Vec<ferrokv_resp::Frame> {
+        let mut out = Vec::with_capacity(n);
+        let mut buf = Vec::new();
+        let mut start = 0;
+        let mut chunk = vec![0u8; 1 << 16];
+        while out.len() < n {
+            match ferrokv_resp::Frame::decode(&buf[start..]) {
+                Ok((f, used)) => {
+                    out.push(f);
+                    start += used;
+                    continue;
+                }
+                Err(ferrokv_resp::frame::FrameError::Incomplete) => {}
+                Err(e) => panic!("bad frame {e:?}"),
+            }
+            let got = self.s.read(&mut chunk).unwrap();
+            assert!(
+                got > 0,
+                "connection closed after {} of {n} replies",
+                out.len()
+            );
+            buf.drain(..start);
+            start = 0;
+            buf.extend_from_slice(&chunk[..got]);
+        }
+        assert_eq!(start, buf.len(), "more bytes than {n} replies");
+        out
+    }
+
+    /// Everything the server sends until it closes the connection.
+    pub fn read_to_close(&mut self) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.s.read_to_end(&mut v).unwrap();
+        v
+    }
+}
+
+/// One default ferrokv-server shared by the tests of a file that run at the
+/// same time (each test uses its own keys or database). It stops when the
+/// last test holding it ends, so no process outlives the test binary.
+pub fn shared_ferrokv() -> std::sync::Arc<ServerProcess> {
+    use std::sync::{Arc, Mutex, Weak};
+    static SHARED: Mutex<Weak<ServerProcess>> = Mutex::new(Weak::new());
+    let mut slot = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = slot.upgrade() {
+        return s;
+    }
+    let s = Arc::new(ServerProcess::ferrokv(&["--enable-debug-command", "yes"]));
+    *slot = Arc::downgrade(&s);
+    s
 }

@@ -24,14 +24,12 @@
 //! - **Server identity.** The `HELLO 3` reply (version, client id) is not
 //!   compared.
 //!
-//! - **Float width.** Redis's `INCRBYFLOAT` computes in C `long double`,
-//!   whose width is the platform's (80-bit on x86-64, 128-bit on arm64,
-//!   64-bit elsewhere); ferrokv computes in `f64`. So `9223372036854775806`
-//!   plus `1e3` differs between Redis builds themselves. `INCRBYFLOAT` with
-//!   a valid increment therefore only targets [`FLOAT_KEY`], which is only
-//!   ever written with small dyadic values (1.5, -0.25, 10, ...) that every
-//!   width adds exactly; on the other keys it gets increments that fail or
-//!   overflow whatever the key holds (`abc`, `inf`), so it is still covered.
+//! `INCRBYFLOAT` is compared exactly on every key: Redis adds in C `long
+//! double`, which on this oracle (Debian amd64) is x87 80-bit, and ferrokv
+//! emulates exactly that. (A Redis built for arm64 would answer differently
+//! for e.g. `9223372036854775806` + `1e3`; such a build is not our oracle.)
+//! [`FLOAT_KEY`] only ever holds float-like values, so increments pile up
+//! there instead of failing on text.
 
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -61,20 +59,35 @@ pub enum Check {
 pub struct Command {
     pub args: Vec<Vec<u8>>,
     pub check: Check,
+    /// Which of the session's two connections sends it.
+    pub conn: usize,
 }
 
 impl Command {
     fn new(args: Vec<Vec<u8>>, check: Check) -> Self {
-        Command { args, check }
+        Command {
+            args,
+            check,
+            conn: 0,
+        }
     }
 
-    /// The command in `redis-cli` form, bytes escaped.
+    /// The command in `redis-cli` form, bytes escaped, long arguments cut.
     pub fn display(&self) -> String {
-        self.args
-            .iter()
-            .map(|a| quote(a))
-            .collect::<Vec<_>>()
-            .join(" ")
+        let prefix = if self.conn == 1 { "[conn 1] " } else { "" };
+        prefix.to_string()
+            + &self
+                .args
+                .iter()
+                .map(|a| {
+                    if a.len() > 120 {
+                        format!("{}...({} bytes)", quote(&a[..60]), a.len())
+                    } else {
+                        quote(a)
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
     }
 }
 
@@ -105,15 +118,18 @@ const KEYS: &[&[u8]] = &[
     b"k3",
     b"k\x00\r\n\xff",
     b"long-key-name-that-is-more-than-forty-four-bytes-long",
+    // Glob metacharacters in a key name, for KEYS/SCAN MATCH.
+    b"k[1]*?\\",
 ];
 
-/// The one key `INCRBYFLOAT` adds to (see the module note on float width).
-/// Only [`Generator::float_value`] writes it; it is never a destination of
-/// RENAME, COPY, MSET, APPEND or SETRANGE.
+/// A key that only holds float-like values (only [`Generator::float_value`]
+/// writes it; it is never a destination of RENAME, COPY, MSET, APPEND or
+/// SETRANGE), so `INCRBYFLOAT` sums accumulate on it.
 pub const FLOAT_KEY: &[u8] = b"f";
 
-/// Values that every `long double` width adds exactly to the increments.
-const FLOAT_SAFE: &[&str] = &[
+/// Values for [`FLOAT_KEY`]: floats, integers, and a few texts that are
+/// not floats at all.
+const FLOAT_VALUES: &[&str] = &[
     "0", "1", "-1", "7", "42", "-5", "100", "9999", "007", "-0", "+3", " 3", "3 ", "0x10", "",
     "abc", "1.5", "-0.25", "10.5", "3.0", "0.5", "2.75", "-7.125", "1e3", "5.", ".5", "inf",
     "-inf", "1.50", "100.25",
@@ -157,12 +173,39 @@ const FLOATS: &[&str] = &[
 ];
 
 const FLOAT_INCRS: &[&str] = &[
-    "1.5", "-0.25", "10", "0.5", "-3", "2.75", "+2.5", "1e2", "-1.5", "0", "0x10", "-0", "0x1p-2",
+    "1.5",
+    "-0.25",
+    "10",
+    "0.5",
+    "-3",
+    "2.75",
+    "+2.5",
+    "1e2",
+    "-1.5",
+    "0",
+    "0x10",
+    "-0",
+    "0x1p-2",
     "0X1.8P1",
+    "0.1",
+    "-1.1",
+    "3.14159",
+    "1e-5",
+    "1e400",
+    "-1e400",
+    "1e-400",
+    "5e-324",
+    "123456789.123456789",
+    "1e19",
+    "-1e20",
+    "0x1p99999",
+    "1e99999",
+    "0e5",
+    "-0x0p3",
 ];
 
-/// Increments whose outcome does not depend on the value's precision:
-/// invalid ones, and infinities (any finite value plus `inf` overflows).
+/// Increments that fail whatever the key holds: invalid ones, and
+/// infinities (any finite value plus `inf` overflows).
 const FLOAT_INCRS_ANY_KEY: &[&str] = &[
     "abc", "", "1.5x", "nan", " 1", "1 ", "0x", "inf", "-inf", "infinity", "1e",
 ];
@@ -201,8 +244,66 @@ const RANGE_ARGS: &[&str] = &[
 ];
 
 const PATTERNS: &[&[u8]] = &[
-    b"*", b"k*", b"k[0-2]", b"?1", b"*\xff*", b"k\\*", b"[^k]*", b"[a-", b"long*", b"*2", b"",
-    b"k[!1]", b"K*", b"\\k1",
+    b"*",
+    b"k*",
+    b"k[0-2]",
+    b"?1",
+    b"*\xff*",
+    b"k\\*",
+    b"[^k]*",
+    b"[a-",
+    b"long*",
+    b"*2",
+    b"",
+    b"k[!1]",
+    b"K*",
+    b"\\k1",
+    b"k[2-0]",
+    b"k[",
+    b"k[\\]]*",
+    b"k\\[*",
+    b"[]k]*",
+    b"k[^]*",
+    b"k?",
+    b"?",
+    b"*\\",
+    b"k[1-]*",
+    b"k[-1]*",
+    b"**1",
+    b"*[*",
+    b"k\x00*",
+    b"k[\x00-\x01]*",
+];
+
+/// Option names, sent in any case like command names.
+const OPTION_WORDS: &[&str] = &[
+    "NX",
+    "XX",
+    "GT",
+    "LT",
+    "GET",
+    "KEEPTTL",
+    "EX",
+    "PX",
+    "EXAT",
+    "PXAT",
+    "PERSIST",
+    "DB",
+    "REPLACE",
+    "IDX",
+    "LEN",
+    "MINMATCHLEN",
+    "WITHMATCHLEN",
+    "MATCH",
+    "COUNT",
+    "TYPE",
+    "ENCODING",
+    "FREQ",
+    "HELP",
+    "DIGEST-VALUE",
+    "ASYNC",
+    "SYNC",
+    "STRING",
 ];
 
 pub struct Generator {
@@ -248,7 +349,7 @@ impl Generator {
 
     /// A value for [`FLOAT_KEY`].
     fn float_value(&mut self) -> Vec<u8> {
-        self.pick(FLOAT_SAFE).into()
+        self.pick(FLOAT_VALUES).into()
     }
 
     fn keys(&mut self, max: usize) -> Vec<Vec<u8>> {
@@ -295,6 +396,12 @@ impl Generator {
                 let n = self.rng.gen_range(0..16);
                 self.random_bytes(n, b"abc")
             }
+            10 if self.chance(0.05) => {
+                // Past the 64 KiB mark where ferrokv frees replaced values
+                // off the loop.
+                let n = self.rng.gen_range(65_000..70_000);
+                self.random_bytes(n, b"ab\x00")
+            }
             10 => self
                 .pick(&["hello", "foo bar", "x", "ohmytext", "mynewtext"])
                 .into(),
@@ -322,6 +429,12 @@ impl Generator {
     }
 
     /// An `EX|PX|EXAT|PXAT value` pair (future only), or an invalid one.
+    ///
+    /// Never a past time: `SET k v EXAT 1` stores a key that is already
+    /// expired, and when it goes (the next access, or whenever Redis's
+    /// active expiry cycle samples it) is timing, so `DBSIZE` and the
+    /// digest would race. GETEX and EXPIRE with past times delete at once
+    /// and are generated.
     fn set_expiry(&mut self, cmd: &str) -> Vec<Vec<u8>> {
         let unit = self.pick(&["EX", "PX", "EXAT", "PXAT", "ex", "pxat"]);
         let value = if self.chance(0.1) {
@@ -362,8 +475,17 @@ impl Generator {
     /// One command.
     pub fn command(&mut self) -> Command {
         let mut c = self.command_inner();
+        if self.chance(0.2) {
+            c.conn = 1;
+        }
         let name = String::from_utf8_lossy(&c.args[0]).to_string();
         c.args[0] = self.case(&name);
+        for i in 1..c.args.len() {
+            let a = String::from_utf8_lossy(&c.args[i]).to_ascii_uppercase();
+            if OPTION_WORDS.contains(&a.as_str()) {
+                c.args[i] = self.case(&a);
+            }
+        }
         // Wrong arity now and then: one argument too few or too many.
         if self.chance(0.03) && c.check == Check::Exact {
             // Never a number: an extra `SET k v PX` + `7` would expire
@@ -442,8 +564,12 @@ impl Generator {
             }
             31..=32 => {
                 let off = if self.chance(0.1) {
-                    self.pick(&["-1", "abc", "536870912", "536870911"])
+                    // 2^29 + a byte exceeds proto-max-bulk-len: an error,
+                    // never a 512 MB allocation.
+                    self.pick(&["-1", "abc", "536870912", "9223372036854775807"])
                         .to_string()
+                } else if self.chance(0.03) {
+                    self.rng.gen_range(65_530..65_540).to_string()
                 } else {
                     self.rng.gen_range(0..70).to_string()
                 };
@@ -453,17 +579,15 @@ impl Generator {
             35 => vec![b("DECR"), src],
             36 => vec![b("INCRBY"), k, self.int_arg()],
             37 => vec![b("DECRBY"), k, self.int_arg()],
-            38..=39 => {
-                if self.chance(0.8) {
-                    vec![
-                        b("INCRBYFLOAT"),
-                        FLOAT_KEY.to_vec(),
-                        self.pick(FLOAT_INCRS).into(),
-                    ]
-                } else {
-                    vec![b("INCRBYFLOAT"), k, self.pick(FLOAT_INCRS_ANY_KEY).into()]
-                }
-            }
+            38..=39 => match self.rng.gen_range(0..5) {
+                0 | 1 => vec![
+                    b("INCRBYFLOAT"),
+                    FLOAT_KEY.to_vec(),
+                    self.pick(FLOAT_INCRS).into(),
+                ],
+                2 | 3 => vec![b("INCRBYFLOAT"), k, self.pick(FLOAT_INCRS).into()],
+                _ => vec![b("INCRBYFLOAT"), k, self.pick(FLOAT_INCRS_ANY_KEY).into()],
+            },
             40..=41 => self.lcs(),
             42..=43 => {
                 let mut a = vec![b(self.pick(&["DEL", "UNLINK"]))];
@@ -518,18 +642,30 @@ impl Generator {
                 return Command::new(vec![b(name), src], ExpireTime { ms });
             }
             69 => vec![b("PERSIST"), src],
-            70..=72 => {
-                if self.chance(0.1) {
-                    vec![b("OBJECT"), b(self.pick(&["FOO", "encoding"])), src]
-                } else {
-                    vec![b("OBJECT"), b("ENCODING"), src]
-                }
-            }
+            70..=72 => match self.rng.gen_range(0..20) {
+                0 => vec![b("OBJECT"), b(self.pick(&["FOO", "encoding"])), src],
+                1 => vec![b("OBJECT"), b("FREQ"), src],
+                2 => vec![b("OBJECT"), b("HELP")],
+                // The digest of single keys, mid-sequence.
+                3 => vec![b("DEBUG"), b("DIGEST-VALUE"), src, self.source_key()],
+                // Not OBJECT REFCOUNT: ferrokv does not model Redis's
+                // shared integers exactly (a COPY of one is unshared).
+                // Not OBJECT IDLETIME: it is a clock.
+                _ => vec![b("OBJECT"), b("ENCODING"), src],
+            },
             73 => return Command::new(vec![b("KEYS"), self.pick(PATTERNS).to_vec()], Sorted),
             74 => return self.scan(),
             75 => return Command::new(vec![b("RANDOMKEY")], RandomKey),
             76 => {
-                let name = self.pick(&["FOOBAR", "GETT", "SETX", "\x00", "EXPIREX"]);
+                let name = self.pick(&[
+                    "FOOBAR",
+                    "GETT",
+                    "SETX",
+                    "\x00",
+                    "EXPIREX",
+                    "",
+                    "object|encoding",
+                ]);
                 let mut a = vec![b(name)];
                 for _ in 0..self.rng.gen_range(0..3) {
                     a.push(self.value());
@@ -689,7 +825,10 @@ impl Generator {
         let b = |s: &str| s.as_bytes().to_vec();
         let mut a = vec![b("SCAN"), b("0")];
         if self.chance(0.05) {
-            a[1] = b(self.pick(&["abc", "-1", "18446744073709551616"]));
+            // Invalid cursors only: a valid non-zero one (`-1` is
+            // 2^64-1 to Redis) starts mid-table, where the two servers'
+            // different hash functions make different, correct replies.
+            a[1] = b(self.pick(&["abc", " 1", "-", "1x", "18446744073709551616"]));
         }
         let mut opts: Vec<Vec<Vec<u8>>> = Vec::new();
         if self.chance(0.5) {
