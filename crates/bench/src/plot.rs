@@ -67,6 +67,7 @@ pub fn throughput(path: &Path, results: &[PhaseResult]) -> PlotResult {
         .configure_mesh()
         .x_desc("time (s)")
         .y_desc("operations / s")
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .draw()?;
     for (i, r) in results.iter().enumerate() {
         let c = color(i);
@@ -112,6 +113,7 @@ pub fn latency_cdf(path: &Path, results: &[PhaseResult]) -> PlotResult {
         .configure_mesh()
         .x_desc("latency (µs, log scale)")
         .y_desc("fraction of operations")
+        .x_label_formatter(&|v| format!("{v:.0}"))
         .draw()?;
     let mut i = 0;
     for r in results {

@@ -81,13 +81,24 @@ impl PhaseResult {
             ops.push(t);
         }
         let width = stats.interval.as_secs_f64();
+        let elapsed = stats.elapsed.as_secs_f64();
+        let last = stats.timeline.len().saturating_sub(1);
         let timeline = stats
             .timeline
             .iter()
             .enumerate()
-            .map(|(i, n)| TimelinePoint {
-                t_sec: (i + 1) as f64 * width,
-                ops_per_sec: *n as f64 / width,
+            .map(|(i, n)| {
+                // The last interval is cut short by the end of the phase.
+                let end = if i == last && elapsed > i as f64 * width {
+                    elapsed.min((i + 1) as f64 * width)
+                } else {
+                    (i + 1) as f64 * width
+                };
+                let span = (end - i as f64 * width).max(width / 100.0);
+                TimelinePoint {
+                    t_sec: end,
+                    ops_per_sec: *n as f64 / span,
+                }
             })
             .collect();
         PhaseResult {
