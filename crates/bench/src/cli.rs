@@ -62,6 +62,10 @@ pub struct CompareArgs {
     /// Skip the load phase (the servers already hold the records).
     #[arg(long)]
     pub no_load: bool,
+    /// Compare at each of these record sizes in turn (e.g.
+    /// 1024,4096,16384); overrides --value-size.
+    #[arg(long, value_delimiter = ',')]
+    pub value_sizes: Vec<usize>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
     #[command(flatten)]
@@ -154,6 +158,9 @@ pub struct WorkloadArgs {
     /// Width of a throughput-over-time interval in milliseconds.
     #[arg(long, default_value_t = 1000)]
     pub interval_ms: u64,
+    /// FLUSHALL each server before loading (it deletes every key!).
+    #[arg(long)]
+    pub flush: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -199,6 +206,10 @@ pub enum BenchError {
 
 impl WorkloadArgs {
     pub fn spec(&self) -> Result<WorkloadSpec, BenchError> {
+        self.spec_with_size(self.value_size)
+    }
+
+    pub fn spec_with_size(&self, value_size: usize) -> Result<WorkloadSpec, BenchError> {
         let mut mix: Mix = self.workload.mix();
         let overrides = [
             (self.read_proportion, &mut mix.read),
@@ -238,7 +249,7 @@ impl WorkloadArgs {
             record_count: self.records,
             operation_count,
             max_scan_length: self.max_scan_length.max(1),
-            layout: RecordLayout::new(&self.key_prefix, self.value_size, self.fields),
+            layout: RecordLayout::new(&self.key_prefix, value_size, self.fields),
         })
     }
 
@@ -320,14 +331,27 @@ pub fn run(args: &RunArgs) -> Result<Vec<PhaseResult>, BenchError> {
     let mut results = Vec::new();
     let w = &args.workload;
     if args.phase != PhaseSelection::Run {
+        if w.flush {
+            flush_all(&args.server)?;
+        }
         let cfg = w.phase_config(Phase::Load, &args.server, model, &args.output, w.seed);
         let stats = run_phase(&cfg, &spec, &keys)?;
-        results.push(PhaseResult::from_stats(&args.server, "load", &stats));
+        results.push(PhaseResult::from_stats(
+            &args.server,
+            "load",
+            spec.layout.value_size(),
+            &stats,
+        ));
     }
     if args.phase != PhaseSelection::Load {
         let cfg = w.phase_config(Phase::Run, &args.server, model, &args.output, w.seed);
         let stats = run_phase(&cfg, &spec, &keys)?;
-        results.push(PhaseResult::from_stats(&args.server, "run", &stats));
+        results.push(PhaseResult::from_stats(
+            &args.server,
+            "run",
+            spec.layout.value_size(),
+            &stats,
+        ));
     }
     let config = RunConfig {
         servers: vec![&args.server],
@@ -339,6 +363,17 @@ pub fn run(args: &RunArgs) -> Result<Vec<PhaseResult>, BenchError> {
     emit(&args.output, &config, &results, None, None)?;
     check_verified(&results)?;
     Ok(results)
+}
+
+fn flush_all(addr: &str) -> Result<(), BenchError> {
+    let reply = crate::client::Connection::connect(addr)?.call(&["FLUSHALL"])?;
+    if let ferrokv_resp::Frame::Error(e) = reply {
+        return Err(BenchError::Usage(format!(
+            "FLUSHALL on {addr}: {}",
+            String::from_utf8_lossy(&e)
+        )));
+    }
+    Ok(())
 }
 
 fn note_model(model: DataModel, spec: &WorkloadSpec) {
@@ -353,6 +388,7 @@ fn note_model(model: DataModel, spec: &WorkloadSpec) {
 /// Result of a comparison: one server against the baseline, per operation.
 #[derive(Debug, Clone, Serialize)]
 pub struct Ratio {
+    pub value_size: usize,
     pub op: String,
     pub server: String,
     pub baseline: String,
@@ -363,7 +399,16 @@ pub struct Ratio {
 }
 
 pub fn compare(args: &CompareArgs) -> Result<(Vec<PhaseResult>, Vec<Ratio>), BenchError> {
-    let spec = args.workload.spec()?;
+    let w = &args.workload;
+    let sizes = if args.value_sizes.is_empty() {
+        vec![w.value_size]
+    } else {
+        args.value_sizes.clone()
+    };
+    let specs = sizes
+        .iter()
+        .map(|size| w.spec_with_size(*size))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut servers = Vec::new();
     for s in &args.servers {
         let (name, addr) = s.split_once('=').unwrap_or((s.as_str(), s.as_str()));
@@ -372,52 +417,61 @@ pub fn compare(args: &CompareArgs) -> Result<(Vec<PhaseResult>, Vec<Ratio>), Ben
     if args.rounds == 0 {
         return Err(BenchError::Usage("--rounds must be at least 1".into()));
     }
-    let model = resolve_model(args.workload.data_model, args.workload.fields, &servers)?;
-    note_model(model, &spec);
-    let w = &args.workload;
-    let keys: Vec<KeyCounters> = servers
-        .iter()
-        .map(|_| KeyCounters::new(spec.record_count))
-        .collect();
+    let model = resolve_model(w.data_model, w.fields, &servers)?;
+    note_model(model, &specs[0]);
     let mut results = Vec::new();
-    if !args.no_load {
-        for ((name, addr), k) in servers.iter().zip(&keys) {
-            let cfg = w.phase_config(Phase::Load, addr, model, &args.output, w.seed);
-            let stats = run_phase(&cfg, &spec, k)?;
-            results.push(PhaseResult::from_stats(name, "load", &stats));
-        }
-    }
-    let mut runs: Vec<Option<PhaseStats>> = servers.iter().map(|_| None).collect();
-    for round in 0..args.rounds {
-        for j in 0..servers.len() {
-            let i = (round + j) % servers.len();
-            let (name, addr) = &servers[i];
-            if !args.output.no_progress {
-                eprintln!("round {}/{}: {name}", round + 1, args.rounds);
-            }
-            let seed = w.seed.wrapping_add(round as u64);
-            let cfg = w.phase_config(Phase::Run, addr, model, &args.output, seed);
-            let stats = run_phase(&cfg, &spec, &keys[i])?;
-            match &mut runs[i] {
-                Some(acc) => acc.append_rounds(&stats),
-                slot => *slot = Some(stats),
+    let mut ratios = Vec::new();
+    for spec in &specs {
+        let size = spec.layout.value_size();
+        let keys: Vec<KeyCounters> = servers
+            .iter()
+            .map(|_| KeyCounters::new(spec.record_count))
+            .collect();
+        if !args.no_load {
+            for ((name, addr), k) in servers.iter().zip(&keys) {
+                if w.flush {
+                    flush_all(addr)?;
+                }
+                let cfg = w.phase_config(Phase::Load, addr, model, &args.output, w.seed);
+                let stats = run_phase(&cfg, spec, k)?;
+                results.push(PhaseResult::from_stats(name, "load", size, &stats));
             }
         }
+        let mut runs: Vec<Option<PhaseStats>> = servers.iter().map(|_| None).collect();
+        for round in 0..args.rounds {
+            // Rotate which server goes first, so drift is shared.
+            for j in 0..servers.len() {
+                let i = (round + j) % servers.len();
+                let (name, addr) = &servers[i];
+                if !args.output.no_progress {
+                    eprintln!("{size} B, round {}/{}: {name}", round + 1, args.rounds);
+                }
+                // The same seed for every server within a round: the
+                // same operation stream.
+                let seed = w.seed.wrapping_add(round as u64);
+                let cfg = w.phase_config(Phase::Run, addr, model, &args.output, seed);
+                let stats = run_phase(&cfg, spec, &keys[i])?;
+                match &mut runs[i] {
+                    Some(acc) => acc.append_rounds(&stats),
+                    slot => *slot = Some(stats),
+                }
+            }
+        }
+        let run_results: Vec<PhaseResult> = servers
+            .iter()
+            .zip(&runs)
+            .map(|((name, _), s)| {
+                PhaseResult::from_stats(name, "run", size, s.as_ref().expect("at least one round"))
+            })
+            .collect();
+        ratios.extend(self::ratios(&run_results));
+        results.extend(run_results);
     }
-    let run_results: Vec<PhaseResult> = servers
-        .iter()
-        .zip(&runs)
-        .map(|((name, _), s)| {
-            PhaseResult::from_stats(name, "run", s.as_ref().expect("at least one round"))
-        })
-        .collect();
-    let ratios = ratios(&run_results);
-    results.extend(run_results);
     let config = RunConfig {
         servers: args.servers.iter().map(|s| s.as_str()).collect(),
         data_model: model,
         workload: w,
-        spec: &spec,
+        spec: &specs[0],
         rounds: Some(args.rounds),
     };
     let extra = serde_json::to_value(&ratios).map_err(std::io::Error::other)?;
@@ -437,6 +491,7 @@ pub fn ratios(runs: &[PhaseResult]) -> Vec<Ratio> {
         for o in &r.ops {
             let Some(b) = base.op(&o.op) else { continue };
             out.push(Ratio {
+                value_size: r.value_size,
                 op: o.op.clone(),
                 server: r.server.clone(),
                 baseline: base.server.clone(),
@@ -454,6 +509,7 @@ pub fn ratios(runs: &[PhaseResult]) -> Vec<Ratio> {
 /// baseline.
 pub fn ratio_table(ratios: &[Ratio]) -> String {
     let header: Vec<String> = [
+        "bytes",
         "op",
         "server / baseline",
         "ops/s ×",
@@ -468,6 +524,7 @@ pub fn ratio_table(ratios: &[Ratio]) -> String {
         .iter()
         .map(|r| {
             vec![
+                r.value_size.to_string(),
                 r.op.clone(),
                 format!("{} / {}", r.server, r.baseline),
                 format!("{:.2}", r.throughput),

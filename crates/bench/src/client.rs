@@ -24,6 +24,10 @@ pub enum ClientError {
     Protocol(&'static str),
 }
 
+/// Batches up to this size are written with one blocking write: loopback
+/// socket buffers hold them whole.
+const BLOCKING_WRITE_LIMIT: usize = 256 * 1024;
+
 pub struct Connection {
     stream: TcpStream,
     out: Vec<u8>,
@@ -57,10 +61,57 @@ impl Connection {
     }
 
     /// Sends every queued command.
+    ///
+    /// A batch larger than the socket buffers could deadlock a blocking
+    /// write: the server stops reading while its replies to the start of
+    /// the batch wait for us to read them. Large batches are therefore
+    /// written without blocking, draining replies into the read buffer
+    /// whenever the socket is full.
     pub fn flush(&mut self) -> Result<(), ClientError> {
-        if !self.out.is_empty() {
+        if self.out.len() <= BLOCKING_WRITE_LIMIT {
             self.stream.write_all(&self.out)?;
             self.out.clear();
+            return Ok(());
+        }
+        self.stream.set_nonblocking(true)?;
+        let result = self.write_draining();
+        self.stream.set_nonblocking(false)?;
+        self.out.clear();
+        result
+    }
+
+    fn write_draining(&mut self) -> Result<(), ClientError> {
+        let mut pos = 0;
+        while pos < self.out.len() {
+            let mut progressed = false;
+            match self.stream.write(&self.out[pos..]) {
+                Ok(0) => return Err(ClientError::Closed),
+                Ok(n) => {
+                    pos += n;
+                    progressed = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+            let len = self.inbuf.len();
+            self.inbuf.resize(len + 64 * 1024, 0);
+            match self.stream.read(&mut self.inbuf[len..]) {
+                Ok(0) => {
+                    self.inbuf.truncate(len);
+                    return Err(ClientError::Closed);
+                }
+                Ok(n) => {
+                    self.inbuf.truncate(len + n);
+                    progressed = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.inbuf.truncate(len),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => self.inbuf.truncate(len),
+                Err(e) => return Err(e.into()),
+            }
+            if !progressed {
+                std::thread::sleep(Duration::from_micros(50));
+            }
         }
         Ok(())
     }

@@ -249,7 +249,7 @@ pub fn run_phase(
         Phase::Run => spec.operation_count,
     };
     let bar = progress_bar(cfg, total);
-    let results: Vec<Result<PhaseStats, PhaseError>> = std::thread::scope(|s| {
+    let results: Vec<(Result<PhaseStats, PhaseError>, Instant)> = std::thread::scope(|s| {
         let handles: Vec<_> = conns
             .into_iter()
             .enumerate()
@@ -261,7 +261,7 @@ pub fn run_phase(
                     if r.is_err() {
                         shared.stop.store(true, Ordering::SeqCst);
                     }
-                    r
+                    (r, Instant::now())
                 })
             })
             .collect();
@@ -274,19 +274,26 @@ pub fn run_phase(
                     _ => bar.set_position(shared.completed.load(Ordering::Relaxed)),
                 }
             }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(20));
         }
         handles
             .into_iter()
             .map(|h| h.join().expect("connection thread panicked"))
             .collect()
     });
-    let elapsed = shared.start.elapsed();
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
+    // The phase ends when its last connection does, not when the progress
+    // loop above next wakes up.
+    let end = results
+        .iter()
+        .map(|(_, t)| *t)
+        .max()
+        .unwrap_or(shared.start);
+    let elapsed = end - shared.start;
     let mut stats = PhaseStats::new(cfg.interval);
-    for r in results {
+    for (r, _) in results {
         stats.merge(&r?);
     }
     stats.elapsed = elapsed;

@@ -76,7 +76,7 @@ pub fn throughput(path: &Path, results: &[PhaseResult]) -> PlotResult {
                 r.timeline.iter().map(|p| (p.t_sec, p.ops_per_sec)),
                 c.stroke_width(2),
             ))?
-            .label(format!("{} {}", r.server, r.phase))
+            .label(format!("{} {} {} B", r.server, r.phase, r.value_size))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
     }
     chart
@@ -122,7 +122,7 @@ pub fn latency_cdf(path: &Path, results: &[PhaseResult]) -> PlotResult {
             i += 1;
             chart
                 .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?
-                .label(format!("{} {} {op}", r.server, r.phase))
+                .label(format!("{} {} {} B {op}", r.server, r.phase, r.value_size))
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
                 });

@@ -39,6 +39,8 @@ pub struct TimelinePoint {
 pub struct PhaseResult {
     pub server: String,
     pub phase: String,
+    /// Bytes per record.
+    pub value_size: usize,
     pub elapsed_sec: f64,
     pub measured_sec: f64,
     pub ops: Vec<OpResult>,
@@ -50,7 +52,12 @@ pub struct PhaseResult {
 }
 
 impl PhaseResult {
-    pub fn from_stats(server: &str, phase: &str, stats: &PhaseStats) -> PhaseResult {
+    pub fn from_stats(
+        server: &str,
+        phase: &str,
+        value_size: usize,
+        stats: &PhaseStats,
+    ) -> PhaseResult {
         let secs = stats.measured.as_secs_f64().max(1e-9);
         let mut ops = Vec::new();
         let mut cdf = Vec::new();
@@ -104,6 +111,7 @@ impl PhaseResult {
         PhaseResult {
             server: server.to_string(),
             phase: phase.to_string(),
+            value_size,
             elapsed_sec: stats.elapsed.as_secs_f64(),
             measured_sec: stats.measured.as_secs_f64(),
             ops,
@@ -174,6 +182,7 @@ pub fn table(results: &[PhaseResult]) -> String {
     let header = [
         "server",
         "phase",
+        "bytes",
         "op",
         "count",
         "ops/s",
@@ -191,6 +200,7 @@ pub fn table(results: &[PhaseResult]) -> String {
             rows.push(vec![
                 r.server.clone(),
                 r.phase.clone(),
+                r.value_size.to_string(),
                 o.op.clone(),
                 o.count.to_string(),
                 format!("{:.0}", o.ops_per_sec),
@@ -256,6 +266,7 @@ pub fn write_csv<W: io::Write>(w: W, results: &[PhaseResult]) -> Result<(), csv:
     w.write_record([
         "server",
         "phase",
+        "value_size",
         "op",
         "count",
         "errors",
@@ -274,6 +285,7 @@ pub fn write_csv<W: io::Write>(w: W, results: &[PhaseResult]) -> Result<(), csv:
             w.write_record([
                 r.server.clone(),
                 r.phase.clone(),
+                r.value_size.to_string(),
                 o.op.clone(),
                 o.count.to_string(),
                 o.errors.to_string(),
@@ -296,12 +308,13 @@ pub fn write_csv<W: io::Write>(w: W, results: &[PhaseResult]) -> Result<(), csv:
 /// Throughput over time: one CSV row per (server, phase, interval).
 pub fn write_timeline_csv<W: io::Write>(w: W, results: &[PhaseResult]) -> Result<(), csv::Error> {
     let mut w = csv::Writer::from_writer(w);
-    w.write_record(["server", "phase", "t_sec", "ops_per_sec"])?;
+    w.write_record(["server", "phase", "value_size", "t_sec", "ops_per_sec"])?;
     for r in results {
         for p in &r.timeline {
             w.write_record([
                 r.server.clone(),
                 r.phase.clone(),
+                r.value_size.to_string(),
                 format!("{:.3}", p.t_sec),
                 format!("{:.1}", p.ops_per_sec),
             ])?;

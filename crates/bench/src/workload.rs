@@ -141,7 +141,10 @@ impl Mix {
 pub struct RecordLayout {
     pub key_prefix: String,
     pub field_count: usize,
+    /// Bytes of each field; the first `extra_bytes` fields have one more,
+    /// so a record is exactly the value size asked for.
     pub field_length: usize,
+    pub extra_bytes: usize,
 }
 
 impl RecordLayout {
@@ -149,11 +152,18 @@ impl RecordLayout {
     /// per field).
     pub fn new(key_prefix: &str, value_size: usize, field_count: usize) -> RecordLayout {
         let field_count = field_count.max(1);
+        let value_size = value_size.max(field_count);
         RecordLayout {
             key_prefix: key_prefix.to_string(),
             field_count,
-            field_length: (value_size / field_count).max(1),
+            field_length: value_size / field_count,
+            extra_bytes: value_size % field_count,
         }
+    }
+
+    /// Bytes of field `field`.
+    pub fn field_len(&self, field: usize) -> usize {
+        self.field_length + usize::from(field < self.extra_bytes)
     }
 
     /// YCSB's key name for record `keynum`: the prefix and the FNV hash of
@@ -171,15 +181,16 @@ impl RecordLayout {
     pub fn field_value(&self, keynum: u64, field: usize, out: &mut Vec<u8>) {
         let mut state = fnv_hash64(keynum) ^ (field as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         let start = out.len();
-        out.reserve(self.field_length);
-        while out.len() - start < self.field_length {
+        let len = self.field_len(field);
+        out.reserve(len);
+        while out.len() - start < len {
             state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
             let mut z = state;
             z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
             z ^= z >> 31;
             for b in z.to_le_bytes() {
-                if out.len() - start == self.field_length {
+                if out.len() - start == len {
                     break;
                 }
                 // 64 printable characters: ' '..'_'.
@@ -190,7 +201,7 @@ impl RecordLayout {
 
     /// The whole record as one string value: the fields concatenated.
     pub fn string_value(&self, keynum: u64) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.field_count * self.field_length);
+        let mut out = Vec::with_capacity(self.value_size());
         for f in 0..self.field_count {
             self.field_value(keynum, f, &mut out);
         }
@@ -198,7 +209,7 @@ impl RecordLayout {
     }
 
     pub fn value_size(&self) -> usize {
-        self.field_count * self.field_length
+        self.field_count * self.field_length + self.extra_bytes
     }
 }
 
@@ -297,5 +308,19 @@ mod tests {
         l.field_value(7, 4, &mut c);
         assert_ne!(a, c);
         assert_eq!(l.string_value(7).len(), 1000);
+    }
+
+    #[test]
+    fn records_are_exactly_the_value_size() {
+        let l = RecordLayout::new("user", 1024, 10);
+        assert_eq!(l.value_size(), 1024);
+        assert_eq!(l.string_value(3).len(), 1024);
+        let mut total = 0;
+        for f in 0..10 {
+            let mut v = Vec::new();
+            l.field_value(3, f, &mut v);
+            total += v.len();
+        }
+        assert_eq!(total, 1024);
     }
 }

@@ -97,7 +97,7 @@ fn scrambled_zipfian_hottest_keys_have_ycsb_share_and_are_spread() {
         *counts.entry(k).or_default() += 1;
     }
     let mut by_count: Vec<(u64, u64)> = counts.into_iter().collect();
-    by_count.sort_by(|a, b| b.1.cmp(&a.1));
+    by_count.sort_by_key(|b| std::cmp::Reverse(b.1));
     // YCSB draws ranks from 10^10 items whose zeta is 26.469...: the
     // hottest key gets 1/26.469 of all requests whatever the record count.
     let hottest = by_count[0].1 as f64 / n as f64;

@@ -72,33 +72,12 @@ fn hash_model_against_redis_writes_every_output_and_the_loaded_records() {
     let redis = ServerProcess::redis();
     let out = tempfile::tempdir().unwrap();
     let addr = redis.addr();
-    let stdout = bench(&[
-        "run",
-        "-s",
-        &addr,
-        "--workload",
-        "a",
-        "--data-model",
-        "hash",
-        "--records",
-        "500",
-        "--operations",
-        "2000",
-        "--value-size",
-        "1024",
-        "--fields",
-        "10",
-        "-c",
-        "2",
-        "-P",
-        "4",
-        "--verify",
-        "--interval-ms",
-        "100",
-        "--no-progress",
-        "--out",
-        out.path().to_str().unwrap(),
-    ])
+    let o = out.path().to_str().unwrap();
+    let stdout = bench(&format!(
+        "run -s {addr} --workload a --data-model hash --records 500 \
+         --operations 2000 --value-size 1024 --fields 10 -c 2 -P 4 --verify \
+         --interval-ms 100 --no-progress --out {o}"
+    ))
     .stdout;
     let table = String::from_utf8(stdout).unwrap();
     let lines: Vec<&str> = table.lines().collect();
@@ -141,7 +120,7 @@ fn hash_model_against_redis_writes_every_output_and_the_loaded_records() {
 
     // CSV and timeline.
     let csv = std::fs::read_to_string(out.path().join("results.csv")).unwrap();
-    assert!(csv.starts_with("server,phase,op,count,"));
+    assert!(csv.starts_with("server,phase,value_size,op,count,"));
     assert_eq!(csv.lines().count(), 1 + 1 + 3, "{csv}");
     let timeline = std::fs::read_to_string(out.path().join("timeline.csv")).unwrap();
     assert!(timeline.lines().count() > 2, "{timeline}");
@@ -177,28 +156,11 @@ fn scans_read_modify_writes_and_open_loop_against_redis_verify_clean() {
     let out = tempfile::tempdir().unwrap();
     let o = out.path().to_str().unwrap();
     // Workload E: scans over the sorted-set index, 5% inserts.
-    bench(&[
-        "run",
-        "-s",
-        &addr,
-        "-w",
-        "e",
-        "--data-model",
-        "hash",
-        "--records",
-        "300",
-        "--operations",
-        "400",
-        "--max-scan-length",
-        "20",
-        "--value-size",
-        "200",
-        "--verify",
-        "--no-progress",
-        "--no-plots",
-        "--out",
-        o,
-    ]);
+    bench(&format!(
+        "run -s {addr} -w e --data-model hash --records 300 --operations 400 \
+         --max-scan-length 20 --value-size 200 --verify --no-progress \
+         --no-plots --out {o}"
+    ));
     let doc = json(&out.path().join("results.json"));
     let scans = row(&doc, &addr, "run", "SCAN");
     assert!(scans["count"].as_u64().unwrap() > 300);
@@ -212,30 +174,11 @@ fn scans_read_modify_writes_and_open_loop_against_redis_verify_clean() {
     );
 
     // Workload F at a target rate: 600 operations at 1500/s take ~0.4 s.
-    bench(&[
-        "run",
-        "-s",
-        &addr,
-        "-w",
-        "f",
-        "--data-model",
-        "hash",
-        "--phase",
-        "run",
-        "--records",
-        "300",
-        "--operations",
-        "600",
-        "--value-size",
-        "200",
-        "--target-rate",
-        "1500",
-        "--verify",
-        "--no-progress",
-        "--no-plots",
-        "--out",
-        o,
-    ]);
+    bench(&format!(
+        "run -s {addr} -w f --data-model hash --phase run --records 300 \
+         --operations 600 --value-size 200 --target-rate 1500 --verify \
+         --no-progress --no-plots --out {o}"
+    ));
     let doc = json(&out.path().join("results.json"));
     let run = doc["phases"]
         .as_array()
@@ -267,27 +210,11 @@ fn string_model_works_against_redis_and_ferrokv() {
         let out = tempfile::tempdir().unwrap();
         // ferrokv has no hashes: auto picks strings there; redis is told.
         let model = if *name == "redis" { "string" } else { "auto" };
-        bench(&[
-            "run",
-            "-s",
-            &addr,
-            "-w",
-            "b",
-            "--data-model",
-            model,
-            "--records",
-            "300",
-            "--operations",
-            "1000",
-            "--value-size",
-            "4096",
-            "-P",
-            "8",
-            "--verify",
-            "--no-progress",
-            "--out",
-            out.path().to_str().unwrap(),
-        ]);
+        let o = out.path().to_str().unwrap();
+        bench(&format!(
+            "run -s {addr} -w b --data-model {model} --records 300 --operations \
+             1000 --value-size 4096 -P 8 --verify --no-progress --out {o}"
+        ));
         let doc = json(&out.path().join("results.json"));
         assert_eq!(doc["config"]["data_model"], "string", "{name}");
         assert_eq!(row(&doc, &addr, "run", "TOTAL")["count"], 1000, "{name}");
@@ -312,49 +239,52 @@ fn compare_mode_runs_every_server_and_prints_ratios() {
     let out = tempfile::tempdir().unwrap();
     let sa = format!("first={}", a.addr());
     let sb = format!("second={}", b.addr());
-    let stdout = bench(&[
-        "compare",
-        "-s",
-        &sa,
-        "-s",
-        &sb,
-        "--rounds",
-        "2",
-        "-w",
-        "c",
-        "--records",
-        "200",
-        "--operations",
-        "500",
-        "--value-size",
-        "1024",
-        "--verify",
-        "--no-progress",
-        "--out",
-        out.path().to_str().unwrap(),
-    ])
+    let o = out.path().to_str().unwrap();
+    let stdout = bench(&format!(
+        "compare -s {sa} -s {sb} --rounds 2 -w c --records 200 --operations 500 \
+         --value-sizes 1024,4096 --verify --no-progress --out {o}"
+    ))
     .stdout;
     let text = String::from_utf8(stdout).unwrap();
     assert!(text.contains("ops/s ×"), "{text}");
-    let ratio_line = text
-        .lines()
-        .find(|l| l.starts_with("READ") && l.contains("second / first"))
-        .unwrap_or_else(|| panic!("no READ ratio row in\n{text}"));
-    let ratio: f64 = ratio_line
-        .split_whitespace()
-        .nth(4)
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(ratio > 0.0, "{ratio_line}");
+    for size in ["1024", "4096"] {
+        let ratio_line = text
+            .lines()
+            .find(|l| {
+                l.trim_start().starts_with(size)
+                    && l.contains(" READ ")
+                    && l.contains("second / first")
+            })
+            .unwrap_or_else(|| panic!("no {size} B READ ratio row in\n{text}"));
+        // bytes, op, "second", "/", "first", ops/s ratio, ...
+        let ratio: f64 = ratio_line
+            .split_whitespace()
+            .nth(5)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(ratio > 0.0, "{ratio_line}");
+    }
     let doc = json(&out.path().join("results.json"));
-    // Two rounds of 500 reads against each server.
-    assert_eq!(row(&doc, "first", "run", "READ")["count"], 1000);
-    assert_eq!(row(&doc, "second", "run", "READ")["count"], 1000);
-    assert_eq!(row(&doc, "second", "run", "READ")["mismatches"], 0);
+    let phases = doc["phases"].as_array().unwrap();
+    assert_eq!(
+        phases.len(),
+        2 * 2 * 2,
+        "load and run, two servers, two sizes"
+    );
+    for p in phases.iter().filter(|p| p["phase"] == "run") {
+        let read = &p["ops"][0];
+        assert_eq!(read["op"], "READ");
+        // Two rounds of 500 reads.
+        assert_eq!(read["count"], 1000, "{p}");
+        assert_eq!(read["mismatches"], 0);
+        assert_eq!(read["not_found"], 0);
+    }
     let cmp = doc["comparison"].as_array().unwrap();
-    assert!(cmp
-        .iter()
-        .any(|r| r["op"] == "READ" && r["baseline"] == "first"));
+    for size in [1024, 4096] {
+        assert!(cmp
+            .iter()
+            .any(|r| r["op"] == "READ" && r["baseline"] == "first" && r["value_size"] == size));
+    }
     assert_png(&out.path().join("throughput.png"));
 }

@@ -86,10 +86,12 @@ pub fn ferrokv_binary() -> Option<PathBuf> {
     candidate.is_file().then_some(candidate)
 }
 
-/// Runs `ferrokv-bench` with `args`, asserting it succeeds.
-pub fn bench(args: &[&str]) -> Output {
+/// Runs `ferrokv-bench` with the whitespace-separated arguments of
+/// `command_line`, asserting it succeeds.
+pub fn bench(command_line: &str) -> Output {
+    let args: Vec<&str> = command_line.split_whitespace().collect();
     let out = Command::new(env!("CARGO_BIN_EXE_ferrokv-bench"))
-        .args(args)
+        .args(&args)
         .output()
         .expect("run ferrokv-bench");
     assert!(
