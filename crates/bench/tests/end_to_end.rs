@@ -288,3 +288,39 @@ fn compare_mode_runs_every_server_and_prints_ratios() {
     }
     assert_png(&out.path().join("throughput.png"));
 }
+
+#[test]
+fn open_loop_latency_includes_a_server_stall() {
+    // Coordinated omission: a closed-loop client stops sending while the
+    // server stalls and so never measures the stall. The open loop keeps
+    // its schedule; every operation due during the pause waits for it.
+    let redis = ServerProcess::redis();
+    let addr = redis.addr();
+    let out = tempfile::tempdir().unwrap();
+    let o = out.path().to_str().unwrap();
+    bench(&format!(
+        "run -s {addr} --phase load --records 200 --value-size 100 --no-progress --no-plots --out {o}"
+    ));
+    let pauser = {
+        let addr = addr.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            let mut conn = Connection::connect(&addr).unwrap();
+            let reply = conn.call(&["CLIENT", "PAUSE", "300", "ALL"]).unwrap();
+            assert_eq!(reply, Frame::Simple(b"OK".to_vec()));
+        })
+    };
+    bench(&format!(
+        "run -s {addr} --phase run -w c --records 200 --value-size 100 --operations 1500 \
+         --target-rate 1000 -c 2 --no-progress --no-plots --out {o}"
+    ));
+    pauser.join().unwrap();
+    let doc = json(&out.path().join("results.json"));
+    let read = row(&doc, &addr, "run", "READ");
+    assert_eq!(read["count"], 1500);
+    // ~300 of 1500 operations fall in the pause.
+    let p90 = read["p90_us"].as_u64().unwrap();
+    let max = read["max_us"].as_u64().unwrap();
+    assert!(p90 >= 20_000, "p90 {p90} µs hides the 300 ms stall");
+    assert!(max >= 250_000, "max {max} µs hides the 300 ms stall");
+}
