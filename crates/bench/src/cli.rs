@@ -82,9 +82,11 @@ pub enum PhaseSelection {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ModelChoice {
-    /// Hashes if every server has HSET and ZADD, strings otherwise.
+    /// Hashes if every server has hashes and sorted sets, strings otherwise.
     Auto,
+    /// A hash of fields per record, a sorted-set index for scans.
     Hash,
+    /// One string per record; scans are SCAN MATCH + MGET.
     String,
 }
 
@@ -116,7 +118,7 @@ pub struct WorkloadArgs {
     /// Bytes per record (split evenly over the fields).
     #[arg(long, default_value_t = 1024)]
     pub value_size: usize,
-    /// Fields per record; 1 stores each record as a plain string.
+    /// Fields per record; with 1 and --data-model auto, records are strings.
     #[arg(long, default_value_t = 10)]
     pub fields: usize,
     /// Concurrent connections, one thread each.
@@ -135,15 +137,19 @@ pub struct WorkloadArgs {
     /// Longest scan (lengths are uniform in 1..=this).
     #[arg(long, default_value_t = 100)]
     pub max_scan_length: usize,
-    /// Override the workload's read proportion (with the other overrides).
+    /// Override the workload's read proportion.
     #[arg(long)]
     pub read_proportion: Option<f64>,
+    /// Override the workload's update proportion.
     #[arg(long)]
     pub update_proportion: Option<f64>,
+    /// Override the workload's insert proportion.
     #[arg(long)]
     pub insert_proportion: Option<f64>,
+    /// Override the workload's scan proportion.
     #[arg(long)]
     pub scan_proportion: Option<f64>,
+    /// Override the workload's read-modify-write proportion.
     #[arg(long)]
     pub rmw_proportion: Option<f64>,
     /// Key name prefix.
@@ -225,6 +231,18 @@ impl WorkloadArgs {
                 }
                 *slot = v;
             }
+        }
+        let total: f64 = [
+            mix.read,
+            mix.update,
+            mix.insert,
+            mix.scan,
+            mix.read_modify_write,
+        ]
+        .iter()
+        .sum();
+        if total <= 0.0 {
+            return Err(BenchError::Usage("every operation proportion is 0".into()));
         }
         if !(self.zipf_theta > 0.0 && self.zipf_theta < 1.0) {
             return Err(BenchError::Usage("--zipf-theta must be in (0, 1)".into()));
