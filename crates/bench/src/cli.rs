@@ -161,9 +161,10 @@ pub struct WorkloadArgs {
     /// Check every value read against the one written.
     #[arg(long)]
     pub verify: bool,
-    /// Width of a throughput-over-time interval in milliseconds.
-    #[arg(long, default_value_t = 1000)]
-    pub interval_ms: u64,
+    /// Width of a throughput-over-time interval in milliseconds (a multiple
+    /// of 10) [default: 1000, or a twentieth of a phase shorter than 20 s].
+    #[arg(long)]
+    pub interval_ms: Option<u64>,
     /// FLUSHALL each server before loading (it deletes every key!).
     #[arg(long)]
     pub flush: bool,
@@ -250,7 +251,7 @@ impl WorkloadArgs {
         if self.records == 0 {
             return Err(BenchError::Usage("--records must be at least 1".into()));
         }
-        if self.interval_ms == 0 {
+        if self.interval_ms == Some(0) {
             return Err(BenchError::Usage("--interval-ms must be at least 1".into()));
         }
         let operation_count = match (self.operations, self.duration) {
@@ -297,7 +298,7 @@ impl WorkloadArgs {
             } else {
                 None
             },
-            interval: Duration::from_millis(self.interval_ms),
+            interval: self.interval_ms.map(Duration::from_millis),
             verify: self.verify,
             seed,
             progress: !output.no_progress,

@@ -28,6 +28,9 @@ use std::time::{Duration, Instant};
 
 /// Highest latency the histograms track, in microseconds (one hour).
 const MAX_LATENCY_US: u64 = 3_600_000_000;
+/// Completions are counted in buckets this wide and summed into the
+/// reported interval afterwards, so a short phase can still be plotted.
+pub const TIMELINE_RESOLUTION: Duration = Duration::from_millis(10);
 /// Error messages kept per phase, so a misconfigured run explains itself.
 const ERROR_SAMPLES: usize = 5;
 
@@ -63,8 +66,9 @@ pub struct PhaseConfig {
     pub warmup: Duration,
     /// Stop after this long even if operations remain.
     pub duration: Option<Duration>,
-    /// Width of a throughput-over-time bucket.
-    pub interval: Duration,
+    /// Width of a reported throughput-over-time interval; `None` picks one
+    /// (see [`PhaseStats::report_interval`]).
+    pub interval: Option<Duration>,
     pub verify: bool,
     pub seed: u64,
     pub progress: bool,
@@ -98,9 +102,11 @@ pub struct PhaseStats {
     pub errors: [u64; 5],
     pub not_found: [u64; 5],
     pub mismatches: [u64; 5],
-    /// Completed operations per `interval` bucket since the phase started.
+    /// Completed operations per [`TIMELINE_RESOLUTION`] since the phase
+    /// started.
     pub timeline: Vec<u64>,
-    pub interval: Duration,
+    /// The interval asked for, if any.
+    pub interval: Option<Duration>,
     /// Wall time of the phase.
     pub elapsed: Duration,
     /// Wall time after the warm-up: the denominator of throughput.
@@ -109,7 +115,7 @@ pub struct PhaseStats {
 }
 
 impl PhaseStats {
-    pub fn new(interval: Duration) -> PhaseStats {
+    pub fn new(interval: Option<Duration>) -> PhaseStats {
         PhaseStats {
             hist: (0..5).map(|_| new_histogram()).collect(),
             count: [0; 5],
@@ -152,12 +158,38 @@ impl PhaseStats {
     /// Appends a later round's timeline after this one's.
     pub fn append_rounds(&mut self, other: &PhaseStats) {
         let timeline = std::mem::take(&mut self.timeline);
+        // The next round's buckets start after this round's last (partial)
+        // bucket: count that bucket's full width in the elapsed time.
+        let covered = TIMELINE_RESOLUTION * timeline.len() as u32;
+        self.elapsed = self.elapsed.max(covered) + other.elapsed;
         self.merge(other);
         let mut joined = timeline;
         joined.extend_from_slice(&other.timeline);
         self.timeline = joined;
-        self.elapsed += other.elapsed;
         self.measured += other.measured;
+    }
+
+    /// The interval throughput is reported in: the one asked for, else one
+    /// second, or for a phase shorter than 20 s a twentieth of it (a
+    /// multiple of the resolution).
+    pub fn report_interval(&self) -> Duration {
+        let res = TIMELINE_RESOLUTION.as_millis() as u64;
+        let asked = match self.interval {
+            Some(i) => i.as_millis() as u64,
+            None => {
+                let span = self.timeline.len() as u64 * res;
+                (span / 20).clamp(res, 1000)
+            }
+        };
+        Duration::from_millis(asked.div_ceil(res).max(1) * res)
+    }
+
+    /// Completions per reported interval.
+    pub fn timeline_per_interval(&self) -> (Duration, Vec<u64>) {
+        let interval = self.report_interval();
+        let per = (interval.as_millis() / TIMELINE_RESOLUTION.as_millis()).max(1) as usize;
+        let sums = self.timeline.chunks(per).map(|c| c.iter().sum()).collect();
+        (interval, sums)
     }
 
     pub fn total_errors(&self) -> u64 {
@@ -462,7 +494,7 @@ fn connection_loop(
             let latency = completed.saturating_duration_since(f.intended);
             stats.record(&f.op, &outcome, latency, *completed >= measure_from);
             let bucket = (completed.saturating_duration_since(shared.start).as_nanos()
-                / cfg.interval.as_nanos().max(1)) as usize;
+                / TIMELINE_RESOLUTION.as_nanos()) as usize;
             if stats.timeline.len() <= bucket {
                 stats.timeline.resize(bucket + 1, 0);
             }
@@ -504,5 +536,30 @@ fn next_operation(
                 shared.keys.next_insert.fetch_add(1, Ordering::Relaxed)
             }))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeline_is_summed_into_the_reported_interval() {
+        let mut stats = PhaseStats::new(Some(Duration::from_millis(1000)));
+        stats.timeline = vec![1; 250];
+        let (interval, sums) = stats.timeline_per_interval();
+        assert_eq!(interval, Duration::from_secs(1));
+        assert_eq!(sums, vec![100, 100, 50]);
+    }
+
+    #[test]
+    fn short_phases_get_twenty_intervals() {
+        let mut stats = PhaseStats::new(None);
+        stats.timeline = vec![1; 200]; // 2 s
+        assert_eq!(stats.report_interval(), Duration::from_millis(100));
+        stats.timeline = vec![1; 6000]; // 60 s
+        assert_eq!(stats.report_interval(), Duration::from_secs(1));
+        stats.timeline = vec![1; 3]; // 30 ms
+        assert_eq!(stats.report_interval(), TIMELINE_RESOLUTION);
     }
 }

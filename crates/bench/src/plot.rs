@@ -28,7 +28,8 @@ type PlotResult = Result<(), Box<dyn std::error::Error>>;
 const SIZE: (u32, u32) = (1000, 600);
 
 fn color(i: usize) -> RGBColor {
-    const PALETTE: [RGBColor; 8] = [
+    // Tableau's 10 colours, then darker variants of six of them.
+    const PALETTE: [RGBColor; 16] = [
         RGBColor(31, 119, 180),
         RGBColor(255, 127, 14),
         RGBColor(44, 160, 44),
@@ -37,6 +38,14 @@ fn color(i: usize) -> RGBColor {
         RGBColor(140, 86, 75),
         RGBColor(227, 119, 194),
         RGBColor(127, 127, 127),
+        RGBColor(188, 189, 34),
+        RGBColor(23, 190, 207),
+        RGBColor(16, 60, 90),
+        RGBColor(128, 64, 7),
+        RGBColor(22, 80, 22),
+        RGBColor(107, 20, 20),
+        RGBColor(74, 52, 95),
+        RGBColor(12, 95, 104),
     ];
     PALETTE[i % PALETTE.len()]
 }

@@ -87,11 +87,11 @@ impl PhaseResult {
             t.ops_per_sec = sums[0] as f64 / secs;
             ops.push(t);
         }
-        let width = stats.interval.as_secs_f64();
+        let (interval, buckets) = stats.timeline_per_interval();
+        let width = interval.as_secs_f64();
         let elapsed = stats.elapsed.as_secs_f64();
-        let last = stats.timeline.len().saturating_sub(1);
-        let timeline = stats
-            .timeline
+        let last = buckets.len().saturating_sub(1);
+        let timeline = buckets
             .iter()
             .enumerate()
             .map(|(i, n)| {
