@@ -314,7 +314,17 @@ pub fn resolve_model(
     servers: &[(String, String)],
 ) -> Result<DataModel, BenchError> {
     match choice {
-        ModelChoice::Hash => Ok(DataModel::Hash),
+        ModelChoice::Hash => {
+            for (name, addr) in servers {
+                let mut conn = crate::client::Connection::connect(addr)?;
+                if !server_supports_hashes(&mut conn)? {
+                    return Err(BenchError::Usage(format!(
+                        "{name} has no hashes or sorted sets: use --data-model string"
+                    )));
+                }
+            }
+            Ok(DataModel::Hash)
+        }
         ModelChoice::String => Ok(DataModel::String),
         ModelChoice::Auto if fields <= 1 => Ok(DataModel::String),
         ModelChoice::Auto => {
@@ -605,6 +615,20 @@ fn emit<C: Serialize>(
 }
 
 fn check_verified(results: &[PhaseResult]) -> Result<(), BenchError> {
+    for r in results {
+        let errors: u64 = r
+            .ops
+            .iter()
+            .filter(|o| o.op != "TOTAL")
+            .map(|o| o.errors)
+            .sum();
+        if errors > 0 {
+            eprintln!(
+                "warning: {} {}: {errors} operations failed; see the error samples above",
+                r.server, r.phase
+            );
+        }
+    }
     let bad: u64 = results
         .iter()
         .flat_map(|r| r.ops.iter().filter(|o| o.op != "TOTAL"))
