@@ -238,12 +238,15 @@ pub struct WorkloadSpec {
 
 impl WorkloadSpec {
     /// The key space a zipfian chooser is sized for: loaded records plus
-    /// twice the expected inserts, as YCSB's CoreWorkload does.
+    /// twice the expected inserts, as YCSB's CoreWorkload does, but at
+    /// most twice the records, so that redrawing keys that do not exist yet
+    /// stays cheap (and a run bounded only by time has a finite key space).
     pub fn key_space(&self) -> u64 {
         let total = self.mix.total().max(f64::MIN_POSITIVE);
         let expected_inserts =
             (self.operation_count as f64 * self.mix.insert / total * 2.0).ceil() as u64;
-        self.record_count + expected_inserts
+        self.record_count
+            .saturating_add(expected_inserts.min(self.record_count))
     }
 }
 
@@ -308,6 +311,25 @@ mod tests {
         l.field_value(7, 4, &mut c);
         assert_ne!(a, c);
         assert_eq!(l.string_value(7).len(), 1000);
+    }
+
+    #[test]
+    fn key_space_of_an_unbounded_run_is_finite() {
+        let spec = WorkloadSpec {
+            mix: Workload::D.mix(),
+            distribution: Distribution::Latest,
+            zipf_theta: 0.99,
+            record_count: 1000,
+            operation_count: u64::MAX,
+            max_scan_length: 100,
+            layout: RecordLayout::new("user", 100, 10),
+        };
+        assert_eq!(spec.key_space(), 2000);
+        let read_only = WorkloadSpec {
+            mix: Workload::C.mix(),
+            ..spec
+        };
+        assert_eq!(read_only.key_space(), 1000);
     }
 
     #[test]
