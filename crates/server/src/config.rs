@@ -80,6 +80,23 @@ pub struct Config {
     pub hz: u64,
     pub enable_debug_command: DebugCommand,
     pub pidfile: String,
+    pub dbfilename: String,
+    /// `save <seconds> <changes>` rules; empty: no automatic snapshots.
+    pub save_rules: Vec<(u64, u64)>,
+    pub rdbcompression: bool,
+    pub rdbchecksum: bool,
+    /// Microseconds per key: slows a save down (for tests, as in Redis).
+    pub rdb_key_save_delay: u64,
+    /// Microseconds per key: slows a load down (for tests, as in Redis).
+    pub key_load_delay: u64,
+    pub stop_writes_on_bgsave_error: bool,
+    pub appendonly: bool,
+    pub appendfsync: crate::persistence::aof::FsyncPolicy,
+    pub appenddirname: String,
+    pub appendfilename: String,
+    pub aof_load_truncated: bool,
+    pub auto_aof_rewrite_percentage: u64,
+    pub auto_aof_rewrite_min_size: u64,
     /// The config file the server was started with (for `INFO` and `CONFIG REWRITE`).
     pub config_file: Option<String>,
 }
@@ -107,6 +124,20 @@ impl Default for Config {
             hz: 0,
             enable_debug_command: DebugCommand::No,
             pidfile: String::new(),
+            dbfilename: String::new(),
+            save_rules: Vec::new(),
+            rdbcompression: true,
+            rdbchecksum: true,
+            rdb_key_save_delay: 0,
+            key_load_delay: 0,
+            stop_writes_on_bgsave_error: true,
+            appendonly: false,
+            appendfsync: crate::persistence::aof::FsyncPolicy::EverySec,
+            appenddirname: String::new(),
+            appendfilename: String::new(),
+            aof_load_truncated: true,
+            auto_aof_rewrite_percentage: 100,
+            auto_aof_rewrite_min_size: 0,
             config_file: None,
         };
         for o in OPTIONS {
@@ -526,6 +557,164 @@ pub static OPTIONS: &[ConfigOption] = &[
         }
         .into()
     ),
+    opt!(
+        "dbfilename",
+        "dump.rdb",
+        true,
+        |c, a| {
+            let f = one(a)?;
+            if f.is_empty() || f.contains('/') {
+                return Err("dbfilename can't be a path, just a filename".into());
+            }
+            c.dbfilename = f.to_string();
+            Ok(())
+        },
+        |c| c.dbfilename.clone()
+    ),
+    opt!(
+        "save",
+        "3600 1 300 100 60 10000",
+        true,
+        |c, a| {
+            c.save_rules = crate::persistence::parse_save_rules(a)?;
+            Ok(())
+        },
+        |c| c
+            .save_rules
+            .iter()
+            .map(|(s, n)| format!("{s} {n}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    ),
+    opt!(
+        "rdbcompression",
+        "yes",
+        true,
+        |c, a| {
+            c.rdbcompression = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.rdbcompression)
+    ),
+    opt!(
+        "rdbchecksum",
+        "yes",
+        false,
+        |c, a| {
+            c.rdbchecksum = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.rdbchecksum)
+    ),
+    opt!(
+        "rdb-key-save-delay",
+        "0",
+        true,
+        |c, a| {
+            c.rdb_key_save_delay = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.rdb_key_save_delay.to_string()
+    ),
+    opt!(
+        "key-load-delay",
+        "0",
+        true,
+        |c, a| {
+            c.key_load_delay = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.key_load_delay.to_string()
+    ),
+    opt!(
+        "stop-writes-on-bgsave-error",
+        "yes",
+        true,
+        |c, a| {
+            c.stop_writes_on_bgsave_error = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.stop_writes_on_bgsave_error)
+    ),
+    opt!(
+        "appendonly",
+        "no",
+        true,
+        |c, a| {
+            c.appendonly = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.appendonly)
+    ),
+    opt!(
+        "appendfsync",
+        "everysec",
+        true,
+        |c, a| {
+            c.appendfsync = crate::persistence::aof::FsyncPolicy::parse(one(a)?)
+                .ok_or("argument(s) must be one of the following: always, everysec, no")?;
+            Ok(())
+        },
+        |c| c.appendfsync.name().into()
+    ),
+    opt!(
+        "appenddirname",
+        "appendonlydir",
+        false,
+        |c, a| {
+            let d = one(a)?;
+            if d.is_empty() || d.contains('/') {
+                return Err("appenddirname can't be a path, just a dirname".into());
+            }
+            c.appenddirname = d.to_string();
+            Ok(())
+        },
+        |c| c.appenddirname.clone()
+    ),
+    opt!(
+        "appendfilename",
+        "appendonly.aof",
+        false,
+        |c, a| {
+            let f = one(a)?;
+            if f.is_empty() || f.contains('/') {
+                return Err("appendfilename can't be a path, just a filename".into());
+            }
+            c.appendfilename = f.to_string();
+            Ok(())
+        },
+        |c| c.appendfilename.clone()
+    ),
+    opt!(
+        "aof-load-truncated",
+        "yes",
+        true,
+        |c, a| {
+            c.aof_load_truncated = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.aof_load_truncated)
+    ),
+    opt!(
+        "auto-aof-rewrite-percentage",
+        "100",
+        true,
+        |c, a| {
+            c.auto_aof_rewrite_percentage = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.auto_aof_rewrite_percentage.to_string()
+    ),
+    opt!(
+        "auto-aof-rewrite-min-size",
+        "64mb",
+        true,
+        |c, a| {
+            c.auto_aof_rewrite_min_size = parse_memory(one(a)?)?;
+            Ok(())
+        },
+        |c| c.auto_aof_rewrite_min_size.to_string()
+    ),
 ];
 
 pub fn find(name: &str) -> Option<&'static ConfigOption> {
@@ -631,11 +820,13 @@ impl Config {
                 opt.name
             ));
         }
-        let args = if opt.name == "bind" || opt.name == "client-output-buffer-limit" {
-            split(value)
-        } else {
-            vec![value.to_string()]
-        };
+        let args =
+            if opt.name == "bind" || opt.name == "client-output-buffer-limit" || opt.name == "save"
+            {
+                split(value)
+            } else {
+                vec![value.to_string()]
+            };
         let mut next = self.clone();
         (opt.set)(&mut next, &args).map_err(|e| {
             format!(

@@ -9,6 +9,7 @@ pub const DEFAULT_SECTIONS: &[&str] = &[
     "server",
     "clients",
     "memory",
+    "persistence",
     "stats",
     "cpu",
     "errorstats",
@@ -221,6 +222,86 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
                     .sum::<usize>()
             );
             f!("buffer_pool_free:{}", srv.pool.len());
+        }
+        "persistence" => {
+            let p = &srv.persistence;
+            let job = p.job.as_ref();
+            f!("# Persistence");
+            f!("loading:0");
+            f!("async_loading:0");
+            f!(
+                "current_cow_peak:{}",
+                job.map_or(0, |j| j.peak_cow_entries * 64)
+            );
+            f!(
+                "current_cow_size:{}",
+                srv.keyspace
+                    .dbs
+                    .iter()
+                    .map(|d| d.snapshot_copied_entries())
+                    .sum::<usize>()
+                    * 64
+            );
+            f!(
+                "current_save_keys_processed:{}",
+                job.map_or(0, |j| j.keys_done)
+            );
+            f!(
+                "current_save_keys_total:{}",
+                job.map_or(0, |j| j.keys_total)
+            );
+            f!("rdb_changes_since_last_save:{}", srv.dirty);
+            f!(
+                "rdb_bgsave_in_progress:{}",
+                job.is_some_and(|j| j.kind == crate::persistence::SaveKind::Background) as u8
+            );
+            f!("rdb_last_save_time:{}", p.last_save_unix);
+            f!(
+                "rdb_last_bgsave_status:{}",
+                if p.last_bgsave_ok { "ok" } else { "err" }
+            );
+            f!(
+                "rdb_last_bgsave_time_sec:{}",
+                p.last_bgsave_secs.map_or(-1, |s| s.round() as i64)
+            );
+            f!(
+                "rdb_current_bgsave_time_sec:{}",
+                job.map_or(-1, |j| j.started.elapsed().as_secs() as i64)
+            );
+            f!("rdb_saves:{}", p.saves);
+            f!("rdb_last_cow_size:{}", p.last_cow_entries * 64);
+            f!("rdb_last_load_keys_expired:{}", p.last_load_expired);
+            f!("rdb_last_load_keys_loaded:{}", p.last_load_keys);
+            f!("aof_enabled:{}", srv.aof.is_some() as u8);
+            if let Some(aof) = &srv.aof {
+                f!("aof_rewrite_in_progress:{}", aof.rewrite.is_some() as u8);
+                f!("aof_rewrite_scheduled:{}", srv.aof_rewrite_scheduled as u8);
+                f!(
+                    "aof_last_rewrite_time_sec:{}",
+                    srv.aof_last_rewrite_secs.map_or(-1, |s| s.round() as i64)
+                );
+                f!(
+                    "aof_current_rewrite_time_sec:{}",
+                    job.filter(|j| j.for_aof)
+                        .map_or(-1, |j| j.started.elapsed().as_secs() as i64)
+                );
+                f!(
+                    "aof_last_bgrewrite_status:{}",
+                    if aof.last_rewrite_ok { "ok" } else { "err" }
+                );
+                f!("aof_rewrites:{}", aof.rewrites);
+                f!(
+                    "aof_last_write_status:{}",
+                    if aof.write_error.is_none() {
+                        "ok"
+                    } else {
+                        "err"
+                    }
+                );
+                f!("aof_current_size:{}", aof.incr_size);
+                f!("aof_base_size:{}", aof.base_size);
+                f!("aof_fsync_policy:{}", aof.policy().name());
+            }
         }
         "stats" => {
             let s = &srv.stats;

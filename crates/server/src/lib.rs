@@ -18,6 +18,8 @@
 //! - [`net`]: the reactor, client connections, buffer pool.
 //! - [`server`]: the state the thread owns and the command pipeline.
 //! - [`commands`]: the command table, one file per command family.
+//! - [`propagate`]: the one stream of changes that feeds the AOF.
+//! - [`persistence`]: fork-free RDB snapshots and loading.
 //! - [`alloc`]: the counting global allocator behind `INFO memory`.
 //! - [`fdlimit`]: fitting `maxclients` to the open-files limit.
 //! - [`signals`]: SIGTERM/SIGINT as a clean shutdown.
@@ -28,6 +30,8 @@ pub mod config;
 pub mod fdlimit;
 pub mod info;
 pub mod net;
+pub mod persistence;
+pub mod propagate;
 pub mod server;
 pub mod signals;
 

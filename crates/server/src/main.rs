@@ -153,7 +153,12 @@ fn main() {
         std::process::id(),
         ferrokv_server::REDIS_COMPAT_VERSION
     );
-    let mut reactor = match Reactor::bind(Server::new(cfg)) {
+    let mut server = Server::new(cfg);
+    if let Err(e) = server.load_at_startup() {
+        error!("Fatal error loading the DB: {e}. Exiting.");
+        std::process::exit(1);
+    }
+    let mut reactor = match Reactor::bind(server) {
         Ok(r) => r,
         Err(e) => {
             error!("{e}");

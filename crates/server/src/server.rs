@@ -8,7 +8,7 @@ use crate::config::Config;
 use crate::net::client::{Client, ReplyMode};
 use crate::net::pool::BufferPool;
 use ferrokv_resp::Args;
-use ferrokv_store::{Entry, Keyspace, Lookup};
+use ferrokv_store::{Entry, Found, Keyspace, Lookup};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use slab::Slab;
@@ -102,6 +102,13 @@ pub struct Server {
     pub active_expire_enabled: bool,
     /// Unix seconds of the last successful save (start time until one).
     pub lastsave: u64,
+    pub persistence: crate::persistence::PersistenceState,
+    pub propagation: crate::propagate::Propagation,
+    /// The append-only file, when `appendonly yes`.
+    pub aof: Option<crate::persistence::aof::Aof>,
+    /// An AOF rewrite asked for while a save ran.
+    pub aof_rewrite_scheduled: bool,
+    pub aof_last_rewrite_secs: Option<f64>,
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
 }
 
@@ -153,26 +160,33 @@ impl Server {
             cron_loops: 0,
             active_expire_enabled: true,
             lastsave: (now / 1000) as u64,
+            persistence: crate::persistence::PersistenceState::new((now / 1000) as u64),
+            propagation: Default::default(),
+            aof: None,
+            aof_rewrite_scheduled: false,
+            aof_last_rewrite_secs: None,
             lazyfree: spawn_lazyfree(),
         }
     }
 
     /// Looks a key up for reading: lazy expiry, hit/miss counters, access clock.
     #[inline]
-    pub fn lookup_read(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
+    pub fn lookup_read(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
         let clock = self.lru_clock;
-        match self.keyspace.dbs[db].lookup(key, now_ms, true) {
-            Lookup::Live(e) => {
+        match self.keyspace.dbs[db].lookup_read(key, now_ms, true, clock) {
+            Found::Live(e) => {
                 self.stats.keyspace_hits += 1;
-                e.lru = clock;
                 Some(e)
             }
-            Lookup::Expired(_) => {
+            Found::Expired(e) => {
                 self.stats.expired_keys += 1;
                 self.stats.keyspace_misses += 1;
+                self.propagation
+                    .also
+                    .push((db, vec![b"DEL".to_vec(), e.key().to_vec()]));
                 None
             }
-            Lookup::Missing => {
+            Found::Missing => {
                 self.stats.keyspace_misses += 1;
                 None
             }
@@ -185,11 +199,14 @@ impl Server {
         let clock = self.lru_clock;
         match self.keyspace.dbs[db].lookup(key, now_ms, true) {
             Lookup::Live(e) => {
-                e.lru = clock;
+                e.set_lru(clock);
                 Some(e)
             }
-            Lookup::Expired(_) => {
+            Lookup::Expired(e) => {
                 self.stats.expired_keys += 1;
+                self.propagation
+                    .also
+                    .push((db, vec![b"DEL".to_vec(), e.key().to_vec()]));
                 None
             }
             Lookup::Missing => None,
@@ -200,8 +217,11 @@ impl Server {
     pub fn exists(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
         match self.keyspace.dbs[db].lookup(key, now_ms, true) {
             Lookup::Live(_) => true,
-            Lookup::Expired(_) => {
+            Lookup::Expired(e) => {
                 self.stats.expired_keys += 1;
+                self.propagation
+                    .also
+                    .push((db, vec![b"DEL".to_vec(), e.key().to_vec()]));
                 false
             }
             Lookup::Missing => false,
@@ -270,9 +290,16 @@ impl Server {
             self.cmd_stats[idx].rejected_calls += 1;
             return;
         }
+        if spec.has(crate::commands::flags::WRITE) && self.writes_refused_for_persistence() {
+            client.out.error(&self.misconf_error());
+            self.cmd_stats[idx].rejected_calls += 1;
+            return;
+        }
         client.last_cmd = spec.name;
         let errors_before = client.out.error_codes.len();
         let now_ms = self.now_ms;
+        let dirty_before = self.dirty;
+        let db_before = client.db;
         let t0 = Instant::now();
         {
             let mut ctx = Ctx {
@@ -281,6 +308,10 @@ impl Server {
                 now_ms,
             };
             (spec.handler)(&mut ctx, args);
+        }
+        if self.propagate_command(db_before, args, dirty_before) && self.aof.is_some() {
+            // Its reply waits until the AOF has the write (see before_sleep).
+            client.awaiting_aof = true;
         }
         let usec = t0.elapsed().as_micros() as u64;
         let st = &mut self.cmd_stats[idx];
@@ -303,9 +334,39 @@ impl Server {
     /// Drops a value that a write replaced: big ones go to the lazy-free
     /// thread so the loop never waits on a large free.
     #[inline]
-    pub fn drop_value(&mut self, v: ferrokv_store::Value) {
-        if v.heap_size() >= LAZYFREE_THRESHOLD {
-            self.lazy_free(v);
+    pub fn drop_value(&mut self, e: ferrokv_store::Entry) {
+        if e.heap_size() >= LAZYFREE_THRESHOLD {
+            self.lazy_free(e);
+        }
+    }
+
+    /// After a command: propagates the expired-key DELs it caused, then
+    /// the command itself (or its rewritten form) if it changed anything.
+    /// Returns whether anything was propagated.
+    fn propagate_command(&mut self, db: usize, args: Args, dirty_before: u64) -> bool {
+        let rewrite = self.propagation.rewrite.take();
+        let also = std::mem::take(&mut self.propagation.also);
+        let mut any = !also.is_empty();
+        for (edb, argv) in also {
+            self.propagate(edb, &argv);
+        }
+        if self.dirty != dirty_before {
+            any = true;
+            match rewrite {
+                Some(argv) => self.propagate(db, &argv),
+                None => {
+                    let argv: Vec<&[u8]> = args.iter().collect();
+                    self.propagate(db, &argv)
+                }
+            }
+        }
+        any
+    }
+
+    /// Sends one command down the propagation stream (the AOF).
+    pub fn propagate<T: AsRef<[u8]>>(&mut self, db: usize, argv: &[T]) {
+        if let Some(aof) = self.aof.as_mut() {
+            aof.feed(db, argv);
         }
     }
 
@@ -335,6 +396,7 @@ impl Server {
     /// Periodic work (Redis's `serverCron`), `hz` times a second.
     pub fn cron(&mut self) {
         self.cron_loops += 1;
+        self.persistence_cron();
         let now = Instant::now();
         self.now_ms = unix_ms();
         self.lru_clock = ((self.now_ms / 1000) as u32) & LRU_CLOCK_MAX;
@@ -358,12 +420,13 @@ impl Server {
         let budget = std::time::Duration::from_micros(250_000 / self.config.hz.max(1));
         let now_ms = self.now_ms;
         let mut expired_total = 0u64;
-        for db in &mut self.keyspace.dbs {
+        let mut gone = Vec::new();
+        for (dbi, db) in self.keyspace.dbs.iter_mut().enumerate() {
             loop {
                 if db.expires() == 0 {
                     break;
                 }
-                let (examined, expired) = db.expire_cycle(now_ms, 2000, |_| {});
+                let (examined, expired) = db.expire_cycle(now_ms, 2000, |e| gone.push((dbi, e)));
                 expired_total += expired as u64;
                 if examined == 0 || expired * 10 < examined || t0.elapsed() > budget {
                     break;
@@ -374,6 +437,10 @@ impl Server {
             }
         }
         self.stats.expired_keys += expired_total;
+        // Expired keys leave the propagation stream as DELs.
+        for (dbi, e) in gone {
+            self.propagate(dbi, &[&b"DEL"[..], e.key()]);
+        }
         self.stats.expire_cycle_cpu_milliseconds += t0.elapsed().as_millis() as u64;
     }
 }
@@ -403,6 +470,435 @@ fn unknown_command_error(args: &Args) -> Vec<u8> {
     msg.extend_from_slice(b"', with args beginning with: ");
     msg.extend_from_slice(&rest);
     msg
+}
+
+pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+
+impl Server {
+    /// Where snapshots go: `dir`/`dbfilename`.
+    pub fn rdb_path(&self) -> std::path::PathBuf {
+        std::path::Path::new(&self.config.dir).join(&self.config.dbfilename)
+    }
+
+    /// Redis refuses writes while the last background save failed, if
+    /// snapshots are configured and `stop-writes-on-bgsave-error` is on.
+    pub fn writes_refused_for_persistence(&self) -> bool {
+        (self.config.stop_writes_on_bgsave_error
+            && !self.config.save_rules.is_empty()
+            && !self.persistence.last_bgsave_ok)
+            || self.aof.as_ref().is_some_and(|a| a.write_error.is_some())
+    }
+
+    /// The MISCONF text for the persistence problem at hand.
+    pub fn misconf_error(&self) -> String {
+        match self.aof.as_ref().and_then(|a| a.write_error.as_ref()) {
+            Some(e) => format!("MISCONF Errors writing to the AOF file: {e}"),
+            None => MISCONF.to_string(),
+        }
+    }
+
+    /// Starts a snapshot job.
+    pub fn start_snapshot(&mut self, kind: crate::persistence::SaveKind) -> Result<(), String> {
+        use crate::persistence::snapshot::SnapshotMeta;
+        if self.persistence.job.is_some() {
+            return Err("ERR Background save already in progress".into());
+        }
+        let now_unix = (self.now_ms / 1000) as u64;
+        self.persistence.last_attempt_unix = now_unix;
+        let meta = SnapshotMeta {
+            aux: vec![
+                (
+                    &b"redis-ver"[..],
+                    crate::REDIS_COMPAT_VERSION.as_bytes().to_vec(),
+                ),
+                (&b"redis-bits"[..], b"64".to_vec()),
+                (&b"ctime"[..], now_unix.to_string().into_bytes()),
+                (
+                    &b"used-mem"[..],
+                    crate::alloc::used_memory().to_string().into_bytes(),
+                ),
+                (&b"aof-base"[..], b"0".to_vec()),
+            ],
+            compression: self.config.rdbcompression,
+            checksum: self.config.rdbchecksum,
+            key_delay_us: if kind == crate::persistence::SaveKind::Background {
+                self.config.rdb_key_save_delay
+            } else {
+                0
+            },
+        };
+        let path = self.rdb_path();
+        let job = crate::persistence::SnapshotJob::start(
+            &mut self.keyspace,
+            &path,
+            kind,
+            self.dirty,
+            meta,
+        )
+        .map_err(|e| {
+            format!(
+                "ERR Failed opening the temp RDB file in {}: {e}",
+                self.config.dir
+            )
+        })?;
+        tracing::info!(
+            "{} saving started ({} keys)",
+            if kind == crate::persistence::SaveKind::Background {
+                "Background"
+            } else {
+                "DB"
+            },
+            job.keys_total
+        );
+        self.persistence.job = Some(job);
+        Ok(())
+    }
+
+    /// `SAVE`: the whole snapshot now, waiting for the file to be durable.
+    pub fn save_now(&mut self) -> Result<(), String> {
+        self.start_snapshot(crate::persistence::SaveKind::Foreground)?;
+        let mut job = self.persistence.job.take().expect("just started");
+        job.step(&mut self.keyspace, u64::MAX);
+        let r = match job.poll(true) {
+            crate::persistence::snapshot::JobStatus::Done(r) => r,
+            crate::persistence::snapshot::JobStatus::Running => unreachable!("waited"),
+        };
+        self.finish_snapshot(job, r.clone());
+        r.map(|_| ()).map_err(|e| format!("ERR {e}"))
+    }
+
+    /// Advances a background save by a slice of work and collects its
+    /// result. Called every loop turn.
+    pub fn drive_snapshot(&mut self) {
+        let Some(job) = self.persistence.job.as_mut() else {
+            return;
+        };
+        job.step(&mut self.keyspace, 20_000);
+        if let crate::persistence::snapshot::JobStatus::Done(r) = job.poll(false) {
+            let job = self.persistence.job.take().expect("present");
+            self.finish_snapshot(job, r);
+        }
+    }
+
+    fn finish_snapshot(&mut self, job: crate::persistence::SnapshotJob, r: Result<u64, String>) {
+        let secs = job.started.elapsed().as_secs_f64();
+        if job.for_aof {
+            job.abandon(&mut self.keyspace);
+            self.aof_last_rewrite_secs = Some(secs);
+            if let Some(aof) = self.aof.as_mut() {
+                let (ok, size) = match &r {
+                    Ok(n) => (true, *n),
+                    Err(e) => {
+                        tracing::warn!("Background AOF rewrite failed: {e}");
+                        (false, 0)
+                    }
+                };
+                match aof.finish_rewrite(ok, size) {
+                    Ok(()) if ok => {
+                        tracing::info!("Background AOF rewrite finished successfully ({secs:.3} s)")
+                    }
+                    Ok(()) => {}
+                    Err(e) => {
+                        tracing::warn!("Background AOF rewrite could not install its result: {e}")
+                    }
+                }
+            }
+            return;
+        }
+        self.persistence.last_cow_entries = job.peak_cow_entries;
+        let dirty_at_start = job.dirty_at_start;
+        let kind = job.kind;
+        job.abandon(&mut self.keyspace);
+        match r {
+            Ok(bytes) => {
+                self.dirty = self.dirty.saturating_sub(dirty_at_start);
+                self.persistence.last_save_unix = (unix_ms() / 1000) as u64;
+                self.lastsave = self.persistence.last_save_unix;
+                self.persistence.saves += 1;
+                self.persistence.last_bgsave_ok = true;
+                self.persistence.last_error = None;
+                if kind == crate::persistence::SaveKind::Background {
+                    self.persistence.last_bgsave_secs = Some(secs);
+                }
+                tracing::info!("DB saved on disk ({bytes} bytes, {secs:.3} s)");
+            }
+            Err(e) => {
+                tracing::warn!("Snapshot failed: {e}");
+                if kind == crate::persistence::SaveKind::Background {
+                    self.persistence.last_bgsave_ok = false;
+                    self.persistence.last_bgsave_secs = Some(secs);
+                }
+                self.persistence.last_error = Some(e);
+            }
+        }
+    }
+
+    /// Before exiting: an interrupted background save is abandoned (its
+    /// temp file removed) and, when snapshots are configured (or `save`
+    /// asks for one), a final save is made. An error means "do not exit".
+    pub fn prepare_shutdown(&mut self, save: bool, nosave: bool) -> Result<(), String> {
+        if let Some(aof) = self.aof.as_mut() {
+            aof.sync_now()
+                .map_err(|e| format!("Error writing the AOF before exiting: {e}"))?;
+        }
+        if let Some(job) = self.persistence.job.take() {
+            tracing::warn!("There is a background save in progress: abandoning it");
+            job.abandon(&mut self.keyspace);
+        }
+        if !nosave && (save || !self.config.save_rules.is_empty()) {
+            tracing::info!("Saving the final RDB snapshot before exiting.");
+            self.save_now()
+                .map_err(|e| format!("Error trying to save the DB, can't exit: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// `BGREWRITEAOF`: a new incremental file now, and a new base from a
+    /// snapshot that begins in the same instant.
+    pub fn start_aof_rewrite(&mut self) -> Result<(), String> {
+        if self.persistence.job.is_some() {
+            return Err("busy".into());
+        }
+        let Some(aof) = self.aof.as_mut() else {
+            return Err("ERR AOF is off".into());
+        };
+        let base = aof.begin_rewrite()?;
+        let saved = self.config.dbfilename.clone();
+        let dir = self.config.dir.clone();
+        // The snapshot machinery writes to `dir/dbfilename`: point it at the
+        // new base for this job only.
+        self.config.dir = base
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or(dir.clone());
+        self.config.dbfilename = base
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let r = self.start_snapshot(crate::persistence::SaveKind::Background);
+        self.config.dir = dir;
+        self.config.dbfilename = saved;
+        match r {
+            Ok(()) => {
+                if let Some(job) = self.persistence.job.as_mut() {
+                    job.for_aof = true;
+                }
+                tracing::info!("Background append only file rewriting started");
+                Ok(())
+            }
+            Err(e) => {
+                if let Some(aof) = self.aof.as_mut() {
+                    let _ = aof.finish_rewrite(false, 0);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes the turn's AOF data; with `always`, also syncs it. Returns
+    /// false while the AOF cannot be written (replies that depend on it are
+    /// held back).
+    pub fn flush_aof(&mut self) -> bool {
+        let Some(aof) = self.aof.as_mut() else {
+            return true;
+        };
+        match aof.flush() {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("{e}");
+                false
+            }
+        }
+    }
+
+    /// The `save` rules and scheduled BGSAVEs, checked from the cron.
+    pub fn persistence_cron(&mut self) {
+        if self.persistence.job.is_some() {
+            return;
+        }
+        if let Some(aof) = self.aof.as_ref() {
+            let grown = aof.incr_size >= self.config.auto_aof_rewrite_min_size
+                && self.config.auto_aof_rewrite_percentage > 0
+                && aof.incr_size * 100
+                    >= aof.base_size.max(1) * self.config.auto_aof_rewrite_percentage;
+            if (self.aof_rewrite_scheduled || grown) && aof.rewrite.is_none() {
+                self.aof_rewrite_scheduled = false;
+                if grown {
+                    tracing::info!(
+                        "Starting automatic rewriting of AOF on {}% growth",
+                        self.config.auto_aof_rewrite_percentage
+                    );
+                }
+                if let Err(e) = self.start_aof_rewrite() {
+                    tracing::warn!("Can't rewrite the AOF: {e}");
+                }
+                return;
+            }
+        }
+        let now = (self.now_ms / 1000) as u64;
+        let since_save = now.saturating_sub(self.persistence.last_save_unix);
+        // After a failure, wait 5 s before trying again, as Redis does.
+        let retry_ok = self.persistence.last_bgsave_ok
+            || now.saturating_sub(self.persistence.last_attempt_unix) >= 5;
+        let due = self.persistence.bgsave_scheduled
+            || (retry_ok
+                && self
+                    .config
+                    .save_rules
+                    .iter()
+                    .any(|&(secs, changes)| self.dirty >= changes && since_save >= secs));
+        if due {
+            self.persistence.bgsave_scheduled = false;
+            if let Err(e) = self.start_snapshot(crate::persistence::SaveKind::Background) {
+                tracing::warn!("Can't start the background save: {e}");
+            }
+        }
+    }
+
+    /// Loads the data set at start-up: from the AOF when `appendonly yes`
+    /// (creating its files if there are none, seeded with `dump.rdb` if one
+    /// exists), else from the snapshot.
+    pub fn load_at_startup(&mut self) -> Result<(), String> {
+        use crate::persistence::aof::{Aof, OsStorage, Storage};
+        if !self.config.appendonly {
+            return self.load_snapshot();
+        }
+        let storage: std::sync::Arc<dyn Storage> = std::sync::Arc::new(OsStorage);
+        let dir = std::path::Path::new(&self.config.dir).join(&self.config.appenddirname);
+        let plan = Aof::plan(&*storage, &dir, &self.config.appendfilename)?;
+        let (manifest, base) = match plan {
+            Some((m, plan)) => {
+                self.load_aof_files(&plan)?;
+                (Some(m), Vec::new())
+            }
+            None => {
+                self.load_snapshot()?;
+                let rdb = std::fs::read(self.rdb_path()).unwrap_or_else(|_| empty_rdb());
+                (None, rdb)
+            }
+        };
+        let aof = Aof::open(
+            storage,
+            &dir,
+            &self.config.appendfilename,
+            self.config.appendfsync,
+            manifest,
+            &base,
+        )?;
+        self.aof = Some(aof);
+        Ok(())
+    }
+
+    /// Replays the AOF's files: the base (an RDB, or commands), then each
+    /// incremental file. A command cut short at the end of the last file
+    /// is cut off with a warning (`aof-load-truncated yes`).
+    pub fn load_aof_files(
+        &mut self,
+        plan: &crate::persistence::aof::LoadPlan,
+    ) -> Result<(), String> {
+        use crate::persistence::aof::{replay, ReplayEnd};
+        let t0 = Instant::now();
+        let mut fake = Client::fake(0, &mut self.pool);
+        let mut files: Vec<(&std::path::Path, bool)> = Vec::new();
+        if let Some(b) = &plan.base {
+            files.push((b, false));
+        }
+        for (i, f) in plan.incrs.iter().enumerate() {
+            files.push((f, i + 1 == plan.incrs.len()));
+        }
+        let mut commands = 0u64;
+        for (path, last) in files {
+            let data =
+                std::fs::read(path).map_err(|e| format!("Can't read {}: {e}", path.display()))?;
+            if data.starts_with(b"REDIS") {
+                crate::persistence::load::load_rdb(
+                    &mut self.keyspace,
+                    path,
+                    unix_ms(),
+                    self.config.key_load_delay,
+                )?;
+                continue;
+            }
+            let name = path.display().to_string();
+            let end = replay(&data, &name, |args| {
+                if self.commands.lookup(args.get(0)).is_none() {
+                    return Err(format!(
+                        "Unknown command '{}' reading the append only file",
+                        String::from_utf8_lossy(args.get(0))
+                    ));
+                }
+                self.now_ms = unix_ms();
+                self.execute(&mut fake, args);
+                fake.out.buf.clear();
+                fake.out.error_codes.clear();
+                commands += 1;
+                Ok(())
+            })?;
+            if let ReplayEnd::Truncated { valid_len } = end {
+                if !last || !self.config.aof_load_truncated {
+                    return Err(format!(
+                        "Unexpected end of file reading the append only file {name} at offset {valid_len}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."
+                    ));
+                }
+                tracing::warn!(
+                    "!!! Warning: short read while loading the AOF file {name}!!! AOF loaded anyway because aof-load-truncated is enabled; the last {} bytes (an incomplete command) are cut off at offset {valid_len}",
+                    data.len() - valid_len
+                );
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .and_then(|f| f.set_len(valid_len as u64))
+                    .map_err(|e| format!("Can't truncate {name}: {e}"))?;
+            }
+        }
+        fake.release(&mut self.pool);
+        self.dirty = 0;
+        tracing::info!(
+            "DB loaded from append only file: {:.3} seconds ({commands} commands)",
+            t0.elapsed().as_secs_f64()
+        );
+        Ok(())
+    }
+
+    /// Loads the snapshot file at start-up (or for `DEBUG RELOAD`).
+    pub fn load_snapshot(&mut self) -> Result<(), String> {
+        let path = self.rdb_path();
+        let t0 = Instant::now();
+        match crate::persistence::load::load_rdb(
+            &mut self.keyspace,
+            &path,
+            unix_ms(),
+            self.config.key_load_delay,
+        )? {
+            Some(st) => {
+                self.persistence.last_load_keys = st.keys;
+                self.persistence.last_load_expired = st.expired;
+                tracing::info!(
+                    "DB loaded from disk: {:.3} seconds ({} keys, {} expired keys skipped)",
+                    t0.elapsed().as_secs_f64(),
+                    st.keys,
+                    st.expired
+                );
+            }
+            None => tracing::info!("No snapshot at {}: starting empty", path.display()),
+        }
+        Ok(())
+    }
+}
+
+/// An RDB file with no keys (the first base of a fresh AOF).
+pub fn empty_rdb() -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut enc = ferrokv_rdb::RdbEncoder::new(ferrokv_rdb::EncoderOptions::default());
+    enc.header(
+        &mut out,
+        &[
+            (b"redis-ver", crate::REDIS_COMPAT_VERSION.as_bytes()),
+            (b"aof-base", b"1"),
+        ],
+    );
+    enc.finish(&mut out);
+    out
 }
 
 /// The lazy-free thread: it only drops what it is handed.

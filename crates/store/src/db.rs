@@ -14,7 +14,8 @@
 //! below the top 7, so neither correlates with the other.
 
 use crate::bytes::SmallBytes;
-use crate::value::Value;
+use crate::value::{Value, ValueRef};
+
 use hashbrown::HashTable;
 use rand::Rng;
 use std::hash::BuildHasher;
@@ -28,14 +29,165 @@ pub const NO_EXPIRE: i64 = i64::MIN;
 
 const PREFIX_BITS: u32 = 32;
 
-/// A key with its value, expiry (unix ms) and access clock.
+/// Key and string value bytes an entry holds inline.
+pub const PACKED_CAP: usize = 48;
+
+/// A key with its value, expiry (unix ms) and access clock: 64 bytes, one
+/// cache line.
+///
+/// A key and a string value that fit together in 48 bytes (a 16-byte key
+/// and a 32-byte value, say) are packed inside the entry: reading or
+/// writing them touches that one line and allocates nothing. Anything
+/// larger, integers and (later) collections keep key and value apart.
 #[derive(Debug, Clone)]
 pub struct Entry {
-    pub key: SmallBytes,
-    pub value: Value,
     pub expire_at: i64,
-    /// LRU clock (seconds, low 24 bits as Redis) of the last access.
-    pub lru: u32,
+    body: Body,
+}
+
+#[derive(Debug, Clone)]
+enum Body {
+    Packed {
+        lru: u32,
+        klen: u8,
+        vlen: u8,
+        data: [u8; PACKED_CAP],
+    },
+    Split {
+        lru: u32,
+        key: SmallBytes,
+        value: Value,
+    },
+}
+
+impl Entry {
+    /// An entry holding `value` (packed when it is a short string).
+    pub fn new(key: &[u8], value: Value, expire_at: i64, lru: u32) -> Entry {
+        let body = match value {
+            Value::Str(s) if key.len() + s.len() <= PACKED_CAP => Self::packed(key, &s, lru),
+            value => Body::Split {
+                lru,
+                key: SmallBytes::new(key),
+                value,
+            },
+        };
+        Entry { expire_at, body }
+    }
+
+    /// An entry holding a string given as bytes, stored as Redis would
+    /// (an integer when canonical), without an intermediate copy.
+    pub fn new_str(key: &[u8], s: &[u8], expire_at: i64, lru: u32) -> Entry {
+        let body = if key.len() + s.len() <= PACKED_CAP && !crate::value::looks_numeric(s) {
+            Self::packed(key, s, lru)
+        } else {
+            match Value::from_bytes(s) {
+                Value::Str(b) if key.len() + b.len() <= PACKED_CAP => Self::packed(key, &b, lru),
+                value => Body::Split {
+                    lru,
+                    key: SmallBytes::new(key),
+                    value,
+                },
+            }
+        };
+        Entry { expire_at, body }
+    }
+
+    #[inline]
+    fn packed(key: &[u8], v: &[u8], lru: u32) -> Body {
+        let mut data = [0u8; PACKED_CAP];
+        data[..key.len()].copy_from_slice(key);
+        data[key.len()..key.len() + v.len()].copy_from_slice(v);
+        Body::Packed {
+            lru,
+            klen: key.len() as u8,
+            vlen: v.len() as u8,
+            data,
+        }
+    }
+
+    #[inline]
+    pub fn key(&self) -> &[u8] {
+        match &self.body {
+            Body::Packed { klen, data, .. } => &data[..*klen as usize],
+            Body::Split { key, .. } => key,
+        }
+    }
+
+    #[inline]
+    pub fn value(&self) -> ValueRef<'_> {
+        match &self.body {
+            Body::Packed {
+                klen, vlen, data, ..
+            } => ValueRef::Str(&data[*klen as usize..*klen as usize + *vlen as usize]),
+            Body::Split { value, .. } => value.as_ref(),
+        }
+    }
+
+    /// The value, for in-place changes of collections; `None` for a string
+    /// packed with its key (replace those with [`Entry::set_value`]).
+    pub fn value_mut(&mut self) -> Option<&mut Value> {
+        match &mut self.body {
+            Body::Packed { .. } => None,
+            Body::Split { value, .. } => Some(value),
+        }
+    }
+
+    /// Replaces the value, keeping key, expiry and clock.
+    pub fn set_value(&mut self, v: Value) {
+        let lru = self.lru();
+        match (&mut self.body, v) {
+            (Body::Split { value, .. }, Value::Int(i)) => *value = Value::Int(i),
+            (Body::Split { key, value, .. }, Value::Str(s)) if key.len() + s.len() > PACKED_CAP => {
+                *value = Value::Str(s)
+            }
+            (_, v) => {
+                let key = self.key().to_vec();
+                self.body = Entry::new(&key, v, 0, lru).body;
+            }
+        }
+    }
+
+    /// Takes the value out (for RENAME, MOVE).
+    pub fn into_value(self) -> Value {
+        match self.body {
+            Body::Packed { .. } => self.value().to_value(),
+            Body::Split { value, .. } => value,
+        }
+    }
+
+    #[inline]
+    pub fn lru(&self) -> u32 {
+        match &self.body {
+            Body::Packed { lru, .. } | Body::Split { lru, .. } => *lru,
+        }
+    }
+
+    #[inline]
+    pub fn set_lru(&mut self, clock: u32) {
+        match &mut self.body {
+            Body::Packed { lru, .. } | Body::Split { lru, .. } => *lru = clock,
+        }
+    }
+
+    pub fn has_expire(&self) -> bool {
+        self.expire_at != NO_EXPIRE
+    }
+
+    /// Heap bytes the entry owns beyond its 64 bytes.
+    pub fn heap_size(&self) -> usize {
+        match &self.body {
+            Body::Packed { .. } => 0,
+            Body::Split { key, value, .. } => key.heap_size() + value.heap_size(),
+        }
+    }
+}
+
+/// The result of [`Db::lookup_read`].
+pub enum Found<'a> {
+    Live(&'a Entry),
+    /// The key had expired and was removed now.
+    Expired(Entry),
+    Missing,
 }
 
 /// The result of [`Db::lookup`].
@@ -44,12 +196,6 @@ pub enum Lookup<'a> {
     /// The key had expired and was removed now.
     Expired(Entry),
     Missing,
-}
-
-impl Entry {
-    pub fn has_expire(&self) -> bool {
-        self.expire_at != NO_EXPIRE
-    }
 }
 
 struct Segment {
@@ -70,8 +216,19 @@ impl Segment {
     }
 }
 
+/// A point-in-time snapshot in progress (fork-free, see [`Db::begin_snapshot`]).
+struct SnapshotState {
+    /// Per segment that existed when the snapshot began: not yet visited.
+    pending: Vec<bool>,
+    /// Copies of pending segments, taken just before their first change.
+    frozen: Vec<Option<Vec<Entry>>>,
+    /// Bytes of entries held in `frozen` (the snapshot's extra memory).
+    frozen_entries: usize,
+}
+
 pub struct Db {
     hasher: foldhash::fast::RandomState,
+    snapshot: Option<SnapshotState>,
     global_depth: u32,
     directory: Vec<u32>,
     segments: Vec<Segment>,
@@ -91,6 +248,7 @@ impl Db {
     pub fn new() -> Self {
         Db {
             hasher: foldhash::fast::RandomState::default(),
+            snapshot: None,
             global_depth: 0,
             directory: vec![0],
             segments: vec![Segment::new(0, 0)],
@@ -137,19 +295,79 @@ impl Db {
     pub fn get(&self, key: &[u8]) -> Option<&Entry> {
         let h = self.hash(key);
         let s = &self.segments[self.segment_of(h)];
-        s.table.find(h, |e| e.key.as_slice() == key)
+        s.table.find(h, |e| e.key() == key)
     }
 
     /// The entry for `key`, to change its value in place. Its expiry is
     /// changed only through [`Db::set_expire`] so the counts stay right.
     #[inline]
-    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Value> {
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let h = self.hash(key);
         let si = self.segment_of(h);
-        self.segments[si]
-            .table
-            .find_mut(h, |e| e.key.as_slice() == key)
-            .map(|e| &mut e.value)
+        self.before_write(si);
+        self.segments[si].table.find_mut(h, |e| e.key() == key)
+    }
+
+    /// Copy-on-write for a snapshot in progress: before the first change to
+    /// a segment the snapshot has not visited yet, keep a copy of it as it
+    /// was. Costs nothing when no snapshot runs.
+    #[inline]
+    fn before_write(&mut self, si: usize) {
+        if let Some(s) = &mut self.snapshot {
+            if si < s.pending.len() && s.pending[si] && s.frozen[si].is_none() {
+                let copy: Vec<Entry> = self.segments[si].table.iter().cloned().collect();
+                s.frozen_entries += copy.len();
+                s.frozen[si] = Some(copy);
+            }
+        }
+    }
+
+    /// Begins a point-in-time snapshot: from now on, the first change to
+    /// each segment not yet visited keeps a copy of it, so
+    /// [`Db::snapshot_segment`] always sees the data as it is now. Returns
+    /// the number of segments to visit, and the key and expiry counts.
+    pub fn begin_snapshot(&mut self) -> (usize, usize, usize) {
+        let n = self.segments.len();
+        self.snapshot = Some(SnapshotState {
+            pending: vec![true; n],
+            frozen: (0..n).map(|_| None).collect(),
+            frozen_entries: 0,
+        });
+        (n, self.len, self.expires)
+    }
+
+    /// Visits segment `si` as it was when the snapshot began, then releases
+    /// its copy if one was kept. False when it was visited already.
+    pub fn snapshot_segment(&mut self, si: usize, mut visit: impl FnMut(&Entry)) -> bool {
+        let Some(s) = &mut self.snapshot else {
+            return false;
+        };
+        if si >= s.pending.len() || !s.pending[si] {
+            return false;
+        }
+        s.pending[si] = false;
+        match s.frozen[si].take() {
+            Some(copy) => {
+                s.frozen_entries -= copy.len();
+                copy.iter().for_each(&mut visit);
+            }
+            None => self.segments[si].table.iter().for_each(&mut visit),
+        }
+        true
+    }
+
+    /// Ends (or abandons) the snapshot and frees what it kept.
+    pub fn end_snapshot(&mut self) {
+        self.snapshot = None;
+    }
+
+    pub fn snapshot_active(&self) -> bool {
+        self.snapshot.is_some()
+    }
+
+    /// Entries copied for the snapshot in progress and not yet written.
+    pub fn snapshot_copied_entries(&self) -> usize {
+        self.snapshot.as_ref().map_or(0, |s| s.frozen_entries)
     }
 
     /// Finds a live key in one probe: a key whose time has come is removed
@@ -159,8 +377,11 @@ impl Db {
     pub fn lookup(&mut self, key: &[u8], now_ms: i64, expire: bool) -> Lookup<'_> {
         let h = self.hash(key);
         let si = self.segment_of(h);
+        if self.snapshot.is_some() {
+            self.before_write(si);
+        }
         let seg = &mut self.segments[si];
-        match seg.table.find_entry(h, |e| e.key.as_slice() == key) {
+        match seg.table.find_entry(h, |e| e.key() == key) {
             Err(_) => Lookup::Missing,
             Ok(o) => {
                 let exp = o.get().expire_at;
@@ -180,39 +401,72 @@ impl Db {
         }
     }
 
+    /// Like [`Db::lookup`] for a reader: the entry comes back shared, and
+    /// its access clock is set to `lru`. Only removing an expired key counts
+    /// as a change for a snapshot in progress.
+    #[inline]
+    pub fn lookup_read(&mut self, key: &[u8], now_ms: i64, expire: bool, lru: u32) -> Found<'_> {
+        let h = self.hash(key);
+        let si = self.segment_of(h);
+        let due = match self.segments[si].table.find(h, |e| e.key() == key) {
+            None => return Found::Missing,
+            Some(e) => e.expire_at != NO_EXPIRE && e.expire_at <= now_ms,
+        };
+        if due {
+            if !expire {
+                return Found::Missing;
+            }
+            return match self.remove(key) {
+                Some(e) => Found::Expired(e),
+                None => Found::Missing,
+            };
+        }
+        let e = self.segments[si]
+            .table
+            .find_mut(h, |e| e.key() == key)
+            .expect("found above");
+        e.set_lru(lru);
+        Found::Live(e)
+    }
+
     /// Sets the access clock of a key.
     #[inline]
     pub fn touch(&mut self, key: &[u8], lru: u32) {
         let h = self.hash(key);
         let si = self.segment_of(h);
-        if let Some(e) = self.segments[si]
-            .table
-            .find_mut(h, |e| e.key.as_slice() == key)
-        {
-            e.lru = lru;
+        if let Some(e) = self.segments[si].table.find_mut(h, |e| e.key() == key) {
+            e.set_lru(lru);
         }
     }
 
     /// Inserts or replaces `key`, returning the previous entry.
     pub fn upsert(&mut self, key: &[u8], value: Value, expire_at: i64, lru: u32) -> Option<Entry> {
+        self.upsert_entry(Entry::new(key, value, expire_at, lru))
+    }
+
+    /// Sets `key` to a string given as bytes (`SET`): packed with the key
+    /// when it fits, an integer when canonical.
+    #[inline]
+    pub fn set_str(&mut self, key: &[u8], s: &[u8], expire_at: i64, lru: u32) -> Option<Entry> {
+        self.upsert_entry(Entry::new_str(key, s, expire_at, lru))
+    }
+
+    /// Inserts or replaces an entry by its key, returning the previous one.
+    pub fn upsert_entry(&mut self, entry: Entry) -> Option<Entry> {
+        let key = entry.key();
         let h = self.hash(key);
         let si = self.segment_of(h);
+        self.before_write(si);
         let hasher = &self.hasher;
         let seg = &mut self.segments[si];
-        match seg.table.entry(
-            h,
-            |e| e.key.as_slice() == key,
-            |e| hasher.hash_one(e.key.as_slice()),
-        ) {
+        let is = entry.expire_at != NO_EXPIRE;
+        match seg
+            .table
+            .entry(h, |e| e.key() == key, |e| hasher.hash_one(e.key()))
+        {
             hashbrown::hash_table::Entry::Occupied(mut o) => {
-                let e = o.get_mut();
-                let old = Entry {
-                    key: SmallBytes::default(),
-                    value: std::mem::replace(&mut e.value, value),
-                    expire_at: std::mem::replace(&mut e.expire_at, expire_at),
-                    lru: std::mem::replace(&mut e.lru, lru),
-                };
-                let (was, is) = (old.expire_at != NO_EXPIRE, expire_at != NO_EXPIRE);
+                let old = std::mem::replace(o.get_mut(), entry);
+                let was = old.expire_at != NO_EXPIRE;
                 if was != is {
                     if is {
                         seg.expiring += 1;
@@ -225,13 +479,8 @@ impl Db {
                 Some(old)
             }
             hashbrown::hash_table::Entry::Vacant(v) => {
-                v.insert(Entry {
-                    key: SmallBytes::new(key),
-                    value,
-                    expire_at,
-                    lru,
-                });
-                if expire_at != NO_EXPIRE {
+                v.insert(entry);
+                if is {
                     seg.expiring += 1;
                     self.expires += 1;
                 }
@@ -248,13 +497,9 @@ impl Db {
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let h = self.hash(key);
         let si = self.segment_of(h);
+        self.before_write(si);
         let seg = &mut self.segments[si];
-        let e = seg
-            .table
-            .find_entry(h, |e| e.key.as_slice() == key)
-            .ok()?
-            .remove()
-            .0;
+        let e = seg.table.find_entry(h, |e| e.key() == key).ok()?.remove().0;
         self.len -= 1;
         if e.expire_at != NO_EXPIRE {
             seg.expiring -= 1;
@@ -267,8 +512,9 @@ impl Db {
     pub fn set_expire(&mut self, key: &[u8], expire_at: i64) -> bool {
         let h = self.hash(key);
         let si = self.segment_of(h);
+        self.before_write(si);
         let seg = &mut self.segments[si];
-        let Some(e) = seg.table.find_mut(h, |e| e.key.as_slice() == key) else {
+        let Some(e) = seg.table.find_mut(h, |e| e.key() == key) else {
             return false;
         };
         let (was, is) = (e.expire_at != NO_EXPIRE, expire_at != NO_EXPIRE);
@@ -284,6 +530,9 @@ impl Db {
     }
 
     fn split(&mut self, si: usize) {
+        // The entries move: a snapshot that has not visited this segment
+        // must see them where they were.
+        self.before_write(si);
         let depth = self.segments[si].depth;
         if depth == self.global_depth {
             // Double the directory: slot i becomes slots 2i and 2i+1.
@@ -308,16 +557,16 @@ impl Db {
         let mut kept = HashTable::with_capacity(SEGMENT_MAX / 2 + SEGMENT_MAX / 8);
         let mut kept_expiring = 0;
         for e in std::mem::take(&mut seg.table) {
-            let h = hasher.hash_one(e.key.as_slice());
+            let h = hasher.hash_one(e.key());
             let expiring = (e.expire_at != NO_EXPIRE) as u32;
             if (h >> bit_shift) & 1 == 1 {
                 moved.expiring += expiring;
                 moved
                     .table
-                    .insert_unique(h, e, |e| hasher.hash_one(e.key.as_slice()));
+                    .insert_unique(h, e, |e| hasher.hash_one(e.key()));
             } else {
                 kept_expiring += expiring;
-                kept.insert_unique(h, e, |e| hasher.hash_one(e.key.as_slice()));
+                kept.insert_unique(h, e, |e| hasher.hash_one(e.key()));
             }
         }
         seg.table = kept;
@@ -338,10 +587,26 @@ impl Db {
 
     /// Removes every key.
     pub fn clear(&mut self) {
+        let mut snapshot = self.snapshot.take();
+        if let Some(s) = &mut snapshot {
+            // A snapshot in progress still needs what it has not visited:
+            // hand it the entries themselves (a move, not a copy).
+            for (si, seg) in self.segments.iter_mut().enumerate().take(s.pending.len()) {
+                if s.pending[si] && s.frozen[si].is_none() {
+                    let entries: Vec<Entry> = std::mem::take(&mut seg.table).into_iter().collect();
+                    s.frozen_entries += entries.len();
+                    s.frozen[si] = Some(entries);
+                }
+            }
+            // New segments of the empty table are not part of the snapshot.
+        }
         *self = Db {
             hasher: self.hasher.clone(),
             ..Db::new()
         };
+        // Every segment the snapshot still needs now has its own copy, so
+        // the fresh table's segments are never read in their place.
+        self.snapshot = snapshot;
     }
 
     /// Iterates every entry (no order).
@@ -416,10 +681,17 @@ impl Db {
             }
             let si = self.expire_cursor % nseg;
             self.expire_cursor = (si + 1) % nseg;
-            let seg = &mut self.segments[si];
-            if seg.expiring == 0 {
+            if self.segments[si].expiring == 0 {
                 continue;
             }
+            if self.segments[si]
+                .table
+                .iter()
+                .any(|e| e.expire_at != NO_EXPIRE && e.expire_at <= now_ms)
+            {
+                self.before_write(si);
+            }
+            let seg = &mut self.segments[si];
             examined += seg.table.len();
             let mut gone = Vec::new();
             seg.table.retain(|e| {
@@ -457,8 +729,27 @@ mod tests {
     use std::collections::{BTreeMap, BTreeSet};
 
     #[test]
-    fn entry_fits_a_cache_line() {
-        assert!(std::mem::size_of::<Entry>() <= 64);
+    fn entry_is_one_cache_line() {
+        assert_eq!(std::mem::size_of::<Entry>(), 64);
+    }
+
+    #[test]
+    fn short_strings_are_packed_with_their_key() {
+        let e = Entry::new_str(b"key:000000000001", &[b'v'; 32], NO_EXPIRE, 7);
+        assert_eq!(e.heap_size(), 0);
+        assert_eq!(e.key(), b"key:000000000001");
+        assert_eq!(e.value(), ValueRef::Str(&[b'v'; 32]));
+        assert_eq!(e.lru(), 7);
+        let e = Entry::new_str(b"k", b"123", NO_EXPIRE, 0);
+        assert_eq!(e.value(), ValueRef::Int(123));
+        let mut e = Entry::new_str(b"k", &[b'x'; 100], NO_EXPIRE, 0);
+        assert_eq!(e.value(), ValueRef::Str(&[b'x'; 100]));
+        e.set_value(Value::from_bytes(b"short"));
+        assert_eq!(e.value(), ValueRef::Str(b"short"));
+        assert_eq!(e.heap_size(), 0);
+        e.set_value(Value::Int(5));
+        assert_eq!(e.value(), ValueRef::Int(5));
+        assert_eq!(e.key(), b"k");
     }
 
     #[test]
@@ -476,8 +767,8 @@ mod tests {
         assert!(db.segment_count() > 10);
         for i in 0..50_000u32 {
             assert_eq!(
-                db.get(format!("key:{i}").as_bytes()).unwrap().value,
-                Value::Int(i as i64)
+                db.get(format!("key:{i}").as_bytes()).unwrap().value(),
+                ValueRef::Int(i as i64)
             );
         }
         assert_eq!(db.iter().count(), 50_000);
@@ -494,7 +785,7 @@ mod tests {
         let mut added = 0;
         loop {
             cursor = db.scan(cursor, 10, |e| {
-                seen.insert(e.key.to_vec());
+                seen.insert(e.key().to_vec());
             });
             // Keep inserting while scanning, forcing splits.
             for _ in 0..200 {
@@ -526,6 +817,47 @@ mod tests {
         assert_eq!(db.len(), 5_000);
     }
 
+    #[test]
+    fn snapshot_sees_the_data_as_it_was_when_it_began() {
+        let mut db = Db::new();
+        for i in 0..20_000i64 {
+            db.upsert(format!("k{i}").as_bytes(), Value::Int(i), NO_EXPIRE, 0);
+        }
+        let (nseg, len, _) = db.begin_snapshot();
+        assert_eq!(len, 20_000);
+        let mut seen = std::collections::HashMap::new();
+        for si in 0..nseg {
+            // Writes between visits: overwrite, delete, insert (forcing
+            // splits), as clients would during a save.
+            for j in 0..300i64 {
+                let k = (si as i64 * 7919 + j * 31) % 20_000;
+                db.upsert(format!("k{k}").as_bytes(), Value::Int(-1), NO_EXPIRE, 0);
+                db.remove(format!("k{}", (k + 1) % 20_000).as_bytes());
+                db.upsert(
+                    format!("new{si}-{j}").as_bytes(),
+                    Value::Int(-2),
+                    NO_EXPIRE,
+                    0,
+                );
+            }
+            if si == nseg / 2 {
+                db.clear();
+            }
+            db.snapshot_segment(si, |e| {
+                assert!(
+                    seen.insert(e.key().to_vec(), e.value().to_value())
+                        .is_none(),
+                    "visited twice"
+                );
+            });
+        }
+        db.end_snapshot();
+        assert_eq!(seen.len(), 20_000);
+        for i in 0..20_000i64 {
+            assert_eq!(seen[format!("k{i}").as_bytes()], Value::Int(i));
+        }
+    }
+
     proptest! {
         #[test]
         fn behaves_like_a_map(ops in proptest::collection::vec((0u8..4, 0u16..2000, any::<bool>()), 1..4000)) {
@@ -553,7 +885,7 @@ mod tests {
             prop_assert_eq!(db.expires(), model.values().filter(|v| v.1).count());
             for (k, (v, e)) in &model {
                 let got = db.get(k).unwrap();
-                prop_assert_eq!(&got.value, &Value::Int(*v));
+                prop_assert_eq!(got.value(), ValueRef::Int(*v));
                 prop_assert_eq!(got.has_expire(), *e);
             }
         }

@@ -8,7 +8,7 @@
 //! such as a list's elements or a key followed by its value).
 
 use crate::db::{Db, Entry};
-use crate::value::{itoa_buf, Value, ValueType};
+use crate::value::{itoa_buf, ValueRef, ValueType};
 use sha1::{Digest as _, Sha1};
 
 pub type Digest = [u8; 20];
@@ -31,12 +31,12 @@ pub fn xor(digest: &mut Digest, data: &[u8]) {
 /// Redis's `xorObjectDigest`: continues `d` with the type id and the
 /// value, and marks a key that has an expiry.
 fn mix_value(d: &mut Digest, e: &Entry) {
-    let ty: ValueType = e.value.value_type();
+    let v = e.value();
+    let ty: ValueType = v.value_type();
     mix(d, &(ty as u32).to_be_bytes());
-    match &e.value {
-        Value::Int(i) => mix(d, itoa_buf::Buf::new().format(*i)),
-        Value::Str(s) => mix(d, s),
-        Value::Raw(b) => mix(d, b),
+    match v {
+        ValueRef::Int(i) => mix(d, itoa_buf::Buf::new().format(i)),
+        ValueRef::Str(s) | ValueRef::Raw(s) => mix(d, s),
     }
     if e.has_expire() {
         xor(d, b"!!expire!!");
@@ -62,7 +62,7 @@ pub fn dataset_digest<'a>(dbs: impl Iterator<Item = (usize, &'a Db)>) -> Digest 
         mix(&mut fin, &(id as u32).to_be_bytes());
         for e in db.iter() {
             let mut d = [0u8; 20];
-            mix(&mut d, &e.key);
+            mix(&mut d, e.key());
             mix_value(&mut d, e);
             xor(&mut fin, &d);
         }

@@ -20,8 +20,8 @@ pub mod pattern;
 pub mod value;
 
 pub use bytes::SmallBytes;
-pub use db::{Db, Entry, Lookup, NO_EXPIRE};
-pub use value::{Value, ValueType};
+pub use db::{Db, Entry, Found, Lookup, NO_EXPIRE};
+pub use value::{Value, ValueRef, ValueType};
 
 /// The databases of a server.
 pub struct Keyspace {

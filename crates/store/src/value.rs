@@ -42,6 +42,54 @@ pub enum Value {
     Raw(Box<[u8]>),
 }
 
+/// A borrowed view of a stored value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ValueRef<'a> {
+    Int(i64),
+    Str(&'a [u8]),
+    /// A string edited in place (`APPEND`, `SETRANGE`): Redis reports its
+    /// encoding as `raw` whatever its length.
+    Raw(&'a [u8]),
+}
+
+impl<'a> ValueRef<'a> {
+    pub fn value_type(self) -> ValueType {
+        match self {
+            ValueRef::Int(_) | ValueRef::Str(_) | ValueRef::Raw(_) => ValueType::String,
+        }
+    }
+
+    /// The encoding name `OBJECT ENCODING` reports.
+    pub fn encoding(self) -> &'static str {
+        match self {
+            ValueRef::Int(_) => "int",
+            ValueRef::Str(s) if s.len() <= EMBSTR_MAX => "embstr",
+            ValueRef::Str(_) | ValueRef::Raw(_) => "raw",
+        }
+    }
+
+    /// A string's bytes, formatting an integer into `buf`; `None` for other types.
+    pub fn as_bytes(self, buf: &'a mut itoa_buf::Buf) -> Option<&'a [u8]> {
+        match self {
+            ValueRef::Int(i) => Some(buf.format(i)),
+            ValueRef::Str(s) | ValueRef::Raw(s) => Some(s),
+        }
+    }
+
+    pub fn is_string(self) -> bool {
+        matches!(self, ValueRef::Int(_) | ValueRef::Str(_) | ValueRef::Raw(_))
+    }
+
+    /// An owned copy.
+    pub fn to_value(self) -> Value {
+        match self {
+            ValueRef::Int(i) => Value::Int(i),
+            ValueRef::Str(s) => Value::Str(SmallBytes::new(s)),
+            ValueRef::Raw(s) => Value::Raw(s.into()),
+        }
+    }
+}
+
 /// Longest string Redis stores as `embstr` (reported by `OBJECT ENCODING`).
 pub const EMBSTR_MAX: usize = 44;
 
@@ -66,19 +114,21 @@ impl Value {
         Value::Str(SmallBytes::from_vec(v))
     }
 
-    pub fn value_type(&self) -> ValueType {
+    pub fn as_ref(&self) -> ValueRef<'_> {
         match self {
-            Value::Int(_) | Value::Str(_) | Value::Raw(_) => ValueType::String,
+            Value::Int(i) => ValueRef::Int(*i),
+            Value::Str(s) => ValueRef::Str(s),
+            Value::Raw(b) => ValueRef::Raw(b),
         }
+    }
+
+    pub fn value_type(&self) -> ValueType {
+        self.as_ref().value_type()
     }
 
     /// The encoding name `OBJECT ENCODING` reports.
     pub fn encoding(&self) -> &'static str {
-        match self {
-            Value::Int(_) => "int",
-            Value::Str(s) if s.len() <= EMBSTR_MAX => "embstr",
-            Value::Str(_) | Value::Raw(_) => "raw",
-        }
+        self.as_ref().encoding()
     }
 
     /// Heap bytes owned by the value (for memory accounting).
@@ -88,15 +138,6 @@ impl Value {
             Value::Str(s) => s.heap_size(),
             Value::Raw(b) => b.len(),
         }
-    }
-}
-
-/// A string's bytes, formatting an integer into `buf` when needed.
-pub fn str_bytes<'a>(v: &'a Value, buf: &'a mut itoa_buf::Buf) -> Option<&'a [u8]> {
-    match v {
-        Value::Int(i) => Some(buf.format(*i)),
-        Value::Str(s) => Some(s.as_slice()),
-        Value::Raw(b) => Some(b),
     }
 }
 
@@ -127,6 +168,15 @@ pub mod itoa_buf {
             &self.0[i..]
         }
     }
+}
+
+/// Cheap pre-check: could `s` be a canonical integer?
+#[inline]
+pub fn looks_numeric(s: &[u8]) -> bool {
+    s.len() <= 20
+        && !s.is_empty()
+        && (s[0] == b'-' || s[0].is_ascii_digit())
+        && s[s.len() - 1].is_ascii_digit()
 }
 
 /// Parses a canonical decimal integer (no `+`, no leading zeros, no

@@ -300,7 +300,7 @@ pub fn client_line(c: &Client, current: bool) -> String {
         c.id,
         c.addr,
         c.local_addr,
-        c.stream.as_raw_fd(),
+        c.stream.as_ref().map_or(-1, |s| s.as_raw_fd()),
         s(&c.name),
         c.created.elapsed().as_secs(),
         if current { 0 } else { c.last_interaction.elapsed().as_secs() },

@@ -5,7 +5,7 @@ use super::flags::*;
 use super::{err, is, parse_int, CommandSpec, Ctx};
 use ferrokv_resp::Args;
 use ferrokv_store::pattern::glob_match;
-use ferrokv_store::{Entry, Lookup, Value, NO_EXPIRE};
+use ferrokv_store::{Entry, Lookup, ValueRef, NO_EXPIRE};
 
 const fn cmd(name: &'static str, arity: i32, flags: u32, h: super::Handler) -> CommandSpec {
     CommandSpec::new(name, arity, flags, h)
@@ -74,12 +74,18 @@ fn delete_keys(ctx: &mut Ctx, args: Args, lazy: bool) {
             Lookup::Live(_) => {
                 if let Some(e) = ctx.srv.keyspace.dbs[db].remove(key) {
                     if lazy {
-                        ctx.srv.lazy_free(e.value);
+                        ctx.srv.drop_value(e);
                     }
                 }
                 n += 1;
             }
-            Lookup::Expired(_) => ctx.srv.stats.expired_keys += 1,
+            Lookup::Expired(e) => {
+                ctx.srv.stats.expired_keys += 1;
+                ctx.srv
+                    .propagation
+                    .also
+                    .push((db, vec![b"DEL".to_vec(), e.key().to_vec()]));
+            }
             Lookup::Missing => {}
         }
     }
@@ -112,7 +118,7 @@ fn exists(ctx: &mut Ctx, args: Args) {
 fn type_(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
     let name = match ctx.srv.lookup_read(db, args.get(1), ctx.now_ms) {
-        Some(e) => e.value.value_type().name(),
+        Some(e) => e.value().value_type().name(),
         None => "none",
     };
     ctx.client.out.simple(name);
@@ -139,8 +145,9 @@ fn rename_generic(ctx: &mut Ctx, args: Args, nx: bool) {
     }
     let d = &mut ctx.srv.keyspace.dbs[db];
     let e = d.remove(src).expect("checked above");
-    if let Some(old) = d.upsert(dst, e.value, e.expire_at, e.lru) {
-        ctx.srv.drop_value(old.value);
+    let (expire_at, lru) = (e.expire_at, e.lru());
+    if let Some(old) = d.upsert(dst, e.into_value(), expire_at, lru) {
+        ctx.srv.drop_value(old);
     }
     ctx.modified(1);
     if nx {
@@ -202,7 +209,7 @@ fn copy(ctx: &mut Ctx, args: Args) {
         ctx.client.out.int(0);
         return;
     };
-    let (value, expire_at) = (e.value.clone(), e.expire_at);
+    let (value, expire_at) = (e.value().to_value(), e.expire_at);
     if ctx.srv.exists(dst_db, dst, now) && !replace {
         ctx.client.out.int(0);
         return;
@@ -232,7 +239,8 @@ fn move_(ctx: &mut Ctx, args: Args) {
     let e = ctx.srv.keyspace.dbs[src_db]
         .remove(key)
         .expect("checked above");
-    ctx.srv.keyspace.dbs[dst_db].upsert(key, e.value, e.expire_at, e.lru);
+    let (expire_at, lru) = (e.expire_at, e.lru());
+    ctx.srv.keyspace.dbs[dst_db].upsert(key, e.into_value(), expire_at, lru);
     ctx.modified(1);
     ctx.client.out.int(1);
 }
@@ -249,8 +257,8 @@ fn keys(ctx: &mut Ctx, args: Args) {
     let now = ctx.now_ms;
     let found: Vec<&[u8]> = ctx.srv.keyspace.dbs[db]
         .iter()
-        .filter(|e| live(e, now) && (all || glob_match(pattern, &e.key)))
-        .map(|e| e.key.as_slice())
+        .filter(|e| live(e, now) && (all || glob_match(pattern, e.key())))
+        .map(|e| e.key())
         .collect();
     let out = &mut ctx.client.out;
     out.array(found.len());
@@ -321,16 +329,16 @@ fn scan(ctx: &mut Ctx, args: Args) {
             return;
         }
         if let Some(p) = pattern {
-            if p != b"*" && !glob_match(p, &e.key) {
+            if p != b"*" && !glob_match(p, e.key()) {
                 return;
             }
         }
         if let Some(t) = type_filter {
-            if !t.eq_ignore_ascii_case(e.value.value_type().name().as_bytes()) {
+            if !t.eq_ignore_ascii_case(e.value().value_type().name().as_bytes()) {
                 return;
             }
         }
-        found.push(e.key.to_vec());
+        found.push(e.key().to_vec());
     });
     let out = &mut ctx.client.out;
     out.array(2);
@@ -351,11 +359,11 @@ fn randomkey(ctx: &mut Ctx, _args: Args) {
             break;
         };
         if live(e, now) {
-            let k = e.key.to_vec();
+            let k = e.key().to_vec();
             ctx.client.out.bulk(&k);
             return;
         }
-        let k = e.key.to_vec();
+        let k = e.key().to_vec();
         ctx.srv.exists(db, &k, now);
     }
     ctx.client.out.null();
@@ -426,8 +434,11 @@ fn expire_generic(ctx: &mut Ctx, args: Args, unit_ms: i64, relative: bool, name:
     }
     if when <= ctx.now_ms {
         ctx.srv.keyspace.dbs[db].remove(key);
+        ctx.rewrite(&[&b"DEL"[..], key]);
     } else {
         ctx.srv.keyspace.dbs[db].set_expire(key, when);
+        let w = when.to_string();
+        ctx.rewrite(&[&b"PEXPIREAT"[..], key, w.as_bytes()]);
     }
     ctx.modified(1);
     ctx.client.out.int(1);
@@ -523,9 +534,9 @@ fn persist(ctx: &mut Ctx, args: Args) {
 
 /// Redis shares the integers 0..10000 between keys (`OBJ_SHARED_INTEGERS`);
 /// `OBJECT REFCOUNT` reports them as immortal.
-fn refcount(v: &Value) -> i64 {
+fn refcount(v: ValueRef) -> i64 {
     match v {
-        Value::Int(i) if (0..10000).contains(i) => i32::MAX as i64,
+        ValueRef::Int(i) if (0..10000).contains(&i) => i32::MAX as i64,
         _ => 1,
     }
 }
@@ -541,7 +552,7 @@ fn object_lookup<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Option<&'a Entry> {
 
 /// OBJECT ENCODING key
 fn object_encoding(ctx: &mut Ctx, args: Args) {
-    match object_lookup(ctx, args.get(2)).map(|e| e.value.encoding()) {
+    match object_lookup(ctx, args.get(2)).map(|e| e.value().encoding()) {
         Some(enc) => ctx.client.out.bulk(enc.as_bytes()),
         None => ctx.client.out.null(),
     }
@@ -549,7 +560,7 @@ fn object_encoding(ctx: &mut Ctx, args: Args) {
 
 /// OBJECT REFCOUNT key
 fn object_refcount(ctx: &mut Ctx, args: Args) {
-    match object_lookup(ctx, args.get(2)).map(|e| refcount(&e.value)) {
+    match object_lookup(ctx, args.get(2)).map(|e| refcount(e.value())) {
         Some(n) => ctx.client.out.int(n),
         None => ctx.client.out.null(),
     }
@@ -558,7 +569,7 @@ fn object_refcount(ctx: &mut Ctx, args: Args) {
 /// OBJECT IDLETIME key
 fn object_idletime(ctx: &mut Ctx, args: Args) {
     let clock = ctx.srv.lru_clock;
-    match object_lookup(ctx, args.get(2)).map(|e| e.lru) {
+    match object_lookup(ctx, args.get(2)).map(|e| e.lru()) {
         Some(lru) => {
             let idle = if clock >= lru {
                 clock - lru

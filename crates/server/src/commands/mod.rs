@@ -255,6 +255,12 @@ impl Ctx<'_> {
     pub fn modified(&mut self, n: u64) {
         self.srv.dirty += n;
     }
+
+    /// Propagates `argv` instead of the command as the client sent it (the
+    /// deterministic form of a command with relative times, say).
+    pub fn rewrite<T: AsRef<[u8]>>(&mut self, argv: &[T]) {
+        self.srv.propagation.rewrite = Some(argv.iter().map(|a| a.as_ref().to_vec()).collect());
+    }
 }
 
 /// Parses an integer argument, replying with Redis's error when it is not one.

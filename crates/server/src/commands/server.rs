@@ -24,6 +24,9 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Synchronously saves the database(s) to disk and shuts down the Redis server.",
         "[NOSAVE|SAVE] [NOW] [FORCE] [ABORT]",
     ),
+    cmd("bgrewriteaof", 1, ADMIN | NOSCRIPT, bgrewriteaof).doc("Asynchronously rewrites the append-only file to disk.", "").complexity("O(1)"),
+    cmd("save", 1, ADMIN | NOSCRIPT | NO_MULTI, save).doc("Synchronously saves the database(s) to disk.", "").complexity("O(N) where N is the total number of keys in all databases"),
+    cmd("bgsave", -1, ADMIN | NOSCRIPT, bgsave).doc("Asynchronously saves the database(s) to disk.", "[SCHEDULE]").complexity("O(1)"),
     cmd("dbsize", 1, READONLY | FAST, dbsize).group("server").doc("Returns the number of keys in the database.", ""),
     cmd("flushdb", -1, WRITE, flushdb).complexity("O(N) where N is the total number of keys in all databases").doc("Remove all keys from the current database.", "[ASYNC|SYNC]"),
     cmd("flushall", -1, WRITE, flushall).complexity("O(N) where N is the total number of keys in all databases").doc("Removes all keys from all databases.", "[ASYNC|SYNC]"),
@@ -175,8 +178,54 @@ fn config_set(ctx: &mut Ctx, args: Args) {
     if next.loglevel != ctx.srv.config.loglevel {
         crate::config::apply_log_level(next.loglevel);
     }
+    let (was_aof, policy) = (ctx.srv.config.appendonly, next.appendfsync);
+    let now_aof = next.appendonly;
     ctx.srv.config = next;
+    if let Some(aof) = ctx.srv.aof.as_mut() {
+        if aof.policy() != policy {
+            aof.set_policy(policy);
+        }
+    }
+    if was_aof && !now_aof {
+        if let Some(mut aof) = ctx.srv.aof.take() {
+            let _ = aof.sync_now();
+        }
+    } else if !was_aof && now_aof {
+        // Turned on at run time: new files whose base is a snapshot of the
+        // data now (a rewrite), as Redis does.
+        if let Err(e) = enable_aof(ctx) {
+            ctx.srv.config.appendonly = false;
+            ctx.error(&format!(
+                "ERR CONFIG SET failed (possibly related to argument 'appendonly') - {e}"
+            ));
+            return;
+        }
+    }
     ctx.client.out.ok();
+}
+
+fn enable_aof(ctx: &mut Ctx) -> Result<(), String> {
+    use crate::persistence::aof::{Aof, OsStorage};
+    let c = &ctx.srv.config;
+    let dir = std::path::Path::new(&c.dir).join(&c.appenddirname);
+    let existing = Aof::plan(&OsStorage, &dir, &c.appendfilename)?.map(|(m, _)| m);
+    // Files left from an earlier run are history now: start a new layout.
+    let _ = existing;
+    let aof = Aof::open(
+        std::sync::Arc::new(OsStorage),
+        &dir,
+        &c.appendfilename,
+        c.appendfsync,
+        None,
+        &crate::server::empty_rdb(),
+    )?;
+    ctx.srv.aof = Some(aof);
+    if ctx.srv.persistence.job.is_some() {
+        ctx.srv.aof_rewrite_scheduled = true;
+        Ok(())
+    } else {
+        ctx.srv.start_aof_rewrite()
+    }
 }
 
 /// CONFIG RESETSTAT
@@ -453,27 +502,26 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
         let clock = ctx.srv.lru_clock;
         match ctx.srv.keyspace.dbs[db].lookup(args.get(2), now, true) {
             Lookup::Live(e) => {
-                let enc = e.value.encoding();
-                let ser = match &e.value {
-                    ferrokv_store::Value::Int(i) if (-(1 << 31)..(1 << 31)).contains(i) => 5,
-                    ferrokv_store::Value::Int(i) => i.to_string().len() + 1,
-                    v => {
-                        let mut buf = ferrokv_store::value::itoa_buf::Buf::new();
-                        let n = ferrokv_store::value::str_bytes(v, &mut buf).map_or(0, <[u8]>::len);
-                        n + if n < 64 {
-                            1
-                        } else if n < 16384 {
-                            2
-                        } else {
-                            5
-                        }
+                let enc = e.value().encoding();
+                let ser = match e.value() {
+                    ferrokv_store::ValueRef::Int(i) if (-(1 << 31)..(1 << 31)).contains(&i) => 5,
+                    ferrokv_store::ValueRef::Int(i) => i.to_string().len() + 1,
+                    ferrokv_store::ValueRef::Str(s) | ferrokv_store::ValueRef::Raw(s) => {
+                        s.len()
+                            + if s.len() < 64 {
+                                1
+                            } else if s.len() < 16384 {
+                                2
+                            } else {
+                                5
+                            }
                     }
                 };
-                let idle = clock.wrapping_sub(e.lru) & crate::server::LRU_CLOCK_MAX;
+                let idle = clock.wrapping_sub(e.lru()) & crate::server::LRU_CLOCK_MAX;
                 let addr = e as *const _ as usize;
                 let line = format!(
                     "Value at:0x{addr:x} refcount:1 encoding:{enc} serializedlength:{ser} lru:{} lru_seconds_idle:{idle}",
-                    e.lru
+                    e.lru()
                 );
                 ctx.client.out.simple(&line);
             }
@@ -488,6 +536,59 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
         ctx.client.out.ok();
     } else if is(sub, "protocol") && args.len() == 3 {
         debug_protocol(ctx, args.get(2));
+    } else if is(sub, "reload") {
+        // Save, empty, load back: proves the dataset survives the round trip.
+        for a in args.iter().skip(2) {
+            if !is(a, "nosave") && !is(a, "noflush") && !is(a, "merge") {
+                ctx.error("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.");
+                return;
+            }
+        }
+        let nosave = args.iter().skip(2).any(|a| is(a, "nosave"));
+        let noflush = args.iter().skip(2).any(|a| is(a, "noflush"));
+        if !nosave {
+            if let Err(e) = ctx.srv.save_now() {
+                ctx.error(&e);
+                return;
+            }
+        }
+        if !noflush {
+            for db in ctx.srv.keyspace.dbs.iter_mut() {
+                db.clear();
+            }
+        }
+        match ctx.srv.load_snapshot() {
+            Ok(()) => ctx.client.out.ok(),
+            Err(e) => ctx.error(&format!("ERR Error trying to load the RDB dump: {e}")),
+        }
+    } else if is(sub, "loadaof") {
+        let Some(mut aof) = ctx.srv.aof.take() else {
+            ctx.error("ERR appendonly is off");
+            return;
+        };
+        if let Err(e) = aof.sync_now() {
+            ctx.srv.aof = Some(aof);
+            ctx.error(&format!("ERR {e}"));
+            return;
+        }
+        let plan = crate::persistence::aof::LoadPlan {
+            base: aof.manifest.base.as_ref().map(|b| aof.dir.join(&b.name)),
+            incrs: aof
+                .manifest
+                .incrs
+                .iter()
+                .map(|f| aof.dir.join(&f.name))
+                .collect(),
+        };
+        for db in ctx.srv.keyspace.dbs.iter_mut() {
+            db.clear();
+        }
+        let r = ctx.srv.load_aof_files(&plan);
+        ctx.srv.aof = Some(aof);
+        match r {
+            Ok(()) => ctx.client.out.ok(),
+            Err(e) => ctx.error(&format!("ERR {e}")),
+        }
     } else if is(sub, "log") && args.len() == 3 {
         tracing::warn!("DEBUG LOG: {}", String::from_utf8_lossy(args.get(2)));
         ctx.client.out.ok();
@@ -600,15 +701,17 @@ fn lastsave(ctx: &mut Ctx, _args: Args) {
 
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
 fn shutdown(ctx: &mut Ctx, args: Args) {
-    let (mut abort, mut save, mut nosave) = (false, false, false);
+    let (mut abort, mut nosave, mut save, mut force) = (false, false, false, false);
     for a in args.iter().skip(1) {
         if is(a, "abort") {
             abort = true;
-        } else if is(a, "save") {
-            save = true;
         } else if is(a, "nosave") {
             nosave = true;
-        } else if !(is(a, "now") || is(a, "force")) {
+        } else if is(a, "save") {
+            save = true;
+        } else if is(a, "force") {
+            force = true;
+        } else if !is(a, "now") {
             ctx.error(err::SYNTAX);
             return;
         }
@@ -625,9 +728,88 @@ fn shutdown(ctx: &mut Ctx, args: Args) {
         }
         return;
     }
+    if nosave && save {
+        ctx.error(err::SYNTAX);
+        return;
+    }
     tracing::warn!("User requested shutdown...");
+    if let Err(e) = ctx.srv.prepare_shutdown(save, nosave) {
+        if !force {
+            tracing::warn!("{e}");
+            ctx.error("ERR Errors trying to SHUTDOWN. Check logs.");
+            return;
+        }
+    }
     ctx.srv.shutdown_requested = true;
     ctx.client.close_asap = true;
+}
+
+/// BGREWRITEAOF
+fn bgrewriteaof(ctx: &mut Ctx, _args: Args) {
+    let Some(aof) = ctx.srv.aof.as_ref() else {
+        // Redis rewrites even with AOF off (producing files for a later
+        // `appendonly yes`); ferrokv keeps no AOF files while it is off.
+        ctx.error("ERR Background append only file rewriting needs appendonly yes");
+        return;
+    };
+    if aof.rewrite.is_some() {
+        ctx.error("ERR Background append only file rewriting already in progress");
+        return;
+    }
+    if ctx.srv.persistence.job.is_some() {
+        ctx.srv.aof_rewrite_scheduled = true;
+        ctx.client
+            .out
+            .simple("Background append only file rewriting scheduled");
+        return;
+    }
+    match ctx.srv.start_aof_rewrite() {
+        Ok(()) => ctx
+            .client
+            .out
+            .simple("Background append only file rewriting started"),
+        Err(e) => ctx.error(&e),
+    }
+}
+
+/// SAVE
+fn save(ctx: &mut Ctx, _args: Args) {
+    if ctx.srv.persistence.job.is_some() {
+        ctx.error("ERR Background save already in progress");
+        return;
+    }
+    match ctx.srv.save_now() {
+        Ok(()) => ctx.client.out.ok(),
+        Err(e) => ctx.error(&e),
+    }
+}
+
+/// BGSAVE [SCHEDULE]
+fn bgsave(ctx: &mut Ctx, args: Args) {
+    let schedule = match args.len() {
+        1 => false,
+        2 if is(args.get(1), "schedule") => true,
+        _ => {
+            ctx.error(err::SYNTAX);
+            return;
+        }
+    };
+    if ctx.srv.persistence.job.is_some() {
+        if schedule {
+            ctx.srv.persistence.bgsave_scheduled = true;
+            ctx.client.out.simple("Background saving scheduled");
+        } else {
+            ctx.error("ERR Background save already in progress");
+        }
+        return;
+    }
+    match ctx
+        .srv
+        .start_snapshot(crate::persistence::SaveKind::Background)
+    {
+        Ok(()) => ctx.client.out.simple("Background saving started"),
+        Err(e) => ctx.error(&e),
+    }
 }
 
 /// DBSIZE
@@ -652,7 +834,9 @@ fn flush_mode(ctx: &mut Ctx, args: Args) -> Option<bool> {
 fn flush_db(ctx: &mut Ctx, db: usize, lazy: bool) -> u64 {
     let d = &mut ctx.srv.keyspace.dbs[db];
     let n = d.len() as u64;
-    if lazy && n > 0 {
+    // A snapshot in progress keeps what it has not written yet: `clear`
+    // hands it the entries, so only an idle table is handed off whole.
+    if lazy && n > 0 && !d.snapshot_active() {
         let old = std::mem::take(d);
         ctx.srv.lazy_free(old);
     } else {
@@ -703,6 +887,9 @@ fn swapdb(ctx: &mut Ctx, args: Args) {
         return;
     }
     ctx.srv.keyspace.dbs.swap(a as usize, b as usize);
+    if let Some(job) = ctx.srv.persistence.job.as_mut() {
+        job.swapdb(a as usize, b as usize);
+    }
     ctx.modified(1);
     ctx.client.out.ok();
 }

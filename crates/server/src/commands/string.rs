@@ -9,7 +9,7 @@ use super::long_double::LongDouble;
 use super::{err, is, parse_f64, parse_int, CommandSpec, Ctx};
 use ferrokv_resp::Args;
 use ferrokv_store::value::itoa_buf;
-use ferrokv_store::{Value, NO_EXPIRE};
+use ferrokv_store::{Value, ValueRef, NO_EXPIRE};
 
 const fn cmd(name: &'static str, arity: i32, flags: u32, h: super::Handler) -> CommandSpec {
     CommandSpec::new(name, arity, flags, h)
@@ -49,28 +49,21 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 /// A string value's bytes, or `None` for another type.
-fn as_bytes<'a>(v: &'a Value, buf: &'a mut itoa_buf::Buf) -> Option<&'a [u8]> {
-    match v {
-        Value::Int(i) => Some(buf.format(*i)),
-        Value::Str(s) => Some(s),
-        Value::Raw(b) => Some(b),
-        #[allow(unreachable_patterns)]
-        _ => None,
-    }
+fn as_bytes<'a>(v: ValueRef<'a>, buf: &'a mut itoa_buf::Buf) -> Option<&'a [u8]> {
+    v.as_bytes(buf)
 }
 
-fn is_string(v: &Value) -> bool {
-    matches!(v, Value::Int(_) | Value::Str(_) | Value::Raw(_))
+fn is_string(v: ValueRef) -> bool {
+    v.is_string()
 }
 
 /// Writes a string value as a bulk reply (WRONGTYPE for other types).
-fn reply_value(ctx_out: &mut crate::net::client::Reply, v: &Value) {
+fn reply_value(out: &mut crate::net::client::Reply, v: ValueRef) {
     match v {
-        Value::Int(i) => ctx_out.bulk_int(*i),
-        Value::Str(s) => ctx_out.bulk(s),
-        Value::Raw(b) => ctx_out.bulk(b),
+        ValueRef::Int(i) => out.bulk_int(i),
+        ValueRef::Str(s) | ValueRef::Raw(s) => out.bulk(s),
         #[allow(unreachable_patterns)]
-        _ => ctx_out.error(err::WRONGTYPE),
+        _ => out.error(err::WRONGTYPE),
     }
 }
 
@@ -79,7 +72,7 @@ fn get(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
     match ctx.srv.lookup_read(db, args.get(1), ctx.now_ms) {
         None => ctx.client.out.null(),
-        Some(e) => reply_value(&mut ctx.client.out, &e.value),
+        Some(e) => reply_value(&mut ctx.client.out, e.value()),
     }
 }
 
@@ -198,6 +191,17 @@ fn set(ctx: &mut Ctx, args: Args) {
         expire = ExpireArg::At(at);
     }
     let key = args.get(1);
+    // Propagated in its deterministic form: an absolute expiry, no GET/NX/XX
+    // (the condition held if the write happened).
+    match expire {
+        ExpireArg::At(t) => {
+            let t = t.to_string();
+            ctx.rewrite(&[&b"SET"[..], key, args.get(2), b"PXAT", t.as_bytes()]);
+        }
+        ExpireArg::KeepTtl => ctx.rewrite(&[&b"SET"[..], key, args.get(2), b"KEEPTTL"]),
+        _ if args.len() > 3 => ctx.rewrite(&[&b"SET"[..], key, args.get(2)]),
+        _ => {}
+    }
     let db = ctx.client.db;
     let now = ctx.now_ms;
     let lru = ctx.srv.lru_clock;
@@ -207,10 +211,8 @@ fn set(ctx: &mut Ctx, args: Args) {
             ExpireArg::At(t) => t,
             _ => NO_EXPIRE,
         };
-        if let Some(old) =
-            ctx.srv.keyspace.dbs[db].upsert(key, Value::from_bytes(args.get(2)), expire_at, lru)
-        {
-            ctx.srv.drop_value(old.value);
+        if let Some(old) = ctx.srv.keyspace.dbs[db].set_str(key, args.get(2), expire_at, lru) {
+            ctx.srv.drop_value(old);
         }
         ctx.modified(1);
         ctx.client.out.ok();
@@ -220,12 +222,12 @@ fn set(ctx: &mut Ctx, args: Args) {
     let found = existing.is_some();
     let mut old_ttl = NO_EXPIRE;
     if let Some(e) = existing {
-        if get && !is_string(&e.value) {
+        if get && !is_string(e.value()) {
             ctx.client.out.error(err::WRONGTYPE);
             return;
         }
         if get {
-            reply_value(&mut ctx.client.out, &e.value);
+            reply_value(&mut ctx.client.out, e.value());
         }
         old_ttl = e.expire_at;
     } else if get {
@@ -242,7 +244,7 @@ fn set(ctx: &mut Ctx, args: Args) {
         ExpireArg::KeepTtl => old_ttl,
         _ => NO_EXPIRE,
     };
-    ctx.srv.keyspace.dbs[db].upsert(key, Value::from_bytes(args.get(2)), expire_at, lru);
+    ctx.srv.keyspace.dbs[db].set_str(key, args.get(2), expire_at, lru);
     ctx.modified(1);
     if !get {
         ctx.client.out.ok();
@@ -260,7 +262,7 @@ fn getex(ctx: &mut Ctx, args: Args) {
         ctx.client.out.null();
         return;
     };
-    if !is_string(&e.value) {
+    if !is_string(e.value()) {
         ctx.client.out.error(err::WRONGTYPE);
         return;
     }
@@ -277,19 +279,23 @@ fn getex(ctx: &mut Ctx, args: Args) {
     };
     // The key is live (looked up above): no second hit to count.
     if let ferrokv_store::Lookup::Live(e) = ctx.srv.keyspace.dbs[db].lookup(key, ctx.now_ms, true) {
-        reply_value(&mut ctx.client.out, &e.value);
+        reply_value(&mut ctx.client.out, e.value());
     }
     match expire {
         ExpireArg::At(t) if t <= ctx.now_ms => {
             ctx.srv.keyspace.dbs[db].remove(key);
+            ctx.rewrite(&[&b"DEL"[..], key]);
             ctx.modified(1);
         }
         ExpireArg::At(t) => {
             ctx.srv.keyspace.dbs[db].set_expire(key, t);
+            let t = t.to_string();
+            ctx.rewrite(&[&b"PEXPIREAT"[..], key, t.as_bytes()]);
             ctx.modified(1);
         }
         ExpireArg::Persist if had_ttl => {
             ctx.srv.keyspace.dbs[db].set_expire(key, NO_EXPIRE);
+            ctx.rewrite(&[&b"PERSIST"[..], key]);
             ctx.modified(1);
         }
         _ => {}
@@ -304,12 +310,13 @@ fn getdel(ctx: &mut Ctx, args: Args) {
         ctx.client.out.null();
         return;
     };
-    if !is_string(&e.value) {
+    if !is_string(e.value()) {
         ctx.client.out.error(err::WRONGTYPE);
         return;
     }
-    reply_value(&mut ctx.client.out, &e.value);
+    reply_value(&mut ctx.client.out, e.value());
     ctx.srv.keyspace.dbs[db].remove(key);
+    ctx.rewrite(&[&b"DEL"[..], key]);
     ctx.modified(1);
 }
 
@@ -318,15 +325,15 @@ fn getset(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
     let key = args.get(1);
     match ctx.srv.lookup_read(db, key, ctx.now_ms) {
-        Some(e) if !is_string(&e.value) => {
+        Some(e) if !is_string(e.value()) => {
             ctx.client.out.error(err::WRONGTYPE);
             return;
         }
-        Some(e) => reply_value(&mut ctx.client.out, &e.value),
+        Some(e) => reply_value(&mut ctx.client.out, e.value()),
         None => ctx.client.out.null(),
     }
     let lru = ctx.srv.lru_clock;
-    ctx.srv.keyspace.dbs[db].upsert(key, Value::from_bytes(args.get(2)), NO_EXPIRE, lru);
+    ctx.srv.keyspace.dbs[db].set_str(key, args.get(2), NO_EXPIRE, lru);
     ctx.modified(1);
 }
 
@@ -339,7 +346,7 @@ fn setnx(ctx: &mut Ctx, args: Args) {
         return;
     }
     let lru = ctx.srv.lru_clock;
-    ctx.srv.keyspace.dbs[db].upsert(key, Value::from_bytes(args.get(2)), NO_EXPIRE, lru);
+    ctx.srv.keyspace.dbs[db].set_str(key, args.get(2), NO_EXPIRE, lru);
     ctx.modified(1);
     ctx.client.out.int(1);
 }
@@ -350,7 +357,9 @@ fn set_with_expire(ctx: &mut Ctx, args: Args, unit: &str, cmd: &str) {
     };
     let db = ctx.client.db;
     let lru = ctx.srv.lru_clock;
-    ctx.srv.keyspace.dbs[db].upsert(args.get(1), Value::from_bytes(args.get(3)), at, lru);
+    ctx.srv.keyspace.dbs[db].set_str(args.get(1), args.get(3), at, lru);
+    let t = at.to_string();
+    ctx.rewrite(&[&b"SET"[..], args.get(1), args.get(3), b"PXAT", t.as_bytes()]);
     ctx.modified(1);
     ctx.client.out.ok();
 }
@@ -375,12 +384,7 @@ fn mset(ctx: &mut Ctx, args: Args) {
     let lru = ctx.srv.lru_clock;
     let d = &mut ctx.srv.keyspace.dbs[db];
     for i in (1..args.len()).step_by(2) {
-        d.upsert(
-            args.get(i),
-            Value::from_bytes(args.get(i + 1)),
-            NO_EXPIRE,
-            lru,
-        );
+        d.set_str(args.get(i), args.get(i + 1), NO_EXPIRE, lru);
     }
     ctx.modified((args.len() / 2) as u64);
     ctx.client.out.ok();
@@ -402,12 +406,7 @@ fn msetnx(ctx: &mut Ctx, args: Args) {
     let lru = ctx.srv.lru_clock;
     let d = &mut ctx.srv.keyspace.dbs[db];
     for i in (1..args.len()).step_by(2) {
-        d.upsert(
-            args.get(i),
-            Value::from_bytes(args.get(i + 1)),
-            NO_EXPIRE,
-            lru,
-        );
+        d.set_str(args.get(i), args.get(i + 1), NO_EXPIRE, lru);
     }
     ctx.modified((args.len() / 2) as u64);
     ctx.client.out.int(1);
@@ -419,7 +418,7 @@ fn mget(ctx: &mut Ctx, args: Args) {
     ctx.client.out.array(args.len() - 1);
     for key in args.iter().skip(1) {
         match ctx.srv.lookup_read(db, key, ctx.now_ms) {
-            Some(e) if is_string(&e.value) => reply_value(&mut ctx.client.out, &e.value),
+            Some(e) if is_string(e.value()) => reply_value(&mut ctx.client.out, e.value()),
             _ => ctx.client.out.null(),
         }
     }
@@ -450,7 +449,7 @@ fn append(ctx: &mut Ctx, args: Args) {
         }
         Some(e) => {
             let mut buf = itoa_buf::Buf::new();
-            let Some(cur) = as_bytes(&e.value, &mut buf) else {
+            let Some(cur) = as_bytes(e.value(), &mut buf) else {
                 ctx.client.out.error(err::WRONGTYPE);
                 return;
             };
@@ -466,7 +465,7 @@ fn append(ctx: &mut Ctx, args: Args) {
             let n = v.len();
             // Appending makes a raw string even when the result is short
             // or looks like an integer, as in Redis.
-            e.value = Value::Raw(v.into_boxed_slice());
+            e.set_value(Value::Raw(v.into_boxed_slice()));
             ctx.client.out.int(n as i64);
         }
     }
@@ -480,7 +479,7 @@ fn strlen(ctx: &mut Ctx, args: Args) {
         None => ctx.client.out.int(0),
         Some(e) => {
             let mut buf = itoa_buf::Buf::new();
-            match as_bytes(&e.value, &mut buf) {
+            match as_bytes(e.value(), &mut buf) {
                 Some(b) => ctx.client.out.int(b.len() as i64),
                 None => ctx.client.out.error(err::WRONGTYPE),
             }
@@ -502,7 +501,7 @@ fn getrange(ctx: &mut Ctx, args: Args) {
         return;
     };
     let mut buf = itoa_buf::Buf::new();
-    let Some(s) = as_bytes(&e.value, &mut buf) else {
+    let Some(s) = as_bytes(e.value(), &mut buf) else {
         ctx.client.out.error(err::WRONGTYPE);
         return;
     };
@@ -561,7 +560,7 @@ fn setrange(ctx: &mut Ctx, args: Args) {
         }
         Some(e) => {
             let mut buf = itoa_buf::Buf::new();
-            let Some(cur) = as_bytes(&e.value, &mut buf) else {
+            let Some(cur) = as_bytes(e.value(), &mut buf) else {
                 ctx.client.out.error(err::WRONGTYPE);
                 return;
             };
@@ -582,7 +581,7 @@ fn setrange(ctx: &mut Ctx, args: Args) {
             }
             v[offset as usize..end].copy_from_slice(value);
             let n = v.len();
-            e.value = Value::Raw(v.into_boxed_slice());
+            e.set_value(Value::Raw(v.into_boxed_slice()));
             ctx.client.out.int(n as i64);
         }
     }
@@ -599,16 +598,9 @@ fn incr_by(ctx: &mut Ctx, key: &[u8], by: i64) {
             ctx.client.out.int(by);
         }
         Some(e) => {
-            let cur = match &e.value {
-                Value::Int(i) => *i,
-                Value::Str(s) => match ferrokv_resp::parse_i64(s) {
-                    Some(i) => i,
-                    None => {
-                        ctx.client.out.error(err::NOT_INTEGER);
-                        return;
-                    }
-                },
-                Value::Raw(b) => match ferrokv_resp::parse_i64(b) {
+            let cur = match e.value() {
+                ValueRef::Int(i) => i,
+                ValueRef::Str(s) | ValueRef::Raw(s) => match ferrokv_resp::parse_i64(s) {
                     Some(i) => i,
                     None => {
                         ctx.client.out.error(err::NOT_INTEGER);
@@ -625,7 +617,7 @@ fn incr_by(ctx: &mut Ctx, key: &[u8], by: i64) {
                 ctx.client.out.error(err::OVERFLOW);
                 return;
             };
-            e.value = Value::Int(n);
+            e.set_value(Value::Int(n));
             ctx.client.out.int(n);
         }
     }
@@ -699,7 +691,7 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
         None => (Some(LongDouble::ZERO), NO_EXPIRE),
         Some(e) => {
             let mut buf = itoa_buf::Buf::new();
-            let Some(s) = as_bytes(&e.value, &mut buf) else {
+            let Some(s) = as_bytes(e.value(), &mut buf) else {
                 ctx.client.out.error(err::WRONGTYPE);
                 return;
             };
@@ -721,6 +713,7 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
     // result of `createStringObjectFromLongDouble` as it is (`embstr`).
     let value = Value::Str(ferrokv_store::SmallBytes::new(text.as_bytes()));
     ctx.srv.keyspace.dbs[db].upsert(key, value, expire_at, lru);
+    ctx.rewrite(&[&b"SET"[..], key, text.as_bytes(), b"KEEPTTL"]);
     ctx.modified(1);
     ctx.client.out.bulk(text.as_bytes());
 }
@@ -756,7 +749,7 @@ fn lcs(ctx: &mut Ctx, args: Args) {
             None => Ok(Vec::new()),
             Some(e) => {
                 let mut buf = itoa_buf::Buf::new();
-                as_bytes(&e.value, &mut buf).map(|b| b.to_vec()).ok_or(())
+                as_bytes(e.value(), &mut buf).map(|b| b.to_vec()).ok_or(())
             }
         }
     };

@@ -97,7 +97,8 @@ pub enum ReplyMode {
 
 pub struct Client {
     pub id: u64,
-    pub stream: TcpStream,
+    /// The socket; `None` for the fake client that replays the AOF.
+    pub stream: Option<TcpStream>,
     pub addr: SocketAddr,
     pub local_addr: SocketAddr,
     /// Input bytes: `inbuf[in_start..in_end]` is received and unprocessed.
@@ -128,6 +129,8 @@ pub struct Client {
     pub pending_write: bool,
     /// Whether the socket is registered for writable events.
     pub want_writable: bool,
+    /// Ran a write whose AOF data is not written yet: its replies wait.
+    pub awaiting_aof: bool,
 }
 
 impl Client {
@@ -139,6 +142,7 @@ impl Client {
         authenticated: bool,
     ) -> Self {
         let local_addr = stream.local_addr().unwrap_or(addr);
+        let stream = Some(stream);
         let now = Instant::now();
         Client {
             id,
@@ -170,6 +174,46 @@ impl Client {
             last_cmd: "NULL",
             pending_write: false,
             want_writable: false,
+            awaiting_aof: false,
+        }
+    }
+
+    /// A client with no connection, that replays commands (the AOF loader,
+    /// as Redis's `createAOFClient`).
+    pub fn fake(id: u64, pool: &mut BufferPool) -> Self {
+        let addr: SocketAddr = ([0, 0, 0, 0], 0).into();
+        let now = Instant::now();
+        Client {
+            id,
+            stream: None,
+            addr,
+            local_addr: addr,
+            inbuf: pool.take(),
+            in_start: 0,
+            in_end: 0,
+            decoder: RequestDecoder::new(),
+            out: Reply {
+                buf: Vec::new(),
+                proto: Protocol::Resp2,
+                error_codes: Vec::new(),
+            },
+            out_sent: 0,
+            db: 0,
+            name: None,
+            lib_name: None,
+            lib_ver: None,
+            authenticated: true,
+            reply_mode: ReplyMode::Off,
+            no_evict: false,
+            close_after_reply: false,
+            close_asap: false,
+            created: now,
+            last_interaction: now,
+            soft_limit_since: None,
+            last_cmd: "NULL",
+            pending_write: false,
+            want_writable: false,
+            awaiting_aof: false,
         }
     }
 
@@ -208,7 +252,10 @@ impl Client {
         }
         let space = self.inbuf.len() - self.in_end;
         loop {
-            match self.stream.read(&mut self.inbuf[self.in_end..]) {
+            let Some(stream) = self.stream.as_mut() else {
+                return Ok((usize::MAX, false));
+            };
+            match stream.read(&mut self.inbuf[self.in_end..]) {
                 Ok(n) => {
                     self.in_end += n;
                     return Ok((n, n > 0 && n == space));
@@ -223,7 +270,12 @@ impl Client {
     /// Writes pending replies. Returns Ok(true) when everything was written.
     pub fn flush(&mut self) -> io::Result<bool> {
         while self.out_sent < self.out.buf.len() {
-            match self.stream.write(&self.out.buf[self.out_sent..]) {
+            let Some(stream) = self.stream.as_mut() else {
+                // A fake client has nowhere to write: replies are dropped.
+                self.out_sent = self.out.buf.len();
+                break;
+            };
+            match stream.write(&self.out.buf[self.out_sent..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => self.out_sent += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),

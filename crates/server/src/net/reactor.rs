@@ -86,17 +86,25 @@ impl Reactor {
         self.srv.tcp_port
     }
 
-    /// Runs until `SHUTDOWN`.
+    /// Runs until `SHUTDOWN`, SIGTERM or SIGINT (which save first when
+    /// snapshots are configured, as Redis does).
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         let mut next_cron = Instant::now();
         loop {
             let period = Duration::from_millis(1000 / self.srv.config.hz.max(1));
             let now = Instant::now();
-            let timeout = if self.srv.pending_reads.is_empty() {
-                next_cron.saturating_duration_since(now)
-            } else {
+            let timeout = if !self.srv.pending_reads.is_empty() {
                 Duration::ZERO
+            } else if self.srv.persistence.job.is_some()
+                || self.srv.aof.as_ref().is_some_and(|a| a.has_pending())
+            {
+                // A save in progress advances every turn: wake up for it.
+                next_cron
+                    .saturating_duration_since(now)
+                    .min(Duration::from_millis(1))
+            } else {
+                next_cron.saturating_duration_since(now)
             };
             match self.poll.poll(&mut events, Some(timeout)) {
                 Ok(()) => {}
@@ -135,7 +143,11 @@ impl Reactor {
             }
             if let Some(sig) = crate::signals::take() {
                 warn!("Received {sig} scheduling shutdown...");
-                self.srv.shutdown_requested = true;
+                // As SHUTDOWN: a final save when snapshots are configured.
+                match self.srv.prepare_shutdown(false, false) {
+                    Ok(()) => self.srv.shutdown_requested = true,
+                    Err(e) => warn!("{e}"),
+                }
             }
             if self.srv.shutdown_requested {
                 self.before_sleep();
@@ -183,7 +195,7 @@ impl Reactor {
             let token = entry.key();
             let mut client = Client::new(id, stream, addr, &mut self.srv.pool, authenticated);
             if let Err(e) = self.poll.registry().register(
-                &mut client.stream,
+                client.stream.as_mut().expect("a connection has a socket"),
                 Token(token),
                 Interest::READABLE | Interest::WRITABLE,
             ) {
@@ -347,11 +359,23 @@ impl Reactor {
 
     /// Writes queued replies and closes clients that asked for it.
     fn before_sleep(&mut self) {
+        // The AOF first: a reply is never sent before its write is in the
+        // AOF (and synced, with `appendfsync always`).
+        let aof_ok = self.srv.flush_aof();
+        self.srv.drive_snapshot();
         let pending = std::mem::take(&mut self.srv.pending_writes);
         for t in pending {
             let Some(Some(c)) = self.srv.clients.get_mut(t) else {
                 continue;
             };
+            if c.awaiting_aof {
+                if !aof_ok {
+                    // Held until the disk takes the write.
+                    self.srv.pending_writes.push(t);
+                    continue;
+                }
+                c.awaiting_aof = false;
+            }
             c.pending_write = false;
             let before = c.pending_output();
             let res = c.flush();
@@ -371,7 +395,9 @@ impl Reactor {
 
     pub fn close_client(&mut self, t: usize) {
         if let Some(Some(mut c)) = self.srv.clients.try_remove(t) {
-            let _ = self.poll.registry().deregister(&mut c.stream);
+            if let Some(stream) = c.stream.as_mut() {
+                let _ = self.poll.registry().deregister(stream);
+            }
             debug!("Client closed: id={} addr={}", c.id, c.addr);
             c.release(&mut self.srv.pool);
         }

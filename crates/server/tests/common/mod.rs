@@ -3,6 +3,8 @@
 //! and stops it on drop.
 #![allow(dead_code)]
 
+pub mod node;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};

@@ -1,0 +1,104 @@
+//! Starts the real `redis-server` and `ferrokv-server` on free loopback
+//! ports with temporary directories, stopped on drop; runs the real
+//! `ferrokv-bench` binary.
+#![allow(dead_code)]
+
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct ServerProcess {
+    child: Child,
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl ServerProcess {
+    pub fn redis() -> ServerProcess {
+        Self::spawn("redis-server".into(), &["--save", "", "--appendonly", "no"])
+    }
+
+    /// ferrokv-server from this workspace's target directory, if built.
+    pub fn ferrokv() -> Option<ServerProcess> {
+        ferrokv_binary().map(|bin| Self::spawn(bin, &[]))
+    }
+
+    fn spawn(bin: PathBuf, extra: &[&str]) -> ServerProcess {
+        for _attempt in 0..5 {
+            let dir = tempfile::tempdir().unwrap();
+            let port = free_port();
+            let port_s = port.to_string();
+            let mut args: Vec<&str> =
+                vec!["--port", &port_s, "--dir", dir.path().to_str().unwrap()];
+            args.extend_from_slice(extra);
+            let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
+            let child = Command::new(&bin)
+                .args(&args)
+                .stdout(Stdio::from(log.try_clone().unwrap()))
+                .stderr(Stdio::from(log))
+                .spawn()
+                .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+            let mut p = ServerProcess { child, port, dir };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = p.child.try_wait() {
+                    break;
+                }
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return p;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        panic!("could not start {}", bin.display());
+    }
+
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `$FERROKV_SERVER`, or `ferrokv-server` next to this test's target
+/// directory (`cargo test --workspace` builds it for the server's tests).
+pub fn ferrokv_binary() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("FERROKV_SERVER") {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    // target/<profile>/deps/<test> -> target/<profile>/ferrokv-server
+    let candidate = exe.parent()?.parent()?.join("ferrokv-server");
+    candidate.is_file().then_some(candidate)
+}
+
+/// Runs `ferrokv-bench` with the whitespace-separated arguments of
+/// `command_line`, asserting it succeeds.
+pub fn bench(command_line: &str) -> Output {
+    let args: Vec<&str> = command_line.split_whitespace().collect();
+    let out = Command::new(env!("CARGO_BIN_EXE_ferrokv-bench"))
+        .args(&args)
+        .output()
+        .expect("run ferrokv-bench");
+    assert!(
+        out.status.success(),
+        "ferrokv-bench {args:?} failed:\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}

@@ -1,0 +1,311 @@
+//! The snapshot producer (on the loop) and its file consumer (a thread).
+
+use ferrokv_rdb::{EncoderOptions, RdbEncoder};
+use ferrokv_store::{Keyspace, ValueRef, NO_EXPIRE};
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
+use std::time::Instant;
+
+/// Chunks are handed to the writer at about this size.
+const CHUNK: usize = 1024 * 1024;
+/// Chunks that may wait for the writer; a slower disk makes the producer
+/// wait (back-pressure) instead of buffering the whole snapshot.
+const QUEUE: usize = 32;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaveKind {
+    /// `SAVE`, shutdown: run to completion now.
+    Foreground,
+    /// `BGSAVE`, save rules: a few segments per loop turn.
+    Background,
+}
+
+enum Msg {
+    Data(Vec<u8>),
+    Finish,
+}
+
+/// One snapshot in progress.
+pub struct SnapshotJob {
+    pub kind: SaveKind,
+    encoder: Option<RdbEncoder>,
+    /// (database index, segments to visit, keys, expires) per non-empty db.
+    dbs: Vec<(usize, usize, usize, usize)>,
+    cur: usize,
+    seg: usize,
+    db_started: bool,
+    chunk: Vec<u8>,
+    tx: Option<SyncSender<Msg>>,
+    result: Receiver<Result<u64, String>>,
+    pub started: Instant,
+    pub dirty_at_start: u64,
+    pub keys_done: u64,
+    pub keys_total: u64,
+    /// `rdb-key-save-delay` in microseconds: pacing for tests.
+    key_delay_us: u64,
+    finished_producing: bool,
+    pub path: PathBuf,
+    pub peak_cow_entries: usize,
+    /// The snapshot is the new base of an AOF rewrite, not `dump.rdb`.
+    pub for_aof: bool,
+}
+
+impl std::fmt::Debug for SnapshotJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SnapshotJob")
+            .field("kind", &self.kind)
+            .field("keys_done", &self.keys_done)
+            .field("keys_total", &self.keys_total)
+            .finish()
+    }
+}
+
+/// What the writer thread reported.
+pub enum JobStatus {
+    Running,
+    Done(Result<u64, String>),
+}
+
+pub struct SnapshotMeta<'a> {
+    pub aux: Vec<(&'a [u8], Vec<u8>)>,
+    pub compression: bool,
+    pub checksum: bool,
+    pub key_delay_us: u64,
+}
+
+impl SnapshotJob {
+    /// Begins a snapshot of `ks` into `path` (through a temp file in the
+    /// same directory).
+    pub fn start(
+        ks: &mut Keyspace,
+        path: &Path,
+        kind: SaveKind,
+        dirty: u64,
+        meta: SnapshotMeta,
+    ) -> std::io::Result<SnapshotJob> {
+        let dir = path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let tmp = dir.join(format!("temp-{}-{}.rdb", std::process::id(), dirty));
+        let file = File::create(&tmp)?;
+        let (tx, rx) = sync_channel::<Msg>(QUEUE);
+        let (rtx, result) = sync_channel(1);
+        let final_path = path.to_path_buf();
+        std::thread::Builder::new()
+            .name("rdb-writer".into())
+            .spawn(move || {
+                let r = write_file(file, &tmp, &final_path, &dir, rx);
+                if r.is_err() {
+                    let _ = std::fs::remove_file(&tmp);
+                }
+                let _ = rtx.send(r);
+            })?;
+        let mut dbs = Vec::new();
+        let mut keys_total = 0;
+        for (i, db) in ks.dbs.iter_mut().enumerate() {
+            if db.is_empty() {
+                continue;
+            }
+            let (nseg, len, expires) = db.begin_snapshot();
+            keys_total += len as u64;
+            dbs.push((i, nseg, len, expires));
+        }
+        let mut encoder = RdbEncoder::new(EncoderOptions {
+            compression: meta.compression,
+            checksum: meta.checksum,
+            ..Default::default()
+        });
+        let mut chunk = Vec::with_capacity(CHUNK + 64 * 1024);
+        let aux: Vec<(&[u8], &[u8])> = meta.aux.iter().map(|(k, v)| (*k, v.as_slice())).collect();
+        encoder.header(&mut chunk, &aux);
+        Ok(SnapshotJob {
+            kind,
+            encoder: Some(encoder),
+            dbs,
+            cur: 0,
+            seg: 0,
+            db_started: false,
+            chunk,
+            tx: Some(tx),
+            result,
+            started: Instant::now(),
+            dirty_at_start: dirty,
+            keys_done: 0,
+            keys_total,
+            key_delay_us: meta.key_delay_us,
+            finished_producing: false,
+            path: path.to_path_buf(),
+            peak_cow_entries: 0,
+            for_aof: false,
+        })
+    }
+
+    /// SWAPDB during a save: the snapshot follows the data it began with.
+    pub fn swapdb(&mut self, a: usize, b: usize) {
+        for d in &mut self.dbs {
+            if d.0 == a {
+                d.0 = b;
+            } else if d.0 == b {
+                d.0 = a;
+            }
+        }
+    }
+
+    /// How many keys the pacing allows by now.
+    fn allowed_keys(&self) -> u64 {
+        if self.key_delay_us == 0 {
+            u64::MAX
+        } else {
+            (self.started.elapsed().as_micros() as u64 / self.key_delay_us).max(1)
+        }
+    }
+
+    pub fn paced(&self) -> bool {
+        self.key_delay_us > 0
+    }
+
+    /// Produces up to about `max_keys` keys of the snapshot. Returns true
+    /// once everything has been handed to the writer.
+    pub fn step(&mut self, ks: &mut Keyspace, max_keys: u64) -> bool {
+        if self.finished_producing {
+            return true;
+        }
+        let limit = self
+            .allowed_keys()
+            .min(self.keys_done.saturating_add(max_keys));
+        let cow: usize = ks.dbs.iter().map(|d| d.snapshot_copied_entries()).sum();
+        self.peak_cow_entries = self.peak_cow_entries.max(cow);
+        while self.keys_done < limit {
+            let Some(&(idx, nseg, len, expires)) = self.dbs.get(self.cur) else {
+                let enc = self.encoder.take().expect("encoder present until finished");
+                enc.finish(&mut self.chunk);
+                self.flush();
+                if let Some(tx) = self.tx.take() {
+                    let _ = tx.send(Msg::Finish);
+                }
+                self.finished_producing = true;
+                return true;
+            };
+            let enc = self.encoder.as_mut().expect("encoder present");
+            if !self.db_started {
+                enc.select_db(&mut self.chunk, idx as u64);
+                enc.resize_db(&mut self.chunk, len as u64, expires as u64);
+                self.db_started = true;
+            }
+            if self.seg >= nseg {
+                ks.dbs[idx].end_snapshot();
+                self.cur += 1;
+                self.seg = 0;
+                self.db_started = false;
+                continue;
+            }
+            let chunk = &mut self.chunk;
+            let mut n = 0u64;
+            ks.dbs[idx].snapshot_segment(self.seg, |e| {
+                let expire = (e.expire_at != NO_EXPIRE).then_some(e.expire_at);
+                match e.value() {
+                    ValueRef::Str(s) | ValueRef::Raw(s) => {
+                        enc.string_entry(chunk, e.key(), s, expire)
+                    }
+                    ValueRef::Int(i) => {
+                        let mut b = ferrokv_store::value::itoa_buf::Buf::new();
+                        enc.string_entry(chunk, e.key(), b.format(i), expire)
+                    }
+                }
+                n += 1;
+            });
+            self.keys_done += n;
+            self.seg += 1;
+            if self.chunk.len() >= CHUNK {
+                self.flush();
+            }
+        }
+        false
+    }
+
+    fn flush(&mut self) {
+        if self.chunk.is_empty() {
+            return;
+        }
+        let data = std::mem::replace(&mut self.chunk, Vec::with_capacity(CHUNK + 64 * 1024));
+        if let Some(tx) = &self.tx {
+            // The writer gone means it failed; its result says why.
+            let _ = tx.send(Msg::Data(data));
+        }
+    }
+
+    /// Polls (or, with `wait`, waits for) the writer's result.
+    pub fn poll(&mut self, wait: bool) -> JobStatus {
+        if !self.finished_producing {
+            // A writer that failed early ends the job at once.
+            return match self.result.try_recv() {
+                Ok(r) => JobStatus::Done(r.and(Err("snapshot writer stopped early".into()))),
+                Err(_) => JobStatus::Running,
+            };
+        }
+        if wait {
+            return JobStatus::Done(
+                self.result
+                    .recv()
+                    .unwrap_or_else(|_| Err("snapshot writer vanished".into())),
+            );
+        }
+        match self.result.try_recv() {
+            Ok(r) => JobStatus::Done(r),
+            Err(TryRecvError::Empty) => JobStatus::Running,
+            Err(TryRecvError::Disconnected) => {
+                JobStatus::Done(Err("snapshot writer vanished".into()))
+            }
+        }
+    }
+
+    /// Stops producing and releases the keyspace's copy-on-write state.
+    pub fn abandon(mut self, ks: &mut Keyspace) {
+        for &(idx, ..) in &self.dbs[self.cur.min(self.dbs.len())..] {
+            ks.dbs[idx].end_snapshot();
+        }
+        self.tx = None;
+    }
+}
+
+/// The writer thread: chunks to the temp file, then fsync, rename, and
+/// fsync of the directory so the rename itself is durable. Any failure
+/// leaves the previous file in place.
+fn write_file(
+    mut file: File,
+    tmp: &Path,
+    dest: &Path,
+    dir: &Path,
+    rx: Receiver<Msg>,
+) -> Result<u64, String> {
+    let mut written = 0u64;
+    let ctx = |what: &str, e: std::io::Error| format!("{what} {}: {e}", tmp.display());
+    loop {
+        match rx.recv() {
+            Ok(Msg::Data(d)) => {
+                file.write_all(&d)
+                    .map_err(|e| ctx("Write error saving DB on disk", e))?;
+                written += d.len() as u64;
+            }
+            Ok(Msg::Finish) => break,
+            Err(_) => return Err("snapshot abandoned".into()),
+        }
+    }
+    file.sync_all().map_err(|e| ctx("Failed to fsync", e))?;
+    drop(file);
+    std::fs::rename(tmp, dest).map_err(|e| {
+        format!(
+            "Error moving temp DB file {} on the final destination {}: {e}",
+            tmp.display(),
+            dest.display()
+        )
+    })?;
+    if let Ok(d) = File::open(dir) {
+        d.sync_all()
+            .map_err(|e| format!("Failed to fsync directory {}: {e}", dir.display()))?;
+    }
+    Ok(written)
+}

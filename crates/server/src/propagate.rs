@@ -1,0 +1,45 @@
+//! The propagation stream: the one place every change to the data set is
+//! written out, in a deterministic form, for the AOF (and, with
+//! replication, the replicas) — Redis's `propagateNow`.
+//!
+//! A write command is propagated after it ran, when it changed something
+//! (the `dirty` counter moved), as the client sent it unless the handler
+//! gave a rewritten form: relative expiries become absolute (`SET .. PXAT`,
+//! `PEXPIREAT`), `INCRBYFLOAT` becomes the `SET` of its result, and so on, so
+//! that replaying the stream later, or elsewhere, gives the same data.
+//! Keys removed because they expired are propagated as `DEL`, before the
+//! command that noticed them.
+
+use ferrokv_resp::encode;
+
+/// What the current command asked to propagate, and the stream's state.
+#[derive(Default)]
+pub struct Propagation {
+    /// The command's rewritten form, if its handler set one.
+    pub rewrite: Option<Vec<Vec<u8>>>,
+    /// Commands to propagate before the current one (expired-key DELs).
+    pub also: Vec<(usize, Vec<Vec<u8>>)>,
+    /// The database the stream last selected.
+    pub stream_db: Option<usize>,
+}
+
+/// Appends `argv` as a RESP multibulk, preceded by `SELECT` when the
+/// stream's selected database differs.
+pub fn encode_command<T: AsRef<[u8]>>(
+    out: &mut Vec<u8>,
+    stream_db: &mut Option<usize>,
+    db: usize,
+    argv: &[T],
+) {
+    if *stream_db != Some(db) {
+        let n = db.to_string();
+        encode::array(out, 2);
+        encode::bulk(out, b"SELECT");
+        encode::bulk(out, n.as_bytes());
+        *stream_db = Some(db);
+    }
+    encode::array(out, argv.len());
+    for a in argv {
+        encode::bulk(out, a.as_ref());
+    }
+}

@@ -1,0 +1,69 @@
+//! A ferrokv-server process whose data directory outlives it, for tests
+//! that restart, kill or crash the server and look at what it left.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A ferrokv-server whose data directory outlives it (for restarts).
+pub struct Node {
+    pub child: Child,
+    pub port: u16,
+}
+
+impl Node {
+    pub fn start(dir: &Path, extra: &[&str]) -> Node {
+        Self::try_start(dir, extra).unwrap_or_else(|log| panic!("ferrokv did not start: {log}"))
+    }
+
+    pub fn try_start(dir: &Path, extra: &[&str]) -> Result<Node, String> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let log = std::fs::File::create(dir.join(format!("server-{port}.log"))).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ferrokv-server"))
+            .args([
+                "--port",
+                &port.to_string(),
+                "--dir",
+                dir.to_str().unwrap(),
+                "--enable-debug-command",
+                "yes",
+            ])
+            .args(extra)
+            .stdout(Stdio::from(log.try_clone().unwrap()))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return Err(
+                    std::fs::read_to_string(dir.join(format!("server-{port}.log")))
+                        .unwrap_or_default(),
+                );
+            }
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Ok(Node { child, port });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err("timeout".into())
+    }
+
+    pub fn client(&self) -> redis::Connection {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,216 @@
+//! Guards the fork-free snapshots: SAVE/BGSAVE files hold exactly the data
+//! of the moment the save began (even while clients write), pass the real
+//! `redis-check-rdb`, load into a real `redis-server` with the same digest,
+//! survive a restart, and a corrupt file stops start-up with a clear error.
+mod common;
+
+use common::node::Node;
+use common::ServerProcess;
+use std::path::Path;
+use std::process::Command;
+
+fn digest(c: &mut redis::Connection) -> String {
+    redis::cmd("DEBUG").arg("DIGEST").query(c).unwrap()
+}
+
+fn info_field(c: &mut redis::Connection, field: &str) -> String {
+    let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
+    info.lines()
+        .find_map(|l| {
+            l.strip_prefix(&format!("{field}:"))
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_default()
+}
+
+fn fill(c: &mut redis::Connection, n: usize) {
+    let mut p = redis::pipe();
+    for i in 0..n {
+        p.cmd("SET")
+            .arg(format!("key:{i}"))
+            .arg(format!("value-{i}-{}", "x".repeat(i % 50)))
+            .ignore();
+        if i % 7 == 0 {
+            p.cmd("PEXPIRE")
+                .arg(format!("key:{i}"))
+                .arg(10_000_000)
+                .ignore();
+        }
+        if i % 5 == 0 {
+            p.cmd("SET").arg(format!("int:{i}")).arg(i * 1000).ignore();
+        }
+    }
+    p.cmd("SELECT").arg(3).ignore();
+    p.cmd("SET")
+        .arg(b"bin\x00\r\n\xff".as_slice())
+        .arg(vec![0u8, 13, 10, 255, 7])
+        .ignore();
+    p.cmd("SET").arg("big").arg("z".repeat(200_000)).ignore();
+    p.cmd("SELECT").arg(0).ignore();
+    p.query::<()>(c).unwrap();
+}
+
+fn load_into_redis_and_digest(rdb: &Path) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(rdb, dir.path().join("dump.rdb")).unwrap();
+    let r = ServerProcess::redis(&[
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "--dbfilename",
+        "dump.rdb",
+    ]);
+    let mut c = r.client();
+    digest(&mut c)
+}
+
+#[test]
+fn save_then_restart_keeps_every_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let before;
+    {
+        let n = Node::start(dir.path(), &["--save", ""]);
+        let mut c = n.client();
+        fill(&mut c, 3000);
+        before = digest(&mut c);
+        let () = redis::cmd("SAVE").query(&mut c).unwrap();
+        assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+    } // killed (SIGKILL): only the SAVEd file is left
+    let n = Node::start(dir.path(), &["--save", ""]);
+    let mut c = n.client();
+    assert_eq!(digest(&mut c), before);
+    assert_eq!(
+        info_field(&mut c, "rdb_last_load_keys_loaded"),
+        (3000 + 600 + 2).to_string()
+    );
+}
+
+#[test]
+fn snapshot_passes_redis_check_rdb_and_loads_into_redis_with_same_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = Node::start(dir.path(), &["--save", ""]);
+    let mut c = n.client();
+    fill(&mut c, 2000);
+    let ours = digest(&mut c);
+    let () = redis::cmd("SAVE").query(&mut c).unwrap();
+    let rdb = dir.path().join("dump.rdb");
+    let out = Command::new("redis-check-rdb")
+        .arg(&rdb)
+        .output()
+        .expect("redis-check-rdb installed");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("RDB looks OK"),
+        "{text}"
+    );
+    assert_eq!(load_into_redis_and_digest(&rdb), ours);
+}
+
+#[test]
+fn bgsave_file_is_the_data_at_the_moment_the_save_began() {
+    let dir = tempfile::tempdir().unwrap();
+    // Pace the save (as Redis's rdb-key-save-delay does) so writes land
+    // while it runs.
+    let n = Node::start(dir.path(), &["--save", "", "--rdb-key-save-delay", "200"]);
+    let mut c = n.client();
+    fill(&mut c, 5000);
+    let at_start = digest(&mut c);
+    let reply: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
+    assert_eq!(reply, "Background saving started");
+    assert_eq!(info_field(&mut c, "rdb_bgsave_in_progress"), "1");
+    let second: redis::RedisResult<String> = redis::cmd("BGSAVE").query(&mut c);
+    assert!(second
+        .unwrap_err()
+        .to_string()
+        .contains("Background save already in progress"));
+    // Overwrite, delete, add, flush another db while the save runs.
+    let mut writes = 0;
+    while info_field(&mut c, "rdb_bgsave_in_progress") == "1" {
+        let i = writes % 5000;
+        let _: () = redis::cmd("SET")
+            .arg(format!("key:{i}"))
+            .arg("CHANGED")
+            .query(&mut c)
+            .unwrap();
+        let _: () = redis::cmd("DEL")
+            .arg(format!("int:{}", i - i % 5))
+            .query(&mut c)
+            .unwrap();
+        let _: () = redis::cmd("SET")
+            .arg(format!("new:{writes}"))
+            .arg(writes)
+            .query(&mut c)
+            .unwrap();
+        if writes == 50 {
+            let _: () = redis::cmd("SELECT").arg(3).query(&mut c).unwrap();
+            let _: () = redis::cmd("FLUSHDB").query(&mut c).unwrap();
+            let _: () = redis::cmd("SELECT").arg(0).query(&mut c).unwrap();
+        }
+        writes += 1;
+        assert!(writes < 2_000_000, "save never finished");
+    }
+    assert!(
+        writes > 100,
+        "the save finished before the writes: {writes}"
+    );
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    assert_ne!(digest(&mut c), at_start);
+    assert_eq!(
+        load_into_redis_and_digest(&dir.path().join("dump.rdb")),
+        at_start
+    );
+}
+
+#[test]
+fn corrupt_snapshot_stops_startup_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let n = Node::start(dir.path(), &["--save", ""]);
+        let mut c = n.client();
+        fill(&mut c, 500);
+        let () = redis::cmd("SAVE").query(&mut c).unwrap();
+    }
+    let path = dir.path().join("dump.rdb");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x5a;
+    std::fs::write(&path, &bytes).unwrap();
+    let err = Node::try_start(dir.path(), &["--save", ""])
+        .err()
+        .expect("start-up must fail");
+    assert!(err.contains("dump.rdb"), "{err}");
+    // Truncated: also refused.
+    std::fs::write(&path, &bytes[..mid]).unwrap();
+    let err = Node::try_start(dir.path(), &["--save", ""])
+        .err()
+        .expect("start-up must fail");
+    assert!(err.contains("dump.rdb") && err.contains("offset"), "{err}");
+}
+
+#[test]
+fn sigterm_saves_before_exiting_when_save_rules_are_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut n = Node::start(dir.path(), &["--save", "3600 1"]);
+    let mut c = n.client();
+    fill(&mut c, 1000);
+    let before = digest(&mut c);
+    Command::new("kill")
+        .args(["-TERM", &n.child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = n.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    let n = Node::start(dir.path(), &["--save", ""]);
+    let mut c = n.client();
+    assert_eq!(digest(&mut c), before);
+}
+
+#[test]
+fn debug_reload_round_trips_the_dataset() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = Node::start(dir.path(), &["--save", ""]);
+    let mut c = n.client();
+    fill(&mut c, 1000);
+    let before = digest(&mut c);
+    let () = redis::cmd("DEBUG").arg("RELOAD").query(&mut c).unwrap();
+    assert_eq!(digest(&mut c), before);
+}
