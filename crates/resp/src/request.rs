@@ -318,6 +318,10 @@ fn is_space(c: u8) -> bool {
     matches!(c, b' ' | b'\n' | b'\r' | b'\t' | 0x0b | 0x0c)
 }
 
+/// A quoted argument that is not closed (or not followed by a space).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnbalancedQuotes;
+
 /// Splits a line into arguments exactly as Redis's `sdssplitargs`: words
 /// separated by spaces, `"double quotes"` with `\xHH \n \r \t \b \a \\ \"`
 /// escapes, `'single quotes'` with only `\'`. A closing quote must be
@@ -327,7 +331,7 @@ pub fn split_args(
     line: &[u8],
     out: &mut Vec<u8>,
     ranges: &mut Vec<(usize, usize)>,
-) -> Result<(), ()> {
+) -> Result<(), UnbalancedQuotes> {
     // Redis reads the line as a C string: a NUL ends it.
     let line = match memchr(0, line) {
         Some(z) => &line[..z],
@@ -348,7 +352,7 @@ pub fn split_args(
         loop {
             if inq {
                 if p >= n {
-                    return Err(());
+                    return Err(UnbalancedQuotes);
                 }
                 if line[p] == b'\\'
                     && p + 3 < n
@@ -370,7 +374,7 @@ pub fn split_args(
                     });
                 } else if line[p] == b'"' {
                     if p + 1 < n && !is_space(line[p + 1]) {
-                        return Err(());
+                        return Err(UnbalancedQuotes);
                     }
                     p += 1;
                     break;
@@ -379,14 +383,14 @@ pub fn split_args(
                 }
             } else if insq {
                 if p >= n {
-                    return Err(());
+                    return Err(UnbalancedQuotes);
                 }
                 if line[p] == b'\\' && p + 1 < n && line[p + 1] == b'\'' {
                     p += 1;
                     out.push(b'\'');
                 } else if line[p] == b'\'' {
                     if p + 1 < n && !is_space(line[p + 1]) {
-                        return Err(());
+                        return Err(UnbalancedQuotes);
                     }
                     p += 1;
                     break;
@@ -495,7 +499,7 @@ mod tests {
         let big = vec![b'a'; INLINE_MAX + 10];
         assert_eq!(e(&big), "Protocol error: too big inline request");
         let mut big = b"*1\r\n$".to_vec();
-        big.extend(std::iter::repeat(b'1').take(INLINE_MAX + 10));
+        big.extend(std::iter::repeat_n(b'1', INLINE_MAX + 10));
         assert_eq!(e(&big), "Protocol error: too big bulk count string");
     }
 

@@ -601,7 +601,7 @@ impl Db {
             // New segments of the empty table are not part of the snapshot.
         }
         *self = Db {
-            hasher: self.hasher.clone(),
+            hasher: self.hasher,
             ..Db::new()
         };
         // Every segment the snapshot still needs now has its own copy, so

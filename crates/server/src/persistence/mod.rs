@@ -62,7 +62,7 @@ impl PersistenceState {
 /// Parses the `save` option: pairs of `<seconds> <changes>`, or "" for none.
 pub fn parse_save_rules(args: &[String]) -> Result<Vec<(u64, u64)>, String> {
     let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
-    if words.len() % 2 != 0 {
+    if !words.len().is_multiple_of(2) {
         return Err("Invalid save parameters".into());
     }
     words

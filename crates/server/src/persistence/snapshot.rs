@@ -156,10 +156,9 @@ impl SnapshotJob {
 
     /// How many keys the pacing allows by now.
     fn allowed_keys(&self) -> u64 {
-        if self.key_delay_us == 0 {
-            u64::MAX
-        } else {
-            (self.started.elapsed().as_micros() as u64 / self.key_delay_us).max(1)
+        match (self.started.elapsed().as_micros() as u64).checked_div(self.key_delay_us) {
+            Some(n) => n.max(1),
+            None => u64::MAX,
         }
     }
 

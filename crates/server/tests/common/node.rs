@@ -50,6 +50,8 @@ impl Node {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        let _ = child.kill();
+        let _ = child.wait();
         Err("timeout".into())
     }
 
