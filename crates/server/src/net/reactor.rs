@@ -197,7 +197,7 @@ impl Reactor {
             if let Err(e) = self.poll.registry().register(
                 client.stream.as_mut().expect("a connection has a socket"),
                 Token(token),
-                Interest::READABLE | Interest::WRITABLE,
+                Interest::READABLE,
             ) {
                 warn!("Registering client: {e}");
                 continue;
@@ -385,6 +385,22 @@ impl Reactor {
             self.srv.stats.net_output_bytes += written as u64;
             if close {
                 self.close_client(t);
+                continue;
+            }
+            // Writable readiness is asked for only while a reply is stuck
+            // behind a full socket buffer: with it always on, every ACK that
+            // drains the buffer would wake the loop (an edge per reply).
+            if done == c.want_writable {
+                let interest = if done {
+                    Interest::READABLE
+                } else {
+                    Interest::READABLE | Interest::WRITABLE
+                };
+                if let Some(stream) = c.stream.as_mut() {
+                    if self.poll.registry().reregister(stream, Token(t), interest).is_ok() {
+                        c.want_writable = !done;
+                    }
+                }
             }
         }
         // Clients killed by others (CLIENT KILL).
