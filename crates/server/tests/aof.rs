@@ -8,7 +8,7 @@
 //! acknowledged write with `always`.
 mod common;
 
-use common::node::Node;
+use common::node::{digest, Node};
 use ferrokv_server::persistence::aof::{Aof, FsyncPolicy, Storage, StorageFile, SyncHandle};
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
@@ -17,10 +17,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-fn digest(c: &mut redis::Connection) -> String {
-    redis::cmd("DEBUG").arg("DIGEST").query(c).unwrap()
-}
 
 fn check_aof(dir: &Path) {
     let manifest = dir.join("appendonlydir/appendonly.aof.manifest");

@@ -4,24 +4,10 @@
 //! survive a restart, and a corrupt file stops start-up with a clear error.
 mod common;
 
-use common::node::Node;
+use common::node::{digest, persistence_field, Node};
 use common::ServerProcess;
 use std::path::Path;
 use std::process::Command;
-
-fn digest(c: &mut redis::Connection) -> String {
-    redis::cmd("DEBUG").arg("DIGEST").query(c).unwrap()
-}
-
-fn info_field(c: &mut redis::Connection, field: &str) -> String {
-    let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
-    info.lines()
-        .find_map(|l| {
-            l.strip_prefix(&format!("{field}:"))
-                .map(|v| v.trim().to_string())
-        })
-        .unwrap_or_default()
-}
 
 fn fill(c: &mut redis::Connection, n: usize) {
     let mut p = redis::pipe();
@@ -73,13 +59,16 @@ fn save_then_restart_keeps_every_key() {
         fill(&mut c, 3000);
         before = digest(&mut c);
         let () = redis::cmd("SAVE").query(&mut c).unwrap();
-        assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+        assert_eq!(
+            persistence_field(&mut c, "rdb_changes_since_last_save"),
+            "0"
+        );
     } // killed (SIGKILL): only the SAVEd file is left
     let n = Node::start(dir.path(), &["--save", ""]);
     let mut c = n.client();
     assert_eq!(digest(&mut c), before);
     assert_eq!(
-        info_field(&mut c, "rdb_last_load_keys_loaded"),
+        persistence_field(&mut c, "rdb_last_load_keys_loaded"),
         (3000 + 600 + 2).to_string()
     );
 }
@@ -116,7 +105,7 @@ fn bgsave_file_is_the_data_at_the_moment_the_save_began() {
     let at_start = digest(&mut c);
     let reply: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
     assert_eq!(reply, "Background saving started");
-    assert_eq!(info_field(&mut c, "rdb_bgsave_in_progress"), "1");
+    assert_eq!(persistence_field(&mut c, "rdb_bgsave_in_progress"), "1");
     let second: redis::RedisResult<String> = redis::cmd("BGSAVE").query(&mut c);
     assert!(second
         .unwrap_err()
@@ -124,7 +113,7 @@ fn bgsave_file_is_the_data_at_the_moment_the_save_began() {
         .contains("Background save already in progress"));
     // Overwrite, delete, add, flush another db while the save runs.
     let mut writes = 0;
-    while info_field(&mut c, "rdb_bgsave_in_progress") == "1" {
+    while persistence_field(&mut c, "rdb_bgsave_in_progress") == "1" {
         let i = writes % 5000;
         let _: () = redis::cmd("SET")
             .arg(format!("key:{i}"))
@@ -152,7 +141,7 @@ fn bgsave_file_is_the_data_at_the_moment_the_save_began() {
         writes > 100,
         "the save finished before the writes: {writes}"
     );
-    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    assert_eq!(persistence_field(&mut c, "rdb_last_bgsave_status"), "ok");
     assert_ne!(digest(&mut c), at_start);
     assert_eq!(
         load_into_redis_and_digest(&dir.path().join("dump.rdb")),

@@ -7,23 +7,9 @@
 //! clears it.
 mod common;
 
-use common::node::Node;
+use common::node::{digest, persistence_field, Node};
 use common::ServerProcess;
 use std::time::{Duration, Instant};
-
-fn digest(c: &mut redis::Connection) -> String {
-    redis::cmd("DEBUG").arg("DIGEST").query(c).unwrap()
-}
-
-fn info_field(c: &mut redis::Connection, field: &str) -> String {
-    let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
-    info.lines()
-        .find_map(|l| {
-            l.strip_prefix(&format!("{field}:"))
-                .map(|v| v.trim().to_string())
-        })
-        .unwrap_or_default()
-}
 
 #[test]
 fn dump_rdb_saved_by_real_redis_loads_with_the_same_digest() {
@@ -75,7 +61,7 @@ fn failed_background_save_keeps_the_old_file_refuses_writes_and_recovers() {
     let good = std::fs::read(dir.path().join("dump.rdb")).unwrap();
     let () = redis::cmd("SET").arg("b").arg("2").query(&mut c).unwrap();
     // The temp file of the next save is a full disk.
-    let dirty: u64 = info_field(&mut c, "rdb_changes_since_last_save")
+    let dirty: u64 = persistence_field(&mut c, "rdb_changes_since_last_save")
         .parse()
         .unwrap();
     let tmp = dir
@@ -84,11 +70,11 @@ fn failed_background_save_keeps_the_old_file_refuses_writes_and_recovers() {
     std::os::unix::fs::symlink("/dev/full", &tmp).unwrap();
     let _: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while info_field(&mut c, "rdb_bgsave_in_progress") == "1" {
+    while persistence_field(&mut c, "rdb_bgsave_in_progress") == "1" {
         assert!(Instant::now() < deadline);
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "err");
+    assert_eq!(persistence_field(&mut c, "rdb_last_bgsave_status"), "err");
     assert_eq!(
         std::fs::read(dir.path().join("dump.rdb")).unwrap(),
         good,
@@ -106,7 +92,7 @@ fn failed_background_save_keeps_the_old_file_refuses_writes_and_recovers() {
     // The disk is fine again: the next save succeeds and writes are accepted.
     let _: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while info_field(&mut c, "rdb_last_bgsave_status") != "ok" {
+    while persistence_field(&mut c, "rdb_last_bgsave_status") != "ok" {
         assert!(Instant::now() < deadline, "the save never succeeded");
         std::thread::sleep(Duration::from_millis(10));
     }

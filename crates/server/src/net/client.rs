@@ -142,7 +142,37 @@ impl Client {
         authenticated: bool,
     ) -> Self {
         let local_addr = stream.local_addr().unwrap_or(addr);
-        let stream = Some(stream);
+        let out = pool.take_empty();
+        Self::with(
+            id,
+            Some(stream),
+            addr,
+            local_addr,
+            pool,
+            out,
+            authenticated,
+            ReplyMode::On,
+        )
+    }
+
+    /// A client with no connection, that replays commands (the AOF loader,
+    /// as Redis's `createAOFClient`): authenticated, its replies dropped.
+    pub fn fake(id: u64, pool: &mut BufferPool) -> Self {
+        let addr: SocketAddr = ([0, 0, 0, 0], 0).into();
+        Self::with(id, None, addr, addr, pool, Vec::new(), true, ReplyMode::Off)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn with(
+        id: u64,
+        stream: Option<TcpStream>,
+        addr: SocketAddr,
+        local_addr: SocketAddr,
+        pool: &mut BufferPool,
+        out: Vec<u8>,
+        authenticated: bool,
+        reply_mode: ReplyMode,
+    ) -> Self {
         let now = Instant::now();
         Client {
             id,
@@ -154,7 +184,7 @@ impl Client {
             in_end: 0,
             decoder: RequestDecoder::new(),
             out: Reply {
-                buf: pool.take_empty(),
+                buf: out,
                 proto: Protocol::Resp2,
                 error_codes: Vec::new(),
             },
@@ -164,46 +194,7 @@ impl Client {
             lib_name: None,
             lib_ver: None,
             authenticated,
-            reply_mode: ReplyMode::On,
-            no_evict: false,
-            close_after_reply: false,
-            close_asap: false,
-            created: now,
-            last_interaction: now,
-            soft_limit_since: None,
-            last_cmd: "NULL",
-            pending_write: false,
-            want_writable: false,
-            awaiting_aof: false,
-        }
-    }
-
-    /// A client with no connection, that replays commands (the AOF loader,
-    /// as Redis's `createAOFClient`).
-    pub fn fake(id: u64, pool: &mut BufferPool) -> Self {
-        let addr: SocketAddr = ([0, 0, 0, 0], 0).into();
-        let now = Instant::now();
-        Client {
-            id,
-            stream: None,
-            addr,
-            local_addr: addr,
-            inbuf: pool.take(),
-            in_start: 0,
-            in_end: 0,
-            decoder: RequestDecoder::new(),
-            out: Reply {
-                buf: Vec::new(),
-                proto: Protocol::Resp2,
-                error_codes: Vec::new(),
-            },
-            out_sent: 0,
-            db: 0,
-            name: None,
-            lib_name: None,
-            lib_ver: None,
-            authenticated: true,
-            reply_mode: ReplyMode::Off,
+            reply_mode,
             no_evict: false,
             close_after_reply: false,
             close_asap: false,

@@ -397,7 +397,12 @@ impl Reactor {
                     Interest::READABLE | Interest::WRITABLE
                 };
                 if let Some(stream) = c.stream.as_mut() {
-                    if self.poll.registry().reregister(stream, Token(t), interest).is_ok() {
+                    if self
+                        .poll
+                        .registry()
+                        .reregister(stream, Token(t), interest)
+                        .is_ok()
+                    {
                         c.want_writable = !done;
                     }
                 }

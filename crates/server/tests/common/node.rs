@@ -69,3 +69,19 @@ impl Drop for Node {
         let _ = self.child.wait();
     }
 }
+
+/// `DEBUG DIGEST` through a `redis` crate connection.
+pub fn digest(c: &mut redis::Connection) -> String {
+    redis::cmd("DEBUG").arg("DIGEST").query(c).unwrap()
+}
+
+/// A field of `INFO persistence` ("" when absent).
+pub fn persistence_field(c: &mut redis::Connection, field: &str) -> String {
+    let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
+    info.lines()
+        .find_map(|l| {
+            l.strip_prefix(&format!("{field}:"))
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_default()
+}
