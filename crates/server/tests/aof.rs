@@ -44,7 +44,12 @@ fn kill_9_with_appendfsync_always_loses_no_acknowledged_write() {
     let mut acked: HashMap<String, String> = HashMap::new();
     let mut counter_acked = 0i64;
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-    for round in 0..4 {
+    // Four kills here; long runs: FERROKV_CRASH_ROUNDS=500 cargo test --test aof kill_9
+    let rounds: usize = std::env::var("FERROKV_CRASH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4);
+    for round in 0..rounds {
         let mut node = Node::start(dir.path(), &args);
         // Everything acknowledged before is still there.
         {

@@ -22,10 +22,14 @@ pub enum SaveKind {
     Background,
 }
 
-enum Msg {
-    Data(Vec<u8>),
-    Finish,
+/// What a consumer of the snapshot stream receives: shared chunks (one
+/// copy of the bytes, however many consumers), then the end. A closed
+/// channel without `End` means the snapshot was abandoned.
+pub enum SnapshotChunk {
+    Data(bytes::Bytes),
+    End,
 }
+use SnapshotChunk as Msg;
 
 /// One snapshot in progress.
 pub struct SnapshotJob {
@@ -37,7 +41,10 @@ pub struct SnapshotJob {
     seg: usize,
     db_started: bool,
     chunk: Vec<u8>,
-    tx: Option<SyncSender<Msg>>,
+    /// The consumers: the file writer, and any that subscribed before the
+    /// first chunk went out (a replica's diskless sync).
+    consumers: Vec<SyncSender<Msg>>,
+    chunks_sent: u64,
     result: Receiver<Result<u64, String>>,
     pub started: Instant,
     pub dirty_at_start: u64,
@@ -129,7 +136,8 @@ impl SnapshotJob {
             seg: 0,
             db_started: false,
             chunk,
-            tx: Some(tx),
+            consumers: vec![tx],
+            chunks_sent: 0,
             result,
             started: Instant::now(),
             dirty_at_start: dirty,
@@ -182,8 +190,8 @@ impl SnapshotJob {
                 let enc = self.encoder.take().expect("encoder present until finished");
                 enc.finish(&mut self.chunk);
                 self.flush();
-                if let Some(tx) = self.tx.take() {
-                    let _ = tx.send(Msg::Finish);
+                for tx in self.consumers.drain(..) {
+                    let _ = tx.send(Msg::End);
                 }
                 self.finished_producing = true;
                 return true;
@@ -229,11 +237,27 @@ impl SnapshotJob {
         if self.chunk.is_empty() {
             return;
         }
-        let data = std::mem::replace(&mut self.chunk, Vec::with_capacity(CHUNK + 64 * 1024));
-        if let Some(tx) = &self.tx {
-            // The writer gone means it failed; its result says why.
-            let _ = tx.send(Msg::Data(data));
+        let data = bytes::Bytes::from(std::mem::replace(
+            &mut self.chunk,
+            Vec::with_capacity(CHUNK + 64 * 1024),
+        ));
+        self.chunks_sent += 1;
+        // A consumer that went away (a failed writer, a dropped replica)
+        // is dropped; the file writer's own result says why it stopped.
+        self.consumers
+            .retain(|tx| tx.send(Msg::Data(data.clone())).is_ok());
+    }
+
+    /// Adds a consumer of the stream, e.g. a replica socket for a diskless
+    /// full sync. Only before the first chunk has gone out, so that every
+    /// consumer gets the whole file; `None` after that.
+    pub fn subscribe(&mut self) -> Option<std::sync::mpsc::Receiver<SnapshotChunk>> {
+        if self.chunks_sent > 0 || self.finished_producing {
+            return None;
         }
+        let (tx, rx) = sync_channel(QUEUE);
+        self.consumers.push(tx);
+        Some(rx)
     }
 
     /// Polls (or, with `wait`, waits for) the writer's result.
@@ -266,7 +290,7 @@ impl SnapshotJob {
         for &(idx, ..) in &self.dbs[self.cur.min(self.dbs.len())..] {
             ks.dbs[idx].end_snapshot();
         }
-        self.tx = None;
+        self.consumers.clear();
     }
 }
 
@@ -289,7 +313,7 @@ fn write_file(
                     .map_err(|e| ctx("Write error saving DB on disk", e))?;
                 written += d.len() as u64;
             }
-            Ok(Msg::Finish) => break,
+            Ok(Msg::End) => break,
             Err(_) => return Err("snapshot abandoned".into()),
         }
     }
@@ -307,4 +331,67 @@ fn write_file(
             .map_err(|e| format!("Failed to fsync directory {}: {e}", dir.display()))?;
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferrokv_store::NO_EXPIRE;
+
+    fn meta() -> SnapshotMeta<'static> {
+        SnapshotMeta {
+            aux: vec![(&b"redis-ver"[..], b"7.0.15".to_vec())],
+            compression: true,
+            checksum: true,
+            key_delay_us: 0,
+        }
+    }
+
+    #[test]
+    fn every_consumer_gets_the_same_bytes_as_the_file() {
+        let mut ks = Keyspace::new(16);
+        for i in 0..50_000 {
+            ks.dbs[i % 3].set_str(
+                format!("k{i}").as_bytes(),
+                format!("value {i} {}", "x".repeat(i % 90)).as_bytes(),
+                NO_EXPIRE,
+                0,
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dump.rdb");
+        let mut job = SnapshotJob::start(&mut ks, &path, SaveKind::Background, 0, meta()).unwrap();
+        let replica = job.subscribe().expect("before the first chunk");
+        let reader = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            for m in replica {
+                match m {
+                    SnapshotChunk::Data(d) => got.extend_from_slice(&d),
+                    SnapshotChunk::End => return (got, true),
+                }
+            }
+            (got, false)
+        });
+        while !job.step(&mut ks, 1000) {
+            assert!(job.subscribe().is_none() || job.chunks_sent == 0);
+        }
+        assert!(job.subscribe().is_none(), "too late to join");
+        let JobStatus::Done(r) = job.poll(true) else {
+            unreachable!()
+        };
+        r.unwrap();
+        let (got, ended) = reader.join().unwrap();
+        assert!(ended);
+        assert_eq!(got, std::fs::read(&path).unwrap());
+        let mut keys = 0;
+        struct Count<'a>(&'a mut u64);
+        impl ferrokv_rdb::RdbVisitor for Count<'_> {
+            fn entry(&mut self, _e: ferrokv_rdb::Entry<'_>) -> Result<(), ferrokv_rdb::VisitError> {
+                *self.0 += 1;
+                Ok(())
+            }
+        }
+        ferrokv_rdb::decode(&got, &mut Count(&mut keys)).unwrap();
+        assert_eq!(keys, 50_000);
+    }
 }
