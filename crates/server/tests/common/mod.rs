@@ -81,8 +81,12 @@ impl ServerProcess {
                 if let Ok(Some(_)) = p.child.try_wait() {
                     break;
                 }
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return p;
+                match answers_as(port, p.child.id()) {
+                    Some(true) => return p,
+                    // Another process holds the port (a free-port race with a
+                    // server started at the same moment): try another port.
+                    Some(false) => break,
+                    None => {}
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -315,6 +319,36 @@ impl Raw {
 /// One default ferrokv-server shared by the tests of a file that run at the
 /// same time (each test uses its own keys or database). It stops when the
 /// last test holding it ends, so no process outlives the test binary.
+/// Whether the server listening on `port` is the process `pid` (its
+/// `INFO server` says `process_id:<pid>`); `None` while nothing answers.
+pub fn answers_as(port: u16, pid: u32) -> Option<bool> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").ok()?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let want = format!("process_id:{pid}\r\n");
+    loop {
+        let n = s.read(&mut chunk).ok()?;
+        if n == 0 {
+            return Some(false);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if buf.starts_with(b"-") {
+            // NOAUTH (requirepass): the process cannot be asked; a server
+            // that answers at all is taken to be ours, as before.
+            return Some(true);
+        }
+        let text = String::from_utf8_lossy(&buf);
+        if text.contains(&want) {
+            return Some(true);
+        }
+        if text.contains("process_id:") && text.contains("\r\n\r\n") || text.contains("tcp_port:") {
+            return Some(text.contains(&want));
+        }
+    }
+}
+
 pub fn shared_ferrokv() -> std::sync::Arc<ServerProcess> {
     use std::sync::{Arc, Mutex, Weak};
     static SHARED: Mutex<Weak<ServerProcess>> = Mutex::new(Weak::new());

@@ -45,8 +45,14 @@ impl Node {
                         .unwrap_or_default(),
                 );
             }
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Ok(Node { child, port });
+            match super::answers_as(port, child.id()) {
+                Some(true) => return Ok(Node { child, port }),
+                Some(false) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Self::try_start(dir, extra);
+                }
+                None => {}
             }
             std::thread::sleep(Duration::from_millis(20));
         }
