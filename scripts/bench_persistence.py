@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Persistence figures of ferrokv-server beside redis-server, one run.
+
+  python3 scripts/bench_persistence.py [--keys 1000000] [--value-size 1000]
+
+1. Snapshot load time: both servers hold the same data set (keys x value
+   size, about 1 GB by default), SAVE it, and are restarted on their file;
+   the time from process start to the first PONG (Redis answers -LOADING
+   while it loads) is the load time.
+2. BGSAVE under load: redis-benchmark (SET, -c 50, random keys over the
+   data set) runs while a BGSAVE of the whole data set happens; its p99
+   latency, and the save's extra memory: for ferrokv the peak RSS growth
+   sampled during the save, for Redis its `rdb_last_cow_size` (the forked
+   child's copy-on-write).
+3. SET throughput with appendonly yes, appendfsync everysec and always
+   (-c 50, -P 1 and -P 16).
+"""
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def rss(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def cli(port, *args):
+    return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True).stdout.strip()
+
+
+def info(port, field):
+    for line in cli(port, "info", "persistence").splitlines():
+        if line.startswith(field + ":"):
+            return line.split(":", 1)[1].strip()
+    return ""
+
+
+class Server:
+    def __init__(self, name, binary, d, extra):
+        self.name, self.binary, self.dir, self.extra = name, binary, d, extra
+        self.port = free_port()
+        self.proc = None
+
+    def start(self):
+        args = [self.binary, "--port", str(self.port), "--dir", self.dir, "--save", ""] + self.extra
+        t0 = time.monotonic()
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(64).startswith(b"+PONG"):
+                        return time.monotonic() - t0
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                raise SystemExit(f"{self.name} exited")
+            time.sleep(0.005)
+
+    def stop(self):
+        if self.proc:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def load_data(port, keys, size, chunk=50_000):
+    val = b"v" * size
+    for start in range(0, keys, chunk):
+        payload = bytearray()
+        for i in range(start, min(keys, start + chunk)):
+            k = b"key:%012d" % i
+            payload += b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, size, val)
+        subprocess.run(["redis-cli", "-p", str(port), "--pipe"], input=bytes(payload), capture_output=True, check=True)
+
+
+def bench(port, test, n, pipeline, size, keys):
+    out = subprocess.run(
+        ["redis-benchmark", "-p", str(port), "-t", test, "-n", str(n), "-r", str(keys),
+         "-c", "50", "-P", str(pipeline), "-d", str(size), "--csv"],
+        capture_output=True, text=True, check=True).stdout
+    line = [l for l in out.splitlines() if l.startswith('"' + test.upper())][0]
+    f = [x.strip('"') for x in line.split(",")]
+    return float(f[1]), float(f[6])  # rps, p99 ms
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--keys", type=int, default=1_000_000)
+    ap.add_argument("--value-size", type=int, default=1000)
+    ap.add_argument("--ferrokv", default=os.path.join(ROOT, "target/release/ferrokv-server"))
+    a = ap.parse_args()
+    rows = []
+    dirs = {n: tempfile.mkdtemp(prefix=f"pbench-{n}-") for n in ("ferrokv", "redis")}
+    servers = {
+        "ferrokv": Server("ferrokv", a.ferrokv, dirs["ferrokv"], []),
+        "redis": Server("redis", "redis-server", dirs["redis"], ["--appendonly", "no"]),
+    }
+    try:
+        # 1. load time
+        for s in servers.values():
+            s.start()
+            load_data(s.port, a.keys, a.value_size)
+            assert int(cli(s.port, "dbsize")) == a.keys
+            cli(s.port, "save")
+            size = os.path.getsize(os.path.join(s.dir, "dump.rdb"))
+            s.stop()
+            t = s.start()
+            assert int(cli(s.port, "dbsize")) == a.keys
+            rows.append((f"load {size / 1e9:.2f} GB snapshot ({s.name})", f"{t:.2f} s"))
+            print(f"{s.name}: load {t:.2f} s", file=sys.stderr)
+        fl = float(rows[0][1].split()[0]); rl = float(rows[1][1].split()[0])
+        rows.append(("load time ratio ferrokv/redis", f"{fl / rl:.2f}x"))
+        # 2. BGSAVE under a SET load
+        n = 400_000
+        for s in servers.values():
+            base_rss = rss(s.proc.pid)
+            peak = [base_rss]
+            done = threading.Event()
+
+            def sample(pid=s.proc.pid):
+                while not done.is_set():
+                    peak[0] = max(peak[0], rss(pid))
+                    time.sleep(0.02)
+            th = threading.Thread(target=sample)
+            th.start()
+            res = {}
+            bt = threading.Thread(target=lambda: res.update(r=bench(s.port, "set", n, 1, a.value_size, a.keys)))
+            bt.start()
+            time.sleep(0.5)
+            t0 = time.monotonic()
+            cli(s.port, "bgsave")
+            while info(s.port, "rdb_bgsave_in_progress") == "1":
+                time.sleep(0.05)
+            save_secs = time.monotonic() - t0
+            bt.join()
+            done.set()
+            th.join()
+            rps, p99 = res["r"]
+            extra = (peak[0] - base_rss) if s.name == "ferrokv" else int(info(s.port, "rdb_last_cow_size") or 0)
+            rows.append((f"BGSAVE under SET -c 50 ({s.name})",
+                         f"save {save_secs:.1f} s, p99 {p99:.3f} ms, {rps:,.0f} req/s, extra memory {extra / 2**20:.0f} MiB"))
+            print(rows[-1], file=sys.stderr)
+        for s in servers.values():
+            s.stop()
+        # 3. AOF throughput
+        for policy in ("everysec", "always"):
+            for pipeline in (1, 16):
+                r = {}
+                for name, binary in (("ferrokv", a.ferrokv), ("redis", "redis-server")):
+                    d = tempfile.mkdtemp(prefix=f"aof-{name}-")
+                    s = Server(name, binary, d, ["--appendonly", "yes", "--appendfsync", policy])
+                    s.start()
+                    r[name] = bench(s.port, "set", 200_000 if pipeline == 1 else 1_000_000, pipeline, 32, 1_000_000)[0]
+                    s.stop()
+                rows.append((f"SET with appendfsync {policy}, -c 50 -P {pipeline}",
+                             f"ferrokv {r['ferrokv']:,.0f} req/s, redis {r['redis']:,.0f} req/s, ratio {r['ferrokv'] / r['redis']:.2f}x"))
+                print(rows[-1], file=sys.stderr)
+    finally:
+        for s in servers.values():
+            s.stop()
+    print("| measurement | result |")
+    print("|---|---|")
+    for k, v in rows:
+        print(f"| {k} | {v} |")
+
+
+if __name__ == "__main__":
+    main()
