@@ -83,10 +83,12 @@ class Server:
 
 
 def load_data(port, keys, size, chunk=50_000):
-    val = b"v" * size
+    # Random values: the snapshot is as large as the data (LZF cannot
+    # shrink them), as with real cached payloads.
     for start in range(0, keys, chunk):
         payload = bytearray()
         for i in range(start, min(keys, start + chunk)):
+            val = os.urandom(size)
             k = b"key:%012d" % i
             payload += b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, size, val)
         subprocess.run(["redis-cli", "-p", str(port), "--pipe"], input=bytes(payload), capture_output=True, check=True)

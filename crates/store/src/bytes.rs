@@ -2,8 +2,10 @@
 //!
 //! Keys and small values live inside the hash-table entry itself, so a
 //! lookup of a short key costs the table probe and nothing more: no second,
-//! dependent cache miss to a boxed key. Longer strings fall back to one heap
-//! allocation of exactly their length. The type is 24 bytes either way.
+//! dependent cache miss to a boxed key. Longer strings fall back to one
+//! shared heap allocation (`Arc<[u8]>`): cloning one — as a snapshot's
+//! copy-on-write does for every entry of a segment it must keep — costs a
+//! reference count, not a copy of the value. The type is 24 bytes either way.
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -16,7 +18,7 @@ pub const INLINE_CAP: usize = 22;
 #[derive(Clone)]
 pub enum SmallBytes {
     Inline { len: u8, data: [u8; INLINE_CAP] },
-    Heap(Box<[u8]>),
+    Heap(std::sync::Arc<[u8]>),
 }
 
 impl SmallBytes {
@@ -39,7 +41,7 @@ impl SmallBytes {
         if v.len() <= INLINE_CAP {
             Self::new(&v)
         } else {
-            SmallBytes::Heap(v.into_boxed_slice())
+            SmallBytes::Heap(v.into())
         }
     }
 
@@ -62,7 +64,7 @@ impl SmallBytes {
     pub fn into_vec(self) -> Vec<u8> {
         match self {
             SmallBytes::Inline { len, data } => data[..len as usize].to_vec(),
-            SmallBytes::Heap(b) => b.into_vec(),
+            SmallBytes::Heap(b) => b.to_vec(),
         }
     }
 }

@@ -39,7 +39,7 @@ pub enum Value {
     /// string in its `raw` encoding however short it is, and `OBJECT
     /// ENCODING` shows it; the bytes live on the heap, as Redis's do. The
     /// variant's payload leaves the enum at 24 bytes.
-    Raw(Box<[u8]>),
+    Raw(std::sync::Arc<[u8]>),
 }
 
 /// A borrowed view of a stored value.

@@ -465,7 +465,7 @@ fn append(ctx: &mut Ctx, args: Args) {
             let n = v.len();
             // Appending makes a raw string even when the result is short
             // or looks like an integer, as in Redis.
-            e.set_value(Value::Raw(v.into_boxed_slice()));
+            e.set_value(Value::Raw(v.into()));
             ctx.client.out.int(n as i64);
         }
     }
@@ -555,7 +555,7 @@ fn setrange(ctx: &mut Ctx, args: Args) {
             let mut v = vec![0u8; offset as usize + value.len()];
             v[offset as usize..].copy_from_slice(value);
             let n = v.len();
-            ctx.srv.keyspace.dbs[db].upsert(key, Value::Raw(v.into_boxed_slice()), NO_EXPIRE, lru);
+            ctx.srv.keyspace.dbs[db].upsert(key, Value::Raw(v.into()), NO_EXPIRE, lru);
             ctx.client.out.int(n as i64);
         }
         Some(e) => {
@@ -581,7 +581,7 @@ fn setrange(ctx: &mut Ctx, args: Args) {
             }
             v[offset as usize..end].copy_from_slice(value);
             let n = v.len();
-            e.set_value(Value::Raw(v.into_boxed_slice()));
+            e.set_value(Value::Raw(v.into()));
             ctx.client.out.int(n as i64);
         }
     }
