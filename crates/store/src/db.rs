@@ -585,6 +585,29 @@ impl Db {
         }
     }
 
+    /// Prepares an empty database for about `n` keys (the `RESIZEDB` hint
+    /// of a snapshot being loaded): the directory is split up front and each
+    /// segment's table allocated once, so the load rehashes nothing.
+    pub fn reserve(&mut self, n: usize) {
+        if self.len != 0 || self.snapshot.is_some() {
+            return;
+        }
+        // Aim for segments three quarters full of their split threshold.
+        let per_segment = SEGMENT_MAX * 3 / 4;
+        let mut depth = 0;
+        while (1usize << depth) * per_segment < n && depth < 24 {
+            depth += 1;
+        }
+        let count = 1usize << depth;
+        let cap = n.div_ceil(count) + n.div_ceil(count) / 8;
+        self.global_depth = depth as u32;
+        self.directory = (0..count as u32).collect();
+        self.segments = (0..count)
+            .map(|_| Segment::new(depth as u32, cap.min(SEGMENT_MAX)))
+            .collect();
+        self.expire_cursor = 0;
+    }
+
     /// Removes every key.
     pub fn clear(&mut self) {
         let mut snapshot = self.snapshot.take();
@@ -815,6 +838,37 @@ mod tests {
         }
         assert_eq!(n, 5_000);
         assert_eq!(db.len(), 5_000);
+    }
+
+    #[test]
+    fn reserved_table_holds_every_key() {
+        let mut db = Db::new();
+        db.reserve(100_000);
+        assert!(db.segment_count() >= 32);
+        for i in 0..120_000u32 {
+            db.upsert(
+                format!("k{i}").as_bytes(),
+                Value::Int(i as i64),
+                NO_EXPIRE,
+                0,
+            );
+        }
+        assert_eq!(db.len(), 120_000);
+        for i in 0..120_000u32 {
+            assert_eq!(
+                db.get(format!("k{i}").as_bytes()).unwrap().value(),
+                ValueRef::Int(i as i64)
+            );
+        }
+        let mut seen = 0;
+        let mut c = 0;
+        loop {
+            c = db.scan(c, 100, |_| seen += 1);
+            if c == 0 {
+                break;
+            }
+        }
+        assert_eq!(seen, 120_000);
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub struct LoadStats {
 
 struct Loader<'k> {
     ks: &'k mut Keyspace,
+    db: usize,
     now_ms: i64,
     stats: LoadStats,
     key_delay_us: u64,
@@ -32,6 +33,19 @@ fn type_name(v: &RdbValue) -> &'static str {
 }
 
 impl RdbVisitor for Loader<'_> {
+    fn select_db(&mut self, db: u64) -> Result<(), VisitError> {
+        self.db = db as usize;
+        Ok(())
+    }
+
+    /// The file says how many keys follow: size the table once.
+    fn resize_db(&mut self, db_size: u64, _expires: u64) -> Result<(), VisitError> {
+        if let Some(d) = self.ks.dbs.get_mut(self.db) {
+            d.reserve(db_size as usize);
+        }
+        Ok(())
+    }
+
     fn entry(&mut self, e: RdbEntry<'_>) -> Result<(), VisitError> {
         let db = e.db as usize;
         if db >= self.ks.dbs.len() {
@@ -96,6 +110,7 @@ pub fn load_rdb(
         .map_err(|e| format!("Can't map {}: {e}", path.display()))?;
     let mut loader = Loader {
         ks,
+        db: 0,
         now_ms,
         stats: LoadStats::default(),
         key_delay_us,
