@@ -8,7 +8,7 @@
 //! `slowlog-max-len` entries.
 
 use super::flags::*;
-use super::{err, reply_help, CommandSpec, Ctx};
+use super::{reply_help, CommandSpec, Ctx};
 use ferrokv_resp::Args;
 use std::collections::VecDeque;
 
@@ -138,14 +138,12 @@ fn trim_argv(args: &Args) -> Vec<Vec<u8>> {
 fn slowlog_get(ctx: &mut Ctx, args: Args) {
     let mut count: i64 = 10;
     if args.len() == 3 {
+        // One message for "not a number" and "too small", as Redis's
+        // `getRangeLongFromObjectOrReply`.
         match ferrokv_resp::parse_i64(args.get(2)) {
             Some(c) if c >= -1 => count = c,
-            Some(_) => {
+            _ => {
                 ctx.error("ERR count should be greater than or equal to -1");
-                return;
-            }
-            None => {
-                ctx.error(err::NOT_INTEGER);
                 return;
             }
         }
