@@ -469,7 +469,7 @@ fn collect_persistence(srv: &Server, r: &mut Registry) {
     r.gauge(
         "ferrokv_aof_last_write_status",
         "1 if the last AOF write succeeded (or the AOF is off), 0 if it failed.",
-        !aof.is_some_and(|a| a.write_error.is_some()) as u8 as f64,
+        aof.is_none_or(|a| a.write_error.is_none()) as u8 as f64,
     );
     r.gauge(
         "ferrokv_aof_current_size_bytes",

@@ -255,9 +255,7 @@ mod tests {
         let big = vec![b'x'; 200];
         let mut argv: Vec<&[u8]> = vec![b"rpush", b"k"];
         argv.push(&big);
-        for _ in 0..40 {
-            argv.push(b"v");
-        }
+        argv.extend(std::iter::repeat_n(&b"v"[..], 40));
         push(&mut log, 0, 10, 0, &argv);
         let e = &log.entries[0];
         assert_eq!(e.argv.len(), 32);
