@@ -112,16 +112,23 @@ impl SlowLog {
 
 /// The arguments as Redis keeps them: at most [`MAX_ARGC`], the last of
 /// which says how many more there were; each at most [`MAX_STRING`] bytes
-/// followed by how many more there were; AUTH's secrets redacted.
+/// followed by how many more there were; passwords (`AUTH`'s arguments,
+/// `HELLO ... AUTH user pass`) redacted as Redis redacts them.
 fn trim_argv(args: &Args) -> Vec<Vec<u8>> {
     let argc = args.len();
     let kept = argc.min(MAX_ARGC);
-    let redact = super::is(args.get(0), "auth");
+    let is_auth = super::is(args.get(0), "auth");
+    let is_hello = super::is(args.get(0), "hello");
+    let mut hello_secret_until = 0;
     let mut out = Vec::with_capacity(kept);
     for (j, a) in args.iter().take(kept).enumerate() {
+        let secret = j > 0 && (is_auth || j <= hello_secret_until);
+        if is_hello && j >= 2 && hello_secret_until < j && super::is(a, "auth") {
+            hello_secret_until = j + 2;
+        }
         if kept != argc && j == kept - 1 {
             out.push(format!("... ({} more arguments)", argc - kept + 1).into_bytes());
-        } else if redact && j > 0 {
+        } else if secret {
             out.push(b"(redacted)".to_vec());
         } else if a.len() > MAX_STRING {
             let mut v = a[..MAX_STRING].to_vec();
@@ -237,6 +244,36 @@ mod tests {
         push(&mut log, 100, 128, 100, &[b"get", b"k"]);
         assert_eq!(log.len(), 2);
         assert_eq!(log.last_id(), Some(1));
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        let mut log = SlowLog::default();
+        push(&mut log, 0, 10, 0, &[b"AUTH", b"user", b"pw"]);
+        push(
+            &mut log,
+            0,
+            10,
+            0,
+            &[b"HELLO", b"3", b"AUTH", b"u", b"pw", b"SETNAME", b"n"],
+        );
+        let r = b"(redacted)".to_vec();
+        assert_eq!(
+            log.entries[1].argv,
+            vec![b"AUTH".to_vec(), r.clone(), r.clone()]
+        );
+        assert_eq!(
+            log.entries[0].argv,
+            vec![
+                b"HELLO".to_vec(),
+                b"3".to_vec(),
+                b"AUTH".to_vec(),
+                r.clone(),
+                r,
+                b"SETNAME".to_vec(),
+                b"n".to_vec()
+            ]
+        );
     }
 
     #[test]
