@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite. Installs what the tests need when it is
 # missing: the real redis-server/redis-cli/redis-benchmark (differential and
-# interop tests), libfabric (RDMA transport tests, tcp provider), redis-py.
+# interop tests), libfabric (RDMA transport tests, tcp provider), redis-py,
+# promtool (Debian's prometheus: checks the /metrics text).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,12 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
     $SUDO apt-get update
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y "${need_apt[@]}"
+fi
+# promtool only: the package's daemon and recommended exporters are not needed.
+if ! command -v promtool >/dev/null; then
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends prometheus
 fi
 python3 -c 'import redis' 2>/dev/null || python3 -m pip install --quiet redis
 

@@ -97,6 +97,12 @@ pub struct Config {
     pub aof_load_truncated: bool,
     pub auto_aof_rewrite_percentage: u64,
     pub auto_aof_rewrite_min_size: u64,
+    /// `SLOWLOG`: µs from which a command is logged (-1: never, 0: always).
+    pub slowlog_log_slower_than: i64,
+    pub slowlog_max_len: u64,
+    /// The Prometheus endpoint's port (0: no endpoint) and address.
+    pub metrics_port: u16,
+    pub metrics_bind: String,
     /// The config file the server was started with (for `INFO` and `CONFIG REWRITE`).
     pub config_file: Option<String>,
 }
@@ -138,6 +144,10 @@ impl Default for Config {
             aof_load_truncated: true,
             auto_aof_rewrite_percentage: 100,
             auto_aof_rewrite_min_size: 0,
+            slowlog_log_slower_than: 0,
+            slowlog_max_len: 0,
+            metrics_port: 0,
+            metrics_bind: String::new(),
             config_file: None,
         };
         for o in OPTIONS {
@@ -714,6 +724,62 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.auto_aof_rewrite_min_size.to_string()
+    ),
+    opt!(
+        "slowlog-log-slower-than",
+        "10000",
+        true,
+        |c, a| {
+            let s = one(a)?;
+            let v: i64 = s
+                .parse()
+                .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            if v < -1 {
+                return Err(format!(
+                    "argument must be between -1 and {} inclusive",
+                    i64::MAX
+                ));
+            }
+            c.slowlog_log_slower_than = v;
+            Ok(())
+        },
+        |c| c.slowlog_log_slower_than.to_string()
+    ),
+    opt!(
+        "slowlog-max-len",
+        "128",
+        true,
+        |c, a| {
+            c.slowlog_max_len = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.slowlog_max_len.to_string()
+    ),
+    // Not Redis options: the Prometheus endpoint (docs/metrics.md). Bound
+    // once at start-up, like `port`.
+    opt!(
+        "metrics-port",
+        "0",
+        false,
+        |c, a| {
+            c.metrics_port = parse_int(a, 0, 65535)? as u16;
+            Ok(())
+        },
+        |c| c.metrics_port.to_string()
+    ),
+    opt!(
+        "metrics-bind",
+        "127.0.0.1",
+        false,
+        |c, a| {
+            let b = one(a)?;
+            if b.is_empty() {
+                return Err("address can't be empty".into());
+            }
+            c.metrics_bind = b.to_string();
+            Ok(())
+        },
+        |c| c.metrics_bind.clone()
     ),
 ];
 

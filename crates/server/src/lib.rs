@@ -18,6 +18,7 @@
 //! - [`net`]: the reactor, client connections, buffer pool.
 //! - [`server`]: the state the thread owns and the command pipeline.
 //! - [`commands`]: the command table, one file per command family.
+//! - [`metrics`]: the Prometheus `/metrics` endpoint and every series it serves.
 //! - [`propagate`]: the one stream of changes that feeds the AOF.
 //! - [`persistence`]: fork-free RDB snapshots and loading.
 //! - [`alloc`]: the counting global allocator behind `INFO memory`.
@@ -29,6 +30,7 @@ pub mod commands;
 pub mod config;
 pub mod fdlimit;
 pub mod info;
+pub mod metrics;
 pub mod net;
 pub mod persistence;
 pub mod propagate;

@@ -165,6 +165,23 @@ fn main() {
             std::process::exit(1);
         }
     };
+    if reactor.srv.config.metrics_port != 0 {
+        let (bind, port) = (
+            reactor.srv.config.metrics_bind.clone(),
+            reactor.srv.config.metrics_port,
+        );
+        match ferrokv_server::metrics::spawn(&bind, port) {
+            Ok(m) => {
+                info!("Metrics endpoint on http://{}/metrics", m.addr);
+                reactor.srv.metrics = Some(m);
+                reactor.srv.publish_metrics();
+            }
+            Err(e) => {
+                error!("Could not create the metrics listening socket {bind}:{port}: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
     info!("Ready to accept connections tcp on port {}", reactor.port());
     ferrokv_server::signals::install();
     if let Err(e) = reactor.run() {

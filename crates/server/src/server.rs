@@ -109,6 +109,11 @@ pub struct Server {
     /// An AOF rewrite asked for while a save ran.
     pub aof_rewrite_scheduled: bool,
     pub aof_last_rewrite_secs: Option<f64>,
+    /// `SLOWLOG`.
+    pub slowlog: crate::commands::slowlog::SlowLog,
+    /// The `/metrics` endpoint, when `metrics-port` is set: the cron
+    /// publishes a snapshot to it.
+    pub metrics: Option<crate::metrics::MetricsEndpoint>,
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
 }
 
@@ -165,6 +170,8 @@ impl Server {
             aof: None,
             aof_rewrite_scheduled: false,
             aof_last_rewrite_secs: None,
+            slowlog: Default::default(),
+            metrics: None,
             lazyfree: spawn_lazyfree(),
         }
     }
@@ -317,10 +324,24 @@ impl Server {
         let st = &mut self.cmd_stats[idx];
         st.calls += 1;
         st.usec += usec;
+        st.latency.record(usec);
         if client.out.error_codes.len() != errors_before {
             st.failed_calls += 1;
         }
         self.stats.total_commands_processed += 1;
+        // Commands replayed from the AOF (a client with no socket) are not
+        // logged, as Redis does not log them while loading.
+        if client.stream.is_some() {
+            self.slowlog.push_if_slow(
+                self.config.slowlog_log_slower_than,
+                self.config.slowlog_max_len,
+                usec,
+                &args,
+                now_ms / 1000,
+                &client.addr,
+                client.name.as_deref(),
+            );
+        }
     }
 
     /// Frees a value on the lazy-free thread (`UNLINK`, `FLUSHALL ASYNC`):
@@ -409,6 +430,15 @@ impl Server {
         }
         let used = crate::alloc::used_memory();
         self.peak_memory = self.peak_memory.max(used);
+        self.publish_metrics();
+    }
+
+    /// Hands the `/metrics` thread a fresh snapshot (it never reads the
+    /// server state itself).
+    pub fn publish_metrics(&self) {
+        if let Some(m) = &self.metrics {
+            m.publish(crate::metrics::capture(self));
+        }
     }
 
     /// The active expiry cycle: samples keys with a TTL and removes the

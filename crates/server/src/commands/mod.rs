@@ -1,6 +1,7 @@
 //! The command table and dispatch.
 //!
-//! Each family file (`string.rs`, `keys.rs`, `connection.rs`, `server.rs`)
+//! Each family file (`string.rs`, `keys.rs`, `connection.rs`, `server.rs`,
+//! `slowlog.rs`)
 //! declares its rows of the table — name, arity, flags, key positions, docs —
 //! next to the handlers, with the command's syntax in a comment above each
 //! handler. [`CommandTable`] joins the rows once at start-up; dispatch is one
@@ -14,6 +15,7 @@ pub mod docs;
 pub mod keys;
 pub mod long_double;
 pub mod server;
+pub mod slowlog;
 pub mod string;
 
 use crate::net::client::Client;
@@ -140,6 +142,8 @@ pub struct CommandStats {
     pub usec: u64,
     pub rejected_calls: u64,
     pub failed_calls: u64,
+    /// Execution times, for the `/metrics` histogram.
+    pub latency: crate::metrics::LatencyHistogram,
 }
 
 /// Every command, looked up by lower-cased name.
@@ -156,6 +160,7 @@ impl CommandTable {
             keys::COMMANDS,
             connection::COMMANDS,
             server::COMMANDS,
+            slowlog::COMMANDS,
         ] {
             for spec in family {
                 specs.push(spec);
