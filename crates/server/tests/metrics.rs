@@ -237,3 +237,119 @@ fn no_endpoint_without_metrics_port() {
         ])
     );
 }
+
+/// Every metric name a PromQL expression of the dashboard uses, histogram
+/// suffixes mapped to their family.
+fn dashboard_metric_names() -> Vec<String> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../dashboards/ferrokv.json");
+    let dash: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut exprs = Vec::new();
+    for p in dash["panels"].as_array().expect("panels") {
+        for t in p["targets"].as_array().expect("targets") {
+            exprs.push(t["expr"].as_str().expect("expr").to_string());
+        }
+    }
+    for v in dash["templating"]["list"].as_array().unwrap() {
+        exprs.push(v["query"].as_str().unwrap().to_string());
+    }
+    assert!(exprs.len() > 20, "the dashboard lost its panels");
+    let mut names = Vec::new();
+    for e in &exprs {
+        let mut rest = e.as_str();
+        while let Some(i) = rest.find("ferrokv_") {
+            let tail = &rest[i..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(tail.len());
+            let mut name = tail[..end].to_string();
+            for suffix in ["_bucket", "_sum", "_count"] {
+                if let Some(base) = name.strip_suffix(suffix) {
+                    name = base.to_string();
+                }
+            }
+            if !names.contains(&name) {
+                names.push(name);
+            }
+            rest = &tail[end..];
+        }
+    }
+    names
+}
+
+#[test]
+fn every_dashboard_query_names_an_exported_series() {
+    let names = dashboard_metric_names();
+    let (srv, port) = server_with_metrics(&["--slowlog-log-slower-than", "0"]);
+    let mut c = srv.raw();
+    // Per-command, per-db and error series exist once something happened.
+    c.cmd(&["SET", "k", "v"]);
+    c.cmd(&["EXPIRE", "k", "100"]);
+    c.cmd(&["GET", "k"]);
+    c.cmd(&["NOSUCH"]);
+    let text = scrape_until(port, "ferrokv_db_keys_expiring{db=\"db0\"}", "1");
+    for name in &names {
+        assert!(
+            text.contains(&format!("# TYPE {name} ")),
+            "the dashboard queries {name}, which the endpoint does not export"
+        );
+    }
+}
+
+/// A real Prometheus (Debian's) scrapes the endpoint and can query it.
+#[test]
+fn a_real_prometheus_scrapes_the_endpoint() {
+    let (srv, port) = server_with_metrics(&[]);
+    let mut c = srv.raw();
+    for i in 0..5 {
+        c.cmd(&["SET", &format!("p{i}"), "v"]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: ferrokv\n    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+        ),
+    )
+    .unwrap();
+    let web = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut prom = std::process::Command::new("prometheus")
+        .arg(format!("--config.file={}", cfg.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{web}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("prometheus installed (Debian package prometheus)");
+    let query = |q: &str| -> Option<String> {
+        let mut s = TcpStream::connect(("127.0.0.1", web)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        write!(
+            s,
+            "GET /api/v1/query?query={q} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut resp = String::new();
+        s.read_to_string(&mut resp).ok()?;
+        Some(resp)
+    };
+    let found = wait_for("prometheus to scrape ferrokv", 60, || {
+        let up = query("up")?;
+        let sets = query("ferrokv_commands_total")?;
+        (up.contains("\"job\":\"ferrokv\"")
+            && up.contains("\"1\"]")
+            && sets.contains("\"cmd\":\"set\""))
+        .then_some(sets)
+    });
+    let _ = prom.kill();
+    let _ = prom.wait();
+    assert!(found.contains("\"5\"]"), "{found}");
+}
