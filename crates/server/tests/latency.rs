@@ -254,6 +254,45 @@ fn info_latencystats_prints_each_commands_percentiles() {
 }
 
 #[test]
+fn latency_histogram_replies_cumulative_power_of_two_buckets() {
+    let srv = start(&[]);
+    let mut c = srv.raw();
+    assert_eq!(c.cmd(&["CONFIG", "RESETSTAT"]), ok());
+    assert_eq!(c.cmd(&["DEBUG", "SLEEP", "0.02"]), ok());
+    let reply = c.cmd(&["LATENCY", "HISTOGRAM", "debug", "no-such-command"]);
+    let Frame::Array(top) = reply else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(top.len(), 2, "{top:?}");
+    assert_eq!(top[0], Frame::Bulk(b"debug".to_vec()));
+    let Frame::Array(fields) = &top[1] else {
+        panic!("{top:?}")
+    };
+    assert_eq!(fields[0], Frame::Bulk(b"calls".to_vec()));
+    assert_eq!(fields[1], Frame::Integer(1));
+    assert_eq!(fields[2], Frame::Bulk(b"histogram_usec".to_vec()));
+    let Frame::Array(buckets) = &fields[3] else {
+        panic!("{fields:?}")
+    };
+    // One bucket: the power of two above 20 ms, as the histogram rounds
+    // it (2^25 ns shows as 33816 µs on Redis 7.0 too).
+    assert_eq!(buckets.len(), 2, "{buckets:?}");
+    assert!(
+        matches!(buckets[0], Frame::Integer(us) if us >= 20_000),
+        "{buckets:?}"
+    );
+    assert_eq!(buckets[1], Frame::Integer(1));
+    // A container brings its subcommands; in RESP3 the reply is a map.
+    c.cmd(&["HELLO", "3"]);
+    let reply = c.cmd(&["LATENCY", "HISTOGRAM", "config"]);
+    let Frame::Map(m) = reply else {
+        panic!("{reply:?}")
+    };
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert_eq!(m[0].0, Frame::Bulk(b"config|resetstat".to_vec()));
+}
+
+#[test]
 fn latency_options_refuse_values_redis_refuses() {
     let srv = start(&[]);
     let mut c = srv.raw();
