@@ -94,6 +94,13 @@ fn slow_command_is_a_command_event_in_latest_and_history() {
             Frame::Integer(*ms)
         ])])
     );
+    let g = text(c.cmd(&["LATENCY", "GRAPH", "command"]));
+    let head = format!("command - high {ms} ms, low {ms} ms (all time high {max} ms)\n");
+    assert!(g.starts_with(&head), "{g}");
+    assert_eq!(
+        c.cmd(&["LATENCY", "GRAPH", "nope"]),
+        Frame::Error(b"ERR No samples available for event 'nope'".to_vec())
+    );
     // HISTORY looks the event up by its exact name; unknown events are empty.
     assert_eq!(
         c.cmd(&["LATENCY", "HISTORY", "COMMAND"]),

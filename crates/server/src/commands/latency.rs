@@ -67,6 +67,13 @@ static SUBS: &[CommandSpec] = &[
     )
     .doc("Returns a human-readable latency analysis report.", ""),
     cmd(
+        "latency|graph",
+        3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        latency_graph,
+    )
+    .doc("Returns a latency graph for an event.", "event"),
+    cmd(
         "latency|histogram",
         -2,
         ADMIN | NOSCRIPT | LOADING | STALE,
@@ -366,6 +373,114 @@ fn latency_histogram(ctx: &mut Ctx, args: Args) {
     }
 }
 
+/// LATENCY GRAPH event
+fn latency_graph(ctx: &mut Ctx, args: Args) {
+    let event = args.get(2);
+    match ctx.srv.latency_monitor.get(event) {
+        Some(ts) => {
+            let name = String::from_utf8_lossy(event);
+            let g = graph(&name, ts, ctx.now_ms / 1000);
+            ctx.client.out.verbatim(g.as_bytes());
+        }
+        None => {
+            let mut msg = b"ERR No samples available for event '".to_vec();
+            msg.extend_from_slice(event);
+            msg.push(b'\'');
+            ctx.client.out.error_bytes(&msg);
+        }
+    }
+}
+
+/// Columns of a `LATENCY GRAPH` (Redis's `LATENCY_GRAPH_COLS`).
+const GRAPH_COLS: usize = 80;
+const GRAPH_ROWS: usize = 4;
+
+/// `LATENCY GRAPH`'s text: a header, a rule, and Redis's filled sparkline
+/// (`sparklineRender` with `SPARKLINE_FILL`, 4 rows, 80 columns per
+/// block), each sample labelled vertically with how long ago it was.
+pub fn graph(event: &str, ts: &TimeSeries, now_secs: i64) -> String {
+    let samples: Vec<Sample> = ts.history().collect();
+    let min = samples.iter().map(|s| s.latency_ms).min().unwrap_or(0);
+    let max = samples.iter().map(|s| s.latency_ms).max().unwrap_or(0);
+    let mut out = format!(
+        "{event} - high {max} ms, low {min} ms (all time high {} ms)\n",
+        ts.max_ms
+    );
+    out.push_str(&"-".repeat(GRAPH_COLS));
+    out.push('\n');
+    let labels: Vec<String> = samples
+        .iter()
+        .map(|s| {
+            let ago = now_secs - s.time;
+            match ago {
+                a if a < 60 => format!("{a}s"),
+                a if a < 3600 => format!("{}m", a / 60),
+                a if a < 86400 => format!("{}h", a / 3600),
+                a => format!("{}d", a / 86400),
+            }
+        })
+        .collect();
+    for (block, start) in (0..samples.len()).step_by(GRAPH_COLS).enumerate() {
+        if block > 0 {
+            out.push('\n');
+        }
+        let end = (start + GRAPH_COLS).min(samples.len());
+        render_sparkline(
+            &mut out,
+            &samples[start..end],
+            &labels[start..end],
+            min,
+            max,
+        );
+    }
+    out
+}
+
+/// One block of Redis's `sparklineRenderRange` with `SPARKLINE_FILL`.
+fn render_sparkline(out: &mut String, samples: &[Sample], labels: &[String], min: u64, max: u64) {
+    const FILL: [u8; 3] = *b"_o#";
+    const LABEL_MARGIN_TOP: usize = 1;
+    let steps = (FILL.len() * GRAPH_ROWS) as i64;
+    let relmax = if max == min { 1.0 } else { (max - min) as f64 };
+    let step_of = |s: &Sample| {
+        let relval = (s.latency_ms - min) as f64;
+        // C's `(int)(relval*steps)/relmax`, truncated again into an int.
+        let step = ((relval * steps as f64) as i64 as f64 / relmax) as i64;
+        step.clamp(0, steps - 1)
+    };
+    let mut row = 0;
+    loop {
+        let mut chars = vec![b' '; samples.len()];
+        let mut more = false;
+        for (j, s) in samples.iter().enumerate() {
+            if row < GRAPH_ROWS {
+                more = true;
+                let charidx = step_of(s) - ((GRAPH_ROWS - row - 1) * FILL.len()) as i64;
+                if (0..FILL.len() as i64).contains(&charidx) {
+                    chars[j] = FILL[charidx as usize];
+                } else if charidx >= FILL.len() as i64 {
+                    chars[j] = b'|';
+                }
+            } else if row - GRAPH_ROWS < LABEL_MARGIN_TOP {
+                more = true;
+                break;
+            } else if let Some(&c) = labels[j]
+                .as_bytes()
+                .get(row - GRAPH_ROWS - LABEL_MARGIN_TOP)
+            {
+                more = true;
+                chars[j] = c;
+            }
+        }
+        if !more {
+            break;
+        }
+        row += 1;
+        out.push_str(&String::from_utf8_lossy(&chars));
+        out.push('\n');
+    }
+}
+
 /// LATENCY DOCTOR
 fn latency_doctor(ctx: &mut Ctx, _args: Args) {
     let report = doctor_report(
@@ -447,6 +562,8 @@ fn latency_help(ctx: &mut Ctx, _args: Args) {
         &[
             "DOCTOR",
             "    Return a human readable latency analysis report.",
+            "GRAPH <event>",
+            "    Return an ASCII latency graph for the <event> class.",
             "HISTORY <event>",
             "    Return time-latency samples for the <event> class.",
             "LATEST",
@@ -554,6 +671,21 @@ mod tests {
         assert_eq!(b[0], (1, 2));
         assert_eq!(b[1], (2, 3));
         assert_eq!(b.last().unwrap().1, 4);
+    }
+
+    #[test]
+    fn graph_matches_redis_sparkline() {
+        let mut m = LatencyMonitor::default();
+        m.add_if_needed(1, "command", 100, 20);
+        m.add_if_needed(1, "command", 101, 5);
+        m.add_if_needed(1, "command", 102, 12);
+        let g = graph("command", m.get(b"command").unwrap(), 102);
+        // As redis-server 7.0.15 drew the same three samples.
+        let want = format!(
+            "command - high 20 ms, low 5 ms (all time high 20 ms)\n{}\n#  \n|  \n| #\n|_|\n   \n210\nsss\n",
+            "-".repeat(80)
+        );
+        assert_eq!(g, want);
     }
 
     #[test]
