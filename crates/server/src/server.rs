@@ -337,7 +337,7 @@ impl Server {
         }
         self.stats.total_commands_processed += 1;
         // Commands replayed from the AOF (a client with no socket) are not
-        // logged, as Redis does not log them while loading.
+        // logged nor sampled, as Redis does not while loading.
         if client.stream.is_some() {
             if self.config.latency_tracking {
                 self.latency_stats.record(idx, elapsed.as_nanos() as u64);
@@ -352,7 +352,7 @@ impl Server {
             self.latency_monitor.add_if_needed(
                 self.config.latency_monitor_threshold,
                 event,
-                now_ms / 1000,
+                || unix_ms() / 1000,
                 usec / 1000,
             );
             self.slowlog.push_if_slow(

@@ -152,11 +152,19 @@ pub struct LatencyMonitor {
 
 impl LatencyMonitor {
     /// Redis's `latencyAddSampleIfNeeded`: a threshold of 0 disables the
-    /// monitor; otherwise latencies at or above it are sampled.
-    pub fn add_if_needed(&mut self, threshold_ms: u64, event: &str, now_secs: i64, ms: u64) {
+    /// monitor; otherwise latencies at or above it are sampled, stamped
+    /// with the clock read then (`now_secs` is only called for a spike).
+    pub fn add_if_needed(
+        &mut self,
+        threshold_ms: u64,
+        event: &str,
+        now_secs: impl FnOnce() -> i64,
+        ms: u64,
+    ) {
         if threshold_ms == 0 || ms < threshold_ms {
             return;
         }
+        let now_secs = now_secs();
         let ts = match self.events.iter().position(|(e, _)| e == event) {
             Some(i) => &mut self.events[i].1,
             None => {
@@ -585,10 +593,10 @@ mod tests {
     #[test]
     fn one_sample_per_second_keeps_the_worst() {
         let mut m = LatencyMonitor::default();
-        m.add_if_needed(1, "command", 100, 5);
-        m.add_if_needed(1, "command", 100, 3);
-        m.add_if_needed(1, "command", 100, 9);
-        m.add_if_needed(1, "command", 101, 2);
+        m.add_if_needed(1, "command", || 100, 5);
+        m.add_if_needed(1, "command", || 100, 3);
+        m.add_if_needed(1, "command", || 100, 9);
+        m.add_if_needed(1, "command", || 101, 2);
         let ts = m.get(b"command").unwrap();
         let h: Vec<_> = ts.history().map(|s| (s.time, s.latency_ms)).collect();
         assert_eq!(h, vec![(100, 9), (101, 2)]);
@@ -605,10 +613,10 @@ mod tests {
     #[test]
     fn threshold_zero_disables_and_below_threshold_is_ignored() {
         let mut m = LatencyMonitor::default();
-        m.add_if_needed(0, "command", 1, 1000);
-        m.add_if_needed(10, "command", 1, 9);
+        m.add_if_needed(0, "command", || 1, 1000);
+        m.add_if_needed(10, "command", || 1, 9);
         assert!(m.is_empty());
-        m.add_if_needed(10, "command", 1, 10);
+        m.add_if_needed(10, "command", || 1, 10);
         assert!(!m.is_empty());
     }
 
@@ -616,7 +624,7 @@ mod tests {
     fn ring_keeps_the_last_160_seconds() {
         let mut m = LatencyMonitor::default();
         for t in 1..=200 {
-            m.add_if_needed(1, "command", t, t as u64);
+            m.add_if_needed(1, "command", || t, t as u64);
         }
         let ts = m.get(b"command").unwrap();
         let times: Vec<i64> = ts.history().map(|s| s.time).collect();
@@ -627,8 +635,8 @@ mod tests {
     #[test]
     fn history_is_case_sensitive_and_reset_is_not() {
         let mut m = LatencyMonitor::default();
-        m.add_if_needed(1, "command", 1, 5);
-        m.add_if_needed(1, "fast-command", 1, 5);
+        m.add_if_needed(1, "command", || 1, 5);
+        m.add_if_needed(1, "fast-command", || 1, 5);
         assert!(m.get(b"COMMAND").is_none());
         assert_eq!(m.reset_event(b"COMMAND"), 1);
         assert_eq!(m.reset_event(b"nope"), 0);
@@ -676,9 +684,9 @@ mod tests {
     #[test]
     fn graph_matches_redis_sparkline() {
         let mut m = LatencyMonitor::default();
-        m.add_if_needed(1, "command", 100, 20);
-        m.add_if_needed(1, "command", 101, 5);
-        m.add_if_needed(1, "command", 102, 12);
+        m.add_if_needed(1, "command", || 100, 20);
+        m.add_if_needed(1, "command", || 101, 5);
+        m.add_if_needed(1, "command", || 102, 12);
         let g = graph("command", m.get(b"command").unwrap(), 102);
         // As redis-server 7.0.15 drew the same three samples.
         let want = format!(
@@ -694,7 +702,7 @@ mod tests {
         assert!(doctor_report(&m, 0, 10_000, 5).contains("disabled"));
         assert!(doctor_report(&m, 1, 10_000, 5).contains("nothing to report"));
         let mut m = LatencyMonitor::default();
-        m.add_if_needed(1, "command", 5, 20);
+        m.add_if_needed(1, "command", || 5, 20);
         let r = doctor_report(&m, 1, 10_000, 5);
         assert!(
             r.contains("1. command: 1 latency spikes (average 20ms, mean deviation 0ms, period 1.00 sec). Worst all time event 20ms."),
