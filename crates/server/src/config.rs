@@ -100,6 +100,12 @@ pub struct Config {
     /// `SLOWLOG`: µs from which a command is logged (-1: never, 0: always).
     pub slowlog_log_slower_than: i64,
     pub slowlog_max_len: u64,
+    /// The latency monitor's threshold in ms (0: off).
+    pub latency_monitor_threshold: u64,
+    /// `INFO latencystats`: whether per-command distributions are kept,
+    /// and which percentiles it prints.
+    pub latency_tracking: bool,
+    pub latency_tracking_info_percentiles: Vec<f64>,
     /// The Prometheus endpoint's port (0: no endpoint) and address.
     pub metrics_port: u16,
     pub metrics_bind: String,
@@ -146,6 +152,9 @@ impl Default for Config {
             auto_aof_rewrite_min_size: 0,
             slowlog_log_slower_than: 0,
             slowlog_max_len: 0,
+            latency_monitor_threshold: 0,
+            latency_tracking: true,
+            latency_tracking_info_percentiles: Vec::new(),
             metrics_port: 0,
             metrics_bind: String::new(),
             config_file: None,
@@ -754,6 +763,56 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.slowlog_max_len.to_string()
+    ),
+    opt!(
+        "latency-monitor-threshold",
+        "0",
+        true,
+        |c, a| {
+            c.latency_monitor_threshold = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.latency_monitor_threshold.to_string()
+    ),
+    opt!(
+        "latency-tracking",
+        "yes",
+        true,
+        |c, a| {
+            c.latency_tracking = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.latency_tracking)
+    ),
+    opt!(
+        "latency-tracking-info-percentiles",
+        "50 99 99.9",
+        true,
+        |c, a| {
+            // One word per percentile from a file or the command line; one
+            // space-separated string from CONFIG SET.
+            let mut v = Vec::new();
+            for w in a.iter().flat_map(|s| s.split_whitespace()) {
+                let p: f64 = w.parse().map_err(|_| {
+                    format!("Invalid latency-tracking-info-percentiles parameters: {w}")
+                })?;
+                if !(0.0..=100.0).contains(&p) {
+                    return Err(
+                        "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"
+                            .into(),
+                    );
+                }
+                v.push(p);
+            }
+            c.latency_tracking_info_percentiles = v;
+            Ok(())
+        },
+        |c| c
+            .latency_tracking_info_percentiles
+            .iter()
+            .map(|p| crate::commands::latency::format_percentile(*p))
+            .collect::<Vec<_>>()
+            .join(" ")
     ),
     // Not Redis options: the Prometheus endpoint (docs/metrics.md). Bound
     // once at start-up, like `port`.

@@ -16,7 +16,7 @@ pub const DEFAULT_SECTIONS: &[&str] = &[
     "keyspace",
 ];
 /// Sections `INFO all` / `INFO everything` add.
-pub const EXTRA_SECTIONS: &[&str] = &["commandstats"];
+pub const EXTRA_SECTIONS: &[&str] = &["commandstats", "latencystats"];
 
 pub fn human_bytes(n: u64) -> String {
     let n = n as f64;
@@ -381,6 +381,24 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
                     st.rejected_calls,
                     st.failed_calls
                 );
+            }
+        }
+        "latencystats" => {
+            f!("# Latencystats");
+            // As Redis: the header alone while tracking is off.
+            if srv.config.latency_tracking {
+                for (i, spec) in srv.commands.specs.iter().enumerate() {
+                    if let Some(h) = srv.latency_stats.get(i) {
+                        f!(
+                            "latency_percentiles_usec_{}:{}",
+                            spec.name,
+                            crate::commands::latency::percentiles_field(
+                                h,
+                                &srv.config.latency_tracking_info_percentiles
+                            )
+                        );
+                    }
+                }
             }
         }
         "keyspace" => {

@@ -111,6 +111,10 @@ pub struct Server {
     pub aof_last_rewrite_secs: Option<f64>,
     /// `SLOWLOG`.
     pub slowlog: crate::commands::slowlog::SlowLog,
+    /// `LATENCY LATEST` / `HISTORY`: spikes above `latency-monitor-threshold`.
+    pub latency_monitor: crate::commands::latency::LatencyMonitor,
+    /// `INFO latencystats`: every command's execution-time distribution.
+    pub latency_stats: crate::commands::latency::CommandLatencies,
     /// The `/metrics` endpoint, when `metrics-port` is set: the cron
     /// publishes a snapshot to it.
     pub metrics: Option<crate::metrics::MetricsEndpoint>,
@@ -171,6 +175,8 @@ impl Server {
             aof_rewrite_scheduled: false,
             aof_last_rewrite_secs: None,
             slowlog: Default::default(),
+            latency_monitor: Default::default(),
+            latency_stats: crate::commands::latency::CommandLatencies::new(n),
             metrics: None,
             lazyfree: spawn_lazyfree(),
         }
@@ -320,7 +326,8 @@ impl Server {
             // Its reply waits until the AOF has the write (see before_sleep).
             client.awaiting_aof = true;
         }
-        let usec = t0.elapsed().as_micros() as u64;
+        let elapsed = t0.elapsed();
+        let usec = elapsed.as_micros() as u64;
         let st = &mut self.cmd_stats[idx];
         st.calls += 1;
         st.usec += usec;
@@ -330,8 +337,24 @@ impl Server {
         }
         self.stats.total_commands_processed += 1;
         // Commands replayed from the AOF (a client with no socket) are not
-        // logged, as Redis does not log them while loading.
+        // logged nor sampled, as Redis does not while loading.
         if client.stream.is_some() {
+            if self.config.latency_tracking {
+                self.latency_stats.record(idx, elapsed.as_nanos() as u64);
+            }
+            // As Redis's `call`: FAST commands are their own event, so a
+            // slow GET stands out from an expected slow KEYS.
+            let event = if spec.has(crate::commands::flags::FAST) {
+                "fast-command"
+            } else {
+                "command"
+            };
+            self.latency_monitor.add_if_needed(
+                self.config.latency_monitor_threshold,
+                event,
+                || unix_ms() / 1000,
+                usec / 1000,
+            );
             self.slowlog.push_if_slow(
                 self.config.slowlog_log_slower_than,
                 self.config.slowlog_max_len,

@@ -1,7 +1,7 @@
 //! The command table and dispatch.
 //!
 //! Each family file (`string.rs`, `keys.rs`, `connection.rs`, `server.rs`,
-//! `slowlog.rs`)
+//! `slowlog.rs`, `latency.rs`)
 //! declares its rows of the table — name, arity, flags, key positions, docs —
 //! next to the handlers, with the command's syntax in a comment above each
 //! handler. [`CommandTable`] joins the rows once at start-up; dispatch is one
@@ -13,6 +13,7 @@
 pub mod connection;
 pub mod docs;
 pub mod keys;
+pub mod latency;
 pub mod long_double;
 pub mod server;
 pub mod slowlog;
@@ -161,6 +162,7 @@ impl CommandTable {
             connection::COMMANDS,
             server::COMMANDS,
             slowlog::COMMANDS,
+            latency::COMMANDS,
         ] {
             for spec in family {
                 specs.push(spec);

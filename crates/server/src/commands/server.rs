@@ -238,6 +238,7 @@ fn config_resetstat(ctx: &mut Ctx, _args: Args) {
         *s = Default::default();
     }
     ctx.srv.error_stats.clear();
+    ctx.srv.latency_stats.reset();
     ctx.client.out.ok();
 }
 
