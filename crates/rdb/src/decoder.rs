@@ -438,7 +438,7 @@ fn corrupt(offset: usize, what: &'static str, reason: &'static str) -> DecodeErr
 }
 
 fn pairs<'a>(items: Vec<Cow<'a, [u8]>>, at: usize) -> Result<Vec<FieldValue<'a>>, DecodeError> {
-    if items.len() % 2 != 0 {
+    if !items.len().is_multiple_of(2) {
         return Err(corrupt(at, "hash", "odd number of elements"));
     }
     let mut out = Vec::with_capacity(items.len() / 2);
@@ -450,7 +450,7 @@ fn pairs<'a>(items: Vec<Cow<'a, [u8]>>, at: usize) -> Result<Vec<FieldValue<'a>>
 }
 
 fn scored(items: Vec<Cow<'_, [u8]>>, at: usize) -> Result<RdbValue<'_>, DecodeError> {
-    if items.len() % 2 != 0 {
+    if !items.len().is_multiple_of(2) {
         return Err(corrupt(at, "zset", "odd number of elements"));
     }
     let mut out = Vec::with_capacity(items.len() / 2);
