@@ -24,27 +24,8 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def rss(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def cli(port, *args):
-    return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True).stdout.strip()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, cli, cpu_seconds, free_port, rss_bytes  # noqa: E402
 
 
 def info(port, field):
@@ -134,13 +115,13 @@ def main():
         # 2. BGSAVE under a SET load
         n = 400_000
         for s in servers.values():
-            base_rss = rss(s.proc.pid)
+            base_rss = rss_bytes(s.proc.pid)
             peak = [base_rss]
             done = threading.Event()
 
             def sample(pid=s.proc.pid):
                 while not done.is_set():
-                    peak[0] = max(peak[0], rss(pid))
+                    peak[0] = max(peak[0], rss_bytes(pid))
                     time.sleep(0.02)
             th = threading.Thread(target=sample)
             th.start()

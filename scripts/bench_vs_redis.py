@@ -21,29 +21,8 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        rest = f.read().rsplit(")", 1)[1].split()
-    return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, cli, cpu_seconds, free_port, rss_bytes  # noqa: E402
 
 
 def start(name, argv, port):
@@ -58,10 +37,6 @@ def start(name, argv, port):
         except OSError:
             time.sleep(0.05)
     raise SystemExit(f"{name} did not start")
-
-
-def cli(port, *args):
-    return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True).stdout.strip()
 
 
 def bench(port, pid, test, clients, pipeline, n):
