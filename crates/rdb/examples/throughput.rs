@@ -6,6 +6,10 @@
 //! load), LZF compression and decompression, and whole-file encode/decode.
 //! Results and the machine they came from belong in docs/benchmarks.md.
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::lcg_bytes as lcg;
+
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -33,18 +37,6 @@ fn rate(label: &str, bytes: usize, iters: usize, f: impl FnMut()) {
         "{label:<44} best {best:>6.2} GB/s, median {median:>6.2} GB/s ({} MiB x {iters})",
         bytes >> 20
     );
-}
-
-fn lcg(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed;
-    (0..n)
-        .map(|_| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (x >> 56) as u8
-        })
-        .collect()
 }
 
 struct Count(u64);

@@ -2,6 +2,9 @@
 //! guards against a decoder that only understands its own encoder's output.
 //! The expected content mirrors fixtures/fixture_data.py.
 
+mod common;
+use common::lcg_bytes;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use ferrokv_rdb::consts::*;
@@ -15,19 +18,6 @@ const FAR_FUTURE_MS: i64 = 4_102_444_800_123;
 fn fixture(name: &str) -> Vec<u8> {
     let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
-/// Same generator as fixture_data.py's lcg_bytes.
-fn lcg_bytes(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed;
-    (0..n)
-        .map(|_| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (x >> 56) as u8
-        })
-        .collect()
 }
 
 fn b(s: impl AsRef<[u8]>) -> Vec<u8> {

@@ -6,6 +6,9 @@
 //! Needs `redis-server` and `redis-check-rdb` (Debian's redis-server and
 //! redis-tools 7.0.x) on PATH; the tests fail loudly if they are missing.
 
+mod common;
+use common::lcg_bytes;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -200,18 +203,6 @@ impl Client {
             _ => panic!("unexpected reply {l:?}"),
         }
     }
-}
-
-fn lcg_bytes(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed;
-    (0..n)
-        .map(|_| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (x >> 56) as u8
-        })
-        .collect()
 }
 
 type Model = BTreeMap<u64, BTreeMap<Vec<u8>, (OwnedValue, Option<i64>)>>;

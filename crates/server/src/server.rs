@@ -182,27 +182,53 @@ impl Server {
         }
     }
 
+    /// A key found expired by a lookup: counted, and propagated as `DEL`
+    /// (before the command that noticed it). Takes the fields it needs so
+    /// callers can hold a borrow of the keyspace meanwhile.
+    fn note_expired(
+        stats: &mut Stats,
+        propagation: &mut crate::propagate::Propagation,
+        db: usize,
+        key: &[u8],
+    ) {
+        stats.expired_keys += 1;
+        propagation
+            .also
+            .push((db, vec![b"DEL".to_vec(), key.to_vec()]));
+    }
+
     /// Looks a key up for reading: lazy expiry, hit/miss counters, access clock.
     #[inline]
     pub fn lookup_read(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
         let clock = self.lru_clock;
-        match self.keyspace.dbs[db].lookup_read(key, now_ms, true, clock) {
+        match self.keyspace.dbs[db].lookup_read(key, now_ms, true, Some(clock)) {
             Found::Live(e) => {
                 self.stats.keyspace_hits += 1;
                 Some(e)
             }
             Found::Expired(e) => {
-                self.stats.expired_keys += 1;
+                Self::note_expired(&mut self.stats, &mut self.propagation, db, e.key());
                 self.stats.keyspace_misses += 1;
-                self.propagation
-                    .also
-                    .push((db, vec![b"DEL".to_vec(), e.key().to_vec()]));
                 None
             }
             Found::Missing => {
                 self.stats.keyspace_misses += 1;
                 None
             }
+        }
+    }
+
+    /// Looks a key up without it counting as an access (`EXISTS`, `OBJECT`,
+    /// `DEBUG`): lazy expiry, but no hit/miss counters, no access clock, and
+    /// no copy-on-write for a snapshot in progress.
+    pub fn peek(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        match self.keyspace.dbs[db].lookup_read(key, now_ms, true, None) {
+            Found::Live(e) => Some(e),
+            Found::Expired(e) => {
+                Self::note_expired(&mut self.stats, &mut self.propagation, db, e.key());
+                None
+            }
+            Found::Missing => None,
         }
     }
 
@@ -216,10 +242,7 @@ impl Server {
                 Some(e)
             }
             Lookup::Expired(e) => {
-                self.stats.expired_keys += 1;
-                self.propagation
-                    .also
-                    .push((db, vec![b"DEL".to_vec(), e.key().to_vec()]));
+                Self::note_expired(&mut self.stats, &mut self.propagation, db, e.key());
                 None
             }
             Lookup::Missing => None,
@@ -228,17 +251,7 @@ impl Server {
 
     /// Whether a key exists (and is live), without touching its clock.
     pub fn exists(&mut self, db: usize, key: &[u8], now_ms: i64) -> bool {
-        match self.keyspace.dbs[db].lookup(key, now_ms, true) {
-            Lookup::Live(_) => true,
-            Lookup::Expired(e) => {
-                self.stats.expired_keys += 1;
-                self.propagation
-                    .also
-                    .push((db, vec![b"DEL".to_vec(), e.key().to_vec()]));
-                false
-            }
-            Lookup::Missing => false,
-        }
+        self.peek(db, key, now_ms).is_some()
     }
 
     /// Runs one command for `client` and applies `CLIENT REPLY` to
@@ -427,12 +440,6 @@ impl Server {
         self.clients.iter().filter_map(|(_, c)| c.as_deref())
     }
 
-    pub fn other_clients_mut(&mut self) -> impl Iterator<Item = &mut Client> {
-        self.clients
-            .iter_mut()
-            .filter_map(|(_, c)| c.as_deref_mut())
-    }
-
     pub fn connected_clients(&self) -> usize {
         self.clients.len()
     }
@@ -552,6 +559,18 @@ impl Server {
 
     /// Starts a snapshot job.
     pub fn start_snapshot(&mut self, kind: crate::persistence::SaveKind) -> Result<(), String> {
+        let path = self.rdb_path();
+        self.start_snapshot_to(kind, &path, false)
+    }
+
+    /// Starts a snapshot job writing to `path` (`for_aof`: the new base of
+    /// an AOF rewrite rather than `dump.rdb`).
+    fn start_snapshot_to(
+        &mut self,
+        kind: crate::persistence::SaveKind,
+        path: &std::path::Path,
+        for_aof: bool,
+    ) -> Result<(), String> {
         use crate::persistence::snapshot::SnapshotMeta;
         if self.persistence.job.is_some() {
             return Err("ERR Background save already in progress".into());
@@ -580,18 +599,17 @@ impl Server {
                 0
             },
         };
-        let path = self.rdb_path();
         let job = crate::persistence::SnapshotJob::start(
             &mut self.keyspace,
-            &path,
+            path,
             kind,
             self.dirty,
             meta,
         )
         .map_err(|e| {
             format!(
-                "ERR Failed opening the temp RDB file in {}: {e}",
-                self.config.dir
+                "ERR Failed opening the temp RDB file for {}: {e}",
+                path.display()
             )
         })?;
         tracing::info!(
@@ -603,6 +621,8 @@ impl Server {
             },
             job.keys_total
         );
+        let mut job = job;
+        job.for_aof = for_aof;
         self.persistence.job = Some(job);
         Ok(())
     }
@@ -716,26 +736,8 @@ impl Server {
             return Err("ERR AOF is off".into());
         };
         let base = aof.begin_rewrite()?;
-        let saved = self.config.dbfilename.clone();
-        let dir = self.config.dir.clone();
-        // The snapshot machinery writes to `dir/dbfilename`: point it at the
-        // new base for this job only.
-        self.config.dir = base
-            .parent()
-            .map(|p| p.display().to_string())
-            .unwrap_or(dir.clone());
-        self.config.dbfilename = base
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let r = self.start_snapshot(crate::persistence::SaveKind::Background);
-        self.config.dir = dir;
-        self.config.dbfilename = saved;
-        match r {
+        match self.start_snapshot_to(crate::persistence::SaveKind::Background, &base, true) {
             Ok(()) => {
-                if let Some(job) = self.persistence.job.as_mut() {
-                    job.for_aof = true;
-                }
                 tracing::info!("Background append only file rewriting started");
                 Ok(())
             }

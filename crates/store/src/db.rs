@@ -298,16 +298,6 @@ impl Db {
         s.table.find(h, |e| e.key() == key)
     }
 
-    /// The entry for `key`, to change its value in place. Its expiry is
-    /// changed only through [`Db::set_expire`] so the counts stay right.
-    #[inline]
-    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        let h = self.hash(key);
-        let si = self.segment_of(h);
-        self.before_write(si);
-        self.segments[si].table.find_mut(h, |e| e.key() == key)
-    }
-
     /// Copy-on-write for a snapshot in progress: before the first change to
     /// a segment the snapshot has not visited yet, keep a copy of it as it
     /// was. Costs nothing when no snapshot runs.
@@ -402,10 +392,17 @@ impl Db {
     }
 
     /// Like [`Db::lookup`] for a reader: the entry comes back shared, and
-    /// its access clock is set to `lru`. Only removing an expired key counts
-    /// as a change for a snapshot in progress.
+    /// its access clock is set to `lru` when one is given (`None`: a look
+    /// that is not an access, as `OBJECT` or `DEBUG`). Only removing an
+    /// expired key counts as a change for a snapshot in progress.
     #[inline]
-    pub fn lookup_read(&mut self, key: &[u8], now_ms: i64, expire: bool, lru: u32) -> Found<'_> {
+    pub fn lookup_read(
+        &mut self,
+        key: &[u8],
+        now_ms: i64,
+        expire: bool,
+        lru: Option<u32>,
+    ) -> Found<'_> {
         let h = self.hash(key);
         let si = self.segment_of(h);
         let due = match self.segments[si].table.find(h, |e| e.key() == key) {
@@ -425,18 +422,10 @@ impl Db {
             .table
             .find_mut(h, |e| e.key() == key)
             .expect("found above");
-        e.set_lru(lru);
-        Found::Live(e)
-    }
-
-    /// Sets the access clock of a key.
-    #[inline]
-    pub fn touch(&mut self, key: &[u8], lru: u32) {
-        let h = self.hash(key);
-        let si = self.segment_of(h);
-        if let Some(e) = self.segments[si].table.find_mut(h, |e| e.key() == key) {
+        if let Some(lru) = lru {
             e.set_lru(lru);
         }
+        Found::Live(e)
     }
 
     /// Inserts or replaces `key`, returning the previous entry.

@@ -53,8 +53,12 @@ impl ServerProcess {
                 if let Ok(Some(_)) = p.child.try_wait() {
                     break;
                 }
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return p;
+                match answers_as(port, p.child.id()) {
+                    Some(true) => return p,
+                    // Another server took the port between our probe and
+                    // this one's bind: try another port.
+                    Some(false) => break,
+                    None => {}
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -64,6 +68,29 @@ impl ServerProcess {
 
     pub fn addr(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+}
+
+/// Whether the server on `port` is process `pid` (its `INFO server` says
+/// `process_id:<pid>`); `None` while nothing answers. The same check as the
+/// server crate's test harness.
+fn answers_as(port: u16, pid: u32) -> Option<bool> {
+    use std::io::{Read, Write};
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").ok()?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = s.read(&mut chunk).ok()?;
+        if n == 0 {
+            return Some(false);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&buf);
+        if text.contains("tcp_port:") {
+            return Some(text.contains(&format!("process_id:{pid}\r\n")));
+        }
     }
 }
 

@@ -5,7 +5,7 @@ use super::flags::*;
 use super::{err, is, parse_int, CommandSpec, Ctx};
 use ferrokv_resp::Args;
 use ferrokv_store::pattern::glob_match;
-use ferrokv_store::{Entry, Lookup, ValueRef, NO_EXPIRE};
+use ferrokv_store::{Entry, ValueRef, NO_EXPIRE};
 
 const fn cmd(name: &'static str, arity: i32, flags: u32, h: super::Handler) -> CommandSpec {
     CommandSpec::new(name, arity, flags, h)
@@ -70,23 +70,13 @@ fn delete_keys(ctx: &mut Ctx, args: Args, lazy: bool) {
     let now = ctx.now_ms;
     let mut n = 0;
     for key in args.iter().skip(1) {
-        match ctx.srv.keyspace.dbs[db].lookup(key, now, true) {
-            Lookup::Live(_) => {
-                if let Some(e) = ctx.srv.keyspace.dbs[db].remove(key) {
-                    if lazy {
-                        ctx.srv.drop_value(e);
-                    }
+        if ctx.srv.exists(db, key, now) {
+            if let Some(e) = ctx.srv.keyspace.dbs[db].remove(key) {
+                if lazy {
+                    ctx.srv.drop_value(e);
                 }
-                n += 1;
             }
-            Lookup::Expired(e) => {
-                ctx.srv.stats.expired_keys += 1;
-                ctx.srv
-                    .propagation
-                    .also
-                    .push((db, vec![b"DEL".to_vec(), e.key().to_vec()]));
-            }
-            Lookup::Missing => {}
+            n += 1;
         }
     }
     ctx.modified(n as u64);
@@ -543,11 +533,7 @@ fn refcount(v: ValueRef) -> i64 {
 
 fn object_lookup<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Option<&'a Entry> {
     let db = ctx.client.db;
-    let now = ctx.now_ms;
-    match ctx.srv.keyspace.dbs[db].lookup(key, now, true) {
-        Lookup::Live(e) => Some(e),
-        _ => None,
-    }
+    ctx.srv.peek(db, key, ctx.now_ms)
 }
 
 /// OBJECT ENCODING key

@@ -7,7 +7,6 @@ use crate::config::DebugCommand;
 use ferrokv_resp::Args;
 use ferrokv_store::digest::{to_hex, value_digest};
 use ferrokv_store::pattern::glob_match_nocase;
-use ferrokv_store::Lookup;
 
 const fn cmd(name: &'static str, arity: i32, flags: u32, h: super::Handler) -> CommandSpec {
     CommandSpec::new(name, arity, flags, h).group("server")
@@ -488,9 +487,9 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
         let now = ctx.now_ms;
         let mut digests = Vec::new();
         for k in args.iter().skip(2) {
-            let d = match ctx.srv.keyspace.dbs[db].lookup(k, now, true) {
-                Lookup::Live(e) => value_digest(e),
-                _ => [0u8; 20],
+            let d = match ctx.srv.peek(db, k, now) {
+                Some(e) => value_digest(e),
+                None => [0u8; 20],
             };
             digests.push(to_hex(&d));
         }
@@ -501,8 +500,8 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
     } else if is(sub, "object") && args.len() == 3 {
         let now = ctx.now_ms;
         let clock = ctx.srv.lru_clock;
-        match ctx.srv.keyspace.dbs[db].lookup(args.get(2), now, true) {
-            Lookup::Live(e) => {
+        match ctx.srv.peek(db, args.get(2), now) {
+            Some(e) => {
                 let enc = e.value().encoding();
                 let ser = match e.value() {
                     ferrokv_store::ValueRef::Int(i) if (-(1 << 31)..(1 << 31)).contains(&i) => 5,

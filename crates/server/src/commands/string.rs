@@ -278,7 +278,7 @@ fn getex(ctx: &mut Ctx, args: Args) {
         None => ExpireArg::None,
     };
     // The key is live (looked up above): no second hit to count.
-    if let ferrokv_store::Lookup::Live(e) = ctx.srv.keyspace.dbs[db].lookup(key, ctx.now_ms, true) {
+    if let Some(e) = ctx.srv.peek(db, key, ctx.now_ms) {
         reply_value(&mut ctx.client.out, e.value());
     }
     match expire {

@@ -170,10 +170,6 @@ impl SnapshotJob {
         }
     }
 
-    pub fn paced(&self) -> bool {
-        self.key_delay_us > 0
-    }
-
     /// Produces up to about `max_keys` keys of the snapshot. Returns true
     /// once everything has been handed to the writer.
     pub fn step(&mut self, ks: &mut Keyspace, max_keys: u64) -> bool {
