@@ -78,6 +78,14 @@ pub struct Config {
     pub output_limit_replica: OutputLimit,
     pub output_limit_pubsub: OutputLimit,
     pub hz: u64,
+    /// `maxmemory` in bytes (0: no limit) and how keys are chosen to make room.
+    pub maxmemory: u64,
+    pub maxmemory_policy: crate::evict::Policy,
+    pub maxmemory_samples: u64,
+    pub maxmemory_eviction_tenacity: u64,
+    pub lfu_log_factor: u64,
+    pub lfu_decay_time: u64,
+    pub lazyfree_lazy_eviction: bool,
     pub enable_debug_command: DebugCommand,
     pub pidfile: String,
     pub dbfilename: String,
@@ -134,6 +142,13 @@ impl Default for Config {
             output_limit_replica: OutputLimit::default(),
             output_limit_pubsub: OutputLimit::default(),
             hz: 0,
+            maxmemory: 0,
+            maxmemory_policy: crate::evict::Policy::NoEviction,
+            maxmemory_samples: 5,
+            maxmemory_eviction_tenacity: 10,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
+            lazyfree_lazy_eviction: false,
             enable_debug_command: DebugCommand::No,
             pidfile: String::new(),
             dbfilename: String::new(),
@@ -555,6 +570,77 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.hz.to_string()
+    ),
+    opt!(
+        "maxmemory",
+        "0",
+        true,
+        |c, a| {
+            c.maxmemory = parse_memory(one(a)?)?;
+            Ok(())
+        },
+        |c| c.maxmemory.to_string()
+    ),
+    opt!(
+        "maxmemory-policy",
+        "noeviction",
+        true,
+        |c, a| {
+            c.maxmemory_policy = crate::evict::Policy::parse(one(a)?)
+                .ok_or_else(|| "argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction".to_string())?;
+            Ok(())
+        },
+        |c| c.maxmemory_policy.name().into()
+    ),
+    opt!(
+        "maxmemory-samples",
+        "5",
+        true,
+        |c, a| {
+            c.maxmemory_samples = parse_int(a, 1, 64)?;
+            Ok(())
+        },
+        |c| c.maxmemory_samples.to_string()
+    ),
+    opt!(
+        "maxmemory-eviction-tenacity",
+        "10",
+        true,
+        |c, a| {
+            c.maxmemory_eviction_tenacity = parse_int(a, 0, 100)?;
+            Ok(())
+        },
+        |c| c.maxmemory_eviction_tenacity.to_string()
+    ),
+    opt!(
+        "lfu-log-factor",
+        "10",
+        true,
+        |c, a| {
+            c.lfu_log_factor = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.lfu_log_factor.to_string()
+    ),
+    opt!(
+        "lfu-decay-time",
+        "1",
+        true,
+        |c, a| {
+            c.lfu_decay_time = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.lfu_decay_time.to_string()
+    ),
+    opt!(
+        "lazyfree-lazy-eviction",
+        "no",
+        true,
+        |c, a| {
+            c.lazyfree_lazy_eviction = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.lazyfree_lazy_eviction)
     ),
     opt!(
         "enable-debug-command",

@@ -119,6 +119,8 @@ pub struct Server {
     /// publishes a snapshot to it.
     pub metrics: Option<crate::metrics::MetricsEndpoint>,
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
+    /// `maxmemory` eviction state.
+    pub eviction: crate::evict::Eviction,
 }
 
 pub fn unix_ms() -> i64 {
@@ -140,7 +142,7 @@ impl Server {
         let now = unix_ms();
         let mut rng = SmallRng::from_entropy();
         let run_id = random_hex(&mut rng, 40);
-        Server {
+        let mut srv = Server {
             keyspace: Keyspace::new(config.databases as usize),
             config,
             commands,
@@ -179,7 +181,10 @@ impl Server {
             latency_stats: crate::commands::latency::CommandLatencies::new(n),
             metrics: None,
             lazyfree: spawn_lazyfree(),
-        }
+            eviction: Default::default(),
+        };
+        srv.refresh_lru_clock();
+        srv
     }
 
     /// A key found expired by a lookup: counted, and propagated as `DEL`
@@ -200,8 +205,8 @@ impl Server {
     /// Looks a key up for reading: lazy expiry, hit/miss counters, access clock.
     #[inline]
     pub fn lookup_read(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
-        let clock = self.lru_clock;
-        match self.keyspace.dbs[db].lookup_read(key, now_ms, true, Some(clock)) {
+        let access = self.access();
+        match self.keyspace.dbs[db].lookup_read(key, now_ms, true, Some(access)) {
             Found::Live(e) => {
                 self.stats.keyspace_hits += 1;
                 Some(e)
@@ -235,10 +240,10 @@ impl Server {
     /// Looks a key up for writing: lazy expiry, no hit/miss counting.
     #[inline]
     pub fn lookup_write(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
-        let clock = self.lru_clock;
+        let access = self.access();
         match self.keyspace.dbs[db].lookup(key, now_ms, true) {
             Lookup::Live(e) => {
-                e.set_lru(clock);
+                e.touch(access);
                 Some(e)
             }
             Lookup::Expired(e) => {
@@ -313,6 +318,16 @@ impl Server {
         }
         if !client.authenticated && !spec.has(crate::commands::flags::NO_AUTH) {
             client.out.error(err::NOAUTH);
+            self.cmd_stats[idx].rejected_calls += 1;
+            return;
+        }
+        // `maxmemory`: make room first; when nothing can go, commands that
+        // may grow memory are refused (Redis's processCommand).
+        if self.config.maxmemory > 0
+            && self.perform_evictions() == crate::evict::Evict::Fail
+            && spec.has(crate::commands::flags::DENYOOM)
+        {
+            client.out.error(err::OOM);
             self.cmd_stats[idx].rejected_calls += 1;
             return;
         }
@@ -450,7 +465,7 @@ impl Server {
         self.persistence_cron();
         let now = Instant::now();
         self.now_ms = unix_ms();
-        self.lru_clock = ((self.now_ms / 1000) as u32) & LRU_CLOCK_MAX;
+        self.refresh_lru_clock();
         self.ops_metric
             .sample(now, self.stats.total_commands_processed);
         self.net_in_metric.sample(now, self.stats.net_input_bytes);

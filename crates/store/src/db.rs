@@ -162,6 +162,13 @@ impl Entry {
         }
     }
 
+    /// Records an access (see [`Access`]).
+    #[inline]
+    pub fn touch(&mut self, access: Access) {
+        let v = access.apply(self.lru());
+        self.set_lru(v);
+    }
+
     #[inline]
     pub fn set_lru(&mut self, clock: u32) {
         match &mut self.body {
@@ -178,6 +185,70 @@ impl Entry {
         match &self.body {
             Body::Packed { .. } => 0,
             Body::Split { key, value, .. } => key.heap_size() + value.heap_size(),
+        }
+    }
+}
+
+/// How a read updates an entry's access clock (the 24 bits Redis keeps
+/// per object for eviction): the LRU stamp, or the LFU counter.
+#[derive(Debug, Clone, Copy)]
+pub enum Access {
+    /// Records the LRU clock (seconds).
+    Lru(u32),
+    /// Redis's LFU: the counter decays by one per `decay_minutes` since the
+    /// last access, then grows logarithmically (`log_factor`); `rand` is a
+    /// uniform draw in [0, 1).
+    Lfu {
+        now_minutes: u16,
+        decay_minutes: u32,
+        log_factor: u32,
+        rand: f64,
+    },
+}
+
+/// LFU counter of a new key (Redis's `LFU_INIT_VAL`).
+pub const LFU_INIT_VAL: u32 = 5;
+
+/// Minutes between two LFU timestamps (16 bits, wrapping as Redis's `LFUTimeElapsed`).
+pub fn lfu_minutes_elapsed(now_minutes: u16, then: u16) -> u32 {
+    if now_minutes >= then {
+        (now_minutes - then) as u32
+    } else {
+        65535 - then as u32 + now_minutes as u32
+    }
+}
+
+/// The LFU counter of a clock value after decay (Redis's `LFUDecrAndReturn`).
+pub fn lfu_counter(clock: u32, now_minutes: u16, decay_minutes: u32) -> u32 {
+    let ldt = (clock >> 8) as u16;
+    let counter = clock & 255;
+    let periods = lfu_minutes_elapsed(now_minutes, ldt)
+        .checked_div(decay_minutes)
+        .unwrap_or(0);
+    counter.saturating_sub(periods)
+}
+
+impl Access {
+    /// The clock value after this access, given the previous one.
+    pub fn apply(self, old: u32) -> u32 {
+        match self {
+            Access::Lru(clock) => clock,
+            Access::Lfu {
+                now_minutes,
+                decay_minutes,
+                log_factor,
+                rand,
+            } => {
+                let mut counter = lfu_counter(old, now_minutes, decay_minutes);
+                if counter < 255 {
+                    let base = counter.saturating_sub(LFU_INIT_VAL) as f64;
+                    let p = 1.0 / (base * log_factor as f64 + 1.0);
+                    if rand < p {
+                        counter += 1;
+                    }
+                }
+                ((now_minutes as u32) << 8) | counter
+            }
         }
     }
 }
@@ -401,7 +472,7 @@ impl Db {
         key: &[u8],
         now_ms: i64,
         expire: bool,
-        lru: Option<u32>,
+        access: Option<Access>,
     ) -> Found<'_> {
         let h = self.hash(key);
         let si = self.segment_of(h);
@@ -422,8 +493,8 @@ impl Db {
             .table
             .find_mut(h, |e| e.key() == key)
             .expect("found above");
-        if let Some(lru) = lru {
-            e.set_lru(lru);
+        if let Some(a) = access {
+            e.touch(a);
         }
         Found::Live(e)
     }
@@ -654,6 +725,64 @@ impl Db {
             }
             if visited >= count.max(1) {
                 return c;
+            }
+        }
+    }
+
+    /// Up to `n` entries from one random stretch of the table, for eviction
+    /// (Redis's `dictGetSomeKeys`): a random segment — chosen through the
+    /// directory, so by the share of the hash space it covers — and the
+    /// entries that follow a random position in it. With `volatile`, only
+    /// entries that have an expiry. Costs one partial pass over one segment.
+    pub fn sample(
+        &self,
+        rng: &mut impl Rng,
+        n: usize,
+        volatile: bool,
+        mut visit: impl FnMut(&Entry),
+    ) {
+        if self.len == 0 || (volatile && self.expires == 0) || n == 0 {
+            return;
+        }
+        let pick = |rng: &mut _| -> usize {
+            let slot = Rng::gen_range(rng, 0..self.directory.len());
+            self.directory[slot] as usize
+        };
+        let mut si = pick(rng);
+        let wanted = |s: &Segment| {
+            if volatile {
+                s.expiring > 0
+            } else {
+                !s.table.is_empty()
+            }
+        };
+        let mut tries = 0;
+        while !wanted(&self.segments[si]) {
+            tries += 1;
+            if tries < 16 {
+                si = pick(rng);
+            } else {
+                // Few segments qualify: walk to the next one that does.
+                let start = si;
+                let nseg = self.segments.len();
+                si = (0..nseg)
+                    .map(|i| (start + i) % nseg)
+                    .find(|&i| wanted(&self.segments[i]))
+                    .expect("a segment holds the counted keys");
+                break;
+            }
+        }
+        let table = &self.segments[si].table;
+        let start = rng.gen_range(0..table.len());
+        let mut taken = 0;
+        for e in table.iter().skip(start).chain(table.iter().take(start)) {
+            if volatile && e.expire_at == NO_EXPIRE {
+                continue;
+            }
+            visit(e);
+            taken += 1;
+            if taken == n {
+                break;
             }
         }
     }

@@ -231,6 +231,7 @@ pub mod err {
     pub const NO_SUCH_KEY: &str = "ERR no such key";
     pub const DB_RANGE: &str = "ERR DB index is out of range";
     pub const NOAUTH: &str = "NOAUTH Authentication required.";
+    pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
     pub const POSITIVE: &str = "ERR value is out of range, must be positive";
 }
 
