@@ -206,6 +206,10 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
             f!("total_system_memory:{total}");
             f!("total_system_memory_human:{}", human_bytes(total));
             let maxmemory = srv.config.maxmemory;
+            f!(
+                "allocator_collect_usec:{}",
+                srv.stats.allocator_collect_usec
+            );
             f!("maxmemory:{maxmemory}");
             f!("maxmemory_human:{}", human_bytes(maxmemory));
             f!("maxmemory_policy:{}", srv.config.maxmemory_policy.name());

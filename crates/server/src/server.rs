@@ -22,6 +22,8 @@ pub struct Stats {
     pub total_commands_processed: u64,
     pub rejected_connections: u64,
     pub expired_keys: u64,
+    /// Time the cron spent handing freed memory back to the system.
+    pub allocator_collect_usec: u64,
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
     pub net_input_bytes: u64,
@@ -475,6 +477,11 @@ impl Server {
         }
         let used = crate::alloc::used_memory();
         self.peak_memory = self.peak_memory.max(used);
+        if self.cron_loops.is_multiple_of(self.config.hz.max(1)) {
+            let t = Instant::now();
+            crate::alloc::release_free_memory();
+            self.stats.allocator_collect_usec += t.elapsed().as_micros() as u64;
+        }
         self.publish_metrics();
     }
 
