@@ -122,6 +122,8 @@ pub struct Server {
     pub pubsub: crate::pubsub::PubSub,
     /// Keys lookups found expired or missing, to announce after the lookup.
     pub pending_events: crate::notify::PendingEvents,
+    /// WATCHed keys and their watchers.
+    pub watches: crate::commands::multi::Watches,
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
 }
 
@@ -184,6 +186,7 @@ impl Server {
             metrics: None,
             pubsub: Default::default(),
             pending_events: Default::default(),
+            watches: Default::default(),
             lazyfree: spawn_lazyfree(),
         }
     }
@@ -314,7 +317,7 @@ impl Server {
     }
 
     /// Looks the command up, checks it and calls it (Redis's
-    /// `processCommand` + `call`).
+    /// `processCommand`), or queues it inside MULTI.
     fn dispatch(&mut self, client: &mut Client, args: Args) {
         let name = args.get(0);
         // As Redis 7.0's processCommand: existence (subcommands included),
@@ -323,7 +326,7 @@ impl Server {
         // it) but is no command a client can call.
         let top_level = |i: &usize| !self.commands.specs[*i].name.contains('|');
         let Some(idx) = self.commands.lookup(name).filter(top_level) else {
-            client.out.error_bytes(&unknown_command_error(&args));
+            self.reject(client, None, &unknown_command_error(&args));
             return;
         };
         let mut idx = idx;
@@ -340,40 +343,87 @@ impl Server {
                     msg.extend_from_slice(
                         format!("'. Try {} HELP.", spec.name.to_ascii_uppercase()).as_bytes(),
                     );
-                    client.out.error_bytes(&msg);
+                    self.reject(client, Some(spec.name), &msg);
                     return;
                 }
             }
         }
-        if !spec.arity_ok(args.len()) {
-            client.out.error(&format!(
+        if let Some(msg) = self.refusal(client, spec, args.len()) {
+            self.reject(client, Some(spec.name), msg.as_bytes());
+            self.cmd_stats[idx].rejected_calls += 1;
+            return;
+        }
+        if client.multi.is_some() && !crate::commands::multi::runs_inside_multi(spec.name) {
+            if let Some(tx) = client.multi.as_mut() {
+                tx.queued
+                    .push(crate::commands::multi::QueuedCommand::new(idx, &args));
+            }
+            client.out.simple("QUEUED");
+            return;
+        }
+        self.call(client, idx, args);
+    }
+
+    /// Replies to a command refused before it ran (Redis's `rejectCommand`):
+    /// inside MULTI the transaction is marked to fail; a refused EXEC itself
+    /// discards the transaction with `EXECABORT` and the reason.
+    fn reject(&mut self, client: &mut Client, name: Option<&str>, msg: &[u8]) {
+        if let Some(tx) = client.multi.as_mut() {
+            tx.aborted = true;
+        }
+        if name == Some("exec") {
+            crate::commands::multi::discard_transaction(self, client);
+            let reason = msg.strip_prefix(b"ERR ").unwrap_or(msg);
+            let mut text = b"EXECABORT Transaction discarded because of: ".to_vec();
+            text.extend_from_slice(reason);
+            client.out.error_bytes(&text);
+            return;
+        }
+        client.out.error_bytes(msg);
+    }
+
+    /// Why a known command may not run now, if it may not: arity,
+    /// authentication, persistence errors, subscribed mode, MULTI rules.
+    fn refusal(
+        &self,
+        client: &Client,
+        spec: &crate::commands::CommandSpec,
+        nargs: usize,
+    ) -> Option<String> {
+        use crate::commands::flags;
+        if !spec.arity_ok(nargs) {
+            return Some(format!(
                 "ERR wrong number of arguments for '{}' command",
                 spec.name
             ));
-            self.cmd_stats[idx].rejected_calls += 1;
-            return;
         }
-        if !client.authenticated && !spec.has(crate::commands::flags::NO_AUTH) {
-            client.out.error(err::NOAUTH);
-            self.cmd_stats[idx].rejected_calls += 1;
-            return;
+        if !client.authenticated && !spec.has(flags::NO_AUTH) {
+            return Some(err::NOAUTH.to_string());
         }
-        if spec.has(crate::commands::flags::WRITE) && self.writes_refused_for_persistence() {
-            client.out.error(&self.misconf_error());
-            self.cmd_stats[idx].rejected_calls += 1;
-            return;
+        if spec.has(flags::WRITE) && self.writes_refused_for_persistence() {
+            return Some(self.misconf_error());
         }
         if client.out.proto == ferrokv_resp::Protocol::Resp2
             && client.subs.any()
             && !crate::commands::pubsub::allowed_when_subscribed(spec.name)
         {
-            client.out.error(&format!(
+            return Some(format!(
                 "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                 spec.name
             ));
-            self.cmd_stats[idx].rejected_calls += 1;
-            return;
         }
+        if client.multi.is_some() && spec.has(flags::NO_MULTI) {
+            return Some("ERR Command not allowed inside a transaction".to_string());
+        }
+        None
+    }
+
+    /// Runs one command and does its accounting (Redis's `call`): the
+    /// handler, keyspace events it left pending, propagation, WATCH
+    /// invalidation of its keys, statistics, slow log. EXEC calls it for
+    /// each queued command.
+    pub fn call(&mut self, client: &mut Client, idx: usize, args: Args) {
+        let spec = self.commands.specs[idx];
         client.last_cmd = spec.name;
         let errors_before = client.out.error_codes.len();
         let now_ms = self.now_ms;
@@ -389,6 +439,9 @@ impl Server {
             (spec.handler)(&mut ctx, args);
         }
         self.flush_pending_events(Some(client));
+        if self.dirty != dirty_before {
+            self.touch_command_keys(idx, db_before, &args);
+        }
         if self.propagate_command(db_before, args, dirty_before) && self.aof.is_some() {
             // Its reply waits until the AOF has the write (see before_sleep).
             client.awaiting_aof = true;
@@ -456,6 +509,10 @@ impl Server {
     /// Returns whether anything was propagated.
     fn propagate_command(&mut self, db: usize, args: Args, dirty_before: u64) -> bool {
         let rewrite = self.propagation.rewrite.take();
+        if let Some(any) = self.propagation.exec_done.take() {
+            // EXEC: its queue was propagated as it ran.
+            return any;
+        }
         let also = std::mem::take(&mut self.propagation.also);
         let mut any = !also.is_empty();
         for (edb, argv) in also {
@@ -476,6 +533,10 @@ impl Server {
 
     /// Sends one command down the propagation stream (the AOF).
     pub fn propagate<T: AsRef<[u8]>>(&mut self, db: usize, argv: &[T]) {
+        if let Some(ops) = self.propagation.exec_ops.as_mut() {
+            ops.push((db, argv.iter().map(|a| a.as_ref().to_vec()).collect()));
+            return;
+        }
         if let Some(aof) = self.aof.as_mut() {
             aof.feed(db, argv);
         }
@@ -485,6 +546,7 @@ impl Server {
     /// subscriptions, its WATCHed keys).
     pub fn forget_client(&mut self, c: &mut Client) {
         self.pubsub_forget_client(c);
+        self.unwatch_all(c.token);
     }
 
     /// Moves a client's error replies into `INFO errorstats`.

@@ -40,6 +40,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         auth,
     )
     .doc("Authenticates the connection.", "[username] password"),
+    cmd(
+        "reset",
+        1,
+        FAST | NOSCRIPT | LOADING | STALE | NO_AUTH | ALLOW_BUSY,
+        reset,
+    )
+    .since("6.2.0")
+    .doc("Resets the connection.", ""),
     cmd("select", 2, FAST | LOADING | STALE, select).doc("Changes the selected database.", "index"),
     cmd("client", -2, STALE, client_help)
         .since("2.4.0")
@@ -95,6 +103,22 @@ fn echo(ctx: &mut Ctx, args: Args) {
 fn quit(ctx: &mut Ctx, _args: Args) {
     ctx.client.out.ok();
     ctx.client.close_after_reply = true;
+}
+
+/// RESET: the connection as it was when it connected (Redis's
+/// `clearClientConnectionState`): no transaction, no WATCHes, no
+/// subscriptions, database 0, RESP2, no name, replies on, and
+/// authenticated only when no password is required.
+fn reset(ctx: &mut Ctx, _args: Args) {
+    crate::commands::multi::discard_transaction(ctx.srv, ctx.client);
+    crate::commands::pubsub::unsubscribe_all_silently(ctx);
+    ctx.client.db = 0;
+    ctx.client.out.proto = Protocol::Resp2;
+    ctx.client.name = None;
+    ctx.client.reply_mode = ReplyMode::On;
+    ctx.client.no_evict = false;
+    ctx.client.authenticated = ctx.srv.config.requirepass.is_none();
+    ctx.client.out.simple("RESET");
 }
 
 /// Checks a password against `requirepass` for user `default`.
@@ -297,11 +321,14 @@ fn client_setinfo(ctx: &mut Ctx, args: Args) {
 }
 
 /// The `flags=` letters of `CLIENT LIST` this server can show: `P`
-/// (pub/sub), `N` (none).
+/// (pub/sub), `x` (in MULTI), `N` (none).
 fn client_flags(c: &Client) -> String {
     let mut f = String::new();
     if c.subs.any() {
         f.push('P');
+    }
+    if c.multi.is_some() {
+        f.push('x');
     }
     if f.is_empty() {
         f.push('N');
@@ -319,7 +346,7 @@ pub fn client_line(c: &Client, current: bool) -> String {
     let qbuf = c.in_end - c.in_start;
     let obl = c.pending_output();
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.local_addr,
@@ -332,9 +359,10 @@ pub fn client_line(c: &Client, current: bool) -> String {
         c.subs.channels.len(),
         c.subs.patterns.len(),
         c.subs.shard_channels.len(),
-        -1,
+        crate::commands::multi::queued_count(c),
         qbuf,
         c.inbuf.len().saturating_sub(c.in_end),
+        crate::commands::multi::queued_mem(c),
         c.inbuf.len(),
         c.inbuf.len(),
         obl,

@@ -213,6 +213,7 @@ fn copy(ctx: &mut Ctx, args: Args) {
     let lru = ctx.srv.lru_clock;
     ctx.srv.keyspace.dbs[dst_db].upsert(dst, value, expire_at, lru);
     ctx.modified(1);
+    ctx.srv.touch_watched_key(dst_db, dst);
     ctx.notify_db(NOTIFY_NEW, "new", dst, dst_db);
     ctx.notify_db(NOTIFY_GENERIC, "copy_to", dst, dst_db);
     ctx.client.out.int(1);
@@ -240,6 +241,7 @@ fn move_(ctx: &mut Ctx, args: Args) {
     let (expire_at, lru) = (e.expire_at, e.lru());
     ctx.srv.keyspace.dbs[dst_db].upsert(key, e.into_value(), expire_at, lru);
     ctx.modified(1);
+    ctx.srv.touch_watched_key(dst_db, key);
     ctx.notify_db(NOTIFY_NEW, "new", key, dst_db);
     ctx.notify_db(NOTIFY_GENERIC, "move_from", key, src_db);
     ctx.notify_db(NOTIFY_GENERIC, "move_to", key, dst_db);

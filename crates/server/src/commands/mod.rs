@@ -15,6 +15,7 @@ pub mod docs;
 pub mod keys;
 pub mod latency;
 pub mod long_double;
+pub mod multi;
 pub mod pubsub;
 pub mod server;
 pub mod slowlog;
@@ -165,6 +166,7 @@ impl CommandTable {
             slowlog::COMMANDS,
             latency::COMMANDS,
             pubsub::COMMANDS,
+            multi::COMMANDS,
         ] {
             for spec in family {
                 specs.push(spec);

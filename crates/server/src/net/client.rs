@@ -102,6 +102,10 @@ pub struct Client {
     pub token: usize,
     /// Pub/sub subscriptions.
     pub subs: crate::pubsub::Subscriptions,
+    /// The open transaction, between MULTI and EXEC/DISCARD.
+    pub multi: Option<Box<crate::commands::multi::Transaction>>,
+    /// EXEC is running this client's queue (blocking commands must not block).
+    pub in_exec: bool,
     /// The socket; `None` for the fake client that replays the AOF.
     pub stream: Option<TcpStream>,
     pub addr: SocketAddr,
@@ -183,6 +187,8 @@ impl Client {
             id,
             token: usize::MAX,
             subs: Default::default(),
+            multi: None,
+            in_exec: false,
             stream,
             addr,
             local_addr,
