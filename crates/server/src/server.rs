@@ -1000,7 +1000,13 @@ impl Server {
                 continue;
             }
             let name = path.display().to_string();
-            let end = replay(&data, &name, |args| {
+            // Where the last MULTI began, so that a transaction the file
+            // ends inside of is reverted, as Redis does.
+            let mut multi_at = None;
+            let end = replay(&data, &name, |args, off| {
+                if args.get(0).eq_ignore_ascii_case(b"multi") {
+                    multi_at = Some(off);
+                }
                 if self.commands.lookup(args.get(0)).is_none() {
                     return Err(format!(
                         "Unknown command '{}' reading the append only file",
@@ -1014,6 +1020,17 @@ impl Server {
                 commands += 1;
                 Ok(())
             })?;
+            let end = match (fake.multi.take(), multi_at) {
+                (Some(_), Some(at)) => {
+                    tracing::warn!("Revert incomplete MULTI/EXEC transaction in AOF file {name}");
+                    let valid_len = match end {
+                        ReplayEnd::Truncated { valid_len } => valid_len.min(at),
+                        ReplayEnd::Complete => at,
+                    };
+                    ReplayEnd::Truncated { valid_len }
+                }
+                _ => end,
+            };
             if let ReplayEnd::Truncated { valid_len } = end {
                 if !last || !self.config.aof_load_truncated {
                     return Err(format!(
