@@ -243,23 +243,21 @@ impl Server {
     }
 
     /// Removes one key for `maxmemory`: counted, propagated as `DEL`.
+    /// WATCHes on it break, `evicted` keyspace event, `DEL` propagated.
     fn evict_key(&mut self, db: usize, key: &[u8]) {
+        self.touch_watched_key(db, key);
         let Some(e) = self.keyspace.dbs[db].remove(key) else {
             return;
         };
         self.eviction.evicted_keys += 1;
         self.propagate(db, &[&b"DEL"[..], key]);
-        self.key_evicted(db, key);
+        self.notify_keyspace_event(None, crate::notify::NOTIFY_EVICTED, "evicted", key, db);
         if self.config.lazyfree_lazy_eviction {
             self.lazy_free(e);
         } else {
             drop(e);
         }
     }
-
-    /// Hook for what else must learn of an evicted key (watched keys,
-    /// keyspace events).
-    fn key_evicted(&mut self, _db: usize, _key: &[u8]) {}
 
     /// Chooses the next key to evict, or `None` when there is none.
     fn pick_victim(&mut self, policy: Policy) -> Option<(usize, Vec<u8>)> {

@@ -120,6 +120,12 @@ pub struct Server {
     /// The `/metrics` endpoint, when `metrics-port` is set: the cron
     /// publishes a snapshot to it.
     pub metrics: Option<crate::metrics::MetricsEndpoint>,
+    /// Pub/sub channels and patterns and their subscribers.
+    pub pubsub: crate::pubsub::PubSub,
+    /// Keys lookups found expired or missing, to announce after the lookup.
+    pub pending_events: crate::notify::PendingEvents,
+    /// WATCHed keys and their watchers.
+    pub watches: crate::commands::multi::Watches,
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
     /// `maxmemory` eviction state.
     pub eviction: crate::evict::Eviction,
@@ -182,6 +188,9 @@ impl Server {
             latency_monitor: Default::default(),
             latency_stats: crate::commands::latency::CommandLatencies::new(n),
             metrics: None,
+            pubsub: Default::default(),
+            pending_events: Default::default(),
+            watches: Default::default(),
             lazyfree: spawn_lazyfree(),
             eviction: Default::default(),
         };
@@ -195,10 +204,14 @@ impl Server {
     fn note_expired(
         stats: &mut Stats,
         propagation: &mut crate::propagate::Propagation,
+        pending: Option<&mut crate::notify::PendingEvents>,
         db: usize,
         key: &[u8],
     ) {
         stats.expired_keys += 1;
+        if let Some(p) = pending {
+            p.expired.push((db, key.to_vec()));
+        }
         propagation
             .also
             .push((db, vec![b"DEL".to_vec(), key.to_vec()]));
@@ -207,6 +220,10 @@ impl Server {
     /// Looks a key up for reading: lazy expiry, hit/miss counters, access clock.
     #[inline]
     pub fn lookup_read(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        let wants = self.wants_expired_events();
+        if self.config.notify_keyspace_events & crate::notify::NOTIFY_KEY_MISS != 0 {
+            return self.lookup_read_noting_misses(db, key, now_ms);
+        }
         let access = self.access();
         match self.keyspace.dbs[db].lookup_read(key, now_ms, true, Some(access)) {
             Found::Live(e) => {
@@ -214,7 +231,8 @@ impl Server {
                 Some(e)
             }
             Found::Expired(e) => {
-                Self::note_expired(&mut self.stats, &mut self.propagation, db, e.key());
+                let pending = wants.then_some(&mut self.pending_events);
+                Self::note_expired(&mut self.stats, &mut self.propagation, pending, db, e.key());
                 self.stats.keyspace_misses += 1;
                 None
             }
@@ -225,14 +243,39 @@ impl Server {
         }
     }
 
+    /// [`Self::lookup_read`] when `keymiss` events are on: a miss is queued
+    /// for announcing (off the fast path, which stays branch-light).
+    fn lookup_read_noting_misses(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        let access = self.access();
+        let wants = self.wants_expired_events();
+        let found = match self.keyspace.dbs[db].lookup_read(key, now_ms, true, Some(access)) {
+            Found::Live(_) => true,
+            Found::Expired(e) => {
+                let pending = wants.then_some(&mut self.pending_events);
+                Self::note_expired(&mut self.stats, &mut self.propagation, pending, db, e.key());
+                false
+            }
+            Found::Missing => false,
+        };
+        if !found {
+            self.stats.keyspace_misses += 1;
+            self.pending_events.missed.push((db, key.to_vec()));
+            return None;
+        }
+        self.stats.keyspace_hits += 1;
+        self.keyspace.dbs[db].get(key)
+    }
+
     /// Looks a key up without it counting as an access (`EXISTS`, `OBJECT`,
     /// `DEBUG`): lazy expiry, but no hit/miss counters, no access clock, and
     /// no copy-on-write for a snapshot in progress.
     pub fn peek(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        let wants = self.wants_expired_events();
         match self.keyspace.dbs[db].lookup_read(key, now_ms, true, None) {
             Found::Live(e) => Some(e),
             Found::Expired(e) => {
-                Self::note_expired(&mut self.stats, &mut self.propagation, db, e.key());
+                let pending = wants.then_some(&mut self.pending_events);
+                Self::note_expired(&mut self.stats, &mut self.propagation, pending, db, e.key());
                 None
             }
             Found::Missing => None,
@@ -243,13 +286,15 @@ impl Server {
     #[inline]
     pub fn lookup_write(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
         let access = self.access();
+        let wants = self.wants_expired_events();
         match self.keyspace.dbs[db].lookup(key, now_ms, true) {
             Lookup::Live(e) => {
                 e.touch(access);
                 Some(e)
             }
             Lookup::Expired(e) => {
-                Self::note_expired(&mut self.stats, &mut self.propagation, db, e.key());
+                let pending = wants.then_some(&mut self.pending_events);
+                Self::note_expired(&mut self.stats, &mut self.propagation, pending, db, e.key());
                 None
             }
             Lookup::Missing => None,
@@ -279,7 +324,7 @@ impl Server {
     }
 
     /// Looks the command up, checks it and calls it (Redis's
-    /// `processCommand` + `call`).
+    /// `processCommand`), or queues it inside MULTI.
     fn dispatch(&mut self, client: &mut Client, args: Args) {
         let name = args.get(0);
         // As Redis 7.0's processCommand: existence (subcommands included),
@@ -288,7 +333,7 @@ impl Server {
         // it) but is no command a client can call.
         let top_level = |i: &usize| !self.commands.specs[*i].name.contains('|');
         let Some(idx) = self.commands.lookup(name).filter(top_level) else {
-            client.out.error_bytes(&unknown_command_error(&args));
+            self.reject(client, None, &unknown_command_error(&args));
             return;
         };
         let mut idx = idx;
@@ -305,39 +350,117 @@ impl Server {
                     msg.extend_from_slice(
                         format!("'. Try {} HELP.", spec.name.to_ascii_uppercase()).as_bytes(),
                     );
-                    client.out.error_bytes(&msg);
+                    self.reject(client, Some(spec.name), &msg);
                     return;
                 }
             }
         }
-        if !spec.arity_ok(args.len()) {
-            client.out.error(&format!(
+        if let Some(msg) = self.refusal(client, spec, args.len()) {
+            self.reject(client, Some(spec.name), msg.as_bytes());
+            self.cmd_stats[idx].rejected_calls += 1;
+            return;
+        }
+        if client.multi.is_some() && !crate::commands::multi::runs_inside_multi(spec.name) {
+            if let Some(tx) = client.multi.as_mut() {
+                tx.queued
+                    .push(crate::commands::multi::QueuedCommand::new(idx, &args));
+            }
+            client.out.simple("QUEUED");
+            return;
+        }
+        self.call(client, idx, args);
+    }
+
+    /// Replies to a command refused before it ran (Redis's `rejectCommand`):
+    /// inside MULTI the transaction is marked to fail; a refused EXEC itself
+    /// discards the transaction with `EXECABORT` and the reason.
+    fn reject(&mut self, client: &mut Client, name: Option<&str>, msg: &[u8]) {
+        if let Some(tx) = client.multi.as_mut() {
+            tx.aborted = true;
+        }
+        if name == Some("exec") {
+            crate::commands::multi::discard_transaction(self, client);
+            let reason = msg.strip_prefix(b"ERR ").unwrap_or(msg);
+            let mut text = b"EXECABORT Transaction discarded because of: ".to_vec();
+            text.extend_from_slice(reason);
+            client.out.error_bytes(&text);
+            return;
+        }
+        client.out.error_bytes(msg);
+    }
+
+    /// Why a known command may not run now, if it may not: arity,
+    /// authentication, persistence errors, subscribed mode, MULTI rules.
+    fn refusal(
+        &mut self,
+        client: &Client,
+        spec: &crate::commands::CommandSpec,
+        nargs: usize,
+    ) -> Option<String> {
+        use crate::commands::flags;
+        if !spec.arity_ok(nargs) {
+            return Some(format!(
                 "ERR wrong number of arguments for '{}' command",
                 spec.name
             ));
-            self.cmd_stats[idx].rejected_calls += 1;
-            return;
         }
-        if !client.authenticated && !spec.has(crate::commands::flags::NO_AUTH) {
-            client.out.error(err::NOAUTH);
-            self.cmd_stats[idx].rejected_calls += 1;
-            return;
+        if !client.authenticated && !spec.has(flags::NO_AUTH) {
+            return Some(err::NOAUTH.to_string());
         }
         // `maxmemory`: make room first; when nothing can go, commands that
-        // may grow memory are refused (Redis's processCommand).
+        // may grow memory are refused (Redis's processCommand), and inside
+        // MULTI so is queueing anything (the queue itself grows).
         if self.config.maxmemory > 0
             && self.perform_evictions() == crate::evict::Evict::Fail
-            && spec.has(crate::commands::flags::DENYOOM)
+            && self.grows_memory(client, spec)
         {
-            client.out.error(err::OOM);
-            self.cmd_stats[idx].rejected_calls += 1;
-            return;
+            return Some(err::OOM.to_string());
         }
-        if spec.has(crate::commands::flags::WRITE) && self.writes_refused_for_persistence() {
-            client.out.error(&self.misconf_error());
-            self.cmd_stats[idx].rejected_calls += 1;
-            return;
+        if spec.has(flags::WRITE) && self.writes_refused_for_persistence() {
+            return Some(self.misconf_error());
         }
+        if client.out.proto == ferrokv_resp::Protocol::Resp2
+            && client.subs.any()
+            && !crate::commands::pubsub::allowed_when_subscribed(spec.name)
+        {
+            return Some(format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                spec.name
+            ));
+        }
+        if client.multi.is_some() && spec.has(flags::NO_MULTI) {
+            return Some("ERR Command not allowed inside a transaction".to_string());
+        }
+        None
+    }
+
+    /// Whether a command is refused when memory cannot be freed: `denyoom`
+    /// commands, an EXEC whose queue holds one, and inside MULTI anything
+    /// but the commands that end or shape the transaction.
+    fn grows_memory(&self, client: &Client, spec: &crate::commands::CommandSpec) -> bool {
+        use crate::commands::flags;
+        if spec.has(flags::DENYOOM) {
+            return true;
+        }
+        match &client.multi {
+            None => false,
+            Some(tx) if spec.name == "exec" => tx
+                .queued
+                .iter()
+                .any(|q| self.commands.specs[q.idx].has(flags::DENYOOM)),
+            Some(_) => !matches!(
+                spec.name,
+                "exec" | "discard" | "multi" | "watch" | "unwatch" | "quit" | "reset"
+            ),
+        }
+    }
+
+    /// Runs one command and does its accounting (Redis's `call`): the
+    /// handler, keyspace events it left pending, propagation, WATCH
+    /// invalidation of its keys, statistics, slow log. EXEC calls it for
+    /// each queued command.
+    pub fn call(&mut self, client: &mut Client, idx: usize, args: Args) {
+        let spec = self.commands.specs[idx];
         client.last_cmd = spec.name;
         let errors_before = client.out.error_codes.len();
         let now_ms = self.now_ms;
@@ -351,6 +474,10 @@ impl Server {
                 now_ms,
             };
             (spec.handler)(&mut ctx, args);
+        }
+        self.flush_pending_events(Some(client));
+        if self.dirty != dirty_before {
+            self.touch_command_keys(idx, db_before, &args);
         }
         if self.propagate_command(db_before, args, dirty_before) && self.aof.is_some() {
             // Its reply waits until the AOF has the write (see before_sleep).
@@ -419,6 +546,10 @@ impl Server {
     /// Returns whether anything was propagated.
     fn propagate_command(&mut self, db: usize, args: Args, dirty_before: u64) -> bool {
         let rewrite = self.propagation.rewrite.take();
+        if let Some(any) = self.propagation.exec_done.take() {
+            // EXEC: its queue was propagated as it ran.
+            return any;
+        }
         let also = std::mem::take(&mut self.propagation.also);
         let mut any = !also.is_empty();
         for (edb, argv) in also {
@@ -439,9 +570,20 @@ impl Server {
 
     /// Sends one command down the propagation stream (the AOF).
     pub fn propagate<T: AsRef<[u8]>>(&mut self, db: usize, argv: &[T]) {
+        if let Some(ops) = self.propagation.exec_ops.as_mut() {
+            ops.push((db, argv.iter().map(|a| a.as_ref().to_vec()).collect()));
+            return;
+        }
         if let Some(aof) = self.aof.as_mut() {
             aof.feed(db, argv);
         }
+    }
+
+    /// Drops what registries hold for a closing connection (its pub/sub
+    /// subscriptions, its WATCHed keys).
+    pub fn forget_client(&mut self, c: &mut Client) {
+        self.pubsub_forget_client(c);
+        self.unwatch_all(c.token);
     }
 
     /// Moves a client's error replies into `INFO errorstats`.
@@ -519,10 +661,13 @@ impl Server {
             }
         }
         self.stats.expired_keys += expired_total;
-        // Expired keys leave the propagation stream as DELs.
+        // Expired keys leave the propagation stream as DELs, and are
+        // announced as `expired` events.
         for (dbi, e) in gone {
             self.propagate(dbi, &[&b"DEL"[..], e.key()]);
+            self.pending_events.expired.push((dbi, e.key().to_vec()));
         }
+        self.flush_pending_events(None);
         self.stats.expire_cycle_cpu_milliseconds += t0.elapsed().as_millis() as u64;
     }
 }
@@ -897,7 +1042,13 @@ impl Server {
                 continue;
             }
             let name = path.display().to_string();
-            let end = replay(&data, &name, |args| {
+            // Where the last MULTI began, so that a transaction the file
+            // ends inside of is reverted, as Redis does.
+            let mut multi_at = None;
+            let end = replay(&data, &name, |args, off| {
+                if args.get(0).eq_ignore_ascii_case(b"multi") {
+                    multi_at = Some(off);
+                }
                 if self.commands.lookup(args.get(0)).is_none() {
                     return Err(format!(
                         "Unknown command '{}' reading the append only file",
@@ -911,6 +1062,17 @@ impl Server {
                 commands += 1;
                 Ok(())
             })?;
+            let end = match (fake.multi.take(), multi_at) {
+                (Some(_), Some(at)) => {
+                    tracing::warn!("Revert incomplete MULTI/EXEC transaction in AOF file {name}");
+                    let valid_len = match end {
+                        ReplayEnd::Truncated { valid_len } => valid_len.min(at),
+                        ReplayEnd::Complete => at,
+                    };
+                    ReplayEnd::Truncated { valid_len }
+                }
+                _ => end,
+            };
             if let ReplayEnd::Truncated { valid_len } = end {
                 if !last || !self.config.aof_load_truncated {
                     return Err(format!(

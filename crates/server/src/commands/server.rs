@@ -859,6 +859,7 @@ fn flushdb(ctx: &mut Ctx, args: Args) {
     let Some(lazy) = flush_mode(ctx, args) else {
         return;
     };
+    ctx.srv.touch_watched_keys_in_db(ctx.client.db, None);
     let n = flush_db(ctx, ctx.client.db, lazy);
     ctx.modified(n.max(1));
     ctx.client.out.ok();
@@ -871,6 +872,7 @@ fn flushall(ctx: &mut Ctx, args: Args) {
     };
     let mut n = 0;
     for db in 0..ctx.srv.keyspace.dbs.len() {
+        ctx.srv.touch_watched_keys_in_db(db, None);
         n += flush_db(ctx, db, lazy);
     }
     ctx.modified(n.max(1));
@@ -895,6 +897,10 @@ fn swapdb(ctx: &mut Ctx, args: Args) {
         ctx.error(err::DB_RANGE);
         return;
     }
+    ctx.srv
+        .touch_watched_keys_in_db(a as usize, Some(b as usize));
+    ctx.srv
+        .touch_watched_keys_in_db(b as usize, Some(a as usize));
     ctx.srv.keyspace.dbs.swap(a as usize, b as usize);
     if let Some(job) = ctx.srv.persistence.job.as_mut() {
         job.swapdb(a as usize, b as usize);
