@@ -44,15 +44,13 @@ fn mix_value(d: &mut Digest, e: &Entry) {
             }
         }
         // Per field a fresh digest mixed with the field then its value,
-        // xored in.
+        // xored in (hashed, as Redis's `xorDigest` hashes what it xors).
         ValueRef::Hash(h) => {
             for (f, v) in h.iter() {
                 let mut fd = [0u8; 20];
                 mix(&mut fd, f);
                 mix(&mut fd, v);
-                for (a, b) in d.iter_mut().zip(fd.iter()) {
-                    *a ^= b;
-                }
+                xor(d, &fd);
             }
         }
     }

@@ -127,6 +127,7 @@ fn find_in_listpack(buf: &[u8], field: &[u8]) -> Option<Slot> {
 }
 
 /// Iterates `(field, value)` pairs.
+#[derive(Clone)]
 pub enum HashIter<'a> {
     Listpack { buf: &'a [u8], pos: usize },
     Table(std::slice::Iter<'a, Pair>),

@@ -38,7 +38,7 @@ pub enum Member<'a> {
     Bytes(&'a [u8]),
 }
 
-impl Member<'_> {
+impl<'a> Member<'a> {
     /// Calls `f` with the member's bytes (an integer formatted on the stack).
     #[inline]
     pub fn with_bytes<R>(self, f: impl FnOnce(&[u8]) -> R) -> R {
@@ -51,9 +51,41 @@ impl Member<'_> {
     pub fn to_vec(self) -> Vec<u8> {
         self.with_bytes(|b| b.to_vec())
     }
+
+    /// The member as bytes that own an integer's text (for APIs that take
+    /// `AsRef<[u8]>` items, such as the snapshot encoder).
+    pub fn text(self) -> MemberText<'a> {
+        match self {
+            Member::Int(i) => {
+                let mut buf = itoa_buf::Buf::new();
+                let s = buf.format(i);
+                let mut b = [0u8; 20];
+                b[..s.len()].copy_from_slice(s);
+                MemberText::Int(b, s.len() as u8)
+            }
+            Member::Bytes(b) => MemberText::Bytes(b),
+        }
+    }
+}
+
+/// A member's bytes: borrowed, or an integer's text held inline.
+#[derive(Debug, Clone, Copy)]
+pub enum MemberText<'a> {
+    Int([u8; 20], u8),
+    Bytes(&'a [u8]),
+}
+
+impl AsRef<[u8]> for MemberText<'_> {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            MemberText::Int(b, n) => &b[..*n as usize],
+            MemberText::Bytes(b) => b,
+        }
+    }
 }
 
 /// Iterates the members.
+#[derive(Clone)]
 pub enum SetIter<'a> {
     Intset(std::slice::Iter<'a, i64>),
     Table(std::slice::Iter<'a, SmallBytes>),

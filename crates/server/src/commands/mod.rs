@@ -12,10 +12,12 @@
 
 pub mod connection;
 pub mod docs;
+pub mod hash;
 pub mod keys;
 pub mod latency;
 pub mod long_double;
 pub mod server;
+pub mod set;
 pub mod slowlog;
 pub mod string;
 
@@ -163,6 +165,8 @@ impl CommandTable {
             server::COMMANDS,
             slowlog::COMMANDS,
             latency::COMMANDS,
+            hash::COMMANDS,
+            set::COMMANDS,
         ] {
             for spec in family {
                 specs.push(spec);
