@@ -247,7 +247,7 @@ fn spop_and_srandmember_counts() {
             (&["SPOP", "s:p", "3"], arr(vec![])),
             (&["SPOP", "s:r", "0"], arr(vec![])),
             (&["SPOP", "s:r", "-1"], err("ERR value is out of range, must be positive")),
-            (&["SPOP", "s:r", "x"], err("ERR value is not an integer or out of range")),
+            (&["SPOP", "s:r", "x"], err("ERR value is out of range, must be positive")),
             (&["SPOP", "s:r", "1", "2"], err("ERR syntax error")),
             (&["SPOP", "s:str"], err(WRONGTYPE)),
             (&["SPOP", "s:str", "0"], err(WRONGTYPE)),

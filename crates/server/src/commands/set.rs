@@ -220,14 +220,13 @@ fn spop(ctx: &mut Ctx, args: Args) {
     }
     let db = ctx.client.db;
     let key = args.get(1);
+    // Redis's `getPositiveLongFromObjectOrReply`: one message for a
+    // negative number and for no number at all.
     let count = if args.len() == 3 {
-        let Some(c) = parse_int(ctx, args.get(2)) else {
-            return;
-        };
-        if c < 0 {
-            return ctx.error(err::POSITIVE);
+        match ferrokv_resp::parse_i64(args.get(2)) {
+            Some(c) if c >= 0 => Some(c as u64),
+            _ => return ctx.error(err::POSITIVE),
         }
-        Some(c as u64)
     } else {
         None
     };
