@@ -119,6 +119,11 @@ pub struct Config {
     /// The Prometheus endpoint's port (0: no endpoint) and address.
     pub metrics_port: u16,
     pub metrics_bind: String,
+    /// Compact-encoding thresholds of hashes (`hash-max-listpack-*`) and
+    /// sets (`set-max-intset-entries`).
+    pub hash_max_listpack_entries: u64,
+    pub hash_max_listpack_value: u64,
+    pub set_max_intset_entries: u64,
     /// The config file the server was started with (for `INFO` and `CONFIG REWRITE`).
     pub config_file: Option<String>,
 }
@@ -175,6 +180,9 @@ impl Default for Config {
             latency_tracking_info_percentiles: Vec::new(),
             metrics_port: 0,
             metrics_bind: String::new(),
+            hash_max_listpack_entries: 0,
+            hash_max_listpack_value: 0,
+            set_max_intset_entries: 0,
             config_file: None,
         };
         for o in OPTIONS {
@@ -914,6 +922,57 @@ pub static OPTIONS: &[ConfigOption] = &[
             .collect::<Vec<_>>()
             .join(" ")
     ),
+    // Compact encodings; the `*-ziplist-*` names are Redis's aliases.
+    opt!(
+        "hash-max-listpack-entries",
+        "128",
+        true,
+        |c, a| {
+            c.hash_max_listpack_entries = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.hash_max_listpack_entries.to_string()
+    ),
+    opt!(
+        "hash-max-listpack-value",
+        "64",
+        true,
+        |c, a| {
+            c.hash_max_listpack_value = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.hash_max_listpack_value.to_string()
+    ),
+    opt!(
+        "hash-max-ziplist-entries",
+        "128",
+        true,
+        |c, a| {
+            c.hash_max_listpack_entries = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.hash_max_listpack_entries.to_string()
+    ),
+    opt!(
+        "hash-max-ziplist-value",
+        "64",
+        true,
+        |c, a| {
+            c.hash_max_listpack_value = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.hash_max_listpack_value.to_string()
+    ),
+    opt!(
+        "set-max-intset-entries",
+        "512",
+        true,
+        |c, a| {
+            c.set_max_intset_entries = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.set_max_intset_entries.to_string()
+    ),
     // Not Redis options: the Prometheus endpoint (docs/metrics.md). Bound
     // once at start-up, like `port`.
     opt!(
@@ -962,6 +1021,28 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// The hash encoding thresholds, as the store takes them.
+    pub fn hash_limits(&self) -> ferrokv_store::hash::HashLimits {
+        ferrokv_store::hash::HashLimits {
+            max_listpack_entries: self.hash_max_listpack_entries as usize,
+            max_listpack_value: self.hash_max_listpack_value as usize,
+        }
+    }
+
+    /// The thresholds a snapshot's encoder chooses encodings by.
+    pub fn encoding_limits(&self) -> ferrokv_rdb::EncodingLimits {
+        ferrokv_rdb::EncodingLimits {
+            hash_max_listpack_entries: self.hash_max_listpack_entries as usize,
+            hash_max_listpack_value: self.hash_max_listpack_value as usize,
+            set_max_intset_entries: self.set_max_intset_entries as usize,
+            ..Default::default()
+        }
+    }
+
+    pub fn set_max_intset(&self) -> usize {
+        self.set_max_intset_entries as usize
+    }
+
     /// Builds the configuration from `ferrokv-server [file] [--name value ...]`:
     /// the file first, then the options, which override it.
     pub fn from_args(args: &[String]) -> Result<Config, ConfigError> {

@@ -760,6 +760,7 @@ impl Server {
             ],
             compression: self.config.rdbcompression,
             checksum: self.config.rdbchecksum,
+            limits: self.config.encoding_limits(),
             key_delay_us: if kind == crate::persistence::SaveKind::Background {
                 self.config.rdb_key_save_delay
             } else {
@@ -1037,7 +1038,7 @@ impl Server {
                     &mut self.keyspace,
                     path,
                     unix_ms(),
-                    self.config.key_load_delay,
+                    &self.config,
                 )?;
                 continue;
             }
@@ -1107,7 +1108,7 @@ impl Server {
             &mut self.keyspace,
             &path,
             unix_ms(),
-            self.config.key_load_delay,
+            &self.config,
         )? {
             Some(st) => {
                 self.persistence.last_load_keys = st.keys;

@@ -12,12 +12,14 @@
 
 pub mod connection;
 pub mod docs;
+pub mod hash;
 pub mod keys;
 pub mod latency;
 pub mod long_double;
 pub mod multi;
 pub mod pubsub;
 pub mod server;
+pub mod set;
 pub mod slowlog;
 pub mod string;
 
@@ -167,6 +169,8 @@ impl CommandTable {
             latency::COMMANDS,
             pubsub::COMMANDS,
             multi::COMMANDS,
+            hash::COMMANDS,
+            set::COMMANDS,
         ] {
             for spec in family {
                 specs.push(spec);

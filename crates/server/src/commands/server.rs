@@ -525,6 +525,8 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
                                 5
                             }
                     }
+                    // Collections: an estimate (their elements' bytes).
+                    _ => e.heap_size(),
                 };
                 let idle = clock.wrapping_sub(e.lru()) & crate::server::LRU_CLOCK_MAX;
                 let addr = e as *const _ as usize;
