@@ -118,6 +118,8 @@ pub struct Server {
     /// The `/metrics` endpoint, when `metrics-port` is set: the cron
     /// publishes a snapshot to it.
     pub metrics: Option<crate::metrics::MetricsEndpoint>,
+    /// Replication: our replicas, our master link, the backlog.
+    pub repl: crate::replication::ReplState,
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
 }
 
@@ -140,6 +142,7 @@ impl Server {
         let now = unix_ms();
         let mut rng = SmallRng::from_entropy();
         let run_id = random_hex(&mut rng, 40);
+        let repl = crate::replication::ReplState::new(&config.repl, &mut rng);
         Server {
             keyspace: Keyspace::new(config.databases as usize),
             config,
@@ -178,6 +181,7 @@ impl Server {
             latency_monitor: Default::default(),
             latency_stats: crate::commands::latency::CommandLatencies::new(n),
             metrics: None,
+            repl,
             lazyfree: spawn_lazyfree(),
         }
     }
@@ -201,7 +205,9 @@ impl Server {
     #[inline]
     pub fn lookup_read(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
         let clock = self.lru_clock;
-        match self.keyspace.dbs[db].lookup_read(key, now_ms, true, Some(clock)) {
+        // A replica waits for its master's DEL (Redis's expireIfNeeded).
+        let expire = !self.repl.is_replica();
+        match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, Some(clock)) {
             Found::Live(e) => {
                 self.stats.keyspace_hits += 1;
                 Some(e)
@@ -222,7 +228,8 @@ impl Server {
     /// `DEBUG`): lazy expiry, but no hit/miss counters, no access clock, and
     /// no copy-on-write for a snapshot in progress.
     pub fn peek(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
-        match self.keyspace.dbs[db].lookup_read(key, now_ms, true, None) {
+        let expire = !self.repl.is_replica();
+        match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, None) {
             Found::Live(e) => Some(e),
             Found::Expired(e) => {
                 Self::note_expired(&mut self.stats, &mut self.propagation, db, e.key());
@@ -321,9 +328,20 @@ impl Server {
             self.cmd_stats[idx].rejected_calls += 1;
             return;
         }
+        if let Some(e) = self.replication_refusal(client.id, spec.flags) {
+            client.out.error(e);
+            self.cmd_stats[idx].rejected_calls += 1;
+            return;
+        }
         client.last_cmd = spec.name;
         let errors_before = client.out.error_codes.len();
-        let now_ms = self.now_ms;
+        // The master's stream is applied as the master saw it: its keys
+        // are alive until it deletes them (times in it are absolute).
+        let now_ms = if self.repl.master_client_id() == Some(client.id) {
+            0
+        } else {
+            self.now_ms
+        };
         let dirty_before = self.dirty;
         let db_before = client.db;
         let t0 = Instant::now();
@@ -420,11 +438,13 @@ impl Server {
         any
     }
 
-    /// Sends one command down the propagation stream (the AOF).
+    /// Sends one command down the propagation stream (the AOF and the
+    /// replicas).
     pub fn propagate<T: AsRef<[u8]>>(&mut self, db: usize, argv: &[T]) {
         if let Some(aof) = self.aof.as_mut() {
             aof.feed(db, argv);
         }
+        self.repl_feed(db, argv);
     }
 
     /// Moves a client's error replies into `INFO errorstats`.
@@ -455,9 +475,11 @@ impl Server {
             .sample(now, self.stats.total_commands_processed);
         self.net_in_metric.sample(now, self.stats.net_input_bytes);
         self.net_out_metric.sample(now, self.stats.net_output_bytes);
-        if self.active_expire_enabled {
+        // A replica's keys expire when its master says so.
+        if self.active_expire_enabled && !self.repl.is_replica() {
             self.active_expire();
         }
+        self.replication_cron();
         let used = crate::alloc::used_memory();
         self.peak_memory = self.peak_memory.max(used);
         self.publish_metrics();
@@ -655,6 +677,12 @@ impl Server {
 
     fn finish_snapshot(&mut self, job: crate::persistence::SnapshotJob, r: Result<u64, String>) {
         let secs = job.started.elapsed().as_secs_f64();
+        if job.streaming {
+            // A diskless replica sync: no file, not a save.
+            job.abandon(&mut self.keyspace);
+            self.repl_snapshot_done(true, std::path::Path::new(""), r.is_ok());
+            return;
+        }
         if job.for_aof {
             job.abandon(&mut self.keyspace);
             self.aof_last_rewrite_secs = Some(secs);
@@ -681,7 +709,9 @@ impl Server {
         self.persistence.last_cow_entries = job.peak_cow_entries;
         let dirty_at_start = job.dirty_at_start;
         let kind = job.kind;
+        let path = job.path.clone();
         job.abandon(&mut self.keyspace);
+        self.repl_snapshot_done(false, &path, r.is_ok());
         match r {
             Ok(bytes) => {
                 self.dirty = self.dirty.saturating_sub(dirty_at_start);

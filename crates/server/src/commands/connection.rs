@@ -2,6 +2,7 @@
 //! CLIENT container.
 
 use super::flags::*;
+use crate::replication::ClientKind;
 use super::{err, is, reply_help, CommandSpec, Ctx};
 use crate::net::client::{Client, ReplyMode};
 use ferrokv_resp::{Args, Protocol};
@@ -286,6 +287,21 @@ fn client_setinfo(ctx: &mut Ctx, args: Args) {
     ctx.client.out.ok();
 }
 
+/// A `TYPE` argument: `Some(None)` for pubsub (no such clients here).
+fn client_kind_arg(t: &[u8]) -> Option<Option<ClientKind>> {
+    if is(t, "normal") {
+        Some(Some(ClientKind::Normal))
+    } else if is(t, "master") {
+        Some(Some(ClientKind::Master))
+    } else if is(t, "replica") || is(t, "slave") {
+        Some(Some(ClientKind::Replica))
+    } else if is(t, "pubsub") {
+        Some(None)
+    } else {
+        None
+    }
+}
+
 /// One line of `CLIENT LIST` / `CLIENT INFO`, in Redis's field order.
 pub fn client_line(c: &Client, current: bool) -> String {
     let s = |o: &Option<Vec<u8>>| {
@@ -323,13 +339,11 @@ pub fn client_line(c: &Client, current: bool) -> String {
 fn client_list(ctx: &mut Ctx, args: Args) {
     // One filter at most, as Redis 7.0: `TYPE t` alone, or `ID id [id ...]`.
     let mut ids: Option<Vec<u64>> = None;
-    let mut only_normal = None;
+    let mut only_kind = None;
     if args.len() == 4 && is(args.get(2), "type") {
         let t = args.get(3);
-        if is(t, "normal") {
-            only_normal = Some(true);
-        } else if is(t, "master") || is(t, "replica") || is(t, "slave") || is(t, "pubsub") {
-            only_normal = Some(false);
+        if let Some(k) = client_kind_arg(t) {
+            only_kind = Some(k);
         } else {
             ctx.error(&format!(
                 "ERR Unknown client type '{}'",
@@ -360,8 +374,10 @@ fn client_list(ctx: &mut Ctx, args: Args) {
     all.sort_by_key(|c| c.id);
     let mut text = String::new();
     for c in all {
-        if only_normal == Some(false) {
-            continue;
+        if let Some(want) = only_kind {
+            if want != Some(ctx.srv.repl.client_kind(c.id)) {
+                continue;
+            }
         }
         if let Some(ids) = &ids {
             if !ids.contains(&c.id) {
@@ -388,7 +404,7 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
         id: Option<u64>,
         addr: Option<String>,
         laddr: Option<String>,
-        normal: Option<bool>,
+        kind: Option<Option<ClientKind>>,
         user_ok: bool,
         maxage: Option<u64>,
     }
@@ -418,10 +434,8 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
                     }
                 }
             } else if is(k, "type") {
-                if is(v, "normal") {
-                    f.normal = Some(true);
-                } else if is(v, "master") || is(v, "replica") || is(v, "slave") || is(v, "pubsub") {
-                    f.normal = Some(false);
+                if let Some(k) = client_kind_arg(v) {
+                    f.kind = Some(k);
                 } else {
                     ctx.error(&format!("ERR Unknown client type '{vs}'"));
                     return;
@@ -464,7 +478,7 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
             && f.laddr
                 .as_ref()
                 .is_none_or(|a| c.local_addr.to_string() == *a)
-            && f.normal != Some(false)
+            && f.kind.is_none_or(|k| k == Some(ctx.srv.repl.client_kind(c.id)))
             && f.user_ok
             && f.maxage.is_none_or(|m| c.created.elapsed().as_secs() >= m)
     };

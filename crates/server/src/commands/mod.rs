@@ -15,6 +15,7 @@ pub mod docs;
 pub mod keys;
 pub mod latency;
 pub mod long_double;
+pub mod replication;
 pub mod server;
 pub mod slowlog;
 pub mod string;
@@ -163,6 +164,7 @@ impl CommandTable {
             server::COMMANDS,
             slowlog::COMMANDS,
             latency::COMMANDS,
+            replication::COMMANDS,
         ] {
             for spec in family {
                 specs.push(spec);
