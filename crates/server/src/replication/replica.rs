@@ -120,8 +120,16 @@ impl Server {
     /// history is offered to the new master with `PSYNC`, so a sibling
     /// promoted to master can continue us.
     pub fn replicaof(&mut self, host: String, port: u16) -> bool {
-        if let Some(l) = &self.repl.link {
+        if let Some(l) = self.repl.link.as_mut() {
             if l.host == host && l.port == port {
+                if matches!(l.state, LinkState::Halted) {
+                    // Stopped by a command it could not apply: start over.
+                    l.state = LinkState::Connect;
+                    l.cached = None;
+                    l.link_error = None;
+                    l.next_attempt = Instant::now();
+                    return true;
+                }
                 return false;
             }
         }
@@ -509,5 +517,6 @@ fn stop_link(srv: &mut Server, c: &mut Client, reason: String) {
     if let Some(l) = srv.repl.link.as_mut() {
         l.link_error = Some(reason);
         l.state = LinkState::Halted;
+        l.down_since = Some(Instant::now());
     }
 }
