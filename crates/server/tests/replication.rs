@@ -580,3 +580,64 @@ fn stale_reads_refused_when_asked_while_the_link_is_down() {
     let v: Option<String> = redis::cmd("GET").arg("a").query(&mut c).unwrap();
     assert_eq!(v, None);
 }
+
+/// `GET /metrics` on a port, the body only.
+fn scrape(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()
+}
+
+fn series(text: &str, name: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(' ')).map(str::to_string))
+}
+
+#[test]
+fn replication_figures_on_the_metrics_endpoint() {
+    let (master, mport) = (0..5)
+        .find_map(|_| {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let ps = port.to_string();
+            let mut p = ferrokv(&["--repl-diskless-sync-delay", "0", "--metrics-port", &ps]);
+            (p.alive() && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok())
+                .then_some((p, port))
+        })
+        .expect("a master with a metrics port");
+    let t = types_of(&master);
+    fill_dataset(&master, 500, false, t);
+    let replica = ferrokv(&[]);
+    replicaof(&replica, &master);
+    wait_converged(&master, &replica, 30);
+    write_load(master.port, 5, 10, t);
+    wait_converged(&master, &replica, 30);
+    let offset = num(&master, "replication", "master_repl_offset").to_string();
+    let text = wait_for("the metrics to catch up", 10, || {
+        let text = scrape(mport);
+        (series(&text, "ferrokv_replication_offset_bytes").as_deref() == Some(offset.as_str()))
+            .then_some(text)
+    });
+    assert_eq!(series(&text, "ferrokv_replication_connected_replicas").as_deref(), Some("1"));
+    assert_eq!(series(&text, "ferrokv_replication_full_syncs_total").as_deref(), Some("1"));
+    assert_eq!(series(&text, "ferrokv_replication_is_replica").as_deref(), Some("0"));
+    let sent: f64 = series(&text, "ferrokv_replication_rdb_sent_bytes_total")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(sent > 10_000.0, "{sent}");
+    assert!(
+        text.contains(&format!(
+            "ferrokv_replication_replica_lag_seconds{{replica=\"127.0.0.1:{}\"}}",
+            replica.port
+        )),
+        "{text}"
+    );
+}

@@ -56,6 +56,8 @@ pub struct ReplicaLink {
     /// A duplicate of the socket, to stop a sender thread when the
     /// replica is dropped.
     socket: Option<std::net::TcpStream>,
+    /// Its slot in the client table, once looked up.
+    token: Option<usize>,
     /// The `+FULLRESYNC` line of a disk-based sync, sent with its payload.
     head: Vec<u8>,
     soft_limit_since: Option<Instant>,
@@ -187,9 +189,14 @@ impl Server {
                     r.pending.len()
                 }
                 ReplicaState::Online => {
-                    let Some(t) = token_of_in(&self.clients, r.client_id) else {
+                    // The cached slot, checked (slots are reused).
+                    let cached = r.token.filter(|&t| {
+                        matches!(self.clients.get(t), Some(Some(c)) if c.id == r.client_id)
+                    });
+                    let Some(t) = cached.or_else(|| token_of_in(&self.clients, r.client_id)) else {
                         continue;
                     };
+                    r.token = Some(t);
                     let Some(Some(c)) = self.clients.get_mut(t) else {
                         continue;
                     };
@@ -347,6 +354,7 @@ impl Server {
             ack_time: Instant::now(),
             since: Instant::now(),
             socket: None,
+            token: None,
             head: Vec::new(),
             soft_limit_since: None,
             diskless: false,

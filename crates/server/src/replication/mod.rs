@@ -421,3 +421,95 @@ impl Server {
             || !self.repl.master.waiters.is_empty()
     }
 }
+
+/// The replication series of `/metrics` (see docs/metrics.md).
+pub fn collect_replication(srv: &Server, r: &mut crate::metrics::Registry) {
+    use crate::metrics::Kind;
+    let repl = &srv.repl;
+    r.gauge(
+        "ferrokv_replication_is_replica",
+        "1 when this server replicates from a master (INFO role:slave).",
+        repl.is_replica() as u8 as f64,
+    );
+    r.gauge(
+        "ferrokv_replication_offset_bytes",
+        "The replication stream's offset (INFO master_repl_offset).",
+        repl.master_repl_offset as f64,
+    );
+    r.gauge(
+        "ferrokv_replication_connected_replicas",
+        "Replicas attached, in any state (INFO connected_slaves).",
+        repl.master.replicas.len() as f64,
+    );
+    r.gauge(
+        "ferrokv_replication_backlog_histlen_bytes",
+        "Bytes of stream held in the backlog (INFO repl_backlog_histlen).",
+        repl.backlog.as_ref().map_or(0, |b| b.histlen()) as f64,
+    );
+    let st = &repl.stats;
+    r.counter(
+        "ferrokv_replication_full_syncs_total",
+        "Full syncs served to replicas (INFO sync_full).",
+        st.sync_full as f64,
+    );
+    r.counter(
+        "ferrokv_replication_partial_syncs_total",
+        "Partial resyncs accepted (INFO sync_partial_ok).",
+        st.sync_partial_ok as f64,
+    );
+    r.counter(
+        "ferrokv_replication_partial_sync_errors_total",
+        "Partial resyncs refused (INFO sync_partial_err).",
+        st.sync_partial_err as f64,
+    );
+    r.counter(
+        "ferrokv_replication_replica_outbuf_disconnections_total",
+        "Replicas dropped for their output-buffer limit.",
+        st.replica_outbuf_disconnections as f64,
+    );
+    r.counter(
+        "ferrokv_replication_rdb_sent_bytes_total",
+        "Snapshot payload bytes sent to replicas.",
+        st.rdb_bytes_sent as f64,
+    );
+    r.counter(
+        "ferrokv_replication_rdb_received_bytes_total",
+        "Snapshot payload bytes received from the master.",
+        st.rdb_bytes_received as f64,
+    );
+    r.gauge(
+        "ferrokv_replication_last_full_sync_duration_seconds",
+        "On a replica: PSYNC to serving the new data, last full sync (0 before one).",
+        st.last_full_sync_secs,
+    );
+    r.gauge(
+        "ferrokv_replication_master_link_up",
+        "On a replica: 1 while the link to the master is up (INFO master_link_status).",
+        repl.link.as_ref().is_some_and(|l| l.is_up()) as u8 as f64,
+    );
+    r.gauge(
+        "ferrokv_replication_master_last_io_seconds",
+        "On a replica: seconds since the master last sent something (-1 when not a replica).",
+        repl.link
+            .as_ref()
+            .map_or(-1.0, |l| l.last_io.elapsed().as_secs_f64()),
+    );
+    let lag = r.family(
+        "ferrokv_replication_replica_lag_seconds",
+        "Per replica: seconds since its last REPLCONF ACK (INFO slaveN lag).",
+        Kind::Gauge,
+    );
+    for s in &repl.master.replicas {
+        let addr = format!("{}:{}", s.ip, s.listening_port);
+        lag.sample(&[("replica", &addr)], s.ack_time.elapsed().as_secs_f64());
+    }
+    let acked = r.family(
+        "ferrokv_replication_replica_acked_offset_bytes",
+        "Per replica: the offset it last acknowledged (INFO slaveN offset).",
+        Kind::Gauge,
+    );
+    for s in &repl.master.replicas {
+        let addr = format!("{}:{}", s.ip, s.listening_port);
+        acked.sample(&[("replica", &addr)], s.ack_offset as f64);
+    }
+}
