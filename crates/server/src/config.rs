@@ -1203,6 +1203,99 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
         },
         |c| c.repl.replica_announce_ip.clone()
     ),
+    // RDMA full sync (docs/rdma.md). `rdma-bind` empty: this master offers
+    // no RDMA; `rdma-port 0`: any free port (the endpoint is announced in
+    // `+RDMAFULLSYNC`).
+    opt!(
+        "rdma-bind",
+        "",
+        false,
+        |c, a| {
+            c.repl.rdma.bind = one(a)?.to_string();
+            Ok(())
+        },
+        |c| c.repl.rdma.bind.clone()
+    ),
+    opt!(
+        "rdma-port",
+        "0",
+        false,
+        |c, a| {
+            c.repl.rdma.port = parse_int(a, 0, 65535)? as u16;
+            Ok(())
+        },
+        |c| c.repl.rdma.port.to_string()
+    ),
+    opt!(
+        "rdma-provider",
+        "tcp",
+        false,
+        |c, a| {
+            c.repl.rdma.provider = one(a)?.to_string();
+            Ok(())
+        },
+        |c| c.repl.rdma.provider.clone()
+    ),
+    opt!(
+        "replica-rdma",
+        "no",
+        true,
+        |c, a| {
+            c.repl.rdma.replica_rdma = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.repl.rdma.replica_rdma)
+    ),
+    opt!(
+        "rdma-ring-slots",
+        "8",
+        true,
+        |c, a| {
+            c.repl.rdma.ring_slots = parse_int(a, 1, 1024)? as u32;
+            Ok(())
+        },
+        |c| c.repl.rdma.ring_slots.to_string()
+    ),
+    opt!(
+        "rdma-chunk-size",
+        "2mb",
+        true,
+        |c, a| {
+            let v = parse_memory(one(a)?)?;
+            if !(4096..=(1 << 30)).contains(&v) {
+                return Err("argument must be between 4kb and 1gb".into());
+            }
+            c.repl.rdma.chunk_size = v as u32;
+            Ok(())
+        },
+        |c| c.repl.rdma.chunk_size.to_string()
+    ),
+    // Test pacing: the master sleeps this long between chunk writes (0: off).
+    opt!(
+        "rdma-chunk-delay-us",
+        "0",
+        true,
+        |c, a| {
+            c.repl.rdma.chunk_delay_us = parse_int(a, 0, 10_000_000)?;
+            Ok(())
+        },
+        |c| c.repl.rdma.chunk_delay_us.to_string()
+    ),
+    // Test fault hook: the master flips a byte of chunk N (-1: off), which
+    // the replica's CRC64 check must catch.
+    opt!(
+        "rdma-debug-corrupt-chunk",
+        "-1",
+        true,
+        |c, a| {
+            let v: i64 = one(a)?
+                .parse()
+                .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            c.repl.rdma.debug_corrupt_chunk = v;
+            Ok(())
+        },
+        |c| c.repl.rdma.debug_corrupt_chunk.to_string()
+    ),
 ];
 
 /// A fatal start-up error, printed as Redis prints config errors.

@@ -17,7 +17,7 @@ pub const DEFAULT_SECTIONS: &[&str] = &[
     "keyspace",
 ];
 /// Sections `INFO all` / `INFO everything` add.
-pub const EXTRA_SECTIONS: &[&str] = &["commandstats", "latencystats"];
+pub const EXTRA_SECTIONS: &[&str] = &["commandstats", "latencystats", "rdma"];
 
 pub fn human_bytes(n: u64) -> String {
     let n = n as f64;
@@ -317,6 +317,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
             }
         }
         "replication" => srv.info_replication(o),
+        "rdma" => srv.repl.rdma.info(o),
         "stats" => {
             let s = &srv.stats;
             f!("# Stats");

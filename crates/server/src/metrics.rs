@@ -235,6 +235,7 @@ pub static COLLECTORS: &[Collector] = &[
     collect_keyspace,
     collect_persistence,
     crate::replication::collect_replication,
+    crate::replication::rdma::collect_rdma,
 ];
 
 /// Runs every collector: the snapshot the endpoint serves.

@@ -120,6 +120,11 @@ impl Reactor {
                     self.accept(t - LISTENER_BASE);
                     continue;
                 }
+                if t >= crate::replication::rdma::master::TOKEN_BASE {
+                    // An RDMA queue's fd (docs/rdma.md): drained until empty.
+                    self.srv.rdma_event(t);
+                    continue;
+                }
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                     self.handle_readable(t);
                 }

@@ -45,6 +45,9 @@ pub struct SyncRequest {
     pub timeout: Duration,
     pub cancel: Arc<AtomicBool>,
     pub progress: Arc<Progress>,
+    /// Offer `capa rdma` and take `+RDMAFULLSYNC` (replica-rdma yes,
+    /// libfabric usable, no RDMA failure since the last good sync).
+    pub rdma: Option<super::rdma::replica::ReplicaRdma>,
 }
 
 /// How a sync ended.
@@ -215,7 +218,19 @@ pub fn run(req: &SyncRequest) -> Result<SyncOutcome, String> {
             );
         }
     }
-    let reply = c.command(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?;
+    let reply = if req.rdma.is_some() {
+        c.command(&[
+            b"REPLCONF",
+            b"capa",
+            b"eof",
+            b"capa",
+            b"psync2",
+            b"capa",
+            b"rdma",
+        ])?
+    } else {
+        c.command(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?
+    };
     if reply.starts_with('-') {
         tracing::info!("(Non critical) Master does not understand REPLCONF capa: {reply}");
     }
@@ -228,7 +243,17 @@ pub fn run(req: &SyncRequest) -> Result<SyncOutcome, String> {
     } else {
         tracing::info!("Partial resynchronization not possible (no cached master)");
     }
+    if let Some(r) = &req.rdma {
+        super::rdma::set_state(&r.stats, super::rdma::SyncState::WaitingSnapshot);
+    }
     let reply = c.command(&[b"PSYNC", id.as_bytes(), off.as_bytes()])?;
+    if let Some(rest) = reply.strip_prefix("+RDMAFULLSYNC ") {
+        return rdma_full_sync(c, rest);
+    }
+    if let Some(r) = &req.rdma {
+        // The master answered without RDMA (a Redis, or RDMA not offered).
+        super::rdma::set_state(&r.stats, super::rdma::SyncState::Idle);
+    }
     if let Some(rest) = reply.strip_prefix("+CONTINUE") {
         let new = rest.trim();
         tracing::info!("Successful partial resynchronization with master.");
@@ -264,6 +289,86 @@ pub fn run(req: &SyncRequest) -> Result<SyncOutcome, String> {
         keyspace: ks,
         load,
         rdb_bytes,
+        stream: c.s,
+        leftover,
+    })
+}
+
+/// `+RDMAFULLSYNC`: the snapshot comes over RDMA (rdma/replica.rs) into a
+/// temp file, which is checked, renamed and loaded exactly as a TCP one;
+/// then `REPLCONF rdma-done` tells the master to stream what it buffered.
+/// A failure releases the RDMA side, installs nothing and makes the next
+/// attempt plain TCP.
+fn rdma_full_sync(mut c: Conn, rest: &str) -> Result<SyncOutcome, String> {
+    use super::rdma::{self, replica::RdmaOffer, SyncState};
+    let req = c.req;
+    let Some(r) = req.rdma.as_ref() else {
+        return Err(format!(
+            "Unexpected reply to PSYNC from master: +RDMAFULLSYNC {rest}"
+        ));
+    };
+    let fail = |reason: &'static str, detail: String| {
+        rdma::record_fallback(&r.stats, reason, &detail);
+        r.fallback.store(true, Ordering::Relaxed);
+        format!("RDMA sync failed ({reason}): {detail}")
+    };
+    let offer = RdmaOffer::parse(rest).map_err(|e| fail("protocol", e))?;
+    tracing::info!(
+        "Full resync from master over RDMA: {}:{} ({} bytes from {})",
+        offer.replid,
+        offer.offset,
+        offer.length,
+        offer.endpoint
+    );
+    req.progress
+        .total
+        .store(offer.length as i64, Ordering::Relaxed);
+    let tmp = rdma::replica::temp_path(&req.dir);
+    let mut file = std::fs::File::create(&tmp)
+        .map_err(|e| fail("io", format!("creating {}: {e}", tmp.display())))?;
+    let started = Instant::now();
+    if let Err((reason, detail)) = rdma::replica::receive(
+        r,
+        &offer,
+        &mut file,
+        &req.cancel,
+        req.timeout,
+        &req.progress,
+    ) {
+        drop(file);
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail(reason, detail));
+    }
+    drop(file);
+    let dest = req.dir.join(&req.dbfilename);
+    if let Err(e) = std::fs::rename(&tmp, &dest) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail("io", format!("renaming into {}: {e}", dest.display())));
+    }
+    rdma::set_state(&r.stats, SyncState::Loading);
+    req.progress.loading.store(true, Ordering::Relaxed);
+    tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+    let mut ks = Keyspace::new(req.databases);
+    let load = load_rdb(&mut ks, &dest, crate::server::unix_ms(), &req.load_config)
+        .map_err(|e| fail("load", format!("loading the RDMA snapshot: {e}")))?;
+    c.s.write_all(b"*2\r\n$8\r\nREPLCONF\r\n$9\r\nrdma-done\r\n")
+        .map_err(|e| format!("error writing to the master: {e}"))?;
+    {
+        let mut s = r.stats.lock().expect("rdma stats");
+        s.state = SyncState::Done;
+        s.syncs_done += 1;
+    }
+    tracing::info!(
+        "MASTER <-> REPLICA sync: RDMA full sync done in {:.3}s; REPLCONF rdma-done sent",
+        started.elapsed().as_secs_f64()
+    );
+    let leftover = c.take_leftover();
+    Ok(SyncOutcome::Full {
+        replid: offer.replid,
+        offset: offer.offset,
+        keyspace: ks,
+        load,
+        rdb_bytes: offer.length,
         stream: c.s,
         leftover,
     })

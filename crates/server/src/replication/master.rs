@@ -35,6 +35,10 @@ pub enum ReplicaState {
     WaitEnd,
     Sending,
     WaitAck,
+    /// RDMA full sync: `+RDMAFULLSYNC` sent; the snapshot moves over
+    /// RDMA (rdma/master.rs) and the stream waits in `pending` until
+    /// `REPLCONF rdma-done`.
+    RdmaTransfer,
     Online,
 }
 
@@ -62,6 +66,11 @@ pub struct ReplicaLink {
     head: Vec<u8>,
     soft_limit_since: Option<Instant>,
     diskless: bool,
+    /// It offered `capa rdma` and this master offers RDMA: its full sync
+    /// is disk-based and answered with `+RDMAFULLSYNC`.
+    pub rdma: bool,
+    /// The replication offset its snapshot starts at.
+    pub sync_offset: i64,
 }
 
 impl ReplicaLink {
@@ -72,7 +81,9 @@ impl ReplicaLink {
     pub fn state_name(&self) -> &'static str {
         match self.state {
             ReplicaState::WaitStart => "wait_bgsave",
-            ReplicaState::WaitEnd | ReplicaState::Sending => "send_bulk",
+            ReplicaState::WaitEnd | ReplicaState::Sending | ReplicaState::RdmaTransfer => {
+                "send_bulk"
+            }
             ReplicaState::WaitAck | ReplicaState::Online => "online",
         }
     }
@@ -85,6 +96,7 @@ pub struct Handshake {
     pub ip: Option<String>,
     pub capa_eof: bool,
     pub capa_psync2: bool,
+    pub capa_rdma: bool,
 }
 
 /// The snapshot being made for replicas.
@@ -150,7 +162,7 @@ const PING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
 const GETACK: &[u8] = b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n";
 
 /// The slab token of the client with this id.
-fn token_of(srv: &Server, id: u64) -> Option<usize> {
+pub(crate) fn token_of(srv: &Server, id: u64) -> Option<usize> {
     srv.clients
         .iter()
         .find(|(_, c)| c.as_ref().is_some_and(|c| c.id == id))
@@ -184,7 +196,10 @@ impl Server {
         for r in self.repl.master.replicas.iter_mut() {
             let queued: usize = match r.state {
                 ReplicaState::WaitStart => continue,
-                ReplicaState::WaitEnd | ReplicaState::Sending | ReplicaState::WaitAck => {
+                ReplicaState::WaitEnd
+                | ReplicaState::Sending
+                | ReplicaState::WaitAck
+                | ReplicaState::RdmaTransfer => {
                     r.pending.extend_from_slice(bytes);
                     r.pending.len()
                 }
@@ -234,7 +249,7 @@ impl Server {
     }
 
     /// Closes a replica's connection at the end of this turn.
-    fn drop_replica(&mut self, id: u64) {
+    pub(crate) fn drop_replica(&mut self, id: u64) {
         if let Some(r) = self.repl.master.get(id) {
             if let Some(s) = r.socket.take() {
                 let _ = s.shutdown(std::net::Shutdown::Both);
@@ -263,6 +278,12 @@ impl Server {
 
     /// `REPLCONF <option> <value> ...` from a replica.
     pub fn replconf(&mut self, c: &mut Client, args: &[&[u8]]) {
+        if args.len() == 2 && args[1].eq_ignore_ascii_case(b"rdma-done") {
+            // The replica loaded an RDMA snapshot; never answered (the
+            // stream follows on this link).
+            self.rdma_done(c);
+            return;
+        }
         if args.len() % 2 == 0 {
             c.out.error(crate::commands::err::SYNTAX);
             return;
@@ -286,6 +307,8 @@ impl Server {
                         hs.capa_eof = true;
                     } else if v.eq_ignore_ascii_case(b"psync2") {
                         hs.capa_psync2 = true;
+                    } else if v.eq_ignore_ascii_case(b"rdma") {
+                        hs.capa_rdma = true;
                     }
                 }
                 b"ack" => {
@@ -374,6 +397,8 @@ impl Server {
             head: Vec::new(),
             soft_limit_since: None,
             diskless: false,
+            rdma: hs.capa_rdma && !old_sync && self.rdma_offered(),
+            sync_offset: 0,
         };
         if !old_sync {
             let id = String::from_utf8_lossy(args[1]).into_owned();
@@ -476,6 +501,7 @@ impl Server {
     pub fn master_tick(&mut self) -> Vec<usize> {
         let mut resume = Vec::new();
         self.start_full_syncs();
+        self.rdma_tick();
         while let Ok((id, res)) = self.repl.master.done_rx.try_recv() {
             self.transfer_done(id, res, &mut resume);
         }
@@ -516,6 +542,11 @@ impl Server {
                         let r = &mut self.repl.master.replicas[i];
                         r.state = ReplicaState::WaitEnd;
                         r.pending = pending.clone();
+                        r.sync_offset = job.offset;
+                        if !r.old_sync {
+                            r.head = format!("+FULLRESYNC {} {}\r\n", self.repl.replid, job.offset)
+                                .into_bytes();
+                        }
                     }
                     tracing::info!("Waiting for end of BGSAVE for SYNC");
                 }
@@ -526,10 +557,12 @@ impl Server {
             return;
         }
         let cfg = &self.config.repl;
+        // RDMA syncs are disk-based: the file is mapped and pushed.
         let diskless = cfg.diskless_sync
-            && waiting
-                .iter()
-                .all(|&i| self.repl.master.replicas[i].capa_eof);
+            && waiting.iter().all(|&i| {
+                let r = &self.repl.master.replicas[i];
+                r.capa_eof && !r.rdma
+            });
         if diskless {
             let oldest = waiting
                 .iter()
@@ -571,6 +604,7 @@ impl Server {
             let r = &mut self.repl.master.replicas[i];
             r.state = ReplicaState::WaitEnd;
             r.diskless = diskless;
+            r.sync_offset = offset;
             r.pending.clear();
             if diskless {
                 let id = r.client_id;
@@ -661,16 +695,24 @@ impl Server {
         } else {
             None
         };
+        let mut rdma_ids = Vec::new();
         for id in ids {
             let Some(map) = map.clone() else {
                 tracing::warn!("SYNC failed. BGSAVE child returned an error");
                 self.drop_replica(id);
                 continue;
             };
+            if self.repl.master.get(id).is_some_and(|r| r.rdma) {
+                rdma_ids.push(id);
+                continue;
+            }
             let r = self.repl.master.get(id).expect("listed above");
             let mut head = std::mem::take(&mut r.head);
             head.extend_from_slice(format!("${}\r\n", map.len()).as_bytes());
             self.spawn_sender(id, head, Payload::File(map), Vec::new());
+        }
+        if let (false, Some(map)) = (rdma_ids.is_empty(), map) {
+            self.rdma_snapshot_ready(rdma_ids, map);
         }
     }
 
@@ -830,6 +872,7 @@ impl Server {
     /// size and time to live.
     pub fn master_cron(&mut self) {
         let cfg = self.config.repl.clone();
+        self.rdma_cron();
         if self.repl.link.is_none()
             && !self.repl.master.replicas.is_empty()
             && self.repl.master.last_ping.elapsed()
@@ -884,6 +927,7 @@ impl Server {
 
     /// A replica's connection closed.
     pub fn replica_closed(&mut self, id: u64) {
+        self.rdma_replica_closed(id);
         self.repl.master.handshakes.remove(&id);
         self.repl.master.waiters.retain(|w| w.client_id != id);
         if let Some(i) = self
@@ -974,5 +1018,6 @@ impl ReplState {
             .replicas
             .iter()
             .any(|r| matches!(r.state, ReplicaState::Sending | ReplicaState::WaitStart))
+            || self.rdma.master.as_ref().is_some_and(|m| m.busy())
     }
 }

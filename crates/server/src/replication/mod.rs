@@ -28,6 +28,7 @@
 pub mod backlog;
 pub mod handshake;
 pub mod master;
+pub mod rdma;
 pub mod replica;
 
 use crate::server::Server;
@@ -54,6 +55,8 @@ pub struct ReplConfig {
     pub min_replicas_max_lag: u64,
     pub replica_announce_ip: String,
     pub replica_priority: u64,
+    /// RDMA full sync (`rdma-*`, `replica-rdma`; docs/rdma.md).
+    pub rdma: rdma::RdmaConfig,
 }
 
 impl Default for ReplConfig {
@@ -75,6 +78,7 @@ impl Default for ReplConfig {
             min_replicas_max_lag: 10,
             replica_announce_ip: String::new(),
             replica_priority: 100,
+            rdma: rdma::RdmaConfig::default(),
         }
     }
 }
@@ -123,6 +127,8 @@ pub struct ReplState {
     pub link: Option<replica::MasterLink>,
     /// To (de)register sockets from outside the reactor.
     pub registry: Option<mio::Registry>,
+    /// RDMA full sync: availability, counters, the master's listener.
+    pub rdma: rdma::Rdma,
     scratch: Vec<u8>,
     last_cron: Instant,
 }
@@ -141,6 +147,7 @@ impl ReplState {
             master: master::MasterSide::new(),
             link: None,
             registry: None,
+            rdma: rdma::Rdma::new(&cfg.rdma),
             scratch: Vec::new(),
             last_cron: Instant::now(),
         };

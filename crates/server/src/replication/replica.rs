@@ -224,7 +224,29 @@ impl Server {
             timeout: Duration::from_secs(cfg.repl.timeout.max(1)),
             cancel: cancel.clone(),
             progress: progress.clone(),
+            rdma: None,
         };
+        let mut req = req;
+        let rdma = &self.repl.rdma;
+        if let (true, Some(lib)) = (cfg.repl.rdma.replica_rdma, rdma.lib.as_ref()) {
+            if rdma
+                .fallback_pending
+                .load(std::sync::atomic::Ordering::Relaxed)
+            {
+                // The last RDMA attempt failed: this one is plain TCP.
+                rdma.stats.lock().expect("rdma stats").retries += 1;
+                tracing::info!("Retrying the sync over TCP after an RDMA failure");
+            } else {
+                req.rdma = Some(super::rdma::replica::ReplicaRdma {
+                    lib: lib.clone(),
+                    provider: cfg.repl.rdma.provider().map(str::to_owned),
+                    slots: cfg.repl.rdma.ring_slots,
+                    chunk_size: cfg.repl.rdma.chunk_size,
+                    stats: rdma.stats.clone(),
+                    fallback: rdma.fallback_pending.clone(),
+                });
+            }
+        }
         let (tx, rx) = channel();
         let spawned = std::thread::Builder::new()
             .name("repl-sync".into())
@@ -254,7 +276,14 @@ impl Server {
             _ => Instant::now(),
         };
         let outcome = match res {
-            Ok(o) => o,
+            Ok(o) => {
+                // A good sync: RDMA may be tried again next time.
+                self.repl
+                    .rdma
+                    .fallback_pending
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
+                o
+            }
             Err(e) => {
                 tracing::warn!("MASTER <-> REPLICA sync failed: {e}");
                 link.link_error = Some(e);

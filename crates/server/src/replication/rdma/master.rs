@@ -1,0 +1,733 @@
+//! The master's side of the RDMA full sync, run by the event loop.
+//!
+//! The listener's event queue and each transfer's event and completion
+//! queues are `FI_WAIT_FD` queues whose fds sit in the reactor's `Poll`
+//! (tokens in `TOKEN_BASE..TOKEN_END`; both fds of a transfer share its
+//! token). A readiness event, or a tick while a pacing delay runs, calls
+//! [`Server::rdma_event`]: it drains the EQ and the CQ until empty, posts
+//! the writes the credits allow, and asks `fi_trywait` before going back to
+//! sleep — `false` means something arrived meanwhile, so it drains again.
+//! Nothing spins and no thread polls a queue.
+//!
+//! Source of the writes: the snapshot file is mapped (memmap2) and each
+//! chunk is copied into a registered bounce ring of `window` × C bytes
+//! (16 MiB at the defaults) before its `fi_writedata`. Registering windows
+//! of the mapping directly would save that copy, but a region an endpoint
+//! has posted from stays registered until the endpoint closes (see
+//! docs/fabric.md), so the windows would pin the whole file by the end of
+//! the sync; the bounce ring keeps pinned memory at a fixed 16 MiB per
+//! replica, and its memcpy is measured in docs/rdma.md to be a small part
+//! of a chunk's cost on the tcp provider.
+//!
+//! Sequence: snapshot mapped → CRC64 on a helper thread (the loop keeps
+//! serving) → `+RDMAFULLSYNC` with a one-time token (an *offer*) → the
+//! replica's `FI_CONNREQ` carries that token, else `fi_reject` → transfer
+//! → last credit back: the RDMA side is released, the replica is left in
+//! `RdmaTransfer` until its `REPLCONF rdma-done`, then it goes online and
+//! its buffered stream flows over TCP.
+
+use super::{record_fallback, set_state, SharedStats, SyncState};
+use crate::replication::master::ReplicaState;
+use crate::server::Server;
+use ferrokv_fabric::{
+    AcceptDescriptor, Access, CmEvent, Completion, CompletionKind, Connection, Domain, FabricError,
+    Library, Listener, MemoryRegion, RingDescriptor,
+};
+use mio::unix::SourceFd;
+use mio::{Interest, Token};
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Poll tokens of the RDMA queues: the listener's, then one per transfer.
+pub const TOKEN_BASE: usize = usize::MAX - 64 - 4096;
+pub const TOKEN_END: usize = usize::MAX - 64;
+const LISTENER_TOKEN: usize = TOKEN_BASE;
+const EQ_SIZE: usize = 64;
+const CREDIT_BYTES: usize = 8;
+/// A ring bigger than this is refused (pinned memory on both sides).
+const MAX_RING_BYTES: u64 = 1 << 30;
+
+/// An `+RDMAFULLSYNC` sent, its token not yet used.
+struct Offer {
+    client_id: u64,
+    map: Arc<memmap2::Mmap>,
+    issued: Instant,
+}
+
+/// One replica's transfer in flight.
+struct Transfer {
+    client_id: u64,
+    conn: Connection,
+    ring: RingDescriptor,
+    bounce: MemoryRegion,
+    credit_rx: MemoryRegion,
+    map: Arc<memmap2::Mmap>,
+    window: u64,
+    chunks: u64,
+    next: u64,
+    written: u64,
+    credited: u64,
+    posted_at: VecDeque<Instant>,
+    connected: bool,
+    stalled: bool,
+    started: Instant,
+    last_progress: Instant,
+    next_post: Instant,
+    registered: bool,
+}
+
+/// A transfer's last credit came back; waiting for `REPLCONF rdma-done`.
+struct Finished {
+    bytes: u64,
+    secs: f64,
+}
+
+/// A snapshot mapped and its CRC64, for these replicas.
+type CrcDone = (Vec<u64>, Arc<memmap2::Mmap>, u64);
+
+pub struct RdmaMaster {
+    listener: Listener,
+    /// The address announced in `+RDMAFULLSYNC`.
+    pub endpoint: SocketAddr,
+    listener_registered: bool,
+    offers: HashMap<[u8; 16], Offer>,
+    transfers: slab::Slab<Transfer>,
+    finished: HashMap<u64, Finished>,
+    crc_tx: Sender<CrcDone>,
+    crc_rx: Receiver<CrcDone>,
+    chunk_delay: Duration,
+    corrupt_chunk: i64,
+    batch: Vec<Completion>,
+}
+
+/// Why a transfer failed: a short reason (counted) and the details (logged).
+type Failure = (&'static str, String);
+
+fn completion_failure(e: FabricError) -> Failure {
+    match e {
+        FabricError::Completion(c) => ("completion-error", c.to_string()),
+        FabricError::Event(ev) => ("peer-shutdown", ev.to_string()),
+        other => ("fabric-error", other.to_string()),
+    }
+}
+
+impl RdmaMaster {
+    /// Binds the listener on `rdma-bind`:`rdma-port`.
+    pub fn bind(lib: &Arc<Library>, cfg: &super::RdmaConfig) -> Result<RdmaMaster, String> {
+        let ip: std::net::IpAddr = cfg
+            .bind
+            .parse()
+            .map_err(|e| format!("bad rdma-bind address {}: {e}", cfg.bind))?;
+        let listener = Listener::bind(lib, cfg.provider(), SocketAddr::new(ip, cfg.port))
+            .map_err(|e| e.to_string())?;
+        let endpoint = listener.local_addr().map_err(|e| e.to_string())?;
+        let (crc_tx, crc_rx) = channel();
+        Ok(RdmaMaster {
+            listener,
+            endpoint,
+            listener_registered: false,
+            offers: HashMap::new(),
+            transfers: slab::Slab::new(),
+            finished: HashMap::new(),
+            crc_tx,
+            crc_rx,
+            chunk_delay: Duration::from_micros(cfg.chunk_delay_us),
+            corrupt_chunk: cfg.debug_corrupt_chunk,
+            batch: Vec::with_capacity(64),
+        })
+    }
+
+    /// Transfers with a connection open.
+    pub fn transfers(&self) -> usize {
+        self.transfers.len()
+    }
+
+    /// Whether the loop must wake soon (a pacing delay or a CRC pending).
+    pub fn busy(&self) -> bool {
+        !self.transfers.is_empty() || !self.offers.is_empty()
+    }
+
+    fn registry_add(reg: &mio::Registry, fds: &[i32], token: usize) -> std::io::Result<()> {
+        for fd in fds {
+            reg.register(&mut SourceFd(fd), Token(token), Interest::READABLE)?;
+        }
+        Ok(())
+    }
+
+    fn registry_remove(reg: Option<&mio::Registry>, t: &mut Transfer) {
+        if let (Some(reg), true) = (reg, t.registered) {
+            let _ = reg.deregister(&mut SourceFd(&t.conn.eq.as_raw_fd()));
+            let _ = reg.deregister(&mut SourceFd(&t.conn.cq.as_raw_fd()));
+        }
+        t.registered = false;
+    }
+
+    /// Accepts a connection request whose token we issued (else rejects it).
+    fn on_connreq(
+        &mut self,
+        req: ferrokv_fabric::ConnectionRequest,
+        reg: Option<&mio::Registry>,
+        stats: &SharedStats,
+    ) -> Result<(), String> {
+        let ring = match RingDescriptor::decode(&req.private_data) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = self.listener.pep.reject(req, b"bad ring");
+                stats.lock().expect("rdma stats").rejected_tokens += 1;
+                return Err(format!("RDMA connection refused: {e}"));
+            }
+        };
+        let Some(offer) = self.offers.remove(&ring.token) else {
+            let _ = self.listener.pep.reject(req, b"bad token");
+            stats.lock().expect("rdma stats").rejected_tokens += 1;
+            return Err("RDMA connection refused: unknown token".into());
+        };
+        let bytes = u64::from(ring.slots) * u64::from(ring.slot_size);
+        if bytes > MAX_RING_BYTES {
+            let _ = self.listener.pep.reject(req, b"ring too big");
+            return Err(format!("RDMA connection refused: ring of {bytes} bytes"));
+        }
+        let window = u64::from(ring.slots);
+        let fabric = self.listener.fabric.clone();
+        let open = || -> Result<Transfer, FabricError> {
+            let domain = Domain::open(&fabric, &req.info)?;
+            let eq = fabric.event_queue(EQ_SIZE)?;
+            let cq = domain.completion_queue((ring.slots as usize * 4).max(64))?;
+            let endpoint = domain.endpoint(&req.info, &eq, &cq)?;
+            let bounce = domain.register(
+                window as usize * ring.slot_size as usize,
+                Access::WRITE | Access::SEND,
+            )?;
+            let credit_rx = domain.register(ring.slots as usize * CREDIT_BYTES, Access::RECV)?;
+            // Credits can come only after our writes, but post their
+            // receives before accepting anyway: nothing may arrive unposted.
+            for i in 0..ring.slots as usize {
+                endpoint.recv(
+                    &credit_rx,
+                    i * CREDIT_BYTES..(i + 1) * CREDIT_BYTES,
+                    i as u64,
+                )?;
+            }
+            endpoint.accept(
+                &AcceptDescriptor {
+                    token: ring.token,
+                    window: window as u32,
+                }
+                .encode(),
+            )?;
+            let now = Instant::now();
+            Ok(Transfer {
+                client_id: offer.client_id,
+                conn: Connection {
+                    fabric: fabric.clone(),
+                    domain,
+                    eq,
+                    cq,
+                    endpoint,
+                    peer_data: Vec::new(),
+                },
+                ring,
+                bounce,
+                credit_rx,
+                map: offer.map.clone(),
+                window,
+                chunks: (offer.map.len() as u64).div_ceil(u64::from(ring.slot_size)),
+                next: 0,
+                written: 0,
+                credited: 0,
+                posted_at: VecDeque::new(),
+                connected: false,
+                stalled: false,
+                started: now,
+                last_progress: now,
+                next_post: now,
+                registered: false,
+            })
+        };
+        let mut t = open().map_err(|e| format!("accepting the RDMA connection: {e}"))?;
+        let slot = self.transfers.vacant_key();
+        if TOKEN_BASE + 1 + slot >= TOKEN_END {
+            return Err("too many RDMA transfers".into());
+        }
+        if let Some(reg) = reg {
+            Self::registry_add(
+                reg,
+                &[t.conn.eq.as_raw_fd(), t.conn.cq.as_raw_fd()],
+                TOKEN_BASE + 1 + slot,
+            )
+            .map_err(|e| format!("registering the RDMA queues: {e}"))?;
+            t.registered = true;
+        }
+        set_state(stats, SyncState::Connecting);
+        self.transfers.insert(t);
+        Ok(())
+    }
+
+    /// Drives one transfer until its queues are empty and `fi_trywait`
+    /// allows sleeping. `Ok(true)`: the last credit is back.
+    fn pump(&mut self, slot: usize, stats: &SharedStats) -> Result<bool, Failure> {
+        let delay = self.chunk_delay;
+        let corrupt = self.corrupt_chunk;
+        let mut batch = std::mem::take(&mut self.batch);
+        let t = &mut self.transfers[slot];
+        let res = (|| loop {
+            while let Some(ev) = t.conn.eq.read().map_err(completion_failure)? {
+                match ev {
+                    CmEvent::Connected { .. } => {
+                        t.connected = true;
+                        t.last_progress = Instant::now();
+                        set_state(stats, SyncState::Transferring);
+                    }
+                    CmEvent::Shutdown { .. } => {
+                        if t.credited == t.chunks {
+                            return Ok(true);
+                        }
+                        return Err((
+                            "peer-shutdown",
+                            format!(
+                                "the replica shut the connection down after {} of {} chunks",
+                                t.credited, t.chunks
+                            ),
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+            batch.clear();
+            let n = t.conn.cq.read(&mut batch, 64).map_err(completion_failure)?;
+            for c in &batch {
+                match c.kind() {
+                    CompletionKind::Write => t.written += 1,
+                    CompletionKind::Recv => {
+                        let at = c.tag as usize * CREDIT_BYTES;
+                        let seq = u64::from_le_bytes(
+                            t.credit_rx
+                                .bytes(at..at + CREDIT_BYTES)
+                                .try_into()
+                                .expect("8 bytes"),
+                        );
+                        if seq != t.credited {
+                            return Err((
+                                "protocol",
+                                format!("credit for chunk {seq}, expected {}", t.credited),
+                            ));
+                        }
+                        t.credited += 1;
+                        t.last_progress = Instant::now();
+                        if let Some(at) = t.posted_at.pop_front() {
+                            stats
+                                .lock()
+                                .expect("rdma stats")
+                                .write_latency
+                                .record(at.elapsed().as_micros() as u64);
+                        }
+                        if t.credited < t.chunks {
+                            t.conn
+                                .endpoint
+                                .recv(&t.credit_rx, at..at + CREDIT_BYTES, c.tag)
+                                .map_err(completion_failure)?;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if t.credited == t.chunks {
+                return Ok(true);
+            }
+            let mut posted = false;
+            let c = u64::from(t.ring.slot_size);
+            let slots = u64::from(t.ring.slots);
+            while t.connected
+                && t.next < t.chunks
+                && t.next - t.credited < t.window
+                && t.next - t.written < t.window
+                && Instant::now() >= t.next_post
+            {
+                let src = (t.next % t.window) as usize * c as usize;
+                let from = (t.next * c) as usize;
+                let len = (t.map.len() - from).min(c as usize);
+                let dst = t.bounce.bytes_mut(src..src + len).expect("an owned region");
+                dst.copy_from_slice(&t.map[from..from + len]);
+                if corrupt >= 0 && t.next == corrupt as u64 {
+                    dst[len / 2] ^= 0x5a;
+                }
+                let imm = t.next & 0xffff_ffff;
+                match t.conn.endpoint.write_data(
+                    &t.bounce,
+                    src..src + len,
+                    imm,
+                    t.ring.slot_addr((t.next % slots) as u32),
+                    t.ring.key,
+                    t.next,
+                ) {
+                    Ok(()) => {
+                        t.posted_at.push_back(Instant::now());
+                        t.next += 1;
+                        posted = true;
+                        if !delay.is_zero() {
+                            t.next_post = Instant::now() + delay;
+                        }
+                    }
+                    Err(e) if e.is_would_block() => break,
+                    Err(e) => return Err(("fabric-error", format!("fi_writedata: {e}"))),
+                }
+            }
+            let blocked = t.next < t.chunks && t.next - t.credited >= t.window;
+            if blocked && !t.stalled {
+                stats.lock().expect("rdma stats").credit_stalls += 1;
+            }
+            t.stalled = blocked;
+            if n == 0 && !posted {
+                match t.conn.fabric.trywait(&[&t.conn.cq, &t.conn.eq]) {
+                    Ok(true) => return Ok(false),
+                    Ok(false) => {}
+                    Err(e) => return Err(("fabric-error", format!("fi_trywait: {e}"))),
+                }
+            }
+        })();
+        self.batch = batch;
+        res
+    }
+
+    /// Releases a transfer's RDMA resources (queues out of the poll first).
+    fn release(&mut self, slot: usize, reg: Option<&mio::Registry>) -> Transfer {
+        let mut t = self.transfers.remove(slot);
+        Self::registry_remove(reg, &mut t);
+        t
+    }
+
+    /// Forgets everything about a replica (its connection closed).
+    pub fn forget(&mut self, client_id: u64, reg: Option<&mio::Registry>) -> bool {
+        self.offers.retain(|_, o| o.client_id != client_id);
+        self.finished.remove(&client_id);
+        let slots: Vec<usize> = self
+            .transfers
+            .iter()
+            .filter(|(_, t)| t.client_id == client_id)
+            .map(|(s, _)| s)
+            .collect();
+        let had = !slots.is_empty();
+        for s in slots {
+            drop(self.release(s, reg));
+        }
+        had
+    }
+}
+
+impl Server {
+    /// Whether replicas asking `capa rdma` get `+RDMAFULLSYNC`.
+    pub fn rdma_offered(&self) -> bool {
+        self.repl.rdma.master.is_some()
+    }
+
+    /// A disk snapshot is ready for these RDMA replicas: map it and compute
+    /// its CRC64 off the loop; [`Server::rdma_tick`] sends the offers.
+    pub fn rdma_snapshot_ready(&mut self, ids: Vec<u64>, map: Arc<memmap2::Mmap>) {
+        let Some(m) = self.repl.rdma.master.as_ref() else {
+            return;
+        };
+        let tx = m.crc_tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("rdma-crc".into())
+            .spawn(move || {
+                let crc = ferrokv_rdb::crc64::crc64(0, &map);
+                let _ = tx.send((ids, map, crc));
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("Can't start the CRC thread of an RDMA sync: {e}");
+        }
+    }
+
+    /// Before the loop sleeps: register the listener, send offers whose
+    /// CRC is ready, drive paced transfers.
+    pub fn rdma_tick(&mut self) {
+        let Some(m) = self.repl.rdma.master.as_mut() else {
+            return;
+        };
+        if !m.listener_registered {
+            if let Some(reg) = self.repl.registry.as_ref() {
+                match RdmaMaster::registry_add(reg, &[m.listener.eq.as_raw_fd()], LISTENER_TOKEN) {
+                    Ok(()) => m.listener_registered = true,
+                    Err(e) => tracing::warn!("Can't register the RDMA listener: {e}"),
+                }
+            }
+            if m.listener_registered {
+                // Requests that came before the registration.
+                self.rdma_event(LISTENER_TOKEN);
+            }
+        }
+        let m = self.repl.rdma.master.as_mut().expect("checked");
+        let ready: Vec<CrcDone> = m.crc_rx.try_iter().collect();
+        for (ids, map, crc) in ready {
+            for id in ids {
+                self.rdma_offer(id, map.clone(), crc);
+            }
+        }
+        let m = self.repl.rdma.master.as_ref().expect("checked");
+        if self.config.repl.rdma.chunk_delay_us > 0 {
+            let slots: Vec<usize> = m.transfers.iter().map(|(s, _)| s).collect();
+            for s in slots {
+                self.rdma_event(TOKEN_BASE + 1 + s);
+            }
+        }
+    }
+
+    /// Sends `+RDMAFULLSYNC` to a replica waiting for the snapshot.
+    fn rdma_offer(&mut self, id: u64, map: Arc<memmap2::Mmap>, crc: u64) {
+        let replid = self.repl.replid.clone();
+        let Some(r) = self
+            .repl
+            .master
+            .replicas
+            .iter_mut()
+            .find(|r| r.client_id == id)
+        else {
+            return;
+        };
+        if r.state != ReplicaState::WaitEnd {
+            return;
+        }
+        let token: [u8; 16] = rand::random();
+        let m = self
+            .repl
+            .rdma
+            .master
+            .as_mut()
+            .expect("offers need a master");
+        let line = format!(
+            "+RDMAFULLSYNC {replid} {} {} {} {crc:016x} {}\r\n",
+            r.sync_offset,
+            m.endpoint,
+            map.len(),
+            hex(&token)
+        );
+        r.state = ReplicaState::RdmaTransfer;
+        r.ack_time = Instant::now();
+        m.offers.insert(
+            token,
+            Offer {
+                client_id: id,
+                map,
+                issued: Instant::now(),
+            },
+        );
+        tracing::info!(
+            "Offering replica id={id} an RDMA full sync from {}",
+            m.endpoint
+        );
+        set_state(&self.repl.rdma.stats, SyncState::Connecting);
+        self.write_to_client(id, line.as_bytes());
+    }
+
+    /// Appends bytes to a client's output and queues it for writing.
+    pub(crate) fn write_to_client(&mut self, id: u64, bytes: &[u8]) {
+        let Some(t) = crate::replication::master::token_of(self, id) else {
+            return;
+        };
+        if let Some(Some(c)) = self.clients.get_mut(t) {
+            c.out.buf.extend_from_slice(bytes);
+            if !c.pending_write {
+                c.pending_write = true;
+                self.pending_writes.push(t);
+            }
+        }
+    }
+
+    /// A readiness event (or a pacing tick) on an RDMA queue.
+    pub fn rdma_event(&mut self, token: usize) {
+        let stats = self.repl.rdma.stats.clone();
+        let reg = self.repl.registry.as_ref().and_then(|r| r.try_clone().ok());
+        let Some(m) = self.repl.rdma.master.as_mut() else {
+            return;
+        };
+        if token == LISTENER_TOKEN {
+            loop {
+                loop {
+                    match m.listener.eq.read() {
+                        Ok(Some(CmEvent::ConnectionRequest(req))) => {
+                            if let Err(e) = m.on_connreq(req, reg.as_ref(), &stats) {
+                                tracing::warn!("{e}");
+                            }
+                        }
+                        Ok(Some(_)) => {}
+                        Ok(None) => break,
+                        Err(e) => {
+                            tracing::warn!("RDMA listener event: {e}");
+                        }
+                    }
+                }
+                match m.listener.eq.trywait() {
+                    Ok(false) => continue,
+                    _ => break,
+                }
+            }
+            // A new transfer may already have events.
+            let slots: Vec<usize> = m.transfers.iter().map(|(s, _)| s).collect();
+            for s in slots {
+                self.rdma_pump(s);
+            }
+            return;
+        }
+        self.rdma_pump(token - TOKEN_BASE - 1);
+    }
+
+    fn rdma_pump(&mut self, slot: usize) {
+        let stats = self.repl.rdma.stats.clone();
+        let Some(m) = self.repl.rdma.master.as_mut() else {
+            return;
+        };
+        if !m.transfers.contains(slot) {
+            return;
+        }
+        // Test pacing and fault hooks follow CONFIG SET.
+        m.chunk_delay = Duration::from_micros(self.config.repl.rdma.chunk_delay_us);
+        m.corrupt_chunk = self.config.repl.rdma.debug_corrupt_chunk;
+        let res = m.pump(slot, &stats);
+        let reg = self.repl.registry.as_ref();
+        match res {
+            Ok(false) => {}
+            Ok(true) => {
+                let t = m.release(slot, reg);
+                let bytes = t.map.len() as u64;
+                let secs = t.started.elapsed().as_secs_f64();
+                tracing::info!(
+                    "RDMA transfer to replica id={} done: {bytes} bytes in {secs:.3}s ({:.1} MB/s); waiting for rdma-done",
+                    t.client_id,
+                    bytes as f64 / 1e6 / secs.max(1e-9)
+                );
+                m.finished.insert(t.client_id, Finished { bytes, secs });
+                set_state(&stats, SyncState::Verifying);
+            }
+            Err((reason, detail)) => {
+                let t = m.release(slot, reg);
+                let id = t.client_id;
+                drop(t);
+                record_fallback(&stats, reason, &format!("replica id={id}: {detail}"));
+                // The replica retries, over TCP (it saw the failure too).
+                self.drop_replica(id);
+            }
+        }
+    }
+
+    /// `REPLCONF rdma-done` (no reply: the stream follows on this link).
+    /// `c` is the replica's client, out of the client table while its
+    /// command runs: the buffered stream goes straight to its output.
+    pub fn rdma_done(&mut self, c: &mut crate::net::client::Client) {
+        let id = c.id;
+        let stats = self.repl.rdma.stats.clone();
+        let finished = self
+            .repl
+            .rdma
+            .master
+            .as_mut()
+            .and_then(|m| m.finished.remove(&id));
+        let Some(r) = self
+            .repl
+            .master
+            .replicas
+            .iter_mut()
+            .find(|r| r.client_id == id)
+        else {
+            return;
+        };
+        let Some(f) = finished.filter(|_| r.state == ReplicaState::RdmaTransfer) else {
+            tracing::warn!(
+                "REPLCONF rdma-done from replica id={id} without a finished RDMA transfer"
+            );
+            self.drop_replica(id);
+            return;
+        };
+        r.state = ReplicaState::Online;
+        r.ack_time = Instant::now();
+        let pending = std::mem::take(&mut r.pending);
+        super::record_done(&stats, f.bytes, f.secs);
+        self.repl.stats.rdb_bytes_sent += f.bytes;
+        tracing::info!(
+            "Synchronization with replica id={id} succeeded over RDMA ({} bytes); streaming {} buffered bytes",
+            f.bytes,
+            pending.len()
+        );
+        c.out.buf.extend_from_slice(&pending);
+    }
+
+    /// A replica's connection closed: its offer or transfer goes too.
+    pub fn rdma_replica_closed(&mut self, id: u64) {
+        let reg = self.repl.registry.as_ref().and_then(|r| r.try_clone().ok());
+        let stats = self.repl.rdma.stats.clone();
+        if let Some(m) = self.repl.rdma.master.as_mut() {
+            if m.forget(id, reg.as_ref()) {
+                record_fallback(
+                    &stats,
+                    "replica-disconnected",
+                    &format!("replica id={id} closed its link mid-transfer"),
+                );
+            }
+        }
+    }
+
+    /// Once a second: `\n` keepalives to RDMA replicas waiting for the
+    /// snapshot, and the timeouts of offers and stalled transfers.
+    pub fn rdma_cron(&mut self) {
+        if self.repl.rdma.master.is_none() {
+            return;
+        }
+        let waiting: Vec<u64> = self
+            .repl
+            .master
+            .replicas
+            .iter()
+            .filter(|r| r.rdma && r.state == ReplicaState::WaitEnd)
+            .map(|r| r.client_id)
+            .collect();
+        let idle = self
+            .repl
+            .rdma
+            .master
+            .as_ref()
+            .is_some_and(|m| m.transfers.is_empty());
+        if !waiting.is_empty() && idle {
+            set_state(&self.repl.rdma.stats, SyncState::WaitingSnapshot);
+        }
+        for id in waiting {
+            self.write_to_client(id, b"\n");
+        }
+        let timeout = Duration::from_secs(self.config.repl.timeout.max(1));
+        let stats = self.repl.rdma.stats.clone();
+        let reg = self.repl.registry.as_ref().and_then(|r| r.try_clone().ok());
+        let m = self.repl.rdma.master.as_mut().expect("checked");
+        let mut doomed = Vec::new();
+        m.offers.retain(|_, o| {
+            let keep = o.issued.elapsed() < timeout;
+            if !keep {
+                doomed.push(o.client_id);
+            }
+            keep
+        });
+        let stuck: Vec<usize> = m
+            .transfers
+            .iter()
+            .filter(|(_, t)| t.last_progress.elapsed() >= timeout)
+            .map(|(s, _)| s)
+            .collect();
+        for s in stuck {
+            let t = m.release(s, reg.as_ref());
+            doomed.push(t.client_id);
+        }
+        for id in doomed {
+            record_fallback(
+                &stats,
+                "timeout",
+                &format!("replica id={id}: no RDMA progress within repl-timeout"),
+            );
+            self.drop_replica(id);
+        }
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}

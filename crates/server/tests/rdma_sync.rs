@@ -1,0 +1,380 @@
+//! Guards the RDMA full sync (docs/rdma.md) with real processes on
+//! 127.0.0.1 and libfabric's `tcp` provider: a ferrokv master pushes its
+//! snapshot (every type the server has and a 50 MB value) into a ferrokv
+//! replica's ring by write-with-immediate while writes keep coming, and the
+//! two end with equal `DEBUG DIGEST`s and offsets; a real redis-server
+//! master is unaffected by a replica offering `capa rdma`; a master killed
+//! mid-transfer, a corrupted chunk and a replica killed mid-transfer end in
+//! a TCP sync with the old data served meanwhile; an unknown token is
+//! refused. Pacing (`rdma-chunk-delay-us`) makes "mid-transfer" reliable.
+mod common;
+
+use common::{wait_for, ServerProcess};
+
+use std::time::Duration;
+
+fn ferrokv(extra: &[&str]) -> ServerProcess {
+    let mut args = vec!["--enable-debug-command", "yes"];
+    args.extend_from_slice(extra);
+    ServerProcess::ferrokv(&args)
+}
+
+/// A master offering RDMA on a free port of 127.0.0.1.
+fn rdma_master(extra: &[&str]) -> ServerProcess {
+    let mut args = vec![
+        "--rdma-bind",
+        "127.0.0.1",
+        "--rdma-port",
+        "0",
+        "--repl-diskless-sync",
+        "no",
+    ];
+    args.extend_from_slice(extra);
+    ferrokv(&args)
+}
+
+/// A replica offering `capa rdma` with a small ring (many chunks).
+fn rdma_replica(extra: &[&str]) -> ServerProcess {
+    let mut args = vec![
+        "--replica-rdma",
+        "yes",
+        "--rdma-chunk-size",
+        "1mb",
+        "--rdma-ring-slots",
+        "4",
+    ];
+    args.extend_from_slice(extra);
+    ferrokv(&args)
+}
+
+fn info(p: &ServerProcess, section: &str, field: &str) -> String {
+    p.info_field(section, field).unwrap_or_default()
+}
+
+fn num(p: &ServerProcess, section: &str, field: &str) -> i64 {
+    info(p, section, field).trim().parse().unwrap_or(-1)
+}
+
+fn digest(p: &ServerProcess) -> String {
+    let mut c = p.client();
+    redis::cmd("DEBUG").arg("DIGEST").query(&mut c).unwrap()
+}
+
+fn replicaof(replica: &ServerProcess, master: &ServerProcess) {
+    let mut c = replica.client();
+    let _: String = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(master.port)
+        .query(&mut c)
+        .unwrap();
+}
+
+fn wait_converged(master: &ServerProcess, replica: &ServerProcess, secs: u64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        let up = info(replica, "replication", "master_link_status") == "up";
+        let m = num(master, "replication", "master_repl_offset");
+        let r = num(replica, "replication", "slave_repl_offset");
+        if up && m == r && digest(master) == digest(replica) {
+            return;
+        }
+        if std::time::Instant::now() > deadline {
+            panic!(
+                "replica did not converge (up {up}, offsets {m} / {r})\n--- master log\n{}\n--- replica log\n{}",
+                master.log(),
+                replica.log()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs a command; `false` only for `ERR unknown command` (a type the
+/// server does not have yet).
+fn try_cmd(c: &mut redis::Connection, args: &[&str]) -> bool {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    match cmd.query::<redis::Value>(c) {
+        Ok(_) => true,
+        Err(e) if e.to_string().contains("unknown command") => false,
+        Err(e) => panic!("{args:?} failed: {e}"),
+    }
+}
+
+/// Strings (ints, binary, expiries, another database), hashes, lists,
+/// sets, sorted sets in both encodings, and optionally a 50 MB value.
+fn fill_dataset(p: &ServerProcess, n: usize, huge: bool) {
+    let mut c = p.client();
+    let mut pipe = redis::pipe();
+    for i in 0..n {
+        pipe.cmd("SET")
+            .arg(format!("k:{i}"))
+            .arg(format!("v-{i}-{}", "y".repeat(i % 70)))
+            .ignore();
+        if i % 5 == 0 {
+            pipe.cmd("PEXPIRE")
+                .arg(format!("k:{i}"))
+                .arg(50_000_000)
+                .ignore();
+        }
+        if i % 3 == 0 {
+            pipe.cmd("SET")
+                .arg(format!("n:{i}"))
+                .arg(i as i64 * 1_000_003 - 77)
+                .ignore();
+        }
+    }
+    pipe.cmd("SET")
+        .arg(b"bin\x00key\r\n\xff".as_slice())
+        .arg(vec![0u8, 1, 2, 13, 10, 255, 0])
+        .ignore();
+    pipe.cmd("SELECT").arg(5).ignore();
+    pipe.cmd("SET").arg("in-db5").arg("five").ignore();
+    pipe.cmd("SELECT").arg(0).ignore();
+    pipe.query::<()>(&mut c).unwrap();
+    let big: Vec<String> = (0..300).map(|i| format!("member-{i}")).collect();
+    for i in 0..20 {
+        let k = i.to_string();
+        try_cmd(&mut c, &["HSET", &format!("h:{k}"), "f1", "v1", "f2", &k]);
+        try_cmd(&mut c, &["RPUSH", &format!("l:{k}"), "a", "b", &k]);
+        try_cmd(&mut c, &["SADD", &format!("s:{k}"), "1", "2", "x", &k]);
+        try_cmd(&mut c, &["ZADD", &format!("z:{k}"), "1.5", "a", "2", &k]);
+    }
+    // The large encodings (hashtable, quicklist, hashtable set, skiplist).
+    for m in &big {
+        try_cmd(&mut c, &["HSET", "h:big", m, m]);
+        try_cmd(&mut c, &["RPUSH", "l:big", m]);
+        try_cmd(&mut c, &["SADD", "s:big", m]);
+        try_cmd(&mut c, &["ZADD", "z:big", &m.len().to_string(), m]);
+    }
+    if huge {
+        // Incompressible, so the snapshot really carries 50 MB.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let v: Vec<u8> = (0..50 * 1024 * 1024u32)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let _: () = redis::cmd("SET").arg("huge").arg(v).query(&mut c).unwrap();
+    }
+}
+
+/// Writes of every type, so the stream buffered during a transfer is
+/// non-trivial.
+fn write_load(port: u16, rounds: usize) {
+    let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    for r in 0..rounds {
+        let mut pipe = redis::pipe();
+        for j in 0..20 {
+            pipe.cmd("SET")
+                .arg(format!("w:{}", (r * 20 + j) % 700))
+                .arg(r)
+                .ignore();
+            pipe.cmd("INCRBY").arg("ctr").arg(3).ignore();
+        }
+        pipe.cmd("DEL").arg(format!("k:{r}")).ignore();
+        pipe.query::<()>(&mut c).unwrap();
+        let k = (r % 13).to_string();
+        try_cmd(&mut c, &["HSET", "h:load", &k, &r.to_string()]);
+        try_cmd(&mut c, &["LPUSH", "l:load", &k]);
+        try_cmd(&mut c, &["SADD", "s:load", &k]);
+        try_cmd(&mut c, &["ZINCRBY", "z:load", "1", &k]);
+    }
+}
+
+#[test]
+fn full_sync_over_rdma_with_writes_during_the_transfer() {
+    // ~55 MB in 1 MiB chunks, 20 ms apart: about a second of transfer.
+    let master = rdma_master(&["--rdma-chunk-delay-us", "20000"]);
+    assert_eq!(
+        info(&master, "rdma", "rdma_available"),
+        "1",
+        "{}",
+        master.log()
+    );
+    assert_eq!(info(&master, "rdma", "rdma_provider"), "tcp");
+    fill_dataset(&master, 3000, true);
+    let replica = rdma_replica(&[]);
+    assert_eq!(info(&replica, "rdma", "rdma_sync_state"), "idle");
+    replicaof(&replica, &master);
+    wait_for("the RDMA transfer to start", 60, || {
+        (info(&master, "rdma", "rdma_sync_state") == "transferring").then_some(())
+    });
+    // Writes while the snapshot moves: buffered, streamed after rdma-done.
+    write_load(master.port, 40);
+    wait_converged(&master, &replica, 60);
+    write_load(master.port, 5);
+    wait_converged(&master, &replica, 20);
+    let bytes = num(&replica, "rdma", "rdma_bytes");
+    assert!(bytes > 50 * 1024 * 1024, "rdma_bytes {bytes}");
+    assert_eq!(info(&replica, "rdma", "rdma_sync_state"), "done");
+    assert_eq!(num(&replica, "rdma", "rdma_syncs_done"), 1);
+    assert_eq!(num(&replica, "rdma", "rdma_fallbacks"), 0);
+    assert_eq!(num(&master, "rdma", "rdma_syncs_done"), 1);
+    assert_eq!(num(&master, "rdma", "rdma_bytes"), bytes);
+    assert_eq!(num(&master, "rdma", "rdma_transfers_in_flight"), 0);
+    assert!(num(&master, "rdma", "rdma_credit_stalls") >= 0);
+    // It went over RDMA, not TCP: the replica's log says so.
+    assert!(replica.log().contains("over RDMA"), "{}", replica.log());
+    let mut c = replica.client();
+    let huge: Vec<u8> = redis::cmd("GET").arg("huge").query(&mut c).unwrap();
+    assert_eq!(huge.len(), 50 * 1024 * 1024);
+}
+
+#[test]
+fn replica_offering_rdma_to_a_real_redis_master_syncs_over_tcp() {
+    let master = ServerProcess::redis(&[]);
+    fill_dataset(&master, 500, false);
+    let replica = rdma_replica(&[]);
+    replicaof(&replica, &master);
+    wait_converged(&master, &replica, 30);
+    write_load(master.port, 5);
+    wait_converged(&master, &replica, 20);
+    assert_eq!(num(&replica, "rdma", "rdma_syncs_done"), 0);
+    assert_eq!(num(&replica, "rdma", "rdma_fallbacks"), 0);
+    assert_eq!(info(&replica, "rdma", "rdma_sync_state"), "idle");
+}
+
+#[test]
+fn master_killed_mid_transfer_keeps_old_data_then_tcp_sync() {
+    let mut master = rdma_master(&["--rdma-chunk-delay-us", "50000"]);
+    fill_dataset(&master, 100, true);
+    let replica = rdma_replica(&[]);
+    let mut c = replica.client();
+    let _: () = redis::cmd("SET")
+        .arg("old")
+        .arg("data")
+        .query(&mut c)
+        .unwrap();
+    replicaof(&replica, &master);
+    wait_for("chunks to reach the replica", 60, || {
+        (info(&replica, "rdma", "rdma_sync_state") == "transferring"
+            && num(&replica, "replication", "master_sync_read_bytes") > 0)
+            .then_some(())
+    });
+    master.child.kill().unwrap();
+    master.child.wait().unwrap();
+    wait_for("the replica to see the master die", 20, || {
+        (num(&replica, "rdma", "rdma_fallbacks") >= 1).then_some(())
+    });
+    assert_eq!(info(&replica, "rdma", "rdma_sync_state"), "failed");
+    // Nothing installed: the old data still serves.
+    let old: String = redis::cmd("GET").arg("old").query(&mut c).unwrap();
+    assert_eq!(old, "data");
+    let huge: Option<Vec<u8>> = redis::cmd("GET").arg("huge").query(&mut c).unwrap();
+    assert!(huge.is_none());
+    // A new master (RDMA offered too): the retry goes over plain TCP.
+    let master2 = rdma_master(&[]);
+    fill_dataset(&master2, 300, false);
+    replicaof(&replica, &master2);
+    wait_converged(&master2, &replica, 30);
+    assert!(num(&replica, "rdma", "rdma_retries") >= 1);
+    assert_eq!(num(&replica, "rdma", "rdma_syncs_done"), 0);
+    assert_eq!(num(&master2, "rdma", "rdma_syncs_done"), 0);
+    let gone: Option<String> = redis::cmd("GET").arg("old").query(&mut c).unwrap();
+    assert!(gone.is_none());
+}
+
+#[test]
+fn corrupted_chunk_is_caught_by_the_crc_and_the_retry_goes_over_tcp() {
+    let master = rdma_master(&["--rdma-debug-corrupt-chunk", "2"]);
+    fill_dataset(&master, 20000, false);
+    let replica = rdma_replica(&["--rdma-chunk-size", "64kb"]);
+    replicaof(&replica, &master);
+    wait_converged(&master, &replica, 40);
+    assert_eq!(
+        num(&replica, "rdma", "rdma_fallbacks_crc_mismatch"),
+        1,
+        "{}",
+        replica.log()
+    );
+    assert_eq!(num(&replica, "rdma", "rdma_syncs_done"), 0);
+    assert!(num(&replica, "rdma", "rdma_retries") >= 1);
+    let log = replica.log();
+    assert!(log.contains("crc-mismatch"), "{log}");
+    // The corrupted file was never renamed into place nor loaded.
+    let before_load = log.find("crc-mismatch").unwrap();
+    assert!(
+        !log[..before_load].contains("Loading DB in memory"),
+        "{log}"
+    );
+    assert_eq!(num(&master, "rdma", "rdma_transfers_in_flight"), 0);
+}
+
+#[test]
+fn replica_killed_mid_transfer_master_releases_and_keeps_serving() {
+    let master = rdma_master(&["--rdma-chunk-delay-us", "50000"]);
+    fill_dataset(&master, 100, true);
+    let mut replica = rdma_replica(&[]);
+    replicaof(&replica, &master);
+    wait_for("the transfer to start", 60, || {
+        (num(&replica, "replication", "master_sync_read_bytes") > 0).then_some(())
+    });
+    replica.child.kill().unwrap();
+    replica.child.wait().unwrap();
+    wait_for("the master to release the transfer", 20, || {
+        (num(&master, "rdma", "rdma_transfers_in_flight") == 0
+            && num(&master, "rdma", "rdma_fallbacks") >= 1
+            && num(&master, "replication", "connected_slaves") == 0)
+            .then_some(())
+    });
+    let mut c = master.client();
+    let _: () = redis::cmd("SET")
+        .arg("after")
+        .arg("1")
+        .query(&mut c)
+        .unwrap();
+    // A fresh replica still syncs over RDMA.
+    let replica2 = rdma_replica(&[]);
+    let mut m = master.client();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("rdma-chunk-delay-us")
+        .arg("0")
+        .query(&mut m)
+        .unwrap();
+    replicaof(&replica2, &master);
+    wait_converged(&master, &replica2, 60);
+    assert_eq!(num(&replica2, "rdma", "rdma_syncs_done"), 1);
+}
+
+#[test]
+fn connection_with_an_unknown_token_is_rejected() {
+    let master = rdma_master(&[]);
+    let endpoint: std::net::SocketAddr = info(&master, "rdma", "rdma_endpoint").parse().unwrap();
+    let lib = ferrokv_fabric::Library::open_default().expect("libfabric");
+    let ring = ferrokv_fabric::RingDescriptor {
+        addr: 0,
+        key: 1,
+        slots: 1,
+        slot_size: 4096,
+        token: *b"not-a-real-token",
+    };
+    let res = ferrokv_fabric::connect(
+        &lib,
+        Some("tcp"),
+        endpoint,
+        &ring.encode(),
+        64,
+        Duration::from_secs(5),
+    );
+    assert!(
+        res.is_err(),
+        "a connection with an unknown token was accepted"
+    );
+    wait_for("the rejection to be counted", 10, || {
+        (num(&master, "rdma", "rdma_rejected_tokens") == 1).then_some(())
+    });
+    // The master serves on.
+    let mut c = master.client();
+    let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+    assert_eq!(pong, "PONG");
+}
