@@ -433,3 +433,120 @@ fn connection_with_an_unknown_token_is_rejected() {
     let pong: String = redis::cmd("PING").query(&mut c).unwrap();
     assert_eq!(pong, "PONG");
 }
+
+#[test]
+fn writes_past_the_output_limit_during_a_transfer_drop_the_replica_which_retries() {
+    let master = rdma_master(&[
+        "--rdma-chunk-delay-us",
+        "50000",
+        "--client-output-buffer-limit",
+        "replica 256kb 0 0",
+    ]);
+    fill_dataset(&master, 100, true, types_of(&master));
+    let replica = rdma_replica(&[]);
+    replicaof(&replica, &master);
+    wait_for("the RDMA transfer to start", 60, || {
+        (info(&master, "rdma", "rdma_sync_state") == "transferring").then_some(())
+    });
+    // 1 MB of stream while the snapshot moves: over the 256 KB limit.
+    let mut m = master.client();
+    let value = vec![b'x'; 16 * 1024];
+    for i in 0..64 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("burst:{i}"))
+            .arg(&value)
+            .query(&mut m)
+            .unwrap();
+    }
+    wait_for("the replica to be dropped", 20, || {
+        (num(
+            &master,
+            "stats",
+            "client_output_buffer_limit_disconnections",
+        ) >= 1)
+            .then_some(())
+    });
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("rdma-chunk-delay-us")
+        .arg("0")
+        .query(&mut m)
+        .unwrap();
+    // The replica saw its RDMA transfer die and retries over TCP.
+    wait_converged(&master, &replica, 60);
+    assert!(num(&replica, "rdma", "rdma_fallbacks") >= 1);
+    assert!(num(&replica, "rdma", "rdma_retries") >= 1);
+    assert_eq!(num(&master, "rdma", "rdma_transfers_in_flight"), 0);
+}
+
+#[test]
+fn two_replicas_sync_over_rdma_at_once() {
+    let master = rdma_master(&["--rdma-chunk-delay-us", "5000"]);
+    let t = types_of(&master);
+    fill_dataset(&master, 5000, false, t);
+    let a = rdma_replica(&[]);
+    let b = rdma_replica(&["--rdma-chunk-size", "64kb", "--rdma-ring-slots", "2"]);
+    replicaof(&a, &master);
+    replicaof(&b, &master);
+    write_load(master.port, 10, t);
+    wait_converged(&master, &a, 60);
+    wait_converged(&master, &b, 60);
+    assert_eq!(num(&a, "rdma", "rdma_syncs_done"), 1);
+    assert_eq!(num(&b, "rdma", "rdma_syncs_done"), 1);
+    assert_eq!(num(&master, "rdma", "rdma_syncs_done"), 2);
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn scrape(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn metrics_endpoint_shows_the_rdma_figures() {
+    let mport = free_port().to_string();
+    let master = rdma_master(&["--metrics-port", &mport]);
+    fill_dataset(&master, 2000, false, types_of(&master));
+    let replica = rdma_replica(&[]);
+    replicaof(&replica, &master);
+    wait_converged(&master, &replica, 60);
+    let bytes = num(&master, "rdma", "rdma_bytes");
+    assert!(bytes > 0);
+    let port: u16 = mport.parse().unwrap();
+    let text = wait_for("the metrics to show the sync", 10, || {
+        let t = scrape(port);
+        t.contains("ferrokv_rdma_syncs_done_total 1").then_some(t)
+    });
+    assert!(text.contains("ferrokv_rdma_available 1"), "{text}");
+    assert!(
+        text.contains(&format!("ferrokv_rdma_bytes_total {bytes}")),
+        "{text}"
+    );
+    assert!(
+        text.contains("ferrokv_rdma_sync_state{state=\"done\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# TYPE ferrokv_rdma_write_latency_seconds histogram"),
+        "{text}"
+    );
+    let count = text
+        .lines()
+        .find(|l| l.starts_with("ferrokv_rdma_write_latency_seconds_count"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    assert!(count >= 1.0, "{text}");
+}

@@ -284,7 +284,7 @@ impl Server {
             self.rdma_done(c);
             return;
         }
-        if args.len() % 2 == 0 {
+        if args.len().is_multiple_of(2) {
             c.out.error(crate::commands::err::SYNTAX);
             return;
         }
