@@ -37,6 +37,9 @@ fn mix_value(d: &mut Digest, e: &Entry) {
     match v {
         ValueRef::Int(i) => mix(d, itoa_buf::Buf::new().format(i)),
         ValueRef::Str(s) | ValueRef::Raw(s) => mix(d, s),
+        // Each element in order (an integer element as its text, which is
+        // what a list stores here).
+        ValueRef::List(l) => l.iter().for_each(|e| mix(d, e)),
     }
     if e.has_expire() {
         xor(d, b"!!expire!!");

@@ -7,6 +7,7 @@
 //! - [`db`]: one logical database — a segmented hash table (extendible
 //!   hashing) with per-entry expiry, `SCAN` cursors and active expiry.
 //! - [`digest`]: Redis 7.0's `DEBUG DIGEST` algorithm.
+//! - [`list`]: the list type, a deque of chunks of packed elements.
 //! - [`pattern`]: Redis's glob matching.
 //!
 //! [`Keyspace`] groups the 16 databases `SELECT` chooses from. The crate is
@@ -16,6 +17,7 @@
 pub mod bytes;
 pub mod db;
 pub mod digest;
+pub mod list;
 pub mod pattern;
 pub mod value;
 

@@ -40,6 +40,8 @@ pub enum Value {
     /// ENCODING` shows it; the bytes live on the heap, as Redis's do. The
     /// variant's payload leaves the enum at 24 bytes.
     Raw(std::sync::Arc<[u8]>),
+    /// A list (shared with a snapshot in progress until written to).
+    List(std::sync::Arc<crate::list::List>),
 }
 
 /// A borrowed view of a stored value.
@@ -50,12 +52,14 @@ pub enum ValueRef<'a> {
     /// A string edited in place (`APPEND`, `SETRANGE`): Redis reports its
     /// encoding as `raw` whatever its length.
     Raw(&'a [u8]),
+    List(&'a crate::list::List),
 }
 
 impl<'a> ValueRef<'a> {
     pub fn value_type(self) -> ValueType {
         match self {
             ValueRef::Int(_) | ValueRef::Str(_) | ValueRef::Raw(_) => ValueType::String,
+            ValueRef::List(_) => ValueType::List,
         }
     }
 
@@ -65,6 +69,8 @@ impl<'a> ValueRef<'a> {
             ValueRef::Int(_) => "int",
             ValueRef::Str(s) if s.len() <= EMBSTR_MAX => "embstr",
             ValueRef::Str(_) | ValueRef::Raw(_) => "raw",
+            // Redis 7.0 keeps every list in a quicklist.
+            ValueRef::List(_) => "quicklist",
         }
     }
 
@@ -73,6 +79,7 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Int(i) => Some(buf.format(i)),
             ValueRef::Str(s) | ValueRef::Raw(s) => Some(s),
+            ValueRef::List(_) => None,
         }
     }
 
@@ -86,6 +93,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Int(i) => Value::Int(i),
             ValueRef::Str(s) => Value::Str(SmallBytes::new(s)),
             ValueRef::Raw(s) => Value::Raw(s.into()),
+            ValueRef::List(l) => Value::List(std::sync::Arc::new(l.clone())),
         }
     }
 }
@@ -119,6 +127,7 @@ impl Value {
             Value::Int(i) => ValueRef::Int(*i),
             Value::Str(s) => ValueRef::Str(s),
             Value::Raw(b) => ValueRef::Raw(b),
+            Value::List(l) => ValueRef::List(l),
         }
     }
 
@@ -137,6 +146,7 @@ impl Value {
             Value::Int(_) => 0,
             Value::Str(s) => s.heap_size(),
             Value::Raw(b) => b.len(),
+            Value::List(l) => std::mem::size_of::<crate::list::List>() + 16 + l.heap_size(),
         }
     }
 }
