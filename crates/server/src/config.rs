@@ -111,6 +111,12 @@ pub struct Config {
     pub metrics_bind: String,
     /// The config file the server was started with (for `INFO` and `CONFIG REWRITE`).
     pub config_file: Option<String>,
+    /// `list-max-listpack-size` (alias `list-max-ziplist-size`): the node
+    /// size of lists in snapshots (Redis 7.0 reports every list as a
+    /// quicklist whatever it is).
+    pub list_max_listpack_size: i32,
+    /// `list-compress-depth`: accepted and reported; lists are not compressed.
+    pub list_compress_depth: u64,
 }
 
 impl Default for Config {
@@ -158,6 +164,8 @@ impl Default for Config {
             metrics_port: 0,
             metrics_bind: String::new(),
             config_file: None,
+            list_max_listpack_size: -2,
+            list_compress_depth: 0,
         };
         for o in OPTIONS {
             let args = split(o.default);
@@ -248,6 +256,21 @@ fn parse_int(args: &[String], min: u64, max: u64) -> Result<u64, String> {
         ));
     }
     Ok(v as u64)
+}
+
+/// A signed 32-bit option (Redis's `createIntConfig` with INT_MIN..INT_MAX).
+fn parse_i32(args: &[String]) -> Result<i32, String> {
+    let s = one(args)?;
+    let v: i128 = s
+        .parse()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+    i32::try_from(v).map_err(|_| {
+        format!(
+            "argument must be between {} and {} inclusive",
+            i32::MIN,
+            i32::MAX
+        )
+    })
 }
 
 fn yes_no(b: bool) -> String {
@@ -839,6 +862,37 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.metrics_bind.clone()
+    ),
+    opt!(
+        "list-max-listpack-size",
+        "-2",
+        true,
+        |c, a| {
+            c.list_max_listpack_size = parse_i32(a)?;
+            Ok(())
+        },
+        |c| c.list_max_listpack_size.to_string()
+    ),
+    // The pre-7.0 name of the same option.
+    opt!(
+        "list-max-ziplist-size",
+        "-2",
+        true,
+        |c, a| {
+            c.list_max_listpack_size = parse_i32(a)?;
+            Ok(())
+        },
+        |c| c.list_max_listpack_size.to_string()
+    ),
+    opt!(
+        "list-compress-depth",
+        "0",
+        true,
+        |c, a| {
+            c.list_compress_depth = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.list_compress_depth.to_string()
     ),
 ];
 

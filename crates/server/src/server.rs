@@ -118,6 +118,8 @@ pub struct Server {
     /// The `/metrics` endpoint, when `metrics-port` is set: the cron
     /// publishes a snapshot to it.
     pub metrics: Option<crate::metrics::MetricsEndpoint>,
+    /// Clients blocked on keys (BLPOP and friends).
+    pub blocking: crate::blocking::Blocking,
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
 }
 
@@ -178,6 +180,7 @@ impl Server {
             latency_monitor: Default::default(),
             latency_stats: crate::commands::latency::CommandLatencies::new(n),
             metrics: None,
+            blocking: Default::default(),
             lazyfree: spawn_lazyfree(),
         }
     }
@@ -259,6 +262,11 @@ impl Server {
     pub fn execute(&mut self, client: &mut Client, args: Args) {
         let reply_mark = client.out.buf.len();
         self.dispatch(client, args);
+        // Keys this command (or this whole EXEC) made ready serve their
+        // blocked clients now, before anything else runs.
+        if self.blocking.has_ready() && !client.in_exec {
+            crate::blocking::serve_ready(self);
+        }
         match client.reply_mode {
             ReplyMode::Off | ReplyMode::Skip => client.out.buf.truncate(reply_mark),
             ReplyMode::On | ReplyMode::SkipNext => {}
@@ -334,6 +342,9 @@ impl Server {
                 now_ms,
             };
             (spec.handler)(&mut ctx, args);
+        }
+        if self.dirty != dirty_before && self.blocking.has_waiters() {
+            crate::blocking::signal_command_keys(self, spec, &args);
         }
         if self.propagate_command(db_before, args, dirty_before) && self.aof.is_some() {
             // Its reply waits until the AOF has the write (see before_sleep).
@@ -597,6 +608,10 @@ impl Server {
                 self.config.rdb_key_save_delay
             } else {
                 0
+            },
+            limits: ferrokv_rdb::EncodingLimits {
+                list_max_listpack_size: self.config.list_max_listpack_size,
+                ..Default::default()
             },
         };
         let job = crate::persistence::SnapshotJob::start(

@@ -14,6 +14,7 @@ pub mod connection;
 pub mod docs;
 pub mod keys;
 pub mod latency;
+pub mod list;
 pub mod long_double;
 pub mod server;
 pub mod slowlog;
@@ -163,6 +164,7 @@ impl CommandTable {
             server::COMMANDS,
             slowlog::COMMANDS,
             latency::COMMANDS,
+            list::COMMANDS,
         ] {
             for spec in family {
                 specs.push(spec);

@@ -131,6 +131,12 @@ pub struct Client {
     pub want_writable: bool,
     /// Ran a write whose AOF data is not written yet: its replies wait.
     pub awaiting_aof: bool,
+    /// The client's mio token (its slot in the server's client table).
+    pub token: usize,
+    /// Waiting on keys (BLPOP and friends): its next commands wait too.
+    pub blocked: Option<Box<crate::blocking::Blocked>>,
+    /// EXEC is running this client's queued commands (nothing may block).
+    pub in_exec: bool,
 }
 
 impl Client {
@@ -205,6 +211,9 @@ impl Client {
             pending_write: false,
             want_writable: false,
             awaiting_aof: false,
+            token: usize::MAX,
+            blocked: None,
+            in_exec: false,
         }
     }
 
