@@ -651,11 +651,8 @@ mod tests {
         let mut it = list.iter();
         let mut got = Vec::new();
         let mut back_part = Vec::new();
-        loop {
-            match it.next() {
-                Some(x) => got.push(x),
-                None => break,
-            }
+        while let Some(x) = it.next() {
+            got.push(x);
             match it.next_back() {
                 Some(x) => back_part.push(x),
                 None => break,

@@ -745,7 +745,7 @@ pub fn parse_timeout(ctx: &mut Ctx, a: &[u8]) -> Option<Option<i64>> {
     };
     let ms = (secs * 1000.0).ceil();
     // `(long long)` of a value out of range is LLONG_MIN on x86-64.
-    if !(ms >= 0.0 && ms < 9.223_372_036_854_775e18) {
+    if !(0.0..9.223_372_036_854_775e18).contains(&ms) {
         ctx.error("ERR timeout is negative");
         return None;
     }
