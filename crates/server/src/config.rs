@@ -109,6 +109,10 @@ pub struct Config {
     /// The Prometheus endpoint's port (0: no endpoint) and address.
     pub metrics_port: u16,
     pub metrics_bind: String,
+    /// Sorted sets up to this many members (of at most `zset_max_listpack_value`
+    /// bytes) use the compact listpack encoding.
+    pub zset_max_listpack_entries: u64,
+    pub zset_max_listpack_value: u64,
     /// The config file the server was started with (for `INFO` and `CONFIG REWRITE`).
     pub config_file: Option<String>,
 }
@@ -158,6 +162,8 @@ impl Default for Config {
             metrics_port: 0,
             metrics_bind: String::new(),
             config_file: None,
+            zset_max_listpack_entries: 0,
+            zset_max_listpack_value: 0,
         };
         for o in OPTIONS {
             let args = split(o.default);
@@ -755,6 +761,54 @@ pub static OPTIONS: &[ConfigOption] = &[
         |c| c.slowlog_log_slower_than.to_string()
     ),
     opt!(
+        "zset-max-listpack-entries",
+        "128",
+        true,
+        |c, a| {
+            c.zset_max_listpack_entries = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.zset_max_listpack_entries.to_string()
+    ),
+    opt!(
+        "zset-max-ziplist-entries",
+        "128",
+        true,
+        |c, a| {
+            c.zset_max_listpack_entries = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.zset_max_listpack_entries.to_string()
+    ),
+    opt!(
+        "zset-max-listpack-value",
+        "64",
+        true,
+        |c, a| {
+            let v = parse_memory(one(a)?)?;
+            if v > i64::MAX as u64 {
+                return Err(format!("argument must be between 0 and {} inclusive", i64::MAX));
+            }
+            c.zset_max_listpack_value = v;
+            Ok(())
+        },
+        |c| c.zset_max_listpack_value.to_string()
+    ),
+    opt!(
+        "zset-max-ziplist-value",
+        "64",
+        true,
+        |c, a| {
+            let v = parse_memory(one(a)?)?;
+            if v > i64::MAX as u64 {
+                return Err(format!("argument must be between 0 and {} inclusive", i64::MAX));
+            }
+            c.zset_max_listpack_value = v;
+            Ok(())
+        },
+        |c| c.zset_max_listpack_value.to_string()
+    ),
+    opt!(
         "slowlog-max-len",
         "128",
         true,
@@ -862,6 +916,16 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// The compact-encoding thresholds, as the snapshot writer and loader
+    /// take them.
+    pub fn encoding_limits(&self) -> ferrokv_rdb::EncodingLimits {
+        ferrokv_rdb::EncodingLimits {
+            zset_max_listpack_entries: self.zset_max_listpack_entries as usize,
+            zset_max_listpack_value: self.zset_max_listpack_value as usize,
+            ..Default::default()
+        }
+    }
+
     /// Builds the configuration from `ferrokv-server [file] [--name value ...]`:
     /// the file first, then the options, which override it.
     pub fn from_args(args: &[String]) -> Result<Config, ConfigError> {

@@ -593,6 +593,7 @@ impl Server {
             ],
             compression: self.config.rdbcompression,
             checksum: self.config.rdbchecksum,
+            limits: self.config.encoding_limits(),
             key_delay_us: if kind == crate::persistence::SaveKind::Background {
                 self.config.rdb_key_save_delay
             } else {
@@ -871,6 +872,7 @@ impl Server {
                     path,
                     unix_ms(),
                     self.config.key_load_delay,
+                    &self.config.encoding_limits(),
                 )?;
                 continue;
             }
@@ -924,6 +926,7 @@ impl Server {
             &path,
             unix_ms(),
             self.config.key_load_delay,
+            &self.config.encoding_limits(),
         )? {
             Some(st) => {
                 self.persistence.last_load_keys = st.keys;

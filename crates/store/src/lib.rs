@@ -8,6 +8,7 @@
 //!   hashing) with per-entry expiry, `SCAN` cursors and active expiry.
 //! - [`digest`]: Redis 7.0's `DEBUG DIGEST` algorithm.
 //! - [`pattern`]: Redis's glob matching.
+//! - [`zset`]: sorted sets (listpack and skiplist encodings).
 //!
 //! [`Keyspace`] groups the 16 databases `SELECT` chooses from. The crate is
 //! pure: time is passed in, nothing here does I/O.
@@ -18,10 +19,12 @@ pub mod db;
 pub mod digest;
 pub mod pattern;
 pub mod value;
+pub mod zset;
 
 pub use bytes::SmallBytes;
 pub use db::{Db, Entry, Found, Lookup, NO_EXPIRE};
 pub use value::{Value, ValueRef, ValueType};
+pub use zset::{ZSet, ZsetLimits};
 
 /// The databases of a server.
 pub struct Keyspace {

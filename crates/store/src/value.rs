@@ -40,6 +40,9 @@ pub enum Value {
     /// ENCODING` shows it; the bytes live on the heap, as Redis's do. The
     /// variant's payload leaves the enum at 24 bytes.
     Raw(std::sync::Arc<[u8]>),
+    /// A sorted set (shared so a snapshot's copy of an entry is a refcount;
+    /// writes go through `Arc::make_mut`).
+    ZSet(std::sync::Arc<crate::zset::ZSet>),
 }
 
 /// A borrowed view of a stored value.
@@ -50,12 +53,14 @@ pub enum ValueRef<'a> {
     /// A string edited in place (`APPEND`, `SETRANGE`): Redis reports its
     /// encoding as `raw` whatever its length.
     Raw(&'a [u8]),
+    ZSet(&'a crate::zset::ZSet),
 }
 
 impl<'a> ValueRef<'a> {
     pub fn value_type(self) -> ValueType {
         match self {
             ValueRef::Int(_) | ValueRef::Str(_) | ValueRef::Raw(_) => ValueType::String,
+            ValueRef::ZSet(_) => ValueType::ZSet,
         }
     }
 
@@ -65,6 +70,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Int(_) => "int",
             ValueRef::Str(s) if s.len() <= EMBSTR_MAX => "embstr",
             ValueRef::Str(_) | ValueRef::Raw(_) => "raw",
+            ValueRef::ZSet(z) => z.encoding(),
         }
     }
 
@@ -73,6 +79,7 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Int(i) => Some(buf.format(i)),
             ValueRef::Str(s) | ValueRef::Raw(s) => Some(s),
+            ValueRef::ZSet(_) => None,
         }
     }
 
@@ -86,6 +93,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Int(i) => Value::Int(i),
             ValueRef::Str(s) => Value::Str(SmallBytes::new(s)),
             ValueRef::Raw(s) => Value::Raw(s.into()),
+            ValueRef::ZSet(z) => Value::ZSet(std::sync::Arc::new(z.clone())),
         }
     }
 }
@@ -119,6 +127,7 @@ impl Value {
             Value::Int(i) => ValueRef::Int(*i),
             Value::Str(s) => ValueRef::Str(s),
             Value::Raw(b) => ValueRef::Raw(b),
+            Value::ZSet(z) => ValueRef::ZSet(z),
         }
     }
 
@@ -137,6 +146,7 @@ impl Value {
             Value::Int(_) => 0,
             Value::Str(s) => s.heap_size(),
             Value::Raw(b) => b.len(),
+            Value::ZSet(z) => std::mem::size_of::<crate::zset::ZSet>() + z.heap_size(),
         }
     }
 }

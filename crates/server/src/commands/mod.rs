@@ -1,7 +1,7 @@
 //! The command table and dispatch.
 //!
 //! Each family file (`string.rs`, `keys.rs`, `connection.rs`, `server.rs`,
-//! `slowlog.rs`, `latency.rs`)
+//! `slowlog.rs`, `latency.rs`, `zset.rs`)
 //! declares its rows of the table — name, arity, flags, key positions, docs —
 //! next to the handlers, with the command's syntax in a comment above each
 //! handler. [`CommandTable`] joins the rows once at start-up; dispatch is one
@@ -18,6 +18,7 @@ pub mod long_double;
 pub mod server;
 pub mod slowlog;
 pub mod string;
+pub mod zset;
 
 use crate::net::client::Client;
 use crate::server::Server;
@@ -163,6 +164,7 @@ impl CommandTable {
             server::COMMANDS,
             slowlog::COMMANDS,
             latency::COMMANDS,
+            zset::COMMANDS,
         ] {
             for spec in family {
                 specs.push(spec);

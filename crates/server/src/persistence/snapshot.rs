@@ -80,6 +80,8 @@ pub struct SnapshotMeta<'a> {
     pub compression: bool,
     pub checksum: bool,
     pub key_delay_us: u64,
+    /// Compact-encoding thresholds (the server's configuration).
+    pub limits: ferrokv_rdb::EncodingLimits,
 }
 
 impl SnapshotJob {
@@ -123,7 +125,7 @@ impl SnapshotJob {
         let mut encoder = RdbEncoder::new(EncoderOptions {
             compression: meta.compression,
             checksum: meta.checksum,
-            ..Default::default()
+            limits: meta.limits.clone(),
         });
         let mut chunk = Vec::with_capacity(CHUNK + 64 * 1024);
         let aux: Vec<(&[u8], &[u8])> = meta.aux.iter().map(|(k, v)| (*k, v.as_slice())).collect();
@@ -217,6 +219,7 @@ impl SnapshotJob {
                         let mut b = ferrokv_store::value::itoa_buf::Buf::new();
                         enc.string_entry(chunk, e.key(), b.format(i), expire)
                     }
+                    ValueRef::ZSet(z) => enc.zset_entry(chunk, e.key(), z.iter(), expire),
                 }
                 n += 1;
             });
@@ -340,6 +343,7 @@ mod tests {
             compression: true,
             checksum: true,
             key_delay_us: 0,
+            limits: Default::default(),
         }
     }
 
