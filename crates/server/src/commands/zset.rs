@@ -909,14 +909,15 @@ fn zpop_command(ctx: &mut Ctx, args: Args, max: bool) {
     }
     let mut count = -1i64;
     if args.len() == 3 {
-        let Some(c) = parse_int(ctx, args.get(2)) else {
-            return;
-        };
-        if c < 0 {
-            ctx.error(err::POSITIVE);
-            return;
+        // getPositiveLongFromObjectOrReply: one message for a bad integer
+        // and a negative one.
+        match ferrokv_resp::parse_i64(args.get(2)) {
+            Some(c) if c >= 0 => count = c,
+            _ => {
+                ctx.error(err::POSITIVE);
+                return;
+            }
         }
-        count = c;
     }
     let nested = ctx.client.out.proto == Protocol::Resp3 && count != -1;
     let key = args.get(1);
@@ -1389,6 +1390,23 @@ fn zscan(ctx: &mut Ctx, args: Args) {
         ctx.error("ERR invalid cursor");
         return;
     };
+    // As Redis: the key is looked up (a missing one answers an empty
+    // scan, a wrong type errs) before the options are parsed.
+    let db = ctx.client.db;
+    match ctx.srv.lookup_read(db, args.get(1), ctx.now_ms) {
+        None => {
+            let out = &mut ctx.client.out;
+            out.array(2);
+            out.bulk(b"0");
+            out.array(0);
+            return;
+        }
+        Some(e) if !matches!(e.value(), ValueRef::ZSet(_)) => {
+            ctx.error(err::WRONGTYPE);
+            return;
+        }
+        Some(_) => {}
+    }
     let mut pattern: Option<&[u8]> = None;
     let mut count = 10usize;
     let mut i = 3;
@@ -1415,13 +1433,7 @@ fn zscan(ctx: &mut Ctx, args: Args) {
         }
         i += 2;
     }
-    let Ok((z, out)) = read_zset(ctx, args.get(1)) else {
-        return;
-    };
-    let Some(z) = z else {
-        out.array(2);
-        out.bulk(b"0");
-        out.array(0);
+    let Ok((Some(z), out)) = read_zset(ctx, args.get(1)) else {
         return;
     };
     let mut found: Vec<(&[u8], f64)> = Vec::new();
