@@ -1371,9 +1371,9 @@ fn zrandmember_count(ctx: &mut Ctx, key: &[u8], count: i64, withscores: bool) {
     let n = (count as usize).min(len);
     header(out, n);
     if n == len {
-        for (m, s) in z.iter() {
-            emit(out, m, s);
-        }
+        // The whole set, highest score first (Redis 7.0 answers with its
+        // reverse range by rank).
+        z.visit_ranks(0, len, true, |m, s| emit(out, m, s));
         return;
     }
     // Distinct ranks, chosen by a partial Fisher-Yates over rank indexes.
