@@ -102,6 +102,8 @@ pub struct Config {
     pub slowlog_max_len: u64,
     /// The latency monitor's threshold in ms (0: off).
     pub latency_monitor_threshold: u64,
+    /// `notify-keyspace-events`, as `crate::notify::NOTIFY_*` bits.
+    pub notify_keyspace_events: u32,
     /// `INFO latencystats`: whether per-command distributions are kept,
     /// and which percentiles it prints.
     pub latency_tracking: bool,
@@ -157,6 +159,7 @@ impl Default for Config {
             slowlog_log_slower_than: 0,
             slowlog_max_len: 0,
             latency_monitor_threshold: 0,
+            notify_keyspace_events: 0,
             latency_tracking: true,
             latency_tracking_info_percentiles: Vec::new(),
             metrics_port: 0,
@@ -827,6 +830,17 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.latency_monitor_threshold.to_string()
+    ),
+    opt!(
+        "notify-keyspace-events",
+        "",
+        true,
+        |c, a| {
+            c.notify_keyspace_events = crate::notify::parse_flags(one(a)?)
+                .ok_or_else(|| crate::notify::INVALID_FLAGS.to_string())?;
+            Ok(())
+        },
+        |c| crate::notify::flags_to_string(c.notify_keyspace_events)
     ),
     opt!(
         "latency-tracking",

@@ -333,6 +333,18 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
             );
             f!("keyspace_hits:{}", s.keyspace_hits);
             f!("keyspace_misses:{}", s.keyspace_misses);
+            {
+                use crate::pubsub::Kind;
+                f!(
+                    "pubsub_channels:{}",
+                    srv.pubsub.channel_count(Kind::Channel)
+                );
+                f!("pubsub_patterns:{}", srv.pubsub.pattern_count());
+                f!(
+                    "pubsubshard_channels:{}",
+                    srv.pubsub.channel_count(Kind::Shard)
+                );
+            }
             f!("total_error_replies:{}", s.total_error_replies);
             f!(
                 "client_query_buffer_limit_disconnections:{}",

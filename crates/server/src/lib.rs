@@ -32,8 +32,10 @@ pub mod fdlimit;
 pub mod info;
 pub mod metrics;
 pub mod net;
+pub mod notify;
 pub mod persistence;
 pub mod propagate;
+pub mod pubsub;
 pub mod server;
 pub mod signals;
 

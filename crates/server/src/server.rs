@@ -118,6 +118,10 @@ pub struct Server {
     /// The `/metrics` endpoint, when `metrics-port` is set: the cron
     /// publishes a snapshot to it.
     pub metrics: Option<crate::metrics::MetricsEndpoint>,
+    /// Pub/sub channels and patterns and their subscribers.
+    pub pubsub: crate::pubsub::PubSub,
+    /// Keys lookups found expired or missing, to announce after the lookup.
+    pub pending_events: crate::notify::PendingEvents,
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
 }
 
@@ -178,6 +182,8 @@ impl Server {
             latency_monitor: Default::default(),
             latency_stats: crate::commands::latency::CommandLatencies::new(n),
             metrics: None,
+            pubsub: Default::default(),
+            pending_events: Default::default(),
             lazyfree: spawn_lazyfree(),
         }
     }
@@ -188,10 +194,14 @@ impl Server {
     fn note_expired(
         stats: &mut Stats,
         propagation: &mut crate::propagate::Propagation,
+        pending: Option<&mut crate::notify::PendingEvents>,
         db: usize,
         key: &[u8],
     ) {
         stats.expired_keys += 1;
+        if let Some(p) = pending {
+            p.expired.push((db, key.to_vec()));
+        }
         propagation
             .also
             .push((db, vec![b"DEL".to_vec(), key.to_vec()]));
@@ -201,13 +211,18 @@ impl Server {
     #[inline]
     pub fn lookup_read(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
         let clock = self.lru_clock;
+        let wants = self.wants_expired_events();
+        if self.config.notify_keyspace_events & crate::notify::NOTIFY_KEY_MISS != 0 {
+            return self.lookup_read_noting_misses(db, key, now_ms);
+        }
         match self.keyspace.dbs[db].lookup_read(key, now_ms, true, Some(clock)) {
             Found::Live(e) => {
                 self.stats.keyspace_hits += 1;
                 Some(e)
             }
             Found::Expired(e) => {
-                Self::note_expired(&mut self.stats, &mut self.propagation, db, e.key());
+                let pending = wants.then_some(&mut self.pending_events);
+                Self::note_expired(&mut self.stats, &mut self.propagation, pending, db, e.key());
                 self.stats.keyspace_misses += 1;
                 None
             }
@@ -218,14 +233,39 @@ impl Server {
         }
     }
 
+    /// [`Self::lookup_read`] when `keymiss` events are on: a miss is queued
+    /// for announcing (off the fast path, which stays branch-light).
+    fn lookup_read_noting_misses(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        let clock = self.lru_clock;
+        let wants = self.wants_expired_events();
+        let found = match self.keyspace.dbs[db].lookup_read(key, now_ms, true, Some(clock)) {
+            Found::Live(_) => true,
+            Found::Expired(e) => {
+                let pending = wants.then_some(&mut self.pending_events);
+                Self::note_expired(&mut self.stats, &mut self.propagation, pending, db, e.key());
+                false
+            }
+            Found::Missing => false,
+        };
+        if !found {
+            self.stats.keyspace_misses += 1;
+            self.pending_events.missed.push((db, key.to_vec()));
+            return None;
+        }
+        self.stats.keyspace_hits += 1;
+        self.keyspace.dbs[db].get(key)
+    }
+
     /// Looks a key up without it counting as an access (`EXISTS`, `OBJECT`,
     /// `DEBUG`): lazy expiry, but no hit/miss counters, no access clock, and
     /// no copy-on-write for a snapshot in progress.
     pub fn peek(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        let wants = self.wants_expired_events();
         match self.keyspace.dbs[db].lookup_read(key, now_ms, true, None) {
             Found::Live(e) => Some(e),
             Found::Expired(e) => {
-                Self::note_expired(&mut self.stats, &mut self.propagation, db, e.key());
+                let pending = wants.then_some(&mut self.pending_events);
+                Self::note_expired(&mut self.stats, &mut self.propagation, pending, db, e.key());
                 None
             }
             Found::Missing => None,
@@ -236,13 +276,15 @@ impl Server {
     #[inline]
     pub fn lookup_write(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
         let clock = self.lru_clock;
+        let wants = self.wants_expired_events();
         match self.keyspace.dbs[db].lookup(key, now_ms, true) {
             Lookup::Live(e) => {
                 e.set_lru(clock);
                 Some(e)
             }
             Lookup::Expired(e) => {
-                Self::note_expired(&mut self.stats, &mut self.propagation, db, e.key());
+                let pending = wants.then_some(&mut self.pending_events);
+                Self::note_expired(&mut self.stats, &mut self.propagation, pending, db, e.key());
                 None
             }
             Lookup::Missing => None,
@@ -321,6 +363,17 @@ impl Server {
             self.cmd_stats[idx].rejected_calls += 1;
             return;
         }
+        if client.out.proto == ferrokv_resp::Protocol::Resp2
+            && client.subs.any()
+            && !crate::commands::pubsub::allowed_when_subscribed(spec.name)
+        {
+            client.out.error(&format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                spec.name
+            ));
+            self.cmd_stats[idx].rejected_calls += 1;
+            return;
+        }
         client.last_cmd = spec.name;
         let errors_before = client.out.error_codes.len();
         let now_ms = self.now_ms;
@@ -335,6 +388,7 @@ impl Server {
             };
             (spec.handler)(&mut ctx, args);
         }
+        self.flush_pending_events(Some(client));
         if self.propagate_command(db_before, args, dirty_before) && self.aof.is_some() {
             // Its reply waits until the AOF has the write (see before_sleep).
             client.awaiting_aof = true;
@@ -427,6 +481,12 @@ impl Server {
         }
     }
 
+    /// Drops what registries hold for a closing connection (its pub/sub
+    /// subscriptions, its WATCHed keys).
+    pub fn forget_client(&mut self, c: &mut Client) {
+        self.pubsub_forget_client(c);
+    }
+
     /// Moves a client's error replies into `INFO errorstats`.
     pub fn count_errors(&mut self, client: &mut Client) {
         for code in client.out.error_codes.drain(..) {
@@ -497,10 +557,13 @@ impl Server {
             }
         }
         self.stats.expired_keys += expired_total;
-        // Expired keys leave the propagation stream as DELs.
+        // Expired keys leave the propagation stream as DELs, and are
+        // announced as `expired` events.
         for (dbi, e) in gone {
             self.propagate(dbi, &[&b"DEL"[..], e.key()]);
+            self.pending_events.expired.push((dbi, e.key().to_vec()));
         }
+        self.flush_pending_events(None);
         self.stats.expire_cycle_cpu_milliseconds += t0.elapsed().as_millis() as u64;
     }
 }

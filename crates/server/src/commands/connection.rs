@@ -69,6 +69,16 @@ static CLIENT_SUBS: &[CommandSpec] = &[
 
 /// PING [message]
 fn ping(ctx: &mut Ctx, args: Args) {
+    // A RESP2 connection in subscribed mode gets its reply in the shape of
+    // a message, so a client reading messages can tell it apart.
+    if args.len() <= 2 && ctx.client.out.proto == Protocol::Resp2 && ctx.client.subs.any() {
+        ctx.client.out.array(2);
+        ctx.client.out.bulk(b"pong");
+        ctx.client
+            .out
+            .bulk(if args.len() == 2 { args.get(1) } else { b"" });
+        return;
+    }
     match args.len() {
         1 => ctx.client.out.simple("PONG"),
         2 => ctx.client.out.bulk(args.get(1)),
@@ -286,6 +296,19 @@ fn client_setinfo(ctx: &mut Ctx, args: Args) {
     ctx.client.out.ok();
 }
 
+/// The `flags=` letters of `CLIENT LIST` this server can show: `P`
+/// (pub/sub), `N` (none).
+fn client_flags(c: &Client) -> String {
+    let mut f = String::new();
+    if c.subs.any() {
+        f.push('P');
+    }
+    if f.is_empty() {
+        f.push('N');
+    }
+    f
+}
+
 /// One line of `CLIENT LIST` / `CLIENT INFO`, in Redis's field order.
 pub fn client_line(c: &Client, current: bool) -> String {
     let s = |o: &Option<Vec<u8>>| {
@@ -296,7 +319,7 @@ pub fn client_line(c: &Client, current: bool) -> String {
     let qbuf = c.in_end - c.in_start;
     let obl = c.pending_output();
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.local_addr,
@@ -304,7 +327,12 @@ pub fn client_line(c: &Client, current: bool) -> String {
         s(&c.name),
         c.created.elapsed().as_secs(),
         if current { 0 } else { c.last_interaction.elapsed().as_secs() },
+        client_flags(c),
         c.db,
+        c.subs.channels.len(),
+        c.subs.patterns.len(),
+        c.subs.shard_channels.len(),
+        -1,
         qbuf,
         c.inbuf.len().saturating_sub(c.in_end),
         c.inbuf.len(),
@@ -323,13 +351,18 @@ pub fn client_line(c: &Client, current: bool) -> String {
 fn client_list(ctx: &mut Ctx, args: Args) {
     // One filter at most, as Redis 7.0: `TYPE t` alone, or `ID id [id ...]`.
     let mut ids: Option<Vec<u64>> = None;
-    let mut only_normal = None;
+    // `Some(true)`: pub/sub clients only; `Some(false)`: normal ones only;
+    // masters and replicas this server never lists.
+    let mut want_pubsub = None;
+    let mut none_match = false;
     if args.len() == 4 && is(args.get(2), "type") {
         let t = args.get(3);
         if is(t, "normal") {
-            only_normal = Some(true);
-        } else if is(t, "master") || is(t, "replica") || is(t, "slave") || is(t, "pubsub") {
-            only_normal = Some(false);
+            want_pubsub = Some(false);
+        } else if is(t, "pubsub") {
+            want_pubsub = Some(true);
+        } else if is(t, "master") || is(t, "replica") || is(t, "slave") {
+            none_match = true;
         } else {
             ctx.error(&format!(
                 "ERR Unknown client type '{}'",
@@ -360,7 +393,7 @@ fn client_list(ctx: &mut Ctx, args: Args) {
     all.sort_by_key(|c| c.id);
     let mut text = String::new();
     for c in all {
-        if only_normal == Some(false) {
+        if none_match || want_pubsub.is_some_and(|p| p != c.subs.any()) {
             continue;
         }
         if let Some(ids) = &ids {

@@ -3,6 +3,7 @@
 
 use super::flags::*;
 use super::{err, is, parse_int, CommandSpec, Ctx};
+use crate::notify::{NOTIFY_GENERIC, NOTIFY_NEW};
 use ferrokv_resp::Args;
 use ferrokv_store::pattern::glob_match;
 use ferrokv_store::{Entry, ValueRef, NO_EXPIRE};
@@ -76,6 +77,7 @@ fn delete_keys(ctx: &mut Ctx, args: Args, lazy: bool) {
                     ctx.srv.drop_value(e);
                 }
             }
+            ctx.notify(NOTIFY_GENERIC, "del", key);
             n += 1;
         }
     }
@@ -140,6 +142,10 @@ fn rename_generic(ctx: &mut Ctx, args: Args, nx: bool) {
         ctx.srv.drop_value(old);
     }
     ctx.modified(1);
+    // Redis deletes an existing destination, then adds the key anew.
+    ctx.notify(NOTIFY_NEW, "new", dst);
+    ctx.notify(NOTIFY_GENERIC, "rename_from", src);
+    ctx.notify(NOTIFY_GENERIC, "rename_to", dst);
     if nx {
         ctx.client.out.int(1);
     } else {
@@ -207,6 +213,8 @@ fn copy(ctx: &mut Ctx, args: Args) {
     let lru = ctx.srv.lru_clock;
     ctx.srv.keyspace.dbs[dst_db].upsert(dst, value, expire_at, lru);
     ctx.modified(1);
+    ctx.notify_db(NOTIFY_NEW, "new", dst, dst_db);
+    ctx.notify_db(NOTIFY_GENERIC, "copy_to", dst, dst_db);
     ctx.client.out.int(1);
 }
 
@@ -232,6 +240,9 @@ fn move_(ctx: &mut Ctx, args: Args) {
     let (expire_at, lru) = (e.expire_at, e.lru());
     ctx.srv.keyspace.dbs[dst_db].upsert(key, e.into_value(), expire_at, lru);
     ctx.modified(1);
+    ctx.notify_db(NOTIFY_NEW, "new", key, dst_db);
+    ctx.notify_db(NOTIFY_GENERIC, "move_from", key, src_db);
+    ctx.notify_db(NOTIFY_GENERIC, "move_to", key, dst_db);
     ctx.client.out.int(1);
 }
 
@@ -425,12 +436,15 @@ fn expire_generic(ctx: &mut Ctx, args: Args, unit_ms: i64, relative: bool, name:
     if when <= ctx.now_ms {
         ctx.srv.keyspace.dbs[db].remove(key);
         ctx.rewrite(&[&b"DEL"[..], key]);
+        ctx.modified(1);
+        ctx.notify(NOTIFY_GENERIC, "del", key);
     } else {
         ctx.srv.keyspace.dbs[db].set_expire(key, when);
         let w = when.to_string();
         ctx.rewrite(&[&b"PEXPIREAT"[..], key, w.as_bytes()]);
+        ctx.modified(1);
+        ctx.notify(NOTIFY_GENERIC, "expire", key);
     }
-    ctx.modified(1);
     ctx.client.out.int(1);
 }
 
@@ -516,6 +530,7 @@ fn persist(ctx: &mut Ctx, args: Args) {
         Some(e) if e.has_expire() => {
             ctx.srv.keyspace.dbs[db].set_expire(key, NO_EXPIRE);
             ctx.modified(1);
+            ctx.notify(NOTIFY_GENERIC, "persist", key);
             ctx.client.out.int(1);
         }
         _ => ctx.client.out.int(0),

@@ -97,6 +97,11 @@ pub enum ReplyMode {
 
 pub struct Client {
     pub id: u64,
+    /// The connection's slot in `Server::clients` (`usize::MAX` for the
+    /// fake AOF client); pub/sub and WATCH registries name clients by it.
+    pub token: usize,
+    /// Pub/sub subscriptions.
+    pub subs: crate::pubsub::Subscriptions,
     /// The socket; `None` for the fake client that replays the AOF.
     pub stream: Option<TcpStream>,
     pub addr: SocketAddr,
@@ -176,6 +181,8 @@ impl Client {
         let now = Instant::now();
         Client {
             id,
+            token: usize::MAX,
+            subs: Default::default(),
             stream,
             addr,
             local_addr,

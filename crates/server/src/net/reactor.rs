@@ -194,6 +194,7 @@ impl Reactor {
             let entry = self.srv.clients.vacant_entry();
             let token = entry.key();
             let mut client = Client::new(id, stream, addr, &mut self.srv.pool, authenticated);
+            client.token = token;
             if let Err(e) = self.poll.registry().register(
                 client.stream.as_mut().expect("a connection has a socket"),
                 Token(token),
@@ -330,13 +331,13 @@ impl Reactor {
     }
 
     fn over_hard_output_limit(&self, c: &Client) -> bool {
-        let hard = self.srv.config.output_limit_normal.hard;
+        let hard = self.srv.output_limit_for(c).hard;
         hard > 0 && c.pending_output() as u64 >= hard
     }
 
     /// Applies `client-output-buffer-limit`. True when the client must go.
     fn check_output_limits(&mut self, c: &mut Client) -> bool {
-        let lim = self.srv.config.output_limit_normal;
+        let lim = self.srv.output_limit_for(c);
         let pending = c.pending_output() as u64;
         let hard = lim.hard > 0 && pending >= lim.hard;
         let mut soft = false;
@@ -420,6 +421,7 @@ impl Reactor {
                 let _ = self.poll.registry().deregister(stream);
             }
             debug!("Client closed: id={} addr={}", c.id, c.addr);
+            self.srv.forget_client(&mut c);
             c.release(&mut self.srv.pool);
         }
     }
