@@ -340,3 +340,53 @@ fn rank_and_range_stay_fast_on_a_large_set() {
     // ~2000 rank lookups: a linear walk of 100k members each would take seconds.
     assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
 }
+
+/// The keyspace events a script raises, in order, as (event, key).
+fn events(server: &ServerProcess, script: &[&[&str]]) -> Vec<(String, String)> {
+    let mut c = server.raw();
+    c.cmd(&["CONFIG", "SET", "notify-keyspace-events", "KEAn"]);
+    let mut conn = server.client();
+    let mut sub = conn.as_pubsub();
+    sub.psubscribe("__keyevent@*").unwrap();
+    for cmd in script {
+        c.cmd(cmd);
+    }
+    c.cmd(&["PUBLISH", "__keyevent@0__:end", "end"]);
+    let mut out = Vec::new();
+    loop {
+        let m = sub.get_message().unwrap();
+        let event = m.get_channel_name().split(':').nth(1).unwrap_or("").to_string();
+        if event == "end" {
+            return out;
+        }
+        out.push((event, m.get_payload::<String>().unwrap()));
+    }
+}
+
+#[test]
+fn keyspace_events_match_redis() {
+    let (ours, redis) = pair();
+    let script: &[&[&str]] = &[
+        &["ZADD", "z", "1", "a", "2", "b"],
+        &["ZADD", "z", "1", "a"],
+        &["ZADD", "z", "INCR", "1", "a"],
+        &["ZINCRBY", "z", "1", "b"],
+        &["ZREM", "z", "nosuch"],
+        &["ZREM", "z", "a"],
+        &["ZPOPMIN", "z"],
+        &["ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d"],
+        &["ZPOPMAX", "z", "2"],
+        &["ZREMRANGEBYRANK", "z", "0", "0"],
+        &["ZREMRANGEBYSCORE", "z", "-inf", "+inf"],
+        &["ZADD", "l", "0", "a", "0", "b"],
+        &["ZREMRANGEBYLEX", "l", "-", "+"],
+        &["ZADD", "z", "1", "a", "2", "b"],
+        &["ZUNIONSTORE", "d", "1", "z"],
+        &["ZINTERSTORE", "d", "1", "z"],
+        &["ZDIFFSTORE", "d", "2", "z", "z"],
+        &["ZRANGESTORE", "d", "z", "0", "-1"],
+        &["ZRANGESTORE", "d", "z", "5", "6"],
+        &["ZMPOP", "1", "z", "MIN", "COUNT", "5"],
+    ];
+    assert_eq!(events(&ours, script), events(&redis, script));
+}

@@ -8,6 +8,7 @@
 //! code path. Scores are printed as Redis 7.0 prints doubles (`%.17g`).
 
 use super::flags::*;
+use crate::notify::{NOTIFY_GENERIC, NOTIFY_NEW, NOTIFY_ZSET};
 use super::{err, is, parse_f64, parse_int, CommandSpec, Ctx};
 use crate::net::client::Reply;
 use ferrokv_resp::encode::Protocol;
@@ -141,21 +142,29 @@ fn write_zset<'a>(ctx: &'a mut Ctx, key: &[u8]) -> Write<'a> {
     }
 }
 
-/// Deletes `key` (a zset left empty by a removal).
+/// Deletes `key` (a zset left empty by a removal, or a store destination
+/// whose result is empty), announcing `del`.
 fn delete_key(ctx: &mut Ctx, key: &[u8]) {
     let db = ctx.client.db;
     if let Some(e) = ctx.srv.keyspace.dbs[db].remove(key) {
         ctx.srv.drop_value(e);
     }
+    ctx.notify(NOTIFY_GENERIC, "del", key);
 }
 
-/// Stores `z` under `key`, replacing any value and its TTL (`setKey`).
+/// Stores `z` under `key`, replacing any value and its TTL (`setKey`);
+/// a key that did not exist is announced as `new`.
 fn store_key(ctx: &mut Ctx, key: &[u8], z: ZSet) {
     let db = ctx.client.db;
     let lru = ctx.srv.lru_clock;
+    // Lazy expiry first, so an expired old value counts as absent.
+    let existed = ctx.srv.lookup_write(db, key, ctx.now_ms).is_some();
     if let Some(old) = ctx.srv.keyspace.dbs[db].upsert(key, Value::ZSet(Arc::new(z)), NO_EXPIRE, lru)
     {
         ctx.srv.drop_value(old);
+    }
+    if !existed {
+        ctx.notify(NOTIFY_NEW, "new", key);
     }
 }
 
@@ -439,13 +448,7 @@ fn zadd_generic(ctx: &mut Ctx, args: Args, mut f: AddFlags) {
     let members = |p: usize| args.get(i + 2 * p + 1);
     let res = match write_zset(ctx, key) {
         Err(()) => return,
-        Ok((Some(z), _)) => {
-            let res = apply_adds(z, pairs, &score_of, &members, f, &lim);
-            if z.is_empty() {
-                delete_key(ctx, key);
-            }
-            res
-        }
+        Ok((Some(z), _)) => apply_adds(z, pairs, &score_of, &members, f, &lim),
         Ok((None, _)) => {
             if f.xx {
                 if f.incr {
@@ -478,6 +481,9 @@ fn zadd_generic(ctx: &mut Ctx, args: Args, mut f: AddFlags) {
         nan,
     } = res;
     ctx.modified((added + updated) as u64);
+    if added + updated > 0 {
+        ctx.notify(NOTIFY_ZSET, if f.incr { "zincr" } else { "zadd" }, key);
+    }
     if nan {
         ctx.error(NAN_SCORE);
     } else if f.incr {
@@ -515,7 +521,11 @@ fn zrem(ctx: &mut Ctx, args: Args) {
             }
         }
     }
-    if z.is_empty() {
+    let empty = z.is_empty();
+    if n > 0 {
+        ctx.notify(NOTIFY_ZSET, "zrem", key);
+    }
+    if empty {
         delete_key(ctx, key);
     }
     ctx.modified(n as u64);
@@ -763,7 +773,7 @@ fn zrange_generic(ctx: &mut Ctx, args: Args, first: usize, store: bool, kind: Ra
                 z.visit_ranks(from, to, rev, |m, s| pairs.push((m.to_vec(), s)));
             }
             let dst = args.get(1);
-            store_result(ctx, dst, pairs, &lim);
+            store_result(ctx, dst, "zrangestore", pairs, &lim);
         }
     }
 }
@@ -791,7 +801,13 @@ fn apply_limit((from, to): (usize, usize), offset: i64, limit: i64, rev: bool, l
 
 /// Stores a result under `dst` in the encoding its size calls for, or
 /// deletes `dst` when it is empty; replies with the cardinality.
-fn store_result(ctx: &mut Ctx, dst: &[u8], pairs: Vec<(Vec<u8>, f64)>, lim: &ZsetLimits) {
+fn store_result(
+    ctx: &mut Ctx,
+    dst: &[u8],
+    event: &str,
+    pairs: Vec<(Vec<u8>, f64)>,
+    lim: &ZsetLimits,
+) {
     let n = pairs.len();
     if n == 0 {
         let db = ctx.client.db;
@@ -806,6 +822,7 @@ fn store_result(ctx: &mut Ctx, dst: &[u8], pairs: Vec<(Vec<u8>, f64)>, lim: &Zse
     let max_member = pairs.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
     let z = ZSet::from_pairs(pairs.iter().map(|(m, s)| (m.as_slice(), *s)), n, max_member, lim);
     store_key(ctx, dst, z);
+    ctx.notify(NOTIFY_ZSET, event, dst);
     ctx.modified(1);
     ctx.client.out.int(n as i64);
 }
@@ -849,7 +866,9 @@ fn zrevrange(ctx: &mut Ctx, args: Args) {
 fn zremrangebyrank(ctx: &mut Ctx, args: Args) {
     let Some(s) = parse_int(ctx, args.get(2)) else { return };
     let Some(e) = parse_int(ctx, args.get(3)) else { return };
-    remove_range(ctx, args.get(1), |z| rank_interval(s, e, z.len()).unwrap_or((0, 0)))
+    remove_range(ctx, args.get(1), "zremrangebyrank", |z| {
+        rank_interval(s, e, z.len()).unwrap_or((0, 0))
+    })
 }
 
 /// ZREMRANGEBYSCORE key min max
@@ -858,7 +877,9 @@ fn zremrangebyscore(ctx: &mut Ctx, args: Args) {
         ctx.error(NOT_FLOAT_RANGE);
         return;
     };
-    remove_range(ctx, args.get(1), |z| z.score_range_ranks(&r))
+    remove_range(ctx, args.get(1), "zremrangebyscore", |z| {
+        z.score_range_ranks(&r)
+    })
 }
 
 /// ZREMRANGEBYLEX key min max
@@ -867,10 +888,17 @@ fn zremrangebylex(ctx: &mut Ctx, args: Args) {
         ctx.error(NOT_LEX_RANGE);
         return;
     };
-    remove_range(ctx, args.get(1), |z| z.lex_range_ranks(&min, &max))
+    remove_range(ctx, args.get(1), "zremrangebylex", |z| {
+        z.lex_range_ranks(&min, &max)
+    })
 }
 
-fn remove_range(ctx: &mut Ctx, key: &[u8], interval: impl FnOnce(&ZSet) -> (usize, usize)) {
+fn remove_range(
+    ctx: &mut Ctx,
+    key: &[u8],
+    event: &str,
+    interval: impl FnOnce(&ZSet) -> (usize, usize),
+) {
     let z = match write_zset(ctx, key) {
         Err(()) => return,
         Ok((None, out)) => {
@@ -881,7 +909,11 @@ fn remove_range(ctx: &mut Ctx, key: &[u8], interval: impl FnOnce(&ZSet) -> (usiz
     };
     let (a, b) = interval(z);
     let n = z.remove_ranks(a, b);
-    if z.is_empty() {
+    let empty = z.is_empty();
+    if n > 0 {
+        ctx.notify(NOTIFY_ZSET, event, key);
+    }
+    if empty {
         delete_key(ctx, key);
     }
     ctx.modified(n as u64);
@@ -991,7 +1023,9 @@ fn zpop_generic(
         reply_score(out, s);
     });
     z.remove_ranks(from, to);
-    if z.is_empty() {
+    let empty = z.is_empty();
+    ctx.notify(NOTIFY_ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
+    if empty {
         delete_key(ctx, key);
     }
     ctx.modified(n as u64);
@@ -1277,7 +1311,12 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
     result.sort_by(|a, b| a.1.partial_cmp(&b.1).expect("no NaN").then_with(|| a.0.cmp(&b.0)));
     if store {
         let lim = limits(ctx);
-        store_result(ctx, args.get(1), result, &lim);
+        let event = match op {
+            SetOp::Union => "zunionstore",
+            SetOp::Inter => "zinterstore",
+            SetOp::Diff => "zdiffstore",
+        };
+        store_result(ctx, args.get(1), event, result, &lim);
         return;
     }
     let out = &mut ctx.client.out;
