@@ -790,7 +790,10 @@ pub static OPTIONS: &[ConfigOption] = &[
         |c, a| {
             let v = parse_memory(one(a)?)?;
             if v > i64::MAX as u64 {
-                return Err(format!("argument must be between 0 and {} inclusive", i64::MAX));
+                return Err(format!(
+                    "argument must be between 0 and {} inclusive",
+                    i64::MAX
+                ));
             }
             c.zset_max_listpack_value = v;
             Ok(())
@@ -804,7 +807,10 @@ pub static OPTIONS: &[ConfigOption] = &[
         |c, a| {
             let v = parse_memory(one(a)?)?;
             if v > i64::MAX as u64 {
-                return Err(format!("argument must be between 0 and {} inclusive", i64::MAX));
+                return Err(format!(
+                    "argument must be between 0 and {} inclusive",
+                    i64::MAX
+                ));
             }
             c.zset_max_listpack_value = v;
             Ok(())

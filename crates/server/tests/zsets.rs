@@ -41,8 +41,17 @@ const SCRIPT: &[&[&str]] = &[
     &["ZADD", "z", "XX", "INCR", "5", "nosuch"],
     &["ZADD", "z", "GT", "INCR", "-100", "a"],
     &["ZADD", "z", "CH", "GT", "10", "a", "20", "b", "4", "d"],
-    &["ZADD", "z", "0.1", "e", "1e20", "f", "+inf", "g", "-inf", "h", "1.5e-7", "i"],
-    &["ZADD", "z", "123456789.123", "j", "12345678901234567890", "k"],
+    &[
+        "ZADD", "z", "0.1", "e", "1e20", "f", "+inf", "g", "-inf", "h", "1.5e-7", "i",
+    ],
+    &[
+        "ZADD",
+        "z",
+        "123456789.123",
+        "j",
+        "12345678901234567890",
+        "k",
+    ],
     &["ZRANGE", "z", "0", "-1", "WITHSCORES"],
     &["ZADD", "z", "INCR", "-inf", "g"],
     &["ZINCRBY", "z", "abc", "a"],
@@ -50,12 +59,31 @@ const SCRIPT: &[&[&str]] = &[
     &["ZMSCORE", "z", "a", "nosuch", "f"],
     &["ZCOUNT", "z", "(1", "+inf"],
     &["ZCOUNT", "z", "1", "x"],
-    &["ZRANGE", "z", "(1", "20", "BYSCORE", "LIMIT", "1", "2", "WITHSCORES"],
+    &[
+        "ZRANGE",
+        "z",
+        "(1",
+        "20",
+        "BYSCORE",
+        "LIMIT",
+        "1",
+        "2",
+        "WITHSCORES",
+    ],
     &["ZRANGE", "z", "20", "(1", "BYSCORE", "REV", "WITHSCORES"],
     &["ZRANGE", "z", "0", "-1", "LIMIT", "0", "1"],
     &["ZRANGE", "z", "-", "+", "BYLEX", "WITHSCORES"],
     &["ZRANGEBYSCORE", "z", "-inf", "+inf", "LIMIT", "-1", "3"],
-    &["ZREVRANGEBYSCORE", "z", "+inf", "-inf", "WITHSCORES", "LIMIT", "2", "-1"],
+    &[
+        "ZREVRANGEBYSCORE",
+        "z",
+        "+inf",
+        "-inf",
+        "WITHSCORES",
+        "LIMIT",
+        "2",
+        "-1",
+    ],
     &["ZREVRANGE", "z", "0", "2", "WITHSCORES"],
     &["ZRANK", "z", "a"],
     &["ZREVRANK", "z", "a"],
@@ -162,8 +190,20 @@ fn encodings_follow_the_listpack_limits_as_redis() {
 
 fn fill_both_encodings(c: &mut redis::Connection) {
     let mut p = redis::pipe();
-    p.cmd("ZADD").arg("lp").arg(1.5).arg("a").arg(-0.25).arg("b").ignore();
-    p.cmd("ZADD").arg("lp").arg("+inf").arg("c").arg("1e20").arg("d").ignore();
+    p.cmd("ZADD")
+        .arg("lp")
+        .arg(1.5)
+        .arg("a")
+        .arg(-0.25)
+        .arg("b")
+        .ignore();
+    p.cmd("ZADD")
+        .arg("lp")
+        .arg("+inf")
+        .arg("c")
+        .arg("1e20")
+        .arg("d")
+        .ignore();
     for i in 0..1000 {
         p.cmd("ZADD")
             .arg("sk")
@@ -171,9 +211,17 @@ fn fill_both_encodings(c: &mut redis::Connection) {
             .arg(format!("member:{i}"))
             .ignore();
     }
-    p.cmd("ZADD").arg("long").arg(1).arg("y".repeat(100)).ignore();
+    p.cmd("ZADD")
+        .arg("long")
+        .arg(1)
+        .arg("y".repeat(100))
+        .ignore();
     // A skiplist that shrank: Redis writes it as ZSET_2, loads a listpack.
-    p.cmd("ZADD").arg("shrunk").arg(1).arg("y".repeat(100)).ignore();
+    p.cmd("ZADD")
+        .arg("shrunk")
+        .arg(1)
+        .arg("y".repeat(100))
+        .ignore();
     p.cmd("ZADD").arg("shrunk").arg(2).arg("s").ignore();
     p.cmd("ZREM").arg("shrunk").arg("y".repeat(100)).ignore();
     p.cmd("ZADD").arg("ttl").arg(1).arg("a").ignore();
@@ -212,7 +260,11 @@ fn both_encodings_survive_save_restart_and_debug_reload() {
     let n = Node::start(dir.path(), &["--save", ""]);
     let mut c = n.client();
     assert_eq!(digest(&mut c), before);
-    let rank: i64 = redis::cmd("ZRANK").arg("sk").arg("member:500").query(&mut c).unwrap();
+    let rank: i64 = redis::cmd("ZRANK")
+        .arg("sk")
+        .arg("member:500")
+        .query(&mut c)
+        .unwrap();
     let range: Vec<String> = redis::cmd("ZRANGE")
         .arg("sk")
         .arg(rank)
@@ -236,7 +288,10 @@ fn files_move_between_ferrokv_and_redis_with_the_same_digest() {
     let rdb = dir.path().join("dump.rdb");
     let out = Command::new("redis-check-rdb").arg(&rdb).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && text.contains("RDB looks OK"), "{text}");
+    assert!(
+        out.status.success() && text.contains("RDB looks OK"),
+        "{text}"
+    );
     let rdir = tempfile::tempdir().unwrap();
     std::fs::copy(&rdb, rdir.path().join("dump.rdb")).unwrap();
     let r = ServerProcess::redis(&["--dir", rdir.path().to_str().unwrap()]);
@@ -262,16 +317,49 @@ fn aof_replays_pops_and_stores_to_the_same_data() {
     let dir = tempfile::tempdir().unwrap();
     let before;
     {
-        let n = Node::start(dir.path(), &["--save", "", "--appendonly", "yes", "--appendfsync", "always"]);
+        let n = Node::start(
+            dir.path(),
+            &[
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+            ],
+        );
         let mut c = n.client();
         fill_both_encodings(&mut c);
         let mut p = redis::pipe();
-        p.cmd("ZMPOP").arg(2).arg("nokey").arg("sk").arg("MAX").arg("COUNT").arg(3).ignore();
+        p.cmd("ZMPOP")
+            .arg(2)
+            .arg("nokey")
+            .arg("sk")
+            .arg("MAX")
+            .arg("COUNT")
+            .arg(3)
+            .ignore();
         p.cmd("ZMPOP").arg(1).arg("lp").arg("MIN").ignore();
         p.cmd("ZPOPMIN").arg("sk").arg(10).ignore();
-        p.cmd("ZUNIONSTORE").arg("u").arg(2).arg("sk").arg("lp").arg("WEIGHTS").arg(2).arg(0.5).ignore();
-        p.cmd("ZINCRBY").arg("u").arg("0.1").arg("member:3").ignore();
-        p.cmd("ZREMRANGEBYSCORE").arg("sk").arg("(5").arg("+inf").ignore();
+        p.cmd("ZUNIONSTORE")
+            .arg("u")
+            .arg(2)
+            .arg("sk")
+            .arg("lp")
+            .arg("WEIGHTS")
+            .arg(2)
+            .arg(0.5)
+            .ignore();
+        p.cmd("ZINCRBY")
+            .arg("u")
+            .arg("0.1")
+            .arg("member:3")
+            .ignore();
+        p.cmd("ZREMRANGEBYSCORE")
+            .arg("sk")
+            .arg("(5")
+            .arg("+inf")
+            .ignore();
         p.query::<()>(&mut c).unwrap();
         before = digest(&mut c);
     }
@@ -305,8 +393,17 @@ fn zscan_returns_every_member_present_throughout_exactly_once() {
         }
         // Meanwhile members come and go (only the odd ones).
         round += 1;
-        let _: i64 = redis::cmd("ZREM").arg("z").arg(format!("m{}", 2 * round + 1)).query(&mut c).unwrap();
-        let _: i64 = redis::cmd("ZADD").arg("z").arg(-1).arg(format!("new{round}")).query(&mut c).unwrap();
+        let _: i64 = redis::cmd("ZREM")
+            .arg("z")
+            .arg(format!("m{}", 2 * round + 1))
+            .query(&mut c)
+            .unwrap();
+        let _: i64 = redis::cmd("ZADD")
+            .arg("z")
+            .arg(-1)
+            .arg(format!("new{round}"))
+            .query(&mut c)
+            .unwrap();
         cursor = next;
         if cursor == 0 {
             break;
@@ -325,7 +422,11 @@ fn rank_and_range_stay_fast_on_a_large_set() {
     let mut c = s.client();
     let mut p = redis::pipe();
     for i in 0..100_000 {
-        p.cmd("ZADD").arg("big").arg(i).arg(format!("m{i}")).ignore();
+        p.cmd("ZADD")
+            .arg("big")
+            .arg(i)
+            .arg(format!("m{i}"))
+            .ignore();
     }
     p.query::<()>(&mut c).unwrap();
     let t = std::time::Instant::now();
@@ -336,7 +437,10 @@ fn rank_and_range_stay_fast_on_a_large_set() {
         let f = r.cmd(&["ZRANGE", "big", &rank, &rank]);
         assert_eq!(f, Frame::Array(vec![Frame::Bulk(m.into_bytes())]));
     }
-    assert_eq!(r.cmd(&["ZCOUNT", "big", "(1000", "50000"]), Frame::Integer(49_000));
+    assert_eq!(
+        r.cmd(&["ZCOUNT", "big", "(1000", "50000"]),
+        Frame::Integer(49_000)
+    );
     // ~2000 rank lookups: a linear walk of 100k members each would take seconds.
     assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
 }
@@ -355,7 +459,12 @@ fn events(server: &ServerProcess, script: &[&[&str]]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     loop {
         let m = sub.get_message().unwrap();
-        let event = m.get_channel_name().split(':').nth(1).unwrap_or("").to_string();
+        let event = m
+            .get_channel_name()
+            .split(':')
+            .nth(1)
+            .unwrap_or("")
+            .to_string();
         if event == "end" {
             return out;
         }

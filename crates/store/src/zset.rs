@@ -88,8 +88,15 @@ pub struct ScoreRange {
 
 impl ScoreRange {
     pub fn contains(&self, s: f64) -> bool {
-        (if self.minex { s > self.min } else { s >= self.min })
-            && (if self.maxex { s < self.max } else { s <= self.max })
+        (if self.minex {
+            s > self.min
+        } else {
+            s >= self.min
+        }) && (if self.maxex {
+            s < self.max
+        } else {
+            s <= self.max
+        })
     }
 }
 
@@ -594,8 +601,7 @@ impl Skiplist {
                 let l = self.nodes[x as usize].lvl(i);
                 if l.forward != NONE {
                     let n = &self.nodes[l.forward as usize];
-                    if before(n.score, &n.member, score, member) || n.member.as_slice() == member
-                    {
+                    if before(n.score, &n.member, score, member) || n.member.as_slice() == member {
                         rank += l.span as usize;
                         x = l.forward;
                         if n.member.as_slice() == member {
@@ -967,8 +973,12 @@ impl ZSet {
             ZSet::Listpack(l) => {
                 if rev {
                     // Collect the offsets once; sets here are small.
-                    let mut offs: Vec<usize> =
-                        l.entries().skip(from).take(to - from).map(|e| e.at).collect();
+                    let mut offs: Vec<usize> = l
+                        .entries()
+                        .skip(from)
+                        .take(to - from)
+                        .map(|e| e.at)
+                        .collect();
                     offs.reverse();
                     for at in offs {
                         let e = l.entry_at(at);
@@ -1119,9 +1129,14 @@ mod tests {
         order: BTreeSet<(OrdF64, Vec<u8>)>,
     }
 
-    #[derive(Clone, Copy, PartialEq, PartialOrd, Debug)]
+    #[derive(Clone, Copy, PartialEq, Debug)]
     struct OrdF64(f64);
     impl Eq for OrdF64 {}
+    impl PartialOrd for OrdF64 {
+        fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+            Some(self.cmp(o))
+        }
+    }
     impl Ord for OrdF64 {
         fn cmp(&self, o: &Self) -> std::cmp::Ordering {
             self.0.partial_cmp(&o.0).expect("no NaN")
@@ -1155,7 +1170,7 @@ mod tests {
 
     fn member(i: u8) -> Vec<u8> {
         // Some members are long enough to force the skiplist encoding.
-        if i % 37 == 0 {
+        if i.is_multiple_of(37) {
             vec![b'x'; 70 + i as usize % 5]
         } else {
             format!("m{i}").into_bytes()

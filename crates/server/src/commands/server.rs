@@ -517,10 +517,9 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
                                 5
                             }
                     }
-                    ferrokv_store::ValueRef::ZSet(z) => z
-                        .iter()
-                        .map(|(m, _)| m.len() + 10)
-                        .sum::<usize>(),
+                    ferrokv_store::ValueRef::ZSet(z) => {
+                        z.iter().map(|(m, _)| m.len() + 10).sum::<usize>()
+                    }
                 };
                 let idle = clock.wrapping_sub(e.lru()) & crate::server::LRU_CLOCK_MAX;
                 let addr = e as *const _ as usize;

@@ -8,9 +8,9 @@
 //! code path. Scores are printed as Redis 7.0 prints doubles (`%.17g`).
 
 use super::flags::*;
-use crate::notify::{NOTIFY_GENERIC, NOTIFY_NEW, NOTIFY_ZSET};
 use super::{err, is, parse_f64, parse_int, CommandSpec, Ctx};
 use crate::net::client::Reply;
+use crate::notify::{NOTIFY_GENERIC, NOTIFY_NEW, NOTIFY_ZSET};
 use ferrokv_resp::encode::Protocol;
 use ferrokv_resp::Args;
 use ferrokv_store::pattern::glob_match;
@@ -159,7 +159,8 @@ fn store_key(ctx: &mut Ctx, key: &[u8], z: ZSet) {
     let lru = ctx.srv.lru_clock;
     // Lazy expiry first, so an expired old value counts as absent.
     let existed = ctx.srv.lookup_write(db, key, ctx.now_ms).is_some();
-    if let Some(old) = ctx.srv.keyspace.dbs[db].upsert(key, Value::ZSet(Arc::new(z)), NO_EXPIRE, lru)
+    if let Some(old) =
+        ctx.srv.keyspace.dbs[db].upsert(key, Value::ZSet(Arc::new(z)), NO_EXPIRE, lru)
     {
         ctx.srv.drop_value(old);
     }
@@ -193,7 +194,14 @@ fn strtod_all(s: &[u8]) -> Option<f64> {
         return parse_f64(t).or_else(|| {
             // Hex out of range: saturate as strtod does.
             let neg = lower.starts_with('-');
-            unsigned[2..].bytes().all(|c| c.is_ascii_hexdigit() || c == b'.' || c == b'p' || c == b'+' || c == b'-').then_some(if neg { f64::NEG_INFINITY } else { f64::INFINITY })
+            unsigned[2..]
+                .bytes()
+                .all(|c| c.is_ascii_hexdigit() || c == b'.' || c == b'p' || c == b'+' || c == b'-')
+                .then_some(if neg {
+                    f64::NEG_INFINITY
+                } else {
+                    f64::INFINITY
+                })
         });
     }
     match unsigned {
@@ -406,7 +414,7 @@ fn zadd_generic(ctx: &mut Ctx, args: Args, mut f: AddFlags) {
         }
     }
     let pairs = args.len() - i;
-    if pairs == 0 || pairs % 2 != 0 {
+    if pairs == 0 || !pairs.is_multiple_of(2) {
         ctx.error(err::SYNTAX);
         return;
     }
@@ -415,7 +423,7 @@ fn zadd_generic(ctx: &mut Ctx, args: Args, mut f: AddFlags) {
         ctx.error("ERR XX and NX options at the same time are not compatible");
         return;
     }
-    if (f.gt && f.nx) || (f.lt && f.nx) || (f.gt && f.lt) {
+    if (f.nx && (f.gt || f.lt)) || (f.gt && f.lt) {
         ctx.error("ERR GT, LT, and/or NX options at the same time are not compatible");
         return;
     }
@@ -493,7 +501,9 @@ fn zadd_generic(ctx: &mut Ctx, args: Args, mut f: AddFlags) {
             ctx.client.out.null();
         }
     } else {
-        ctx.client.out.int(if f.ch { added + updated } else { added });
+        ctx.client
+            .out
+            .int(if f.ch { added + updated } else { added });
     }
 }
 
@@ -646,7 +656,14 @@ enum Sink {
 
 /// Redis's `zrangeGenericCommand`: `first` is the index of the source key;
 /// `kind`/`rev` preset by the legacy commands (ZRANGEBYSCORE, ZREVRANGE, ...).
-fn zrange_generic(ctx: &mut Ctx, args: Args, first: usize, store: bool, kind: RangeKind, rev: Option<bool>) {
+fn zrange_generic(
+    ctx: &mut Ctx,
+    args: Args,
+    first: usize,
+    store: bool,
+    kind: RangeKind,
+    rev: Option<bool>,
+) {
     let mut kind = kind;
     let mut dir = rev;
     let mut withscores = false;
@@ -684,7 +701,9 @@ fn zrange_generic(ctx: &mut Ctx, args: Args, first: usize, store: bool, kind: Ra
         kind = RangeKind::Rank;
     }
     if limit != -1 && kind == RangeKind::Rank {
-        ctx.error("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX");
+        ctx.error(
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+        );
         return;
     }
     if withscores && kind == RangeKind::Lex {
@@ -736,17 +755,23 @@ fn zrange_generic(ctx: &mut Ctx, args: Args, first: usize, store: bool, kind: Ra
     let interval = z.and_then(|z| {
         let len = z.len();
         match parsed {
-            Parsed::Rank(s, e) => rank_interval(s, e, len).map(|(a, b)| {
-                if rev {
-                    (len - b, len - a)
-                } else {
-                    (a, b)
-                }
-            }),
-            Parsed::Score(r) => Some(apply_limit(z.score_range_ranks(&r), offset, limit, rev, len)),
-            Parsed::Lex(min, max) => {
-                Some(apply_limit(z.lex_range_ranks(&min, &max), offset, limit, rev, len))
+            Parsed::Rank(s, e) => {
+                rank_interval(s, e, len).map(|(a, b)| if rev { (len - b, len - a) } else { (a, b) })
             }
+            Parsed::Score(r) => Some(apply_limit(
+                z.score_range_ranks(&r),
+                offset,
+                limit,
+                rev,
+                len,
+            )),
+            Parsed::Lex(min, max) => Some(apply_limit(
+                z.lex_range_ranks(&min, &max),
+                offset,
+                limit,
+                rev,
+                len,
+            )),
         }
     });
     let (from, to) = interval.unwrap_or((0, 0));
@@ -781,7 +806,13 @@ fn zrange_generic(ctx: &mut Ctx, args: Args, first: usize, store: bool, kind: Ra
 /// Applies `LIMIT offset count` to a rank interval of matches, walked
 /// ascending or (`rev`) descending, as Redis's range walks do: a negative
 /// offset yields nothing, a negative count means "all".
-fn apply_limit((from, to): (usize, usize), offset: i64, limit: i64, rev: bool, len: usize) -> (usize, usize) {
+fn apply_limit(
+    (from, to): (usize, usize),
+    offset: i64,
+    limit: i64,
+    rev: bool,
+    len: usize,
+) -> (usize, usize) {
     if offset < 0 || (offset > 0 && offset as usize >= len) {
         return (0, 0);
     }
@@ -820,7 +851,12 @@ fn store_result(
         return;
     }
     let max_member = pairs.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
-    let z = ZSet::from_pairs(pairs.iter().map(|(m, s)| (m.as_slice(), *s)), n, max_member, lim);
+    let z = ZSet::from_pairs(
+        pairs.iter().map(|(m, s)| (m.as_slice(), *s)),
+        n,
+        max_member,
+        lim,
+    );
     store_key(ctx, dst, z);
     ctx.notify(NOTIFY_ZSET, event, dst);
     ctx.modified(1);
@@ -864,8 +900,12 @@ fn zrevrange(ctx: &mut Ctx, args: Args) {
 
 /// ZREMRANGEBYRANK key start stop
 fn zremrangebyrank(ctx: &mut Ctx, args: Args) {
-    let Some(s) = parse_int(ctx, args.get(2)) else { return };
-    let Some(e) = parse_int(ctx, args.get(3)) else { return };
+    let Some(s) = parse_int(ctx, args.get(2)) else {
+        return;
+    };
+    let Some(e) = parse_int(ctx, args.get(3)) else {
+        return;
+    };
     remove_range(ctx, args.get(1), "zremrangebyrank", |z| {
         rank_interval(s, e, z.len()).unwrap_or((0, 0))
     })
@@ -1174,7 +1214,9 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
         return;
     };
     if setnum < 1 {
-        ctx.error(&format!("ERR at least 1 input key is needed for '{name}' command"));
+        ctx.error(&format!(
+            "ERR at least 1 input key is needed for '{name}' command"
+        ));
         return;
     }
     if setnum > (args.len() - (numkeys_at + 1)) as i64 {
@@ -1238,7 +1280,7 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
     let mut srcs: Vec<(Option<&ZSet>, f64, usize)> = Vec::with_capacity(setnum);
     let dbref = &ctx.srv.keyspace.dbs[db];
     let now = ctx.now_ms;
-    for i in 0..setnum {
+    for (i, &weight) in weights.iter().enumerate() {
         let z = dbref.get(args.get(first + i)).and_then(|e| {
             if e.expire_at != NO_EXPIRE && e.expire_at <= now {
                 return None;
@@ -1248,7 +1290,7 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
                 _ => None,
             }
         });
-        srcs.push((z, weights[i], i));
+        srcs.push((z, weight, i));
     }
     if op != SetOp::Diff {
         srcs.sort_by_key(|(z, _, _)| z.map_or(0, |z| z.len()));
@@ -1300,7 +1342,10 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
         SetOp::Diff => {
             if let Some((Some(z0), _, _)) = srcs.first().copied() {
                 for (m, s) in z0.iter() {
-                    if srcs[1..].iter().all(|(z, _, _)| z.is_none_or(|z| z.score(m).is_none())) {
+                    if srcs[1..]
+                        .iter()
+                        .all(|(z, _, _)| z.is_none_or(|z| z.score(m).is_none()))
+                    {
                         result.push((m.to_vec(), s));
                     }
                 }
@@ -1308,7 +1353,11 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
         }
     }
     // The result in (score, member) order, as a skiplist would hold it.
-    result.sort_by(|a, b| a.1.partial_cmp(&b.1).expect("no NaN").then_with(|| a.0.cmp(&b.0)));
+    result.sort_by(|a, b| {
+        a.1.partial_cmp(&b.1)
+            .expect("no NaN")
+            .then_with(|| a.0.cmp(&b.0))
+    });
     if store {
         let lim = limits(ctx);
         let event = match op {
@@ -1321,7 +1370,11 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
     }
     let out = &mut ctx.client.out;
     let resp3 = out.proto == Protocol::Resp3;
-    out.array(if withscores && !resp3 { result.len() * 2 } else { result.len() });
+    out.array(if withscores && !resp3 {
+        result.len() * 2
+    } else {
+        result.len()
+    });
     for (m, s) in &result {
         if withscores && resp3 {
             out.array(2);
@@ -1396,7 +1449,8 @@ fn zrandmember_count(ctx: &mut Ctx, key: &[u8], count: i64, withscores: bool) {
             reply_score(out, s);
         }
     };
-    let header = |out: &mut Reply, n: usize| out.array(if withscores && !resp3 { n * 2 } else { n });
+    let header =
+        |out: &mut Reply, n: usize| out.array(if withscores && !resp3 { n * 2 } else { n });
     if count < 0 {
         // Repetitions allowed: `|count|` independent draws.
         let n = count.unsigned_abs() as usize;
@@ -1500,14 +1554,20 @@ mod tests {
     #[test]
     fn score_bounds_parse_as_zslparserange() {
         let r = parse_score_range(b"(1", b"+inf").unwrap();
-        assert_eq!((r.min, r.minex, r.max, r.maxex), (1.0, true, f64::INFINITY, false));
+        assert_eq!(
+            (r.min, r.minex, r.max, r.maxex),
+            (1.0, true, f64::INFINITY, false)
+        );
         let r = parse_score_range(b"-inf", b"(5.5").unwrap();
         assert_eq!((r.min, r.max, r.maxex), (f64::NEG_INFINITY, 5.5, true));
         assert_eq!(parse_score_range(b"", b"(").unwrap().min, 0.0);
         assert!(parse_score_range(b"nan", b"1").is_none());
         assert!(parse_score_range(b"1x", b"1").is_none());
         assert!(parse_score_range(b"((1", b"1").is_none());
-        assert_eq!(parse_score_range(b"1e400", b"1").unwrap().min, f64::INFINITY);
+        assert_eq!(
+            parse_score_range(b"1e400", b"1").unwrap().min,
+            f64::INFINITY
+        );
         assert_eq!(parse_score_range(b" 1", b"0x10").unwrap().max, 16.0);
     }
 

@@ -22,8 +22,27 @@ pub const LEX_KEY: &[u8] = b"zlex";
 const ZKEYS: &[&[u8]] = &[b"z0", b"z1", b"z2"];
 
 const SCORES: &[&str] = &[
-    "0", "1", "-1", "2", "3", "2.5", "-0.25", "10", "100", "1e20", "0.1", "1.5e-7", "inf", "-inf",
-    "+inf", "-0", "123456789.123", "12345678901234567890", "0x10", "5.", ".5",
+    "0",
+    "1",
+    "-1",
+    "2",
+    "3",
+    "2.5",
+    "-0.25",
+    "10",
+    "100",
+    "1e20",
+    "0.1",
+    "1.5e-7",
+    "inf",
+    "-inf",
+    "+inf",
+    "-0",
+    "123456789.123",
+    "12345678901234567890",
+    "0x10",
+    "5.",
+    ".5",
 ];
 
 const BAD_SCORES: &[&str] = &["abc", "nan", "", "1e400", " 1", "1x", "inf1"];
@@ -34,23 +53,33 @@ const MEMBERS: &[&str] = &[
 
 const SCORE_BOUNDS: &[&str] = &[
     "-inf", "+inf", "inf", "0", "1", "(1", "2", "(2", "2.5", "(2.5", "3", "(3", "10", "(10", "-1",
-    "(-1", "1e20", "(1e20", "(-inf", "(+inf", "", "(", "abc", "nan", "(nan", "1e400", " 5",
-    "0x10", "((1",
+    "(-1", "1e20", "(1e20", "(-inf", "(+inf", "", "(", "abc", "nan", "(nan", "1e400", " 5", "0x10",
+    "((1",
 ];
 
 const LEX_BOUNDS: &[&str] = &[
-    "-", "+", "[a", "(a", "[b", "(b", "[c", "(c", "[m", "(m1", "[", "(", "[z", "a", "+a", "-b",
-    "", "[aa", "(ab",
+    "-", "+", "[a", "(a", "[b", "(b", "[c", "(c", "[m", "(m1", "[", "(", "[z", "a", "+a", "-b", "",
+    "[aa", "(ab",
 ];
 
 const RANKS: &[&str] = &[
-    "0", "1", "2", "3", "-1", "-2", "-3", "5", "10", "-100", "100", "abc", "9223372036854775807",
+    "0",
+    "1",
+    "2",
+    "3",
+    "-1",
+    "-2",
+    "-3",
+    "5",
+    "10",
+    "-100",
+    "100",
+    "abc",
+    "9223372036854775807",
     "-9223372036854775808",
 ];
 
-const COUNTS: &[&str] = &[
-    "0", "1", "2", "3", "5", "10", "-1", "-2", "-5", "abc", "",
-];
+const COUNTS: &[&str] = &["0", "1", "2", "3", "5", "10", "-1", "-2", "-5", "abc", ""];
 
 impl Generator {
     fn zkey(&mut self) -> Vec<u8> {
@@ -111,7 +140,11 @@ impl Generator {
                 for _ in 0..self.rng.gen_range(0..3) {
                     a.push(b(self.pick(&flags)));
                 }
-                let n = if self.chance(0.8) { 1 } else { self.rng.gen_range(2..6) };
+                let n = if self.chance(0.8) {
+                    1
+                } else {
+                    self.rng.gen_range(2..6)
+                };
                 for _ in 0..n {
                     a.push(if lex { b("0") } else { self.score() });
                     a.push(self.member());
@@ -307,7 +340,11 @@ impl Generator {
                 vec![
                     b("ZADD"),
                     k,
-                    if lex { b("0") } else { self.pick(SCORES).into() },
+                    if lex {
+                        b("0")
+                    } else {
+                        self.pick(SCORES).into()
+                    },
                     self.member(),
                 ]
             }
@@ -319,7 +356,11 @@ impl Generator {
     fn zrange(&mut self, store: bool) -> Vec<Vec<u8>> {
         let b = |s: &str| s.as_bytes().to_vec();
         let kind = self.rng.gen_range(0..3);
-        let src = if kind == 2 { LEX_KEY.to_vec() } else { self.zkey() };
+        let src = if kind == 2 {
+            LEX_KEY.to_vec()
+        } else {
+            self.zkey()
+        };
         let mut a = if store {
             vec![b("ZRANGESTORE"), self.zkey_scored(), src]
         } else {
@@ -352,7 +393,13 @@ impl Generator {
             }
         }
         if self.chance(0.04) {
-            opts.push(vec![b(self.pick(&["REV", "BYSCORE", "FOO", "LIMIT", "WITHSCORES"]))]);
+            opts.push(vec![b(self.pick(&[
+                "REV",
+                "BYSCORE",
+                "FOO",
+                "LIMIT",
+                "WITHSCORES",
+            ]))]);
         }
         opts.shuffle(&mut self.rng);
         for o in opts {
@@ -391,7 +438,9 @@ impl Generator {
             a.push(b("WEIGHTS"));
             let w = if self.chance(0.1) { n + 1 } else { n };
             for _ in 0..w {
-                a.push(b(self.pick(&["1", "2", "-1", "0", "0.5", "inf", "abc", "-inf"])));
+                a.push(b(
+                    self.pick(&["1", "2", "-1", "0", "0.5", "inf", "abc", "-inf"])
+                ));
             }
         }
         if self.chance(0.4) {
