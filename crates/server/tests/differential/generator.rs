@@ -31,6 +31,9 @@
 //! [`FLOAT_KEY`] only ever holds float-like values, so increments pile up
 //! there instead of failing on text.
 
+#[path = "zset_gen.rs"]
+mod zset_gen;
+
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -53,6 +56,12 @@ pub enum Check {
     Scan,
     /// `RANDOMKEY`: null vs a key.
     RandomKey,
+    /// `ZSCAN key 0 ...`: iterated to completion, the sorted sets of
+    /// (member, score) pairs compared.
+    ZScan,
+    /// `ZRANDMEMBER` (and other random picks): only the reply's shape
+    /// (null, bulk, or an array of the same length) is compared.
+    RandomMembers,
 }
 
 #[derive(Debug, Clone)]
@@ -511,6 +520,9 @@ impl Generator {
 
     fn command_inner(&mut self) -> Command {
         use Check::*;
+        if self.chance(0.3) {
+            return self.zset_command();
+        }
         let b = |s: &str| s.as_bytes().to_vec();
         let k = self.key();
         // Commands that only read, delete, move away or expire their key
