@@ -680,12 +680,19 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
         None if parse_f64(s).is_some_and(f64::is_infinite) => Ok(None),
         None => Err(()),
     };
+    let db = ctx.client.db;
+    let key = args.get(1);
+    // As Redis: the key's type is checked before the increment is parsed.
+    if let Some(e) = ctx.srv.peek(db, key, ctx.now_ms) {
+        if !is_string(e.value()) {
+            ctx.client.out.error(err::WRONGTYPE);
+            return;
+        }
+    }
     let Ok(by) = parse(args.get(2)) else {
         ctx.error(err::NOT_FLOAT);
         return;
     };
-    let db = ctx.client.db;
-    let key = args.get(1);
     let lru = ctx.srv.lru_clock;
     let (cur, expire_at) = match ctx.srv.lookup_write(db, key, ctx.now_ms) {
         None => (Some(LongDouble::ZERO), NO_EXPIRE),
@@ -720,6 +727,21 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
 
 /// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]
 fn lcs(ctx: &mut Ctx, args: Args) {
+    // As Redis: the keys' types are checked before the options.
+    let db = ctx.client.db;
+    let load = |ctx: &mut Ctx, k: &[u8]| -> Result<Vec<u8>, ()> {
+        match ctx.srv.lookup_read(db, k, ctx.now_ms) {
+            None => Ok(Vec::new()),
+            Some(e) => {
+                let mut buf = itoa_buf::Buf::new();
+                as_bytes(e.value(), &mut buf).map(|b| b.to_vec()).ok_or(())
+            }
+        }
+    };
+    let (Ok(a), Ok(b)) = (load(ctx, args.get(1)), load(ctx, args.get(2))) else {
+        ctx.error("ERR The specified keys must contain string values");
+        return;
+    };
     let (mut getlen, mut getidx, mut withmatchlen) = (false, false, false);
     let mut minmatchlen: i64 = 0;
     let mut i = 3;
@@ -743,20 +765,6 @@ fn lcs(ctx: &mut Ctx, args: Args) {
         }
         i += 1;
     }
-    let db = ctx.client.db;
-    let load = |ctx: &mut Ctx, k: &[u8]| -> Result<Vec<u8>, ()> {
-        match ctx.srv.lookup_read(db, k, ctx.now_ms) {
-            None => Ok(Vec::new()),
-            Some(e) => {
-                let mut buf = itoa_buf::Buf::new();
-                as_bytes(e.value(), &mut buf).map(|b| b.to_vec()).ok_or(())
-            }
-        }
-    };
-    let (Ok(a), Ok(b)) = (load(ctx, args.get(1)), load(ctx, args.get(2))) else {
-        ctx.error("ERR The specified keys must contain string values");
-        return;
-    };
     if getidx && getlen {
         ctx.error("ERR If you want both the length and indexes, please just use IDX.");
         return;
