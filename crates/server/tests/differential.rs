@@ -325,10 +325,8 @@ fn compare_collection(rf: &Frame, ff: &Frame, check: Check) -> Option<String> {
             (a != b).then(|| "sorted map entries differ".into())
         }
         (Check::ScanOnce { pairs }, Frame::Array(a), Frame::Array(b)) => {
-            let (
-                [Frame::Bulk(ca), Frame::Array(ia)],
-                [Frame::Bulk(cb), Frame::Array(ib)],
-            ) = (a.as_slice(), b.as_slice())
+            let ([Frame::Bulk(ca), Frame::Array(ia)], [Frame::Bulk(cb), Frame::Array(ib)]) =
+                (a.as_slice(), b.as_slice())
             else {
                 return Some("not SCAN replies".into());
             };
@@ -347,9 +345,9 @@ fn compare_collection(rf: &Frame, ff: &Frame, check: Check) -> Option<String> {
             (!same).then(|| "scanned elements differ".into())
         }
         (Check::RandomShape, Frame::Array(a), Frame::Array(b)) => (a.len() != b.len()
-            || a.iter().zip(b).any(|(x, y)| {
-                std::mem::discriminant(x) != std::mem::discriminant(y)
-            }))
+            || a.iter()
+                .zip(b)
+                .any(|(x, y)| std::mem::discriminant(x) != std::mem::discriminant(y)))
         .then(|| "random picks differ in shape".into()),
         (Check::RandomShape, Frame::Bulk(_), Frame::Bulk(_)) => None,
         (_, a, b) if a == b => None,

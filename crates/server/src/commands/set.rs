@@ -457,7 +457,8 @@ fn algebra_store(ctx: &mut Ctx, args: Args, op: Op) {
         }
     } else {
         let lru = ctx.srv.lru_clock;
-        if let Some(old) = ctx.srv.keyspace.dbs[db].upsert(dst, Value::Set(result), NO_EXPIRE, lru) {
+        if let Some(old) = ctx.srv.keyspace.dbs[db].upsert(dst, Value::Set(result), NO_EXPIRE, lru)
+        {
             ctx.srv.drop_value(old);
         }
         ctx.modified(1);

@@ -906,7 +906,9 @@ impl Generator {
     /// A set member: integers (intset), near-integers and texts.
     fn member(&mut self) -> Vec<u8> {
         match self.rng.gen_range(0..10) {
-            0..=4 => self.pick(&["1", "2", "3", "-5", "100", "0", "9223372036854775807"]).into(),
+            0..=4 => self
+                .pick(&["1", "2", "3", "-5", "100", "0", "9223372036854775807"])
+                .into(),
             5 => self.pick(NOT_INTS).into(),
             6..=7 => self.pick(&["a", "b", "c"]).into(),
             8 => b"\x00\xff".to_vec(),
@@ -919,7 +921,10 @@ impl Generator {
         let mut a = vec![b(name), k, b("0")];
         if self.chance(0.4) {
             a.push(b("MATCH"));
-            a.push(self.pick(&[&b"*"[..], b"a*", b"[0-9]*", b"?", b"F*"]).to_vec());
+            a.push(
+                self.pick(&[&b"*"[..], b"a*", b"[0-9]*", b"?", b"F*"])
+                    .to_vec(),
+            );
         }
         if self.chance(0.08) {
             // Errors: checked only when the key holds the right type.
@@ -976,11 +981,26 @@ impl Generator {
             15 => return Command::new(vec![b(self.pick(&["HKEYS", "HVALS"])), k], Sorted),
             16 => return Command::new(vec![b("HGETALL"), k], SortedPairs),
             17 => vec![b("HINCRBY"), k, self.field(), self.int_arg()],
-            18 => vec![b("HINCRBYFLOAT"), k, self.field(), self.pick(FLOAT_INCRS).into()],
+            18 => vec![
+                b("HINCRBYFLOAT"),
+                k,
+                self.field(),
+                self.pick(FLOAT_INCRS).into(),
+            ],
             19 => {
                 let mut a = vec![b("HRANDFIELD"), k];
                 if self.chance(0.8) {
-                    a.push(b(self.pick(&["1", "2", "5", "-1", "-7", "0", "100", "abc", "-9223372036854775808"])));
+                    a.push(b(self.pick(&[
+                        "1",
+                        "2",
+                        "5",
+                        "-1",
+                        "-7",
+                        "0",
+                        "100",
+                        "abc",
+                        "-9223372036854775808",
+                    ])));
                     if self.chance(0.5) {
                         a.push(b(self.pick(&["WITHVALUES", "WITHVALUES", "FOO"])));
                     }
@@ -1039,7 +1059,17 @@ impl Generator {
             12 | 13 => {
                 let mut a = vec![b("SRANDMEMBER"), k];
                 if self.chance(0.8) {
-                    a.push(b(self.pick(&["1", "2", "5", "-1", "-6", "0", "100", "abc", "-9223372036854775808"])));
+                    a.push(b(self.pick(&[
+                        "1",
+                        "2",
+                        "5",
+                        "-1",
+                        "-6",
+                        "0",
+                        "100",
+                        "abc",
+                        "-9223372036854775808",
+                    ])));
                 }
                 return Command::new(a, RandomShape);
             }
