@@ -352,7 +352,11 @@ impl Hash {
         if !fits || pairs.clone().nth(1).is_none() {
             return pairs.map(|(f, v)| self.insert(f, v, limits) as usize).sum();
         }
-        let mut buf = b.to_vec();
+        // Sized for the worst case (every field new, 2-byte headers): the
+        // scratch never regrows.
+        let extra: usize = pairs.clone().map(|(f, v)| f.len() + v.len() + 4).sum();
+        let mut buf = Vec::with_capacity(b.len() + extra);
+        buf.extend_from_slice(b);
         let mut len = Hash::Listpack(b.clone()).len();
         let mut added = 0;
         for (f, v) in pairs {
