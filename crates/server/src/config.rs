@@ -78,6 +78,14 @@ pub struct Config {
     pub output_limit_replica: OutputLimit,
     pub output_limit_pubsub: OutputLimit,
     pub hz: u64,
+    /// `maxmemory` in bytes (0: no limit) and how keys are chosen to make room.
+    pub maxmemory: u64,
+    pub maxmemory_policy: crate::evict::Policy,
+    pub maxmemory_samples: u64,
+    pub maxmemory_eviction_tenacity: u64,
+    pub lfu_log_factor: u64,
+    pub lfu_decay_time: u64,
+    pub lazyfree_lazy_eviction: bool,
     pub enable_debug_command: DebugCommand,
     pub pidfile: String,
     pub dbfilename: String,
@@ -102,6 +110,8 @@ pub struct Config {
     pub slowlog_max_len: u64,
     /// The latency monitor's threshold in ms (0: off).
     pub latency_monitor_threshold: u64,
+    /// `notify-keyspace-events`, as `crate::notify::NOTIFY_*` bits.
+    pub notify_keyspace_events: u32,
     /// `INFO latencystats`: whether per-command distributions are kept,
     /// and which percentiles it prints.
     pub latency_tracking: bool,
@@ -116,6 +126,8 @@ pub struct Config {
     pub set_max_intset_entries: u64,
     /// The config file the server was started with (for `INFO` and `CONFIG REWRITE`).
     pub config_file: Option<String>,
+    /// Replication (`replicaof`, `masterauth`, `repl-*`, `min-replicas-*`).
+    pub repl: crate::replication::ReplConfig,
 }
 
 impl Default for Config {
@@ -139,6 +151,13 @@ impl Default for Config {
             output_limit_replica: OutputLimit::default(),
             output_limit_pubsub: OutputLimit::default(),
             hz: 0,
+            maxmemory: 0,
+            maxmemory_policy: crate::evict::Policy::NoEviction,
+            maxmemory_samples: 5,
+            maxmemory_eviction_tenacity: 10,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
+            lazyfree_lazy_eviction: false,
             enable_debug_command: DebugCommand::No,
             pidfile: String::new(),
             dbfilename: String::new(),
@@ -158,6 +177,7 @@ impl Default for Config {
             slowlog_log_slower_than: 0,
             slowlog_max_len: 0,
             latency_monitor_threshold: 0,
+            notify_keyspace_events: 0,
             latency_tracking: true,
             latency_tracking_info_percentiles: Vec::new(),
             metrics_port: 0,
@@ -166,8 +186,9 @@ impl Default for Config {
             hash_max_listpack_value: 0,
             set_max_intset_entries: 0,
             config_file: None,
+            repl: Default::default(),
         };
-        for o in OPTIONS {
+        for o in OPTIONS.iter().chain(REPL_OPTIONS) {
             let args = split(o.default);
             (o.set)(&mut c, &args).expect("default config values parse");
         }
@@ -565,6 +586,77 @@ pub static OPTIONS: &[ConfigOption] = &[
         |c| c.hz.to_string()
     ),
     opt!(
+        "maxmemory",
+        "0",
+        true,
+        |c, a| {
+            c.maxmemory = parse_memory(one(a)?)?;
+            Ok(())
+        },
+        |c| c.maxmemory.to_string()
+    ),
+    opt!(
+        "maxmemory-policy",
+        "noeviction",
+        true,
+        |c, a| {
+            c.maxmemory_policy = crate::evict::Policy::parse(one(a)?)
+                .ok_or_else(|| "argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction".to_string())?;
+            Ok(())
+        },
+        |c| c.maxmemory_policy.name().into()
+    ),
+    opt!(
+        "maxmemory-samples",
+        "5",
+        true,
+        |c, a| {
+            c.maxmemory_samples = parse_int(a, 1, 64)?;
+            Ok(())
+        },
+        |c| c.maxmemory_samples.to_string()
+    ),
+    opt!(
+        "maxmemory-eviction-tenacity",
+        "10",
+        true,
+        |c, a| {
+            c.maxmemory_eviction_tenacity = parse_int(a, 0, 100)?;
+            Ok(())
+        },
+        |c| c.maxmemory_eviction_tenacity.to_string()
+    ),
+    opt!(
+        "lfu-log-factor",
+        "10",
+        true,
+        |c, a| {
+            c.lfu_log_factor = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.lfu_log_factor.to_string()
+    ),
+    opt!(
+        "lfu-decay-time",
+        "1",
+        true,
+        |c, a| {
+            c.lfu_decay_time = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.lfu_decay_time.to_string()
+    ),
+    opt!(
+        "lazyfree-lazy-eviction",
+        "no",
+        true,
+        |c, a| {
+            c.lazyfree_lazy_eviction = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.lazyfree_lazy_eviction)
+    ),
+    opt!(
         "enable-debug-command",
         "no",
         false,
@@ -783,6 +875,17 @@ pub static OPTIONS: &[ConfigOption] = &[
         |c| c.latency_monitor_threshold.to_string()
     ),
     opt!(
+        "notify-keyspace-events",
+        "",
+        true,
+        |c, a| {
+            c.notify_keyspace_events = crate::notify::parse_flags(one(a)?)
+                .ok_or_else(|| crate::notify::INVALID_FLAGS.to_string())?;
+            Ok(())
+        },
+        |c| crate::notify::flags_to_string(c.notify_keyspace_events)
+    ),
+    opt!(
         "latency-tracking",
         "yes",
         true,
@@ -903,8 +1006,204 @@ pub static OPTIONS: &[ConfigOption] = &[
 
 pub fn find(name: &str) -> Option<&'static ConfigOption> {
     let n = name.to_ascii_lowercase();
-    OPTIONS.iter().find(|o| o.name == n)
+    OPTIONS.iter().chain(REPL_OPTIONS).find(|o| o.name == n)
 }
+
+fn parse_replicaof(c: &mut Config, a: &[String]) -> Result<(), String> {
+    let words: Vec<String> = a
+        .iter()
+        .flat_map(|x| split(x))
+        .filter(|x| !x.is_empty())
+        .collect();
+    match &words[..] {
+        [] => c.repl.replicaof = None,
+        [n, o] if n.eq_ignore_ascii_case("no") && o.eq_ignore_ascii_case("one") => {
+            c.repl.replicaof = None
+        }
+        [h, p] => {
+            let port = p
+                .parse::<u16>()
+                .map_err(|_| "Invalid master port".to_string())?;
+            c.repl.replicaof = Some((h.clone(), port));
+        }
+        _ => return Err("wrong number of arguments".into()),
+    }
+    Ok(())
+}
+
+fn get_replicaof(c: &Config) -> String {
+    c.repl
+        .replicaof
+        .as_ref()
+        .map(|(h, p)| format!("{h} {p}"))
+        .unwrap_or_default()
+}
+
+macro_rules! repl_int {
+    ($name:literal, $default:literal, $field:ident, $min:expr, $max:expr) => {
+        opt!(
+            $name,
+            $default,
+            true,
+            |c, a| {
+                c.repl.$field = parse_int(a, $min, $max)?;
+                Ok(())
+            },
+            |c| c.repl.$field.to_string()
+        )
+    };
+}
+
+macro_rules! repl_bool {
+    ($name:literal, $default:literal, $field:ident) => {
+        opt!(
+            $name,
+            $default,
+            true,
+            |c, a| {
+                c.repl.$field = parse_bool(a)?;
+                Ok(())
+            },
+            |c| yes_no(c.repl.$field)
+        )
+    };
+}
+
+/// The replication options, with Redis's names, defaults and old
+/// `slave` aliases.
+pub static REPL_OPTIONS: &[ConfigOption] = &[
+    opt!("replicaof", "", false, |c, a| parse_replicaof(c, a), |c| {
+        get_replicaof(c)
+    }),
+    opt!("slaveof", "", false, |c, a| parse_replicaof(c, a), |c| {
+        get_replicaof(c)
+    }),
+    opt!(
+        "masterauth",
+        "",
+        true,
+        |c, a| {
+            let v = one(a)?;
+            c.repl.masterauth = (!v.is_empty()).then(|| v.as_bytes().to_vec());
+            Ok(())
+        },
+        |c| c
+            .repl
+            .masterauth
+            .as_ref()
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default()
+    ),
+    opt!(
+        "masteruser",
+        "",
+        true,
+        |c, a| {
+            let v = one(a)?;
+            c.repl.masteruser = (!v.is_empty()).then(|| v.to_string());
+            Ok(())
+        },
+        |c| c.repl.masteruser.clone().unwrap_or_default()
+    ),
+    repl_bool!("replica-read-only", "yes", replica_read_only),
+    repl_bool!("slave-read-only", "yes", replica_read_only),
+    repl_bool!("replica-serve-stale-data", "yes", replica_serve_stale_data),
+    repl_bool!("slave-serve-stale-data", "yes", replica_serve_stale_data),
+    opt!(
+        "repl-backlog-size",
+        "1mb",
+        true,
+        |c, a| {
+            // Redis's minimum is 16 KB.
+            c.repl.backlog_size = parse_memory(one(a)?)?.max(16 * 1024);
+            Ok(())
+        },
+        |c| c.repl.backlog_size.to_string()
+    ),
+    repl_int!("repl-backlog-ttl", "3600", backlog_ttl, 0, i32::MAX as u64),
+    repl_bool!("repl-diskless-sync", "yes", diskless_sync),
+    repl_int!(
+        "repl-diskless-sync-delay",
+        "5",
+        diskless_sync_delay,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "repl-diskless-sync-max-replicas",
+        "0",
+        diskless_sync_max_replicas,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "repl-ping-replica-period",
+        "10",
+        ping_replica_period,
+        1,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "repl-ping-slave-period",
+        "10",
+        ping_replica_period,
+        1,
+        i32::MAX as u64
+    ),
+    repl_int!("repl-timeout", "60", timeout, 1, i32::MAX as u64),
+    repl_int!(
+        "min-replicas-to-write",
+        "0",
+        min_replicas_to_write,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "min-slaves-to-write",
+        "0",
+        min_replicas_to_write,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "min-replicas-max-lag",
+        "10",
+        min_replicas_max_lag,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "min-slaves-max-lag",
+        "10",
+        min_replicas_max_lag,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "replica-priority",
+        "100",
+        replica_priority,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "slave-priority",
+        "100",
+        replica_priority,
+        0,
+        i32::MAX as u64
+    ),
+    opt!(
+        "replica-announce-ip",
+        "",
+        true,
+        |c, a| {
+            c.repl.replica_announce_ip = one(a)?.to_string();
+            Ok(())
+        },
+        |c| c.repl.replica_announce_ip.clone()
+    ),
+];
 
 /// A fatal start-up error, printed as Redis prints config errors.
 #[derive(Debug, thiserror::Error)]
@@ -1048,6 +1347,7 @@ impl Config {
     pub fn get_matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
         OPTIONS
             .iter()
+            .chain(REPL_OPTIONS)
             .filter(|o| ferrokv_store::pattern::glob_match_nocase(pattern, o.name.as_bytes()))
             .map(|o| (o.name, (o.get)(self)))
             .collect()
