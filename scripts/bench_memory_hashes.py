@@ -76,7 +76,9 @@ def measure(kind, n, style):
         secs = time.time() - t0
         assert c.dbsize() == n
         enc = c.object("encoding", "user:0")
-        time.sleep(0.5)
+        # Let both settle (ferrokv returns freed pages to the OS from its
+        # cron; jemalloc purges dirty pages with a decay) before reading RSS.
+        time.sleep(5)
         mem = c.info("memory")
         used = int(mem["used_memory"])
         rss = rss_bytes(p.pid)
