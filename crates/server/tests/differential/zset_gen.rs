@@ -102,7 +102,7 @@ impl Generator {
         }
     }
 
-    fn member(&mut self) -> Vec<u8> {
+    fn zmember(&mut self) -> Vec<u8> {
         match self.rng.gen_range(0..30) {
             // Longer than zset-max-listpack-value: forces the skiplist.
             0 => vec![b'L'; 65 + self.rng.gen_range(0..3)],
@@ -147,7 +147,7 @@ impl Generator {
                 };
                 for _ in 0..n {
                     a.push(if lex { b("0") } else { self.score() });
-                    a.push(self.member());
+                    a.push(self.zmember());
                 }
                 if self.chance(0.03) {
                     a.push(b("5"));
@@ -173,20 +173,20 @@ impl Generator {
                 } else {
                     self.pick(SCORES).into()
                 };
-                vec![b("ZINCRBY"), self.zkey_scored(), sc, self.member()]
+                vec![b("ZINCRBY"), self.zkey_scored(), sc, self.zmember()]
             }
             11..=12 => {
                 let mut a = vec![b("ZREM"), self.zkey()];
                 for _ in 0..self.rng.gen_range(1..4) {
-                    a.push(self.member());
+                    a.push(self.zmember());
                 }
                 a
             }
-            13 => vec![b("ZSCORE"), self.zkey(), self.member()],
+            13 => vec![b("ZSCORE"), self.zkey(), self.zmember()],
             14 => {
                 let mut a = vec![b("ZMSCORE"), self.zkey()];
                 for _ in 0..self.rng.gen_range(1..4) {
-                    a.push(self.member());
+                    a.push(self.zmember());
                 }
                 a
             }
@@ -251,7 +251,7 @@ impl Generator {
             31..=32 => vec![
                 b(self.pick(&["ZRANK", "ZREVRANK"])),
                 self.zkey(),
-                self.member(),
+                self.zmember(),
             ],
             33 => vec![
                 b("ZREMRANGEBYRANK"),
@@ -345,7 +345,7 @@ impl Generator {
                     } else {
                         self.pick(SCORES).into()
                     },
-                    self.member(),
+                    self.zmember(),
                 ]
             }
         };
