@@ -77,6 +77,16 @@ fn write<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Write<'a> 
     }
 }
 
+/// The (field, value) pairs of `args[first..]`.
+fn pairs<'a>(
+    args: &'a Args<'a>,
+    first: usize,
+) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone + 'a {
+    (first..args.len())
+        .step_by(2)
+        .map(move |i| (args.get(i), args.get(i + 1)))
+}
+
 /// Sets the pairs `args[first..]` in the hash at `key` (created when
 /// missing). Returns the number of new fields, or None after WRONGTYPE.
 fn set_pairs(ctx: &mut Ctx, args: &Args, first: usize) -> Option<i64> {
@@ -90,15 +100,11 @@ fn set_pairs(ctx: &mut Ctx, args: &Args, first: usize) -> Option<i64> {
             return None;
         }
         Write::Hash(h) => {
-            for i in (first..args.len()).step_by(2) {
-                added += h.insert(args.get(i), args.get(i + 1), limits) as i64;
-            }
+            added = h.insert_many(pairs(args, first), limits) as i64;
         }
         Write::Missing => {
             let mut h = Hash::new();
-            for i in (first..args.len()).step_by(2) {
-                added += h.insert(args.get(i), args.get(i + 1), limits) as i64;
-            }
+            added = h.insert_many(pairs(args, first), limits) as i64;
             let lru = ctx.srv.lru_clock;
             ctx.srv.keyspace.dbs[db].upsert(key, Value::Hash(h), NO_EXPIRE, lru);
         }
