@@ -550,3 +550,28 @@ fn metrics_endpoint_shows_the_rdma_figures() {
         .unwrap_or(0.0);
     assert!(count >= 1.0, "{text}");
 }
+
+#[test]
+fn a_provider_that_does_not_exist_reports_why_and_syncs_go_over_tcp() {
+    let master = rdma_master(&[]);
+    fill_dataset(&master, 500, false, types_of(&master));
+    let replica = rdma_replica(&["--rdma-provider", "no-such-provider"]);
+    assert_eq!(info(&replica, "rdma", "rdma_available"), "0");
+    let reason = info(&replica, "rdma", "rdma_unavailable_reason");
+    assert!(reason.contains("no-such-provider"), "{reason}");
+    assert!(
+        replica
+            .log()
+            .contains("RDMA sync disabled, syncs go over TCP"),
+        "{}",
+        replica.log()
+    );
+    replicaof(&replica, &master);
+    wait_converged(&master, &replica, 30);
+    assert_eq!(num(&replica, "rdma", "rdma_syncs_done"), 0);
+    assert_eq!(num(&master, "rdma", "rdma_syncs_done"), 0);
+    // Not configured at all: unavailable, and says so.
+    let plain = ferrokv(&[]);
+    assert_eq!(info(&plain, "rdma", "rdma_available"), "0");
+    assert!(info(&plain, "rdma", "rdma_unavailable_reason").contains("not configured"));
+}
