@@ -231,6 +231,28 @@ pub fn receive(
             }
         }
     }
+    // Let the last credits leave before closing: an endpoint closed with a
+    // send still queued may cancel it, and the master would then see the
+    // connection end one credit short.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while credits_done < credits_sent && Instant::now() < deadline {
+        batch.clear();
+        match conn.cq.read(&mut batch, 64) {
+            Ok(0) => {
+                if sleep(&conn, cancel).is_err() {
+                    break;
+                }
+            }
+            Ok(_) => {
+                credits_done += batch
+                    .iter()
+                    .filter(|c| c.kind() == CompletionKind::Send)
+                    .count() as u64
+            }
+            // The data is all here; a late error changes nothing.
+            Err(_) => break,
+        }
+    }
     // Every chunk is in: release the RDMA side before verifying and loading.
     drop(ring);
     drop(credits);
