@@ -3,7 +3,8 @@
 //! snapshot (every type the server has and a 50 MB value) into a ferrokv
 //! replica's ring by write-with-immediate while writes keep coming, and the
 //! two end with equal `DEBUG DIGEST`s and offsets; a real redis-server
-//! master is unaffected by a replica offering `capa rdma`; a master killed
+//! master is unaffected by a replica offering `capa rdma`, and a real
+//! redis-server replica by a master offering RDMA; a master killed
 //! mid-transfer, a corrupted chunk and a replica killed mid-transfer end in
 //! a TCP sync with the old data served meanwhile; an unknown token is
 //! refused. Pacing (`rdma-chunk-delay-us`) makes "mid-transfer" reliable.
@@ -574,4 +575,19 @@ fn a_provider_that_does_not_exist_reports_why_and_syncs_go_over_tcp() {
     let plain = ferrokv(&[]);
     assert_eq!(info(&plain, "rdma", "rdma_available"), "0");
     assert!(info(&plain, "rdma", "rdma_unavailable_reason").contains("not configured"));
+}
+
+#[test]
+fn a_real_redis_replica_of_an_rdma_master_syncs_over_tcp() {
+    let master = rdma_master(&[]);
+    let t = types_of(&master);
+    fill_dataset(&master, 500, false, t);
+    let replica = ServerProcess::redis(&[]);
+    replicaof(&replica, &master);
+    wait_converged(&master, &replica, 30);
+    write_load(master.port, 5, t);
+    wait_converged(&master, &replica, 20);
+    assert_eq!(num(&master, "rdma", "rdma_syncs_done"), 0);
+    assert_eq!(num(&master, "rdma", "rdma_fallbacks"), 0);
+    assert_eq!(num(&master, "stats", "sync_full"), 1);
 }
