@@ -248,6 +248,7 @@ fn config_resetstat(ctx: &mut Ctx, _args: Args) {
     }
     ctx.srv.error_stats.clear();
     ctx.srv.latency_stats.reset();
+    ctx.srv.repl.rdma.reset_stats();
     ctx.client.out.ok();
 }
 

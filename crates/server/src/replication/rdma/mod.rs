@@ -246,6 +246,14 @@ impl Rdma {
         r
     }
 
+    /// `CONFIG RESETSTAT`: counters from zero, the state machine kept.
+    pub fn reset_stats(&self) {
+        let mut s = self.stats.lock().expect("rdma stats");
+        let state = s.state;
+        *s = RdmaStats::default();
+        s.state = state;
+    }
+
     pub fn available(&self) -> bool {
         self.lib.is_some()
     }
