@@ -625,6 +625,24 @@ impl Server {
     /// command runs: the buffered stream goes straight to its output.
     pub fn rdma_done(&mut self, c: &mut crate::net::client::Client) {
         let id = c.id;
+        // The last credit and rdma-done can be ready in the same turn, the
+        // TCP one handled first: finish the transfer's queue before deciding.
+        let open: Vec<usize> = self
+            .repl
+            .rdma
+            .master
+            .as_ref()
+            .map(|m| {
+                m.transfers
+                    .iter()
+                    .filter(|(_, t)| t.client_id == id)
+                    .map(|(s, _)| s)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for s in open {
+            self.rdma_pump(s);
+        }
         let stats = self.repl.rdma.stats.clone();
         let finished = self
             .repl
