@@ -102,6 +102,8 @@ pub struct RdmaMaster {
     finished: HashMap<u64, Finished>,
     crc_tx: Sender<CrcDone>,
     crc_rx: Receiver<CrcDone>,
+    /// CRC threads running (the loop polls their channel meanwhile).
+    crc_jobs: usize,
     chunk_delay: Duration,
     corrupt_chunk: i64,
     batch: Vec<Completion>,
@@ -138,6 +140,7 @@ impl RdmaMaster {
             finished: HashMap::new(),
             crc_tx,
             crc_rx,
+            crc_jobs: 0,
             chunk_delay: Duration::from_micros(cfg.chunk_delay_us),
             corrupt_chunk: cfg.debug_corrupt_chunk,
             batch: Vec::with_capacity(64),
@@ -149,9 +152,11 @@ impl RdmaMaster {
         self.transfers.len()
     }
 
-    /// Whether the loop must wake soon (a pacing delay or a CRC pending).
+    /// Whether the loop must wake soon: a CRC is being computed, or a
+    /// paced transfer waits for its next slot. Otherwise transfers wake the
+    /// loop through their queues' fds alone.
     pub fn busy(&self) -> bool {
-        !self.transfers.is_empty() || !self.offers.is_empty()
+        self.crc_jobs > 0 || (!self.chunk_delay.is_zero() && !self.transfers.is_empty())
     }
 
     fn registry_add(reg: &mio::Registry, fds: &[i32], token: usize) -> std::io::Result<()> {
@@ -433,10 +438,12 @@ impl Server {
     /// A disk snapshot is ready for these RDMA replicas: map it and compute
     /// its CRC64 off the loop; [`Server::rdma_tick`] sends the offers.
     pub fn rdma_snapshot_ready(&mut self, ids: Vec<u64>, map: Arc<memmap2::Mmap>) {
-        let Some(m) = self.repl.rdma.master.as_ref() else {
+        let Some(m) = self.repl.rdma.master.as_mut() else {
             return;
         };
+        m.crc_jobs += 1;
         let tx = m.crc_tx.clone();
+        let waiting = ids.clone();
         let spawned = std::thread::Builder::new()
             .name("rdma-crc".into())
             .spawn(move || {
@@ -445,6 +452,11 @@ impl Server {
             });
         if let Err(e) = spawned {
             tracing::warn!("Can't start the CRC thread of an RDMA sync: {e}");
+            m.crc_jobs -= 1;
+            // They retry (over RDMA or not, as their next attempt decides).
+            for id in waiting {
+                self.drop_replica(id);
+            }
         }
     }
 
@@ -467,7 +479,9 @@ impl Server {
             }
         }
         let m = self.repl.rdma.master.as_mut().expect("checked");
+        m.chunk_delay = Duration::from_micros(self.config.repl.rdma.chunk_delay_us);
         let ready: Vec<CrcDone> = m.crc_rx.try_iter().collect();
+        m.crc_jobs -= ready.len();
         for (ids, map, crc) in ready {
             for id in ids {
                 self.rdma_offer(id, map.clone(), crc);
