@@ -268,8 +268,14 @@ fn client_list_shows_the_open_transaction() {
         panic!()
     };
     let list = String::from_utf8(list).unwrap();
-    assert!(list.contains("flags=x ") && list.contains(" multi=2 "), "{list}");
-    assert!(list.contains("flags=N ") && list.contains(" multi=-1 "), "{list}");
+    assert!(
+        list.contains("flags=x ") && list.contains(" multi=2 "),
+        "{list}"
+    );
+    assert!(
+        list.contains("flags=N ") && list.contains(" multi=-1 "),
+        "{list}"
+    );
 }
 
 #[test]
@@ -345,7 +351,11 @@ fn exec_reaches_the_aof_as_one_multi_exec_block_and_survives_restart() {
     {
         let n = Node::start(dir.path(), &args);
         let mut c = n.client();
-        let _: () = redis::cmd("SET").arg("before").arg("1").query(&mut c).unwrap();
+        let _: () = redis::cmd("SET")
+            .arg("before")
+            .arg("1")
+            .query(&mut c)
+            .unwrap();
         let _: (String, i64, i64) = redis::pipe()
             .atomic()
             .cmd("SET")
@@ -369,11 +379,7 @@ fn exec_reaches_the_aof_as_one_multi_exec_block_and_survives_restart() {
             .exists("n")
             .query(&mut c)
             .unwrap();
-        let _: redis::RedisResult<()> = redis::pipe()
-            .atomic()
-            .cmd("INCR")
-            .arg("a")
-            .query(&mut c);
+        let _: redis::RedisResult<()> = redis::pipe().atomic().cmd("INCR").arg("a").query(&mut c);
         assert_eq!(aof_incr_file(dir.path()).len(), size);
         // One write alone is atomic by itself: no MULTI around it (Redis 7.0).
         let _: (i64,) = redis::pipe()
@@ -390,7 +396,10 @@ fn exec_reaches_the_aof_as_one_multi_exec_block_and_survives_restart() {
             String::from_utf8_lossy(&aof)
         );
         let single = find(&aof, b"*2\r\n$4\r\nINCR\r\n$6\r\nsingle\r\n").unwrap();
-        assert_eq!(aof[single..].windows(5).filter(|w| w == b"MULTI").count(), 0);
+        assert_eq!(
+            aof[single..].windows(5).filter(|w| w == b"MULTI").count(),
+            0
+        );
         assert_eq!(aof.windows(5).filter(|w| w == b"MULTI").count(), 1);
     }
     let n = Node::start(dir.path(), &args);
@@ -411,7 +420,11 @@ fn a_transaction_cut_off_at_the_end_of_the_aof_is_reverted() {
     {
         let n = Node::start(dir.path(), &args);
         let mut c = n.client();
-        let _: () = redis::cmd("SET").arg("kept").arg("1").query(&mut c).unwrap();
+        let _: () = redis::cmd("SET")
+            .arg("kept")
+            .arg("1")
+            .query(&mut c)
+            .unwrap();
     }
     // A crash after MULTI and one command reached the disk, before EXEC.
     let d = dir.path().join("appendonlydir");
@@ -421,7 +434,10 @@ fn a_transaction_cut_off_at_the_end_of_the_aof_is_reverted() {
         .find(|p| p.to_string_lossy().contains(".incr."))
         .unwrap();
     let complete = std::fs::read(&incr).unwrap().len();
-    let mut f = std::fs::OpenOptions::new().append(true).open(&incr).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&incr)
+        .unwrap();
     use std::io::Write;
     f.write_all(b"*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$4\r\nlost\r\n$1\r\n1\r\n")
         .unwrap();
@@ -432,7 +448,11 @@ fn a_transaction_cut_off_at_the_end_of_the_aof_is_reverted() {
     let lost: Option<String> = redis::cmd("GET").arg("lost").query(&mut c).unwrap();
     assert_eq!((kept.as_deref(), lost), (Some("1"), None));
     // The file was cut back to before the MULTI, so later writes replay.
-    let _: () = redis::cmd("SET").arg("after").arg("1").query(&mut c).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("after")
+        .arg("1")
+        .query(&mut c)
+        .unwrap();
     let file = std::fs::read(&incr).unwrap();
     assert!(file.len() > complete && find(&file, b"MULTI").is_none());
     drop(n);
