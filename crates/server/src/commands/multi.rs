@@ -228,6 +228,19 @@ impl Watches {
     }
 }
 
+/// Of a write command's key positions, those it may write: a command that
+/// also reads keys (the sources of a `*STORE` or of `BITOP`) touches only
+/// its destination, the first key; COPY (whose destination may be in
+/// another database) and DEL/UNLINK (which change only the keys that
+/// existed) touch what they changed themselves.
+fn written_keys(name: &str, keys: (i32, i32, i32)) -> Option<(i32, i32, i32)> {
+    match name {
+        "copy" | "del" | "unlink" => None,
+        n if n.ends_with("store") || n == "bitop" => Some((keys.0, keys.0, 1)),
+        _ => Some(keys),
+    }
+}
+
 impl Server {
     /// A key changed: WATCHes on it are broken (Redis's `signalModifiedKey`
     /// as far as WATCH goes). Eviction and any other deletion call this too.
@@ -260,7 +273,10 @@ impl Server {
         if self.watches.is_empty() {
             return;
         }
-        let (first, last, step) = self.commands.specs[idx].keys;
+        let spec = self.commands.specs[idx];
+        let Some((first, last, step)) = written_keys(spec.name, spec.keys) else {
+            return;
+        };
         if first <= 0 || step <= 0 {
             return;
         }
