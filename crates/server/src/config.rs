@@ -78,6 +78,14 @@ pub struct Config {
     pub output_limit_replica: OutputLimit,
     pub output_limit_pubsub: OutputLimit,
     pub hz: u64,
+    /// `maxmemory` in bytes (0: no limit) and how keys are chosen to make room.
+    pub maxmemory: u64,
+    pub maxmemory_policy: crate::evict::Policy,
+    pub maxmemory_samples: u64,
+    pub maxmemory_eviction_tenacity: u64,
+    pub lfu_log_factor: u64,
+    pub lfu_decay_time: u64,
+    pub lazyfree_lazy_eviction: bool,
     pub enable_debug_command: DebugCommand,
     pub pidfile: String,
     pub dbfilename: String,
@@ -111,6 +119,11 @@ pub struct Config {
     /// The Prometheus endpoint's port (0: no endpoint) and address.
     pub metrics_port: u16,
     pub metrics_bind: String,
+    /// Compact-encoding thresholds of hashes (`hash-max-listpack-*`) and
+    /// sets (`set-max-intset-entries`).
+    pub hash_max_listpack_entries: u64,
+    pub hash_max_listpack_value: u64,
+    pub set_max_intset_entries: u64,
     /// The config file the server was started with (for `INFO` and `CONFIG REWRITE`).
     pub config_file: Option<String>,
 }
@@ -136,6 +149,13 @@ impl Default for Config {
             output_limit_replica: OutputLimit::default(),
             output_limit_pubsub: OutputLimit::default(),
             hz: 0,
+            maxmemory: 0,
+            maxmemory_policy: crate::evict::Policy::NoEviction,
+            maxmemory_samples: 5,
+            maxmemory_eviction_tenacity: 10,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
+            lazyfree_lazy_eviction: false,
             enable_debug_command: DebugCommand::No,
             pidfile: String::new(),
             dbfilename: String::new(),
@@ -160,6 +180,9 @@ impl Default for Config {
             latency_tracking_info_percentiles: Vec::new(),
             metrics_port: 0,
             metrics_bind: String::new(),
+            hash_max_listpack_entries: 0,
+            hash_max_listpack_value: 0,
+            set_max_intset_entries: 0,
             config_file: None,
         };
         for o in OPTIONS {
@@ -560,6 +583,77 @@ pub static OPTIONS: &[ConfigOption] = &[
         |c| c.hz.to_string()
     ),
     opt!(
+        "maxmemory",
+        "0",
+        true,
+        |c, a| {
+            c.maxmemory = parse_memory(one(a)?)?;
+            Ok(())
+        },
+        |c| c.maxmemory.to_string()
+    ),
+    opt!(
+        "maxmemory-policy",
+        "noeviction",
+        true,
+        |c, a| {
+            c.maxmemory_policy = crate::evict::Policy::parse(one(a)?)
+                .ok_or_else(|| "argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction".to_string())?;
+            Ok(())
+        },
+        |c| c.maxmemory_policy.name().into()
+    ),
+    opt!(
+        "maxmemory-samples",
+        "5",
+        true,
+        |c, a| {
+            c.maxmemory_samples = parse_int(a, 1, 64)?;
+            Ok(())
+        },
+        |c| c.maxmemory_samples.to_string()
+    ),
+    opt!(
+        "maxmemory-eviction-tenacity",
+        "10",
+        true,
+        |c, a| {
+            c.maxmemory_eviction_tenacity = parse_int(a, 0, 100)?;
+            Ok(())
+        },
+        |c| c.maxmemory_eviction_tenacity.to_string()
+    ),
+    opt!(
+        "lfu-log-factor",
+        "10",
+        true,
+        |c, a| {
+            c.lfu_log_factor = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.lfu_log_factor.to_string()
+    ),
+    opt!(
+        "lfu-decay-time",
+        "1",
+        true,
+        |c, a| {
+            c.lfu_decay_time = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.lfu_decay_time.to_string()
+    ),
+    opt!(
+        "lazyfree-lazy-eviction",
+        "no",
+        true,
+        |c, a| {
+            c.lazyfree_lazy_eviction = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.lazyfree_lazy_eviction)
+    ),
+    opt!(
         "enable-debug-command",
         "no",
         false,
@@ -828,6 +922,57 @@ pub static OPTIONS: &[ConfigOption] = &[
             .collect::<Vec<_>>()
             .join(" ")
     ),
+    // Compact encodings; the `*-ziplist-*` names are Redis's aliases.
+    opt!(
+        "hash-max-listpack-entries",
+        "128",
+        true,
+        |c, a| {
+            c.hash_max_listpack_entries = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.hash_max_listpack_entries.to_string()
+    ),
+    opt!(
+        "hash-max-listpack-value",
+        "64",
+        true,
+        |c, a| {
+            c.hash_max_listpack_value = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.hash_max_listpack_value.to_string()
+    ),
+    opt!(
+        "hash-max-ziplist-entries",
+        "128",
+        true,
+        |c, a| {
+            c.hash_max_listpack_entries = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.hash_max_listpack_entries.to_string()
+    ),
+    opt!(
+        "hash-max-ziplist-value",
+        "64",
+        true,
+        |c, a| {
+            c.hash_max_listpack_value = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.hash_max_listpack_value.to_string()
+    ),
+    opt!(
+        "set-max-intset-entries",
+        "512",
+        true,
+        |c, a| {
+            c.set_max_intset_entries = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.set_max_intset_entries.to_string()
+    ),
     // Not Redis options: the Prometheus endpoint (docs/metrics.md). Bound
     // once at start-up, like `port`.
     opt!(
@@ -876,6 +1021,28 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// The hash encoding thresholds, as the store takes them.
+    pub fn hash_limits(&self) -> ferrokv_store::hash::HashLimits {
+        ferrokv_store::hash::HashLimits {
+            max_listpack_entries: self.hash_max_listpack_entries as usize,
+            max_listpack_value: self.hash_max_listpack_value as usize,
+        }
+    }
+
+    /// The thresholds a snapshot's encoder chooses encodings by.
+    pub fn encoding_limits(&self) -> ferrokv_rdb::EncodingLimits {
+        ferrokv_rdb::EncodingLimits {
+            hash_max_listpack_entries: self.hash_max_listpack_entries as usize,
+            hash_max_listpack_value: self.hash_max_listpack_value as usize,
+            set_max_intset_entries: self.set_max_intset_entries as usize,
+            ..Default::default()
+        }
+    }
+
+    pub fn set_max_intset(&self) -> usize {
+        self.set_max_intset_entries as usize
+    }
+
     /// Builds the configuration from `ferrokv-server [file] [--name value ...]`:
     /// the file first, then the options, which override it.
     pub fn from_args(args: &[String]) -> Result<Config, ConfigError> {

@@ -205,6 +205,18 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
             f!("used_memory_dataset_tables:{dataset}");
             f!("total_system_memory:{total}");
             f!("total_system_memory_human:{}", human_bytes(total));
+            let maxmemory = srv.config.maxmemory;
+            f!(
+                "allocator_collect_usec:{}",
+                srv.stats.allocator_collect_usec
+            );
+            f!("maxmemory:{maxmemory}");
+            f!("maxmemory_human:{}", human_bytes(maxmemory));
+            f!("maxmemory_policy:{}", srv.config.maxmemory_policy.name());
+            f!(
+                "mem_not_counted_for_evict:{}",
+                srv.aof.as_ref().map_or(0, |a| a.buffered())
+            );
             f!(
                 "mem_fragmentation_ratio:{:.2}",
                 if used > 0 {
@@ -327,6 +339,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
             );
             f!("rejected_connections:{}", s.rejected_connections);
             f!("expired_keys:{}", s.expired_keys);
+            f!("evicted_keys:{}", srv.eviction.evicted_keys);
             f!(
                 "expire_cycle_cpu_milliseconds:{}",
                 s.expire_cycle_cpu_milliseconds

@@ -28,6 +28,7 @@
 pub mod alloc;
 pub mod commands;
 pub mod config;
+pub mod evict;
 pub mod fdlimit;
 pub mod info;
 pub mod metrics;

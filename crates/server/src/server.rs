@@ -22,6 +22,8 @@ pub struct Stats {
     pub total_commands_processed: u64,
     pub rejected_connections: u64,
     pub expired_keys: u64,
+    /// Time the cron spent handing freed memory back to the system.
+    pub allocator_collect_usec: u64,
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
     pub net_input_bytes: u64,
@@ -125,6 +127,8 @@ pub struct Server {
     /// WATCHed keys and their watchers.
     pub watches: crate::commands::multi::Watches,
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
+    /// `maxmemory` eviction state.
+    pub eviction: crate::evict::Eviction,
 }
 
 pub fn unix_ms() -> i64 {
@@ -146,7 +150,7 @@ impl Server {
         let now = unix_ms();
         let mut rng = SmallRng::from_entropy();
         let run_id = random_hex(&mut rng, 40);
-        Server {
+        let mut srv = Server {
             keyspace: Keyspace::new(config.databases as usize),
             config,
             commands,
@@ -188,7 +192,10 @@ impl Server {
             pending_events: Default::default(),
             watches: Default::default(),
             lazyfree: spawn_lazyfree(),
-        }
+            eviction: Default::default(),
+        };
+        srv.refresh_lru_clock();
+        srv
     }
 
     /// A key found expired by a lookup: counted, and propagated as `DEL`
@@ -213,12 +220,12 @@ impl Server {
     /// Looks a key up for reading: lazy expiry, hit/miss counters, access clock.
     #[inline]
     pub fn lookup_read(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
-        let clock = self.lru_clock;
         let wants = self.wants_expired_events();
         if self.config.notify_keyspace_events & crate::notify::NOTIFY_KEY_MISS != 0 {
             return self.lookup_read_noting_misses(db, key, now_ms);
         }
-        match self.keyspace.dbs[db].lookup_read(key, now_ms, true, Some(clock)) {
+        let access = self.access();
+        match self.keyspace.dbs[db].lookup_read(key, now_ms, true, Some(access)) {
             Found::Live(e) => {
                 self.stats.keyspace_hits += 1;
                 Some(e)
@@ -239,9 +246,9 @@ impl Server {
     /// [`Self::lookup_read`] when `keymiss` events are on: a miss is queued
     /// for announcing (off the fast path, which stays branch-light).
     fn lookup_read_noting_misses(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
-        let clock = self.lru_clock;
+        let access = self.access();
         let wants = self.wants_expired_events();
-        let found = match self.keyspace.dbs[db].lookup_read(key, now_ms, true, Some(clock)) {
+        let found = match self.keyspace.dbs[db].lookup_read(key, now_ms, true, Some(access)) {
             Found::Live(_) => true,
             Found::Expired(e) => {
                 let pending = wants.then_some(&mut self.pending_events);
@@ -278,11 +285,11 @@ impl Server {
     /// Looks a key up for writing: lazy expiry, no hit/miss counting.
     #[inline]
     pub fn lookup_write(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
-        let clock = self.lru_clock;
+        let access = self.access();
         let wants = self.wants_expired_events();
         match self.keyspace.dbs[db].lookup(key, now_ms, true) {
             Lookup::Live(e) => {
-                e.set_lru(clock);
+                e.touch(access);
                 Some(e)
             }
             Lookup::Expired(e) => {
@@ -385,7 +392,7 @@ impl Server {
     /// Why a known command may not run now, if it may not: arity,
     /// authentication, persistence errors, subscribed mode, MULTI rules.
     fn refusal(
-        &self,
+        &mut self,
         client: &Client,
         spec: &crate::commands::CommandSpec,
         nargs: usize,
@@ -399,6 +406,15 @@ impl Server {
         }
         if !client.authenticated && !spec.has(flags::NO_AUTH) {
             return Some(err::NOAUTH.to_string());
+        }
+        // `maxmemory`: make room first; when nothing can go, commands that
+        // may grow memory are refused (Redis's processCommand), and inside
+        // MULTI so is queueing anything (the queue itself grows).
+        if self.config.maxmemory > 0
+            && self.perform_evictions() == crate::evict::Evict::Fail
+            && self.grows_memory(client, spec)
+        {
+            return Some(err::OOM.to_string());
         }
         if spec.has(flags::WRITE) && self.writes_refused_for_persistence() {
             return Some(self.misconf_error());
@@ -416,6 +432,27 @@ impl Server {
             return Some("ERR Command not allowed inside a transaction".to_string());
         }
         None
+    }
+
+    /// Whether a command is refused when memory cannot be freed: `denyoom`
+    /// commands, an EXEC whose queue holds one, and inside MULTI anything
+    /// but the commands that end or shape the transaction.
+    fn grows_memory(&self, client: &Client, spec: &crate::commands::CommandSpec) -> bool {
+        use crate::commands::flags;
+        if spec.has(flags::DENYOOM) {
+            return true;
+        }
+        match &client.multi {
+            None => false,
+            Some(tx) if spec.name == "exec" => tx
+                .queued
+                .iter()
+                .any(|q| self.commands.specs[q.idx].has(flags::DENYOOM)),
+            Some(_) => !matches!(
+                spec.name,
+                "exec" | "discard" | "multi" | "watch" | "unwatch" | "quit" | "reset"
+            ),
+        }
     }
 
     /// Runs one command and does its accounting (Redis's `call`): the
@@ -572,7 +609,7 @@ impl Server {
         self.persistence_cron();
         let now = Instant::now();
         self.now_ms = unix_ms();
-        self.lru_clock = ((self.now_ms / 1000) as u32) & LRU_CLOCK_MAX;
+        self.refresh_lru_clock();
         self.ops_metric
             .sample(now, self.stats.total_commands_processed);
         self.net_in_metric.sample(now, self.stats.net_input_bytes);
@@ -582,6 +619,11 @@ impl Server {
         }
         let used = crate::alloc::used_memory();
         self.peak_memory = self.peak_memory.max(used);
+        if self.cron_loops.is_multiple_of(self.config.hz.max(1)) {
+            let t = Instant::now();
+            crate::alloc::release_free_memory();
+            self.stats.allocator_collect_usec += t.elapsed().as_micros() as u64;
+        }
         self.publish_metrics();
     }
 
@@ -718,6 +760,7 @@ impl Server {
             ],
             compression: self.config.rdbcompression,
             checksum: self.config.rdbchecksum,
+            limits: self.config.encoding_limits(),
             key_delay_us: if kind == crate::persistence::SaveKind::Background {
                 self.config.rdb_key_save_delay
             } else {
@@ -995,7 +1038,7 @@ impl Server {
                     &mut self.keyspace,
                     path,
                     unix_ms(),
-                    self.config.key_load_delay,
+                    &self.config,
                 )?;
                 continue;
             }
@@ -1065,7 +1108,7 @@ impl Server {
             &mut self.keyspace,
             &path,
             unix_ms(),
-            self.config.key_load_delay,
+            &self.config,
         )? {
             Some(st) => {
                 self.persistence.last_load_keys = st.keys;

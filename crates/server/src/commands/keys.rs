@@ -274,7 +274,7 @@ fn keys(ctx: &mut Ctx, args: Args) {
 /// Parses a SCAN cursor as Redis's `parseScanCursorOrReply` does with
 /// `strtoul`: an optional sign (`-1` wraps to the largest cursor), decimal
 /// digits, no leading space, no overflow; the empty string is cursor 0.
-fn parse_cursor(a: &[u8]) -> Option<u64> {
+pub(super) fn parse_cursor(a: &[u8]) -> Option<u64> {
     if a.is_empty() {
         return Some(0);
     }
@@ -573,23 +573,27 @@ fn object_refcount(ctx: &mut Ctx, args: Args) {
 /// OBJECT IDLETIME key
 fn object_idletime(ctx: &mut Ctx, args: Args) {
     let clock = ctx.srv.lru_clock;
-    match object_lookup(ctx, args.get(2)).map(|e| e.lru()) {
-        Some(lru) => {
-            let idle = if clock >= lru {
-                clock - lru
-            } else {
-                clock + (crate::server::LRU_CLOCK_MAX - lru)
-            };
-            ctx.client.out.int(idle as i64)
-        }
-        None => ctx.client.out.null(),
+    let Some(lru) = object_lookup(ctx, args.get(2)).map(|e| e.lru()) else {
+        ctx.client.out.null();
+        return;
+    };
+    if ctx.srv.config.maxmemory_policy.is_lfu() {
+        ctx.error("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+        return;
     }
+    let idle = crate::evict::idle_seconds(clock, lru);
+    ctx.client.out.int(idle as i64)
 }
 
 /// OBJECT FREQ key
 fn object_freq(ctx: &mut Ctx, args: Args) {
-    if object_lookup(ctx, args.get(2)).is_none() {
+    let Some(clock) = object_lookup(ctx, args.get(2)).map(|e| e.lru()) else {
         ctx.client.out.null();
+        return;
+    };
+    if ctx.srv.config.maxmemory_policy.is_lfu() {
+        let freq = ctx.srv.lfu_frequency(clock);
+        ctx.client.out.int(freq as i64);
         return;
     }
     ctx.error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");

@@ -12,12 +12,14 @@
 
 pub mod connection;
 pub mod docs;
+pub mod hash;
 pub mod keys;
 pub mod latency;
 pub mod long_double;
 pub mod multi;
 pub mod pubsub;
 pub mod server;
+pub mod set;
 pub mod slowlog;
 pub mod string;
 
@@ -167,6 +169,8 @@ impl CommandTable {
             latency::COMMANDS,
             pubsub::COMMANDS,
             multi::COMMANDS,
+            hash::COMMANDS,
+            set::COMMANDS,
         ] {
             for spec in family {
                 specs.push(spec);
@@ -235,6 +239,7 @@ pub mod err {
     pub const NO_SUCH_KEY: &str = "ERR no such key";
     pub const DB_RANGE: &str = "ERR DB index is out of range";
     pub const NOAUTH: &str = "NOAUTH Authentication required.";
+    pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
     pub const POSITIVE: &str = "ERR value is out of range, must be positive";
 }
 

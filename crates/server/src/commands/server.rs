@@ -179,7 +179,16 @@ fn config_set(ctx: &mut Ctx, args: Args) {
     }
     let (was_aof, policy) = (ctx.srv.config.appendonly, next.appendfsync);
     let now_aof = next.appendonly;
+    let lower_limit = next.maxmemory != 0
+        && (ctx.srv.config.maxmemory == 0 || next.maxmemory < ctx.srv.config.maxmemory);
     ctx.srv.config = next;
+    // A policy change switches the clock between LRU and LFU; a lower
+    // limit starts evicting at once, as Redis does.
+    ctx.srv.refresh_lru_clock();
+    if lower_limit {
+        ctx.srv.eviction.clear_pool();
+        ctx.srv.perform_evictions();
+    }
     if let Some(aof) = ctx.srv.aof.as_mut() {
         if aof.policy() != policy {
             aof.set_policy(policy);
@@ -516,6 +525,8 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
                                 5
                             }
                     }
+                    // Collections: an estimate (their elements' bytes).
+                    _ => e.heap_size(),
                 };
                 let idle = clock.wrapping_sub(e.lru()) & crate::server::LRU_CLOCK_MAX;
                 let addr = e as *const _ as usize;

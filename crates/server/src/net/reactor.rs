@@ -94,7 +94,7 @@ impl Reactor {
         loop {
             let period = Duration::from_millis(1000 / self.srv.config.hz.max(1));
             let now = Instant::now();
-            let timeout = if !self.srv.pending_reads.is_empty() {
+            let timeout = if !self.srv.pending_reads.is_empty() || self.srv.eviction.pending {
                 Duration::ZERO
             } else if self.srv.persistence.job.is_some()
                 || self.srv.aof.as_ref().is_some_and(|a| a.has_pending())
@@ -362,6 +362,10 @@ impl Reactor {
     fn before_sleep(&mut self) {
         // The AOF first: a reply is never sent before its write is in the
         // AOF (and synced, with `appendfsync always`).
+        // An eviction round that ran out of time goes on each loop turn.
+        if self.srv.eviction.pending {
+            self.srv.perform_evictions();
+        }
         let aof_ok = self.srv.flush_aof();
         self.srv.drive_snapshot();
         let pending = std::mem::take(&mut self.srv.pending_writes);

@@ -489,6 +489,11 @@ impl Aof {
     }
 
     /// Whether commands are waiting to be written.
+    /// Bytes fed and not yet written.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
     pub fn has_pending(&self) -> bool {
         !self.buf.is_empty()
     }
