@@ -22,7 +22,10 @@ fn against_redis() -> bool {
 /// starts with 512 entries when no config file is given).
 fn server() -> Arc<ServerProcess> {
     if against_redis() {
-        Arc::new(ServerProcess::redis(&["--hash-max-listpack-entries", "128"]))
+        Arc::new(ServerProcess::redis(&[
+            "--hash-max-listpack-entries",
+            "128",
+        ]))
     } else {
         common::shared_ferrokv()
     }
@@ -85,7 +88,10 @@ fn hset_hget_and_friends_reply_as_redis() {
             (&["HEXISTS", "h:basic", "zz"], int(0)),
             (&["HSETNX", "h:basic", "a", "x"], int(0)),
             (&["HSETNX", "h:basic", "e", "5"], int(1)),
-            (&["HMSET", "h:basic", "f", "6"], Frame::Simple(b"OK".to_vec())),
+            (
+                &["HMSET", "h:basic", "f", "6"],
+                Frame::Simple(b"OK".to_vec()),
+            ),
             (&["HDEL", "h:basic", "a", "zz", "b"], int(2)),
             (&["HGETALL", "h:nokey"], arr(vec![])),
             (&["HKEYS", "h:nokey"], arr(vec![])),
@@ -95,10 +101,22 @@ fn hset_hget_and_friends_reply_as_redis() {
             (&["HDEL", "h:basic", "c", "d", "e", "f"], int(4)),
             // The last field gone, the key is gone.
             (&["EXISTS", "h:basic"], int(0)),
-            (&["HSET", "h:basic"], err("ERR wrong number of arguments for 'hset' command")),
-            (&["HSET", "h:basic", "a"], err("ERR wrong number of arguments for 'hset' command")),
-            (&["HSET", "h:basic", "a", "1", "b"], err("ERR wrong number of arguments for 'hset' command")),
-            (&["HMSET", "h:basic", "a"], err("ERR wrong number of arguments for 'hmset' command")),
+            (
+                &["HSET", "h:basic"],
+                err("ERR wrong number of arguments for 'hset' command"),
+            ),
+            (
+                &["HSET", "h:basic", "a"],
+                err("ERR wrong number of arguments for 'hset' command"),
+            ),
+            (
+                &["HSET", "h:basic", "a", "1", "b"],
+                err("ERR wrong number of arguments for 'hset' command"),
+            ),
+            (
+                &["HMSET", "h:basic", "a"],
+                err("ERR wrong number of arguments for 'hmset' command"),
+            ),
             (&["SET", "h:str", "x"], Frame::Simple(b"OK".to_vec())),
             (&["HSET", "h:str", "a", "1"], err(WRONGTYPE)),
             (&["HGET", "h:str", "a"], err(WRONGTYPE)),
@@ -120,17 +138,53 @@ fn counters_parse_and_overflow_as_redis() {
         &[
             (&["HINCRBY", "h:ctr", "n", "5"], int(5)),
             (&["HINCRBY", "h:ctr", "n", "-7"], int(-2)),
-            (&["HINCRBY", "h:ctr", "n", "x"], err("ERR value is not an integer or out of range")),
-            (&["HSET", "h:ctr", "t", "abc", "big", "9223372036854775807", "lz", "007"], int(3)),
-            (&["HINCRBY", "h:ctr", "t", "1"], err("ERR hash value is not an integer")),
-            (&["HINCRBY", "h:ctr", "lz", "1"], err("ERR hash value is not an integer")),
-            (&["HINCRBY", "h:ctr", "big", "1"], err("ERR increment or decrement would overflow")),
+            (
+                &["HINCRBY", "h:ctr", "n", "x"],
+                err("ERR value is not an integer or out of range"),
+            ),
+            (
+                &[
+                    "HSET",
+                    "h:ctr",
+                    "t",
+                    "abc",
+                    "big",
+                    "9223372036854775807",
+                    "lz",
+                    "007",
+                ],
+                int(3),
+            ),
+            (
+                &["HINCRBY", "h:ctr", "t", "1"],
+                err("ERR hash value is not an integer"),
+            ),
+            (
+                &["HINCRBY", "h:ctr", "lz", "1"],
+                err("ERR hash value is not an integer"),
+            ),
+            (
+                &["HINCRBY", "h:ctr", "big", "1"],
+                err("ERR increment or decrement would overflow"),
+            ),
             (&["HINCRBYFLOAT", "h:ctr", "f", "1.5"], bulk("1.5")),
             (&["HINCRBYFLOAT", "h:ctr", "f", "0.25"], bulk("1.75")),
-            (&["HINCRBYFLOAT", "h:ctr", "big", "1.5"], bulk("9223372036854775808")),
-            (&["HINCRBYFLOAT", "h:ctr", "t", "1"], err("ERR hash value is not a float")),
-            (&["HINCRBYFLOAT", "h:ctr", "f", "abc"], err("ERR value is not a valid float")),
-            (&["HINCRBYFLOAT", "h:ctr2", "f", "inf"], err("ERR value is NaN or Infinity")),
+            (
+                &["HINCRBYFLOAT", "h:ctr", "big", "1.5"],
+                bulk("9223372036854775808"),
+            ),
+            (
+                &["HINCRBYFLOAT", "h:ctr", "t", "1"],
+                err("ERR hash value is not a float"),
+            ),
+            (
+                &["HINCRBYFLOAT", "h:ctr", "f", "abc"],
+                err("ERR value is not a valid float"),
+            ),
+            (
+                &["HINCRBYFLOAT", "h:ctr2", "f", "inf"],
+                err("ERR value is NaN or Infinity"),
+            ),
             (&["EXISTS", "h:ctr2"], int(0)),
             (&["HINCRBYFLOAT", "h:ctr", "lz", "1"], bulk("8")),
         ],
@@ -255,7 +309,10 @@ fn config_thresholds_and_ziplist_aliases() {
                 &["CONFIG", "GET", "hash-max-listpack-entries"],
                 bulks(&["hash-max-listpack-entries", "4"]),
             ),
-            (&["CONFIG", "SET", "hash-max-listpack-value", "3"], Frame::Simple(b"OK".to_vec())),
+            (
+                &["CONFIG", "SET", "hash-max-listpack-value", "3"],
+                Frame::Simple(b"OK".to_vec()),
+            ),
             (
                 &["CONFIG", "GET", "hash-max-ziplist-value"],
                 bulks(&["hash-max-ziplist-value", "3"]),
@@ -265,7 +322,10 @@ fn config_thresholds_and_ziplist_aliases() {
             // HINCRBY's result is checked against the value threshold too.
             (&["HINCRBY", "h", "a", "1000"], int(1123)),
             (&["OBJECT", "ENCODING", "h"], bulk("hashtable")),
-            (&["HSET", "g", "a", "1", "b", "2", "c", "3", "d", "4"], int(4)),
+            (
+                &["HSET", "g", "a", "1", "b", "2", "c", "3", "d", "4"],
+                int(4),
+            ),
             (&["OBJECT", "ENCODING", "g"], bulk("listpack")),
             (&["HSET", "g", "e", "5"], int(1)),
             (&["OBJECT", "ENCODING", "g"], bulk("hashtable")),
@@ -310,11 +370,20 @@ fn hscan_returns_every_field_once_with_match_and_count() {
                 &["HSCAN", "h:scansmall", "0", "MATCH", "a*"],
                 arr(vec![bulk("0"), bulks(&["aa", "1", "ab", "2"])]),
             ),
-            (&["HSCAN", "h:scansmall", "0", "COUNT", "0"], err("ERR syntax error")),
-            (&["HSCAN", "h:scansmall", "0", "MATCH"], err("ERR syntax error")),
+            (
+                &["HSCAN", "h:scansmall", "0", "COUNT", "0"],
+                err("ERR syntax error"),
+            ),
+            (
+                &["HSCAN", "h:scansmall", "0", "MATCH"],
+                err("ERR syntax error"),
+            ),
             (&["HSCAN", "h:scansmall", "x"], err("ERR invalid cursor")),
             // A missing key answers before its options are looked at.
-            (&["HSCAN", "h:nokey", "0", "COUNT", "0"], arr(vec![bulk("0"), arr(vec![])])),
+            (
+                &["HSCAN", "h:nokey", "0", "COUNT", "0"],
+                arr(vec![bulk("0"), arr(vec![])]),
+            ),
         ],
     );
 }
@@ -333,7 +402,10 @@ fn generic_commands_work_on_hashes() {
             // The copy is independent of its source.
             (&["HGET", "h:gen", "a"], bulk("1")),
             (&["HGET", "h:gen2", "a"], bulk("2")),
-            (&["RENAME", "h:gen2", "h:gen3"], Frame::Simple(b"OK".to_vec())),
+            (
+                &["RENAME", "h:gen2", "h:gen3"],
+                Frame::Simple(b"OK".to_vec()),
+            ),
             (&["HGET", "h:gen3", "a"], bulk("2")),
             (&["EXPIRE", "h:gen3", "100"], int(1)),
             (&["TTL", "h:gen3"], int(100)),
@@ -356,9 +428,17 @@ fn fill_hashes(c: &mut redis::Connection) {
             .ignore();
     }
     for i in 0..300 {
-        p.cmd("HSET").arg("big").arg(format!("f{i}")).arg(i * 7).ignore();
+        p.cmd("HSET")
+            .arg("big")
+            .arg(format!("f{i}"))
+            .arg(i * 7)
+            .ignore();
     }
-    p.cmd("HSET").arg("longval").arg("f").arg("z".repeat(300)).ignore();
+    p.cmd("HSET")
+        .arg("longval")
+        .arg("f")
+        .arg("z".repeat(300))
+        .ignore();
     p.cmd("HSET")
         .arg(b"bin\x00\xff".as_slice())
         .arg(b"f\r\n".as_slice())
@@ -382,9 +462,17 @@ fn every_hash_encoding_survives_save_restart_reload_and_loads_into_redis() {
         before = digest(&mut c);
         let () = redis::cmd("DEBUG").arg("RELOAD").query(&mut c).unwrap();
         assert_eq!(digest(&mut c), before);
-        let enc: String = redis::cmd("OBJECT").arg("ENCODING").arg("big").query(&mut c).unwrap();
+        let enc: String = redis::cmd("OBJECT")
+            .arg("ENCODING")
+            .arg("big")
+            .query(&mut c)
+            .unwrap();
         assert_eq!(enc, "hashtable");
-        let enc: String = redis::cmd("OBJECT").arg("ENCODING").arg("small:1").query(&mut c).unwrap();
+        let enc: String = redis::cmd("OBJECT")
+            .arg("ENCODING")
+            .arg("small:1")
+            .query(&mut c)
+            .unwrap();
         assert_eq!(enc, "listpack");
         let () = redis::cmd("SAVE").query(&mut c).unwrap();
     }
@@ -414,11 +502,28 @@ fn hincrbyfloat_propagates_as_hset_of_its_result() {
     {
         let n = Node::start(
             dir.path(),
-            &["--save", "", "--appendonly", "yes", "--appendfsync", "always"],
+            &[
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+            ],
         );
         let mut c = n.client();
-        let _: String = redis::cmd("HINCRBYFLOAT").arg("h").arg("f").arg("0.1").query(&mut c).unwrap();
-        let _: String = redis::cmd("HINCRBYFLOAT").arg("h").arg("f").arg("0.2").query(&mut c).unwrap();
+        let _: String = redis::cmd("HINCRBYFLOAT")
+            .arg("h")
+            .arg("f")
+            .arg("0.1")
+            .query(&mut c)
+            .unwrap();
+        let _: String = redis::cmd("HINCRBYFLOAT")
+            .arg("h")
+            .arg("f")
+            .arg("0.2")
+            .query(&mut c)
+            .unwrap();
         before = digest(&mut c);
     }
     let aof_dir = dir.path().join("appendonlydir");
@@ -428,7 +533,10 @@ fn hincrbyfloat_propagates_as_hset_of_its_result() {
         .find(|p| p.to_string_lossy().ends_with(".incr.aof"))
         .unwrap();
     let text = String::from_utf8_lossy(&std::fs::read(incr).unwrap()).into_owned();
-    assert!(text.contains("HSET\r\n$1\r\nh\r\n$1\r\nf\r\n$3\r\n0.3"), "{text}");
+    assert!(
+        text.contains("HSET\r\n$1\r\nh\r\n$1\r\nf\r\n$3\r\n0.3"),
+        "{text}"
+    );
     assert!(!text.contains("HINCRBYFLOAT"), "{text}");
     let n = Node::start(dir.path(), &["--save", "", "--appendonly", "yes"]);
     assert_eq!(digest(&mut n.client()), before);

@@ -321,12 +321,56 @@ fn keyspace_events_are_those_redis_publishes() {
         &["unlink", "u"],
         &["get", "missing"],
         &["exists", "missing"],
+        &["hset", "h", "f", "1", "g", "2"],
+        &["hset", "h", "f", "3"],
+        &["hsetnx", "h", "f", "4"],
+        &["hsetnx", "h", "n", "4"],
+        &["hmset", "h2", "a", "1"],
+        &["hincrby", "h", "f", "2"],
+        &["hincrby", "h3", "f", "2"],
+        &["hincrbyfloat", "h", "x", "1.5"],
+        &["hdel", "h", "nope"],
+        &["hdel", "h", "f", "g"],
+        &["hdel", "h2", "a"],
+        &["hget", "h", "n"],
+        &["sadd", "s1", "a", "b", "c"],
+        &["sadd", "s1", "a"],
+        &["sadd", "s2", "c", "d"],
+        &["srem", "s1", "zz"],
+        &["srem", "s1", "a"],
+        &["smove", "s1", "s3", "b"],
+        &["smove", "s1", "s2", "c"],
+        &["smove", "s2", "s2", "c"],
+        &["sinterstore", "s4", "s2", "s3"],
+        &["sunionstore", "s4", "s2", "s3"],
+        &["sunionstore", "s4", "s4"],
+        &["sdiffstore", "s4", "s2", "s2"],
+        &["sdiffstore", "s4", "s2", "s2"],
+        &["sadd", "p", "1", "2", "3"],
+        &["spop", "p", "0"],
+        &["spop", "p", "1"],
+        &["spop", "p", "5"],
+        &["sadd", "p", "1"],
+        &["spop", "p"],
+        &["sismember", "p", "1"],
         &["flushall"],
     ];
-    for flags in ["KEA", "Kg$", "El", "KEAmn", "Ex"] {
+    for flags in ["KEA", "Kg$", "El", "KEAmn", "Ex", "Khs", "Kgn"] {
         let ours = keyspace_events(&ServerProcess::ferrokv(&[]), flags, script);
         let redis = keyspace_events(&ServerProcess::redis(&[]), flags, script);
-        assert_eq!(ours, redis, "flags {flags}");
+        if ours != redis {
+            let at = ours
+                .iter()
+                .zip(&redis)
+                .position(|(a, b)| a != b)
+                .unwrap_or(ours.len().min(redis.len()));
+            let from = at.saturating_sub(4);
+            panic!(
+                "flags {flags}: events differ at #{at}\nferrokv: {:?}\nredis:   {:?}",
+                &ours[from..(at + 4).min(ours.len())],
+                &redis[from..(at + 4).min(redis.len())]
+            );
+        }
     }
 }
 

@@ -84,7 +84,10 @@ fn membership_commands_reply_as_redis() {
             (&["OBJECT", "ENCODING", "s:m"], bulk("intset")),
             (&["SISMEMBER", "s:m", "2"], int(1)),
             (&["SISMEMBER", "s:m", "02"], int(0)),
-            (&["SMISMEMBER", "s:m", "1", "x", "3"], arr(vec![int(1), int(0), int(1)])),
+            (
+                &["SMISMEMBER", "s:m", "1", "x", "3"],
+                arr(vec![int(1), int(0), int(1)]),
+            ),
             (&["SMISMEMBER", "s:nokey", "1"], arr(vec![int(0)])),
             (&["SCARD", "s:m"], int(3)),
             (&["SCARD", "s:nokey"], int(0)),
@@ -99,8 +102,14 @@ fn membership_commands_reply_as_redis() {
             (&["SISMEMBER", "s:str", "1"], err(WRONGTYPE)),
             (&["SMEMBERS", "s:str"], err(WRONGTYPE)),
             (&["SCARD", "s:str"], err(WRONGTYPE)),
-            (&["SMISMEMBER", "s:m"], err("ERR wrong number of arguments for 'smismember' command")),
-            (&["SADD", "s:m"], err("ERR wrong number of arguments for 'sadd' command")),
+            (
+                &["SMISMEMBER", "s:m"],
+                err("ERR wrong number of arguments for 'smismember' command"),
+            ),
+            (
+                &["SADD", "s:m"],
+                err("ERR wrong number of arguments for 'sadd' command"),
+            ),
         ],
     );
 }
@@ -118,7 +127,10 @@ fn intset_converts_on_text_member_or_size_and_never_back() {
             (&["OBJECT", "ENCODING", "a"], bulk("hashtable")),
             (&["SREM", "a", "5", "4"], int(2)),
             (&["OBJECT", "ENCODING", "a"], bulk("hashtable")),
-            (&["SADD", "b", "-9223372036854775808", "9223372036854775807"], int(2)),
+            (
+                &["SADD", "b", "-9223372036854775808", "9223372036854775807"],
+                int(2),
+            ),
             (&["OBJECT", "ENCODING", "b"], bulk("intset")),
             // Not canonical integers: text members.
             (&["SADD", "b", "007"], int(1)),
@@ -127,7 +139,10 @@ fn intset_converts_on_text_member_or_size_and_never_back() {
             (&["SISMEMBER", "b", "7"], int(0)),
             (&["SADD", "c", "x"], int(1)),
             (&["OBJECT", "ENCODING", "c"], bulk("hashtable")),
-            (&["CONFIG", "GET", "set-max-intset-entries"], bulks(&["set-max-intset-entries", "4"])),
+            (
+                &["CONFIG", "GET", "set-max-intset-entries"],
+                bulks(&["set-max-intset-entries", "4"]),
+            ),
         ],
     );
 }
@@ -141,18 +156,30 @@ fn algebra_and_store_forms() {
     r.cmd(&["SADD", "{s}b", "3", "4", "5"]);
     r.cmd(&["SADD", "{s}c", "x", "3"]);
     r.cmd(&["SET", "{s}str", "v"]);
-    assert_eq!(members(r.cmd(&["SINTER", "{s}a", "{s}b"])), set_of(&["3", "4"]));
-    assert_eq!(members(r.cmd(&["SINTER", "{s}a", "{s}b", "{s}c"])), set_of(&["3"]));
+    assert_eq!(
+        members(r.cmd(&["SINTER", "{s}a", "{s}b"])),
+        set_of(&["3", "4"])
+    );
+    assert_eq!(
+        members(r.cmd(&["SINTER", "{s}a", "{s}b", "{s}c"])),
+        set_of(&["3"])
+    );
     assert_eq!(
         members(r.cmd(&["SUNION", "{s}a", "{s}b", "{s}c"])),
         set_of(&["1", "2", "3", "4", "5", "x"])
     );
-    assert_eq!(members(r.cmd(&["SDIFF", "{s}a", "{s}b", "{s}nokey"])), set_of(&["1", "2"]));
+    assert_eq!(
+        members(r.cmd(&["SDIFF", "{s}a", "{s}b", "{s}nokey"])),
+        set_of(&["1", "2"])
+    );
     check(
         &mut r,
         &[
             // All-integer results are intsets: ascending order.
-            (&["SUNION", "{s}a", "{s}b"], bulks(&["1", "2", "3", "4", "5"])),
+            (
+                &["SUNION", "{s}a", "{s}b"],
+                bulks(&["1", "2", "3", "4", "5"]),
+            ),
             (&["SINTER", "{s}a", "{s}nokey"], arr(vec![])),
             (&["SDIFF", "{s}nokey", "{s}a"], arr(vec![])),
             (&["SINTER", "{s}nokey", "{s}str"], err(WRONGTYPE)),
@@ -174,12 +201,30 @@ fn algebra_and_store_forms() {
             (&["SINTERCARD", "2", "{s}a", "{s}b", "LIMIT", "1"], int(1)),
             (&["SINTERCARD", "2", "{s}a", "{s}b", "LIMIT", "0"], int(2)),
             (&["SINTERCARD", "1", "{s}nokey"], int(0)),
-            (&["SINTERCARD", "0", "{s}a"], err("ERR numkeys should be greater than 0")),
-            (&["SINTERCARD", "x", "{s}a"], err("ERR numkeys should be greater than 0")),
-            (&["SINTERCARD", "3", "{s}a"], err("ERR Number of keys can't be greater than number of args")),
-            (&["SINTERCARD", "1", "{s}a", "LIMIT", "-1"], err("ERR LIMIT can't be negative")),
-            (&["SINTERCARD", "1", "{s}a", "LIMIT"], err("ERR syntax error")),
-            (&["SINTERCARD", "1", "{s}a", "FOO", "1"], err("ERR syntax error")),
+            (
+                &["SINTERCARD", "0", "{s}a"],
+                err("ERR numkeys should be greater than 0"),
+            ),
+            (
+                &["SINTERCARD", "x", "{s}a"],
+                err("ERR numkeys should be greater than 0"),
+            ),
+            (
+                &["SINTERCARD", "3", "{s}a"],
+                err("ERR Number of keys can't be greater than number of args"),
+            ),
+            (
+                &["SINTERCARD", "1", "{s}a", "LIMIT", "-1"],
+                err("ERR LIMIT can't be negative"),
+            ),
+            (
+                &["SINTERCARD", "1", "{s}a", "LIMIT"],
+                err("ERR syntax error"),
+            ),
+            (
+                &["SINTERCARD", "1", "{s}a", "FOO", "1"],
+                err("ERR syntax error"),
+            ),
         ],
     );
 }
@@ -226,7 +271,11 @@ fn spop_and_srandmember_counts() {
         panic!()
     };
     assert_eq!(v.len(), 50);
-    assert_eq!(r.cmd(&["SCARD", "s:r"]), int(5), "SRANDMEMBER removes nothing");
+    assert_eq!(
+        r.cmd(&["SCARD", "s:r"]),
+        int(5),
+        "SRANDMEMBER removes nothing"
+    );
     r.cmd(&["SADD", "s:p", "1", "2", "3", "4", "5", "6"]);
     let popped = members(r.cmd(&["SPOP", "s:p", "2"]));
     assert_eq!(popped.len(), 2);
@@ -299,8 +348,14 @@ fn sscan_returns_every_member_once() {
     check(
         &mut r,
         &[
-            (&["SSCAN", "s:iscan", "0", "MATCH", "1*"], arr(vec![bulk("0"), bulks(&["10", "11"])])),
-            (&["SSCAN", "s:iscan", "0", "COUNT", "-1"], err("ERR syntax error")),
+            (
+                &["SSCAN", "s:iscan", "0", "MATCH", "1*"],
+                arr(vec![bulk("0"), bulks(&["10", "11"])]),
+            ),
+            (
+                &["SSCAN", "s:iscan", "0", "COUNT", "-1"],
+                err("ERR syntax error"),
+            ),
             (&["SSCAN", "s:iscan", "-x"], err("ERR invalid cursor")),
         ],
     );
@@ -313,13 +368,28 @@ fn spop_propagates_as_srem_and_del() {
     {
         let n = Node::start(
             dir.path(),
-            &["--save", "", "--appendonly", "yes", "--appendfsync", "always"],
+            &[
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+            ],
         );
         let mut c = n.client();
-        let _: i64 = redis::cmd("SADD").arg("s").arg(&["a", "b", "c", "d", "e"]).query(&mut c).unwrap();
+        let _: i64 = redis::cmd("SADD")
+            .arg("s")
+            .arg(&["a", "b", "c", "d", "e"])
+            .query(&mut c)
+            .unwrap();
         let _: String = redis::cmd("SPOP").arg("s").query(&mut c).unwrap();
         let _: Vec<String> = redis::cmd("SPOP").arg("s").arg(2).query(&mut c).unwrap();
-        let _: i64 = redis::cmd("SADD").arg("t").arg(&["1", "2"]).query(&mut c).unwrap();
+        let _: i64 = redis::cmd("SADD")
+            .arg("t")
+            .arg(&["1", "2"])
+            .query(&mut c)
+            .unwrap();
         let _: Vec<String> = redis::cmd("SPOP").arg("t").arg(5).query(&mut c).unwrap();
         before = digest(&mut c);
     }
@@ -342,8 +412,14 @@ fn spop_propagates_as_srem_and_del() {
 fn fill_sets(c: &mut redis::Connection) {
     let mut p = redis::pipe();
     for i in 0..100 {
-        p.cmd("SADD").arg(format!("ints:{i}")).arg(&[i, i + 1, -i]).ignore();
-        p.cmd("SADD").arg(format!("texts:{i}")).arg(&["a", "b", "007"]).ignore();
+        p.cmd("SADD")
+            .arg(format!("ints:{i}"))
+            .arg(&[i, i + 1, -i])
+            .ignore();
+        p.cmd("SADD")
+            .arg(format!("texts:{i}"))
+            .arg(&["a", "b", "007"])
+            .ignore();
     }
     for i in 0..1000 {
         p.cmd("SADD").arg("bigints").arg(i * 3).ignore();
@@ -370,8 +446,16 @@ fn every_set_encoding_survives_save_restart_reload_and_loads_into_redis() {
         before = digest(&mut c);
         let () = redis::cmd("DEBUG").arg("RELOAD").query(&mut c).unwrap();
         assert_eq!(digest(&mut c), before);
-        for (k, e) in [("ints:1", "intset"), ("texts:1", "hashtable"), ("bigints", "hashtable")] {
-            let enc: String = redis::cmd("OBJECT").arg("ENCODING").arg(k).query(&mut c).unwrap();
+        for (k, e) in [
+            ("ints:1", "intset"),
+            ("texts:1", "hashtable"),
+            ("bigints", "hashtable"),
+        ] {
+            let enc: String = redis::cmd("OBJECT")
+                .arg("ENCODING")
+                .arg(k)
+                .query(&mut c)
+                .unwrap();
             assert_eq!(enc, e, "{k}");
         }
         let () = redis::cmd("SAVE").query(&mut c).unwrap();

@@ -226,9 +226,7 @@ impl Hash {
 
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match self {
-            Hash::Listpack(b) => {
-                find_in_listpack(b, field).map(|s| element(b, s.value_at).0)
-            }
+            Hash::Listpack(b) => find_in_listpack(b, field).map(|s| element(b, s.value_at).0),
             Hash::Table(t) => t.get(field).map(|p| &p.value[..]),
         }
     }

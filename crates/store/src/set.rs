@@ -116,7 +116,10 @@ impl Set {
 
     /// Builds a set from members (a snapshot being loaded), choosing the
     /// encoding as Redis does on load. Duplicates are ignored.
-    pub fn from_members<'a>(members: impl ExactSizeIterator<Item = &'a [u8]>, max_intset: usize) -> Set {
+    pub fn from_members<'a>(
+        members: impl ExactSizeIterator<Item = &'a [u8]>,
+        max_intset: usize,
+    ) -> Set {
         let mut s = Set::new();
         if members.len() > max_intset {
             s.convert(members.len());
@@ -148,7 +151,9 @@ impl Set {
 
     pub fn contains(&self, member: &[u8]) -> bool {
         match self {
-            Set::Intset(v) => parse_canonical_i64(member).is_some_and(|i| v.binary_search(&i).is_ok()),
+            Set::Intset(v) => {
+                parse_canonical_i64(member).is_some_and(|i| v.binary_search(&i).is_ok())
+            }
             Set::Table(t) => t.get(member).is_some(),
         }
     }
@@ -264,7 +269,10 @@ impl PartialEq for Set {
 impl std::fmt::Debug for Set {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_set()
-            .entries(self.iter().map(|m| String::from_utf8_lossy(&m.to_vec()).into_owned()))
+            .entries(
+                self.iter()
+                    .map(|m| String::from_utf8_lossy(&m.to_vec()).into_owned()),
+            )
             .finish()
     }
 }
