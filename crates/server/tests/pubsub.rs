@@ -223,6 +223,27 @@ fn messages_reach_channel_and_pattern_subscribers_on_other_connections() {
 }
 
 #[test]
+fn client_kill_type_pubsub_closes_only_subscribers() {
+    let s = ServerProcess::ferrokv(&[]);
+    let mut sub = Subscriber::new(&s);
+    sub.send(&["psubscribe", "*"]);
+    sub.next();
+    let mut other = s.raw();
+    let mut admin = s.raw();
+    assert_eq!(
+        admin.cmd(&["client", "kill", "type", "pubsub"]),
+        Frame::Integer(1)
+    );
+    assert!(sub.raw.is_closed());
+    assert_eq!(other.cmd(&["ping"]), Frame::Simple("PONG".into()));
+    assert_eq!(
+        admin.cmd(&["client", "kill", "type", "normal", "skipme", "yes"]),
+        Frame::Integer(1)
+    );
+    assert!(other.is_closed());
+}
+
+#[test]
 fn a_subscriber_past_the_pubsub_output_limit_is_disconnected() {
     let s = ServerProcess::ferrokv(&["--client-output-buffer-limit", "pubsub 64kb 0 0"]);
     let mut sub = s.raw();

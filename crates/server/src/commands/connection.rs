@@ -449,7 +449,10 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
         id: Option<u64>,
         addr: Option<String>,
         laddr: Option<String>,
-        normal: Option<bool>,
+        /// `Some(true)`: pub/sub clients; `Some(false)`: normal ones.
+        pubsub: Option<bool>,
+        /// TYPE master/replica: no such clients here.
+        none: bool,
         user_ok: bool,
         maxage: Option<u64>,
     }
@@ -480,9 +483,11 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
                 }
             } else if is(k, "type") {
                 if is(v, "normal") {
-                    f.normal = Some(true);
-                } else if is(v, "master") || is(v, "replica") || is(v, "slave") || is(v, "pubsub") {
-                    f.normal = Some(false);
+                    f.pubsub = Some(false);
+                } else if is(v, "pubsub") {
+                    f.pubsub = Some(true);
+                } else if is(v, "master") || is(v, "replica") || is(v, "slave") {
+                    f.none = true;
                 } else {
                     ctx.error(&format!("ERR Unknown client type '{vs}'"));
                     return;
@@ -525,7 +530,8 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
             && f.laddr
                 .as_ref()
                 .is_none_or(|a| c.local_addr.to_string() == *a)
-            && f.normal != Some(false)
+            && !f.none
+            && f.pubsub.is_none_or(|p| p == c.subs.any())
             && f.user_ok
             && f.maxage.is_none_or(|m| c.created.elapsed().as_secs() >= m)
     };

@@ -362,6 +362,7 @@ fn exec(ctx: &mut Ctx, _args: Args) {
         ctx.srv.call(ctx.client, q.idx, q.args());
     }
     ctx.client.in_exec = false;
+    ctx.client.last_cmd = "exec";
     ctx.srv.end_exec_propagation();
 }
 
