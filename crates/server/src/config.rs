@@ -126,6 +126,8 @@ pub struct Config {
     pub set_max_intset_entries: u64,
     /// The config file the server was started with (for `INFO` and `CONFIG REWRITE`).
     pub config_file: Option<String>,
+    /// Replication (`replicaof`, `masterauth`, `repl-*`, `min-replicas-*`).
+    pub repl: crate::replication::ReplConfig,
 }
 
 impl Default for Config {
@@ -184,8 +186,9 @@ impl Default for Config {
             hash_max_listpack_value: 0,
             set_max_intset_entries: 0,
             config_file: None,
+            repl: Default::default(),
         };
-        for o in OPTIONS {
+        for o in OPTIONS.iter().chain(REPL_OPTIONS) {
             let args = split(o.default);
             (o.set)(&mut c, &args).expect("default config values parse");
         }
@@ -1003,8 +1006,204 @@ pub static OPTIONS: &[ConfigOption] = &[
 
 pub fn find(name: &str) -> Option<&'static ConfigOption> {
     let n = name.to_ascii_lowercase();
-    OPTIONS.iter().find(|o| o.name == n)
+    OPTIONS.iter().chain(REPL_OPTIONS).find(|o| o.name == n)
 }
+
+fn parse_replicaof(c: &mut Config, a: &[String]) -> Result<(), String> {
+    let words: Vec<String> = a
+        .iter()
+        .flat_map(|x| split(x))
+        .filter(|x| !x.is_empty())
+        .collect();
+    match &words[..] {
+        [] => c.repl.replicaof = None,
+        [n, o] if n.eq_ignore_ascii_case("no") && o.eq_ignore_ascii_case("one") => {
+            c.repl.replicaof = None
+        }
+        [h, p] => {
+            let port = p
+                .parse::<u16>()
+                .map_err(|_| "Invalid master port".to_string())?;
+            c.repl.replicaof = Some((h.clone(), port));
+        }
+        _ => return Err("wrong number of arguments".into()),
+    }
+    Ok(())
+}
+
+fn get_replicaof(c: &Config) -> String {
+    c.repl
+        .replicaof
+        .as_ref()
+        .map(|(h, p)| format!("{h} {p}"))
+        .unwrap_or_default()
+}
+
+macro_rules! repl_int {
+    ($name:literal, $default:literal, $field:ident, $min:expr, $max:expr) => {
+        opt!(
+            $name,
+            $default,
+            true,
+            |c, a| {
+                c.repl.$field = parse_int(a, $min, $max)?;
+                Ok(())
+            },
+            |c| c.repl.$field.to_string()
+        )
+    };
+}
+
+macro_rules! repl_bool {
+    ($name:literal, $default:literal, $field:ident) => {
+        opt!(
+            $name,
+            $default,
+            true,
+            |c, a| {
+                c.repl.$field = parse_bool(a)?;
+                Ok(())
+            },
+            |c| yes_no(c.repl.$field)
+        )
+    };
+}
+
+/// The replication options, with Redis's names, defaults and old
+/// `slave` aliases.
+pub static REPL_OPTIONS: &[ConfigOption] = &[
+    opt!("replicaof", "", false, |c, a| parse_replicaof(c, a), |c| {
+        get_replicaof(c)
+    }),
+    opt!("slaveof", "", false, |c, a| parse_replicaof(c, a), |c| {
+        get_replicaof(c)
+    }),
+    opt!(
+        "masterauth",
+        "",
+        true,
+        |c, a| {
+            let v = one(a)?;
+            c.repl.masterauth = (!v.is_empty()).then(|| v.as_bytes().to_vec());
+            Ok(())
+        },
+        |c| c
+            .repl
+            .masterauth
+            .as_ref()
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default()
+    ),
+    opt!(
+        "masteruser",
+        "",
+        true,
+        |c, a| {
+            let v = one(a)?;
+            c.repl.masteruser = (!v.is_empty()).then(|| v.to_string());
+            Ok(())
+        },
+        |c| c.repl.masteruser.clone().unwrap_or_default()
+    ),
+    repl_bool!("replica-read-only", "yes", replica_read_only),
+    repl_bool!("slave-read-only", "yes", replica_read_only),
+    repl_bool!("replica-serve-stale-data", "yes", replica_serve_stale_data),
+    repl_bool!("slave-serve-stale-data", "yes", replica_serve_stale_data),
+    opt!(
+        "repl-backlog-size",
+        "1mb",
+        true,
+        |c, a| {
+            // Redis's minimum is 16 KB.
+            c.repl.backlog_size = parse_memory(one(a)?)?.max(16 * 1024);
+            Ok(())
+        },
+        |c| c.repl.backlog_size.to_string()
+    ),
+    repl_int!("repl-backlog-ttl", "3600", backlog_ttl, 0, i32::MAX as u64),
+    repl_bool!("repl-diskless-sync", "yes", diskless_sync),
+    repl_int!(
+        "repl-diskless-sync-delay",
+        "5",
+        diskless_sync_delay,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "repl-diskless-sync-max-replicas",
+        "0",
+        diskless_sync_max_replicas,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "repl-ping-replica-period",
+        "10",
+        ping_replica_period,
+        1,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "repl-ping-slave-period",
+        "10",
+        ping_replica_period,
+        1,
+        i32::MAX as u64
+    ),
+    repl_int!("repl-timeout", "60", timeout, 1, i32::MAX as u64),
+    repl_int!(
+        "min-replicas-to-write",
+        "0",
+        min_replicas_to_write,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "min-slaves-to-write",
+        "0",
+        min_replicas_to_write,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "min-replicas-max-lag",
+        "10",
+        min_replicas_max_lag,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "min-slaves-max-lag",
+        "10",
+        min_replicas_max_lag,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "replica-priority",
+        "100",
+        replica_priority,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "slave-priority",
+        "100",
+        replica_priority,
+        0,
+        i32::MAX as u64
+    ),
+    opt!(
+        "replica-announce-ip",
+        "",
+        true,
+        |c, a| {
+            c.repl.replica_announce_ip = one(a)?.to_string();
+            Ok(())
+        },
+        |c| c.repl.replica_announce_ip.clone()
+    ),
+];
 
 /// A fatal start-up error, printed as Redis prints config errors.
 #[derive(Debug, thiserror::Error)]
@@ -1148,6 +1347,7 @@ impl Config {
     pub fn get_matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
         OPTIONS
             .iter()
+            .chain(REPL_OPTIONS)
             .filter(|o| ferrokv_store::pattern::glob_match_nocase(pattern, o.name.as_bytes()))
             .map(|o| (o.name, (o.get)(self)))
             .collect()

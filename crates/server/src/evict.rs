@@ -200,7 +200,9 @@ impl Server {
     /// One eviction round (see the module doc).
     pub fn perform_evictions(&mut self) -> Evict {
         let max = self.config.maxmemory as usize;
-        if max == 0 {
+        // A replica mirrors its master, which evicts for both (Redis's
+        // `replica-ignore-maxmemory yes`).
+        if max == 0 || self.repl.is_replica() {
             self.eviction.pending = false;
             return Evict::Ok;
         }

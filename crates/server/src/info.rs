@@ -11,6 +11,7 @@ pub const DEFAULT_SECTIONS: &[&str] = &[
     "memory",
     "persistence",
     "stats",
+    "replication",
     "cpu",
     "errorstats",
     "keyspace",
@@ -315,6 +316,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
                 f!("aof_fsync_policy:{}", aof.policy().name());
             }
         }
+        "replication" => srv.info_replication(o),
         "stats" => {
             let s = &srv.stats;
             f!("# Stats");
@@ -338,6 +340,9 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
                 srv.net_out_metric.value() / 1024.0
             );
             f!("rejected_connections:{}", s.rejected_connections);
+            f!("sync_full:{}", srv.repl.stats.sync_full);
+            f!("sync_partial_ok:{}", srv.repl.stats.sync_partial_ok);
+            f!("sync_partial_err:{}", srv.repl.stats.sync_partial_err);
             f!("expired_keys:{}", s.expired_keys);
             f!("evicted_keys:{}", srv.eviction.evicted_keys);
             f!(

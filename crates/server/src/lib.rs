@@ -21,6 +21,7 @@
 //! - [`metrics`]: the Prometheus `/metrics` endpoint and every series it serves.
 //! - [`propagate`]: the one stream of changes that feeds the AOF.
 //! - [`persistence`]: fork-free RDB snapshots and loading.
+//! - [`replication`]: Redis's PSYNC protocol, both as master and as replica.
 //! - [`alloc`]: the counting global allocator behind `INFO memory`.
 //! - [`fdlimit`]: fitting `maxclients` to the open-files limit.
 //! - [`signals`]: SIGTERM/SIGINT as a clean shutdown.
@@ -37,6 +38,7 @@ pub mod notify;
 pub mod persistence;
 pub mod propagate;
 pub mod pubsub;
+pub mod replication;
 pub mod server;
 pub mod signals;
 

@@ -234,6 +234,7 @@ pub static COLLECTORS: &[Collector] = &[
     collect_commands,
     collect_keyspace,
     collect_persistence,
+    crate::replication::collect_replication,
 ];
 
 /// Runs every collector: the snapshot the endpoint serves.

@@ -126,6 +126,8 @@ pub struct Server {
     pub pending_events: crate::notify::PendingEvents,
     /// WATCHed keys and their watchers.
     pub watches: crate::commands::multi::Watches,
+    /// Replication: our replicas, our master link, the backlog.
+    pub repl: crate::replication::ReplState,
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
     /// `maxmemory` eviction state.
     pub eviction: crate::evict::Eviction,
@@ -150,6 +152,7 @@ impl Server {
         let now = unix_ms();
         let mut rng = SmallRng::from_entropy();
         let run_id = random_hex(&mut rng, 40);
+        let repl = crate::replication::ReplState::new(&config.repl, &mut rng);
         let mut srv = Server {
             keyspace: Keyspace::new(config.databases as usize),
             config,
@@ -191,6 +194,7 @@ impl Server {
             pubsub: Default::default(),
             pending_events: Default::default(),
             watches: Default::default(),
+            repl,
             lazyfree: spawn_lazyfree(),
             eviction: Default::default(),
         };
@@ -225,7 +229,9 @@ impl Server {
             return self.lookup_read_noting_misses(db, key, now_ms);
         }
         let access = self.access();
-        match self.keyspace.dbs[db].lookup_read(key, now_ms, true, Some(access)) {
+        // A replica waits for its master's DEL (Redis's expireIfNeeded).
+        let expire = !self.repl.is_replica();
+        match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, Some(access)) {
             Found::Live(e) => {
                 self.stats.keyspace_hits += 1;
                 Some(e)
@@ -271,7 +277,8 @@ impl Server {
     /// no copy-on-write for a snapshot in progress.
     pub fn peek(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
         let wants = self.wants_expired_events();
-        match self.keyspace.dbs[db].lookup_read(key, now_ms, true, None) {
+        let expire = !self.repl.is_replica();
+        match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, None) {
             Found::Live(e) => Some(e),
             Found::Expired(e) => {
                 let pending = wants.then_some(&mut self.pending_events);
@@ -419,6 +426,9 @@ impl Server {
         if spec.has(flags::WRITE) && self.writes_refused_for_persistence() {
             return Some(self.misconf_error());
         }
+        if let Some(e) = self.replication_refusal(client.id, spec.flags) {
+            return Some(e.to_string());
+        }
         if client.out.proto == ferrokv_resp::Protocol::Resp2
             && client.subs.any()
             && !crate::commands::pubsub::allowed_when_subscribed(spec.name)
@@ -463,7 +473,13 @@ impl Server {
         let spec = self.commands.specs[idx];
         client.last_cmd = spec.name;
         let errors_before = client.out.error_codes.len();
-        let now_ms = self.now_ms;
+        // The master's stream is applied as the master saw it: its keys
+        // are alive until it deletes them (times in it are absolute).
+        let now_ms = if self.repl.master_client_id() == Some(client.id) {
+            0
+        } else {
+            self.now_ms
+        };
         let dirty_before = self.dirty;
         let db_before = client.db;
         let t0 = Instant::now();
@@ -568,7 +584,8 @@ impl Server {
         any
     }
 
-    /// Sends one command down the propagation stream (the AOF).
+    /// Sends one command down the propagation stream (the AOF and the
+    /// replicas).
     pub fn propagate<T: AsRef<[u8]>>(&mut self, db: usize, argv: &[T]) {
         if let Some(ops) = self.propagation.exec_ops.as_mut() {
             ops.push((db, argv.iter().map(|a| a.as_ref().to_vec()).collect()));
@@ -577,6 +594,7 @@ impl Server {
         if let Some(aof) = self.aof.as_mut() {
             aof.feed(db, argv);
         }
+        self.repl_feed(db, argv);
     }
 
     /// Drops what registries hold for a closing connection (its pub/sub
@@ -614,9 +632,11 @@ impl Server {
             .sample(now, self.stats.total_commands_processed);
         self.net_in_metric.sample(now, self.stats.net_input_bytes);
         self.net_out_metric.sample(now, self.stats.net_output_bytes);
-        if self.active_expire_enabled {
+        // A replica's keys expire when its master says so.
+        if self.active_expire_enabled && !self.repl.is_replica() {
             self.active_expire();
         }
+        self.replication_cron();
         let used = crate::alloc::used_memory();
         self.peak_memory = self.peak_memory.max(used);
         if self.cron_loops.is_multiple_of(self.config.hz.max(1)) {
@@ -823,6 +843,12 @@ impl Server {
 
     fn finish_snapshot(&mut self, job: crate::persistence::SnapshotJob, r: Result<u64, String>) {
         let secs = job.started.elapsed().as_secs_f64();
+        if job.streaming {
+            // A diskless replica sync: no file, not a save.
+            job.abandon(&mut self.keyspace);
+            self.repl_snapshot_done(true, std::path::Path::new(""), r.is_ok());
+            return;
+        }
         if job.for_aof {
             job.abandon(&mut self.keyspace);
             self.aof_last_rewrite_secs = Some(secs);
@@ -849,7 +875,9 @@ impl Server {
         self.persistence.last_cow_entries = job.peak_cow_entries;
         let dirty_at_start = job.dirty_at_start;
         let kind = job.kind;
+        let path = job.path.clone();
         job.abandon(&mut self.keyspace);
+        self.repl_snapshot_done(false, &path, r.is_ok());
         match r {
             Ok(bytes) => {
                 self.dirty = self.dirty.saturating_sub(dirty_at_start);

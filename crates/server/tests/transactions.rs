@@ -461,3 +461,66 @@ fn a_transaction_cut_off_at_the_end_of_the_aof_is_reverted() {
     let after: Option<String> = redis::cmd("GET").arg("after").query(&mut c).unwrap();
     assert_eq!(after.as_deref(), Some("1"));
 }
+
+/// Waits until `replica`'s link to its master is up.
+fn link_up(replica: &ServerProcess) {
+    wait_for("the replica's link", 20, || {
+        (replica
+            .info_field("replication", "master_link_status")
+            .as_deref()
+            == Some("up"))
+        .then_some(())
+    });
+}
+
+#[test]
+fn exec_and_publish_reach_ferrokv_and_redis_replicas() {
+    let master = ServerProcess::ferrokv(&[
+        "--enable-debug-command",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
+    let replica = ServerProcess::ferrokv(&["--enable-debug-command", "yes"]);
+    let real = ServerProcess::redis(&[]);
+    for r in [&replica, &real] {
+        let mut c = r.raw();
+        c.cmd(&["replicaof", "127.0.0.1", &master.port.to_string()]);
+        link_up(r);
+    }
+    // A subscriber on the replica gets what is published on the master.
+    let mut sub = replica.raw();
+    sub.send(&Frame::command(&["subscribe", "news"]));
+    sub.read_frames(1);
+    let mut m = master.raw();
+    m.cmd(&["multi"]);
+    m.cmd(&["set", "a", "1"]);
+    m.cmd(&["incr", "n"]);
+    m.cmd(&["get", "a"]);
+    assert_eq!(
+        m.cmd(&["exec"]),
+        Frame::Array(vec![
+            Frame::Simple("OK".into()),
+            Frame::Integer(1),
+            Frame::Bulk(b"1".to_vec())
+        ])
+    );
+    assert_eq!(m.cmd(&["publish", "news", "hi"]), Frame::Integer(0));
+    assert_eq!(
+        sub.read_frame(),
+        Frame::Array(vec![
+            Frame::Bulk(b"message".to_vec()),
+            Frame::Bulk(b"news".to_vec()),
+            Frame::Bulk(b"hi".to_vec())
+        ])
+    );
+    let want = m.cmd(&["debug", "digest"]);
+    assert!(matches!(want, Frame::Simple(_)), "{want:?}");
+    for r in [&replica, &real] {
+        let mut c = r.raw();
+        wait_for("the transaction on the replica", 10, || {
+            (c.cmd(&["debug", "digest"]) == want).then_some(())
+        });
+        assert_eq!(c.cmd(&["get", "n"]), Frame::Bulk(b"1".to_vec()));
+    }
+}

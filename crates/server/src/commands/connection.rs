@@ -4,6 +4,7 @@
 use super::flags::*;
 use super::{err, is, reply_help, CommandSpec, Ctx};
 use crate::net::client::{Client, ReplyMode};
+use crate::replication::ClientKind;
 use ferrokv_resp::{Args, Protocol};
 use std::os::fd::AsRawFd;
 
@@ -336,6 +337,21 @@ fn client_flags(c: &Client) -> String {
     f
 }
 
+/// A `TYPE` argument: `Some(None)` for pubsub (no such clients here).
+fn client_kind_arg(t: &[u8]) -> Option<Option<ClientKind>> {
+    if is(t, "normal") {
+        Some(Some(ClientKind::Normal))
+    } else if is(t, "master") {
+        Some(Some(ClientKind::Master))
+    } else if is(t, "replica") || is(t, "slave") {
+        Some(Some(ClientKind::Replica))
+    } else if is(t, "pubsub") {
+        Some(None)
+    } else {
+        None
+    }
+}
+
 /// One line of `CLIENT LIST` / `CLIENT INFO`, in Redis's field order.
 pub fn client_line(c: &Client, current: bool) -> String {
     let s = |o: &Option<Vec<u8>>| {
@@ -379,18 +395,11 @@ pub fn client_line(c: &Client, current: bool) -> String {
 fn client_list(ctx: &mut Ctx, args: Args) {
     // One filter at most, as Redis 7.0: `TYPE t` alone, or `ID id [id ...]`.
     let mut ids: Option<Vec<u64>> = None;
-    // `Some(true)`: pub/sub clients only; `Some(false)`: normal ones only;
-    // masters and replicas this server never lists.
-    let mut want_pubsub = None;
-    let mut none_match = false;
+    let mut only_kind = None;
     if args.len() == 4 && is(args.get(2), "type") {
         let t = args.get(3);
-        if is(t, "normal") {
-            want_pubsub = Some(false);
-        } else if is(t, "pubsub") {
-            want_pubsub = Some(true);
-        } else if is(t, "master") || is(t, "replica") || is(t, "slave") {
-            none_match = true;
+        if let Some(k) = client_kind_arg(t) {
+            only_kind = Some(k);
         } else {
             ctx.error(&format!(
                 "ERR Unknown client type '{}'",
@@ -421,8 +430,16 @@ fn client_list(ctx: &mut Ctx, args: Args) {
     all.sort_by_key(|c| c.id);
     let mut text = String::new();
     for c in all {
-        if none_match || want_pubsub.is_some_and(|p| p != c.subs.any()) {
-            continue;
+        if let Some(want) = only_kind {
+            let kind = ctx.srv.repl.client_kind(c.id);
+            let keep = match want {
+                None => c.subs.any(),
+                Some(ClientKind::Normal) => kind == ClientKind::Normal && !c.subs.any(),
+                Some(k) => kind == k,
+            };
+            if !keep {
+                continue;
+            }
         }
         if let Some(ids) = &ids {
             if !ids.contains(&c.id) {
@@ -449,10 +466,7 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
         id: Option<u64>,
         addr: Option<String>,
         laddr: Option<String>,
-        /// `Some(true)`: pub/sub clients; `Some(false)`: normal ones.
-        pubsub: Option<bool>,
-        /// TYPE master/replica: no such clients here.
-        none: bool,
+        kind: Option<Option<ClientKind>>,
         user_ok: bool,
         maxage: Option<u64>,
     }
@@ -482,12 +496,8 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
                     }
                 }
             } else if is(k, "type") {
-                if is(v, "normal") {
-                    f.pubsub = Some(false);
-                } else if is(v, "pubsub") {
-                    f.pubsub = Some(true);
-                } else if is(v, "master") || is(v, "replica") || is(v, "slave") {
-                    f.none = true;
+                if let Some(k) = client_kind_arg(v) {
+                    f.kind = Some(k);
                 } else {
                     ctx.error(&format!("ERR Unknown client type '{vs}'"));
                     return;
@@ -530,8 +540,15 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
             && f.laddr
                 .as_ref()
                 .is_none_or(|a| c.local_addr.to_string() == *a)
-            && !f.none
-            && f.pubsub.is_none_or(|p| p == c.subs.any())
+            && f.kind.is_none_or(|want| {
+                // As CLIENT LIST: a subscribed normal client is `pubsub`.
+                let kind = ctx.srv.repl.client_kind(c.id);
+                match want {
+                    None => c.subs.any(),
+                    Some(ClientKind::Normal) => kind == ClientKind::Normal && !c.subs.any(),
+                    Some(k) => kind == k,
+                }
+            })
             && f.user_ok
             && f.maxage.is_none_or(|m| c.created.elapsed().as_secs() >= m)
     };

@@ -18,6 +18,7 @@ pub mod latency;
 pub mod long_double;
 pub mod multi;
 pub mod pubsub;
+pub mod replication;
 pub mod server;
 pub mod set;
 pub mod slowlog;
@@ -171,6 +172,7 @@ impl CommandTable {
             multi::COMMANDS,
             hash::COMMANDS,
             set::COMMANDS,
+            replication::COMMANDS,
         ] {
             for spec in family {
                 specs.push(spec);
