@@ -423,7 +423,17 @@ fn run_once(servers: &mut Servers, case: &Case) -> Result<(), Mismatch> {
     // outside MULTI is the same error on both).
     for conn in 0..2 {
         s.conn = conn;
-        s.both(&["DISCARD"]);
+        let (r, f) = s.both(&["DISCARD"]);
+        if show(&r) != show(&f) {
+            return Err(Mismatch {
+                index: case.commands.len(),
+                what: format!(
+                    "closing DISCARD on conn {conn} differs: redis {} ferrokv {}",
+                    show(&r),
+                    show(&f)
+                ),
+            });
+        }
     }
     s.conn = 0;
     let (r, f) = s.both(&["DEBUG", "DIGEST"]);
