@@ -396,6 +396,45 @@ fn keyspace_events_are_those_redis_publishes() {
 }
 
 #[test]
+fn keymiss_events_come_from_the_lookups_redis_counts_as_misses() {
+    let script: &[&[&str]] = &[
+        &["get", "m1"],
+        &["set", "m2", "v", "get"],
+        &["set", "m3", "v", "nx"],
+        &["exists", "m4", "m3"],
+        &["type", "m5"],
+        &["ttl", "m6"],
+        &["pttl", "m7"],
+        &["expiretime", "m8"],
+        &["strlen", "m9"],
+        &["getrange", "m10", "0", "1"],
+        &["mget", "m11", "m3", "m12"],
+        &["getex", "m13"],
+        &["getdel", "m14"],
+        &["incr", "m15"],
+        &["append", "m16", "x"],
+        &["lcs", "m17", "m3"],
+        &["object", "encoding", "m18"],
+        &["touch", "m19"],
+        &["copy", "m20", "m21"],
+        &["rename", "m22", "m23"],
+        &["expire", "m24", "10"],
+        &["persist", "m25"],
+        &["hget", "m26", "f"],
+        &["hgetall", "m27"],
+        &["hexists", "m28", "f"],
+        &["smembers", "m29"],
+        &["sismember", "m30", "x"],
+        &["scard", "m31"],
+        &["sinter", "m3", "m32"],
+        &["srandmember", "m33"],
+    ];
+    let ours = keyspace_events(&ServerProcess::ferrokv(&[]), "KEm", script);
+    let redis = keyspace_events(&ServerProcess::redis(&[]), "KEm", script);
+    assert_eq!(ours, redis);
+}
+
+#[test]
 fn expired_events_come_from_lazy_and_active_expiry() {
     let s = ServerProcess::ferrokv(&["--hz", "100", "--enable-debug-command", "yes"]);
     let mut admin = s.raw();
