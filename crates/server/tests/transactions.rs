@@ -257,6 +257,51 @@ fn watched_key_removed_by_active_expiry_fails_exec() {
 }
 
 #[test]
+fn exec_is_not_in_the_slowlog_but_its_commands_are() {
+    let s = ServerProcess::ferrokv(&["--slowlog-log-slower-than", "0"]);
+    let mut c = s.raw();
+    c.cmd(&["slowlog", "reset"]);
+    c.cmd(&["multi"]);
+    c.cmd(&["set", "a", "1"]);
+    c.cmd(&["get", "a"]);
+    c.cmd(&["exec"]);
+    let Frame::Array(entries) = c.cmd(&["slowlog", "get"]) else {
+        panic!()
+    };
+    let names: Vec<Frame> = entries
+        .iter()
+        .map(|e| match e {
+            Frame::Array(parts) => match &parts[3] {
+                Frame::Array(argv) => argv[0].clone(),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    // Newest first; MULTI is logged as Redis logs it, EXEC is not.
+    let b = |s: &str| Frame::Bulk(s.as_bytes().to_vec());
+    assert_eq!(names, vec![b("get"), b("set"), b("multi"), b("slowlog")]);
+    let Frame::Array(info) = c.cmd(&["command", "info", "exec"]) else {
+        panic!()
+    };
+    let Frame::Array(row) = &info[0] else {
+        panic!()
+    };
+    let simple = |v: &[&str]| {
+        Frame::Array(
+            v.iter()
+                .map(|s| Frame::Simple(s.as_bytes().to_vec()))
+                .collect(),
+        )
+    };
+    assert_eq!(
+        row[2],
+        simple(&["noscript", "loading", "stale", "skip_slowlog"])
+    );
+    assert_eq!(row[6], simple(&["@slow", "@transaction"]));
+}
+
+#[test]
 fn client_list_shows_the_open_transaction() {
     let s = ServerProcess::ferrokv(&[]);
     let mut a = s.raw();

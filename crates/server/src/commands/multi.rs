@@ -42,7 +42,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     )
     .since("1.2.0")
     .doc("Starts a transaction.", ""),
-    cmd("exec", 1, NOSCRIPT | LOADING | STALE, exec)
+    cmd("exec", 1, NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG, exec)
         .since("1.2.0")
         .complexity("Depends on commands in the transaction")
         .doc("Executes all commands in a transaction.", ""),
