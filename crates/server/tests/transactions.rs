@@ -193,6 +193,24 @@ fn watched_key_changed_by_every_kind_of_write_fails_exec() {
         b.cmd(write);
         assert_eq!(a.cmd(&["exec"]), Frame::Null, "{write:?}");
     }
+    // SMOVE into a set that already holds the member changes only the source.
+    b.cmd(&["flushall"]);
+    b.cmd(&["sadd", "src", "m", "n"]);
+    b.cmd(&["sadd", "k", "m"]);
+    let mut a = s.raw();
+    a.cmd(&["watch", "k"]);
+    b.cmd(&["smove", "src", "k", "m"]);
+    a.cmd(&["multi"]);
+    a.cmd(&["ping"]);
+    assert_eq!(
+        a.cmd(&["exec"]),
+        Frame::Array(vec![Frame::Simple("PONG".into())])
+    );
+    a.cmd(&["watch", "k"]);
+    b.cmd(&["smove", "src", "k", "n"]);
+    a.cmd(&["multi"]);
+    a.cmd(&["ping"]);
+    assert_eq!(a.cmd(&["exec"]), Frame::Null);
     // A FLUSHALL that removes nothing watched, or a failed write, is no change.
     for write in [&["flushall"][..], &["incr", "k"][..], &["del", "k"][..]] {
         b.cmd(&["flushall"]);

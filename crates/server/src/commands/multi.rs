@@ -231,11 +231,12 @@ impl Watches {
 /// Of a write command's key positions, those it may write: a command that
 /// also reads keys (the sources of a `*STORE` or of `BITOP`) touches only
 /// its destination, the first key; COPY (whose destination may be in
-/// another database) and DEL/UNLINK (which change only the keys that
-/// existed) touch what they changed themselves.
+/// another database), DEL/UNLINK (which change only the keys that existed)
+/// and SMOVE (whose destination may already hold the member) touch what
+/// they changed themselves.
 fn written_keys(name: &str, keys: (i32, i32, i32)) -> Option<(i32, i32, i32)> {
     match name {
-        "copy" | "del" | "unlink" => None,
+        "copy" | "del" | "unlink" | "smove" => None,
         n if n.ends_with("store") || n == "bitop" => Some((keys.0, keys.0, 1)),
         _ => Some(keys),
     }

@@ -358,6 +358,7 @@ fn smove(ctx: &mut Ctx, args: Args) {
         return ctx.client.out.int(is_member as i64);
     }
     remove_members(ctx, "srem", src, std::iter::once(member));
+    ctx.srv.touch_watched_key(db, src);
     let max = ctx.srv.config.set_max_intset();
     let added = match write(ctx.srv, db, dst, now) {
         Write::Set(s) => s.insert(member, max),
@@ -372,6 +373,7 @@ fn smove(ctx: &mut Ctx, args: Args) {
     };
     ctx.modified(1);
     if added {
+        ctx.srv.touch_watched_key(db, dst);
         ctx.notify(NOTIFY_SET, "sadd", dst);
     }
     ctx.client.out.int(1);
