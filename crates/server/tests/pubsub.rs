@@ -109,6 +109,12 @@ fn subscribed_mode_replies_match_redis_byte_for_byte() {
         "pubsub numpat x",
         "pubsub foo",
         "unsubscribe",
+        "unsubscribe",
+        "punsubscribe",
+        "sunsubscribe",
+        "ssubscribe x",
+        "spublish x m",
+        "sunsubscribe",
         "reset",
         "ping",
     ];
