@@ -128,6 +128,12 @@ pub struct Config {
     pub config_file: Option<String>,
     /// Replication (`replicaof`, `masterauth`, `repl-*`, `min-replicas-*`).
     pub repl: crate::replication::ReplConfig,
+    /// `list-max-listpack-size` (alias `list-max-ziplist-size`): the node
+    /// size of lists in snapshots (Redis 7.0 reports every list as a
+    /// quicklist whatever it is).
+    pub list_max_listpack_size: i32,
+    /// `list-compress-depth`: accepted and reported; lists are not compressed.
+    pub list_compress_depth: u64,
 }
 
 impl Default for Config {
@@ -187,6 +193,8 @@ impl Default for Config {
             set_max_intset_entries: 0,
             config_file: None,
             repl: Default::default(),
+            list_max_listpack_size: -2,
+            list_compress_depth: 0,
         };
         for o in OPTIONS.iter().chain(REPL_OPTIONS) {
             let args = split(o.default);
@@ -277,6 +285,21 @@ fn parse_int(args: &[String], min: u64, max: u64) -> Result<u64, String> {
         ));
     }
     Ok(v as u64)
+}
+
+/// A signed 32-bit option (Redis's `createIntConfig` with INT_MIN..INT_MAX).
+fn parse_i32(args: &[String]) -> Result<i32, String> {
+    let s = one(args)?;
+    let v: i128 = s
+        .parse()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+    i32::try_from(v).map_err(|_| {
+        format!(
+            "argument must be between {} and {} inclusive",
+            i32::MIN,
+            i32::MAX
+        )
+    })
 }
 
 fn yes_no(b: bool) -> String {
@@ -1002,6 +1025,37 @@ pub static OPTIONS: &[ConfigOption] = &[
         },
         |c| c.metrics_bind.clone()
     ),
+    opt!(
+        "list-max-listpack-size",
+        "-2",
+        true,
+        |c, a| {
+            c.list_max_listpack_size = parse_i32(a)?;
+            Ok(())
+        },
+        |c| c.list_max_listpack_size.to_string()
+    ),
+    // The pre-7.0 name of the same option.
+    opt!(
+        "list-max-ziplist-size",
+        "-2",
+        true,
+        |c, a| {
+            c.list_max_listpack_size = parse_i32(a)?;
+            Ok(())
+        },
+        |c| c.list_max_listpack_size.to_string()
+    ),
+    opt!(
+        "list-compress-depth",
+        "0",
+        true,
+        |c, a| {
+            c.list_compress_depth = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.list_compress_depth.to_string()
+    ),
 ];
 
 pub fn find(name: &str) -> Option<&'static ConfigOption> {
@@ -1234,6 +1288,7 @@ impl Config {
             hash_max_listpack_entries: self.hash_max_listpack_entries as usize,
             hash_max_listpack_value: self.hash_max_listpack_value as usize,
             set_max_intset_entries: self.set_max_intset_entries as usize,
+            list_max_listpack_size: self.list_max_listpack_size,
             ..Default::default()
         }
     }

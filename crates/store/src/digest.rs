@@ -53,6 +53,9 @@ fn mix_value(d: &mut Digest, e: &Entry) {
                 xor(d, &fd);
             }
         }
+        // Each element in order (an integer element as its text, which is
+        // what a list stores here).
+        ValueRef::List(l) => l.iter().for_each(|e| mix(d, e)),
     }
     if e.has_expire() {
         xor(d, b"!!expire!!");

@@ -9,6 +9,7 @@
 //! - [`hash`], [`set`]: the hash and set types and their compact
 //!   encodings; [`dense`]: the full table both use when they grow.
 //! - [`digest`]: Redis 7.0's `DEBUG DIGEST` algorithm.
+//! - [`list`]: the list type, a deque of chunks of packed elements.
 //! - [`pattern`]: Redis's glob matching.
 //!
 //! [`Keyspace`] groups the 16 databases `SELECT` chooses from. The crate is
@@ -20,6 +21,7 @@ pub mod db;
 pub mod dense;
 pub mod digest;
 pub mod hash;
+pub mod list;
 pub mod pattern;
 pub mod set;
 pub mod value;

@@ -46,6 +46,8 @@ pub enum Value {
     Hash(Hash),
     /// A set (`intset` or `hashtable`); a 16-byte handle to shared storage.
     Set(Set),
+    /// A list (shared with a snapshot in progress until written to).
+    List(std::sync::Arc<crate::list::List>),
 }
 
 /// A borrowed view of a stored value.
@@ -58,6 +60,7 @@ pub enum ValueRef<'a> {
     Raw(&'a [u8]),
     Hash(&'a Hash),
     Set(&'a Set),
+    List(&'a crate::list::List),
 }
 
 impl<'a> ValueRef<'a> {
@@ -66,6 +69,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Int(_) | ValueRef::Str(_) | ValueRef::Raw(_) => ValueType::String,
             ValueRef::Hash(_) => ValueType::Hash,
             ValueRef::Set(_) => ValueType::Set,
+            ValueRef::List(_) => ValueType::List,
         }
     }
 
@@ -77,6 +81,8 @@ impl<'a> ValueRef<'a> {
             ValueRef::Str(_) | ValueRef::Raw(_) => "raw",
             ValueRef::Hash(h) => h.encoding(),
             ValueRef::Set(s) => s.encoding(),
+            // Redis 7.0 keeps every list in a quicklist.
+            ValueRef::List(_) => "quicklist",
         }
     }
 
@@ -86,6 +92,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Int(i) => Some(buf.format(i)),
             ValueRef::Str(s) | ValueRef::Raw(s) => Some(s),
             ValueRef::Hash(_) | ValueRef::Set(_) => None,
+            ValueRef::List(_) => None,
         }
     }
 
@@ -102,6 +109,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Int(i) => Value::Int(i),
             ValueRef::Str(s) => Value::Str(SmallBytes::new(s)),
             ValueRef::Raw(s) => Value::Raw(s.into()),
+            ValueRef::List(l) => Value::List(std::sync::Arc::new(l.clone())),
         }
     }
 }
@@ -137,6 +145,7 @@ impl Value {
             Value::Raw(b) => ValueRef::Raw(b),
             Value::Hash(h) => ValueRef::Hash(h),
             Value::Set(s) => ValueRef::Set(s),
+            Value::List(l) => ValueRef::List(l),
         }
     }
 
@@ -157,6 +166,7 @@ impl Value {
             Value::Raw(b) => b.len(),
             Value::Hash(h) => h.heap_size(),
             Value::Set(s) => s.heap_size(),
+            Value::List(l) => std::mem::size_of::<crate::list::List>() + 16 + l.heap_size(),
         }
     }
 }

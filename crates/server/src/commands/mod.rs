@@ -15,6 +15,7 @@ pub mod docs;
 pub mod hash;
 pub mod keys;
 pub mod latency;
+pub mod list;
 pub mod long_double;
 pub mod multi;
 pub mod pubsub;
@@ -176,6 +177,7 @@ impl CommandTable {
             hash::COMMANDS,
             set::COMMANDS,
             replication::COMMANDS,
+            list::COMMANDS,
         ] {
             for spec in family {
                 specs.push(spec);

@@ -525,6 +525,11 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
                                 5
                             }
                     }
+                    // About a listpack's size: each element plus its two
+                    // bytes of framing.
+                    ferrokv_store::ValueRef::List(l) => {
+                        l.iter().map(|v| v.len() + 2).sum::<usize>() + 7
+                    }
                     // Collections: an estimate (their elements' bytes).
                     _ => e.heap_size(),
                 };

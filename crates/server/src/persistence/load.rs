@@ -92,6 +92,11 @@ impl RdbVisitor for Loader<'_> {
             }
             // Redis skips an empty collection on load.
             RdbValue::Hash(_) | RdbValue::Set(_) => return Ok(()),
+            RdbValue::List(items) => {
+                let list: ferrokv_store::list::List = items.iter().collect();
+                let value = ferrokv_store::Value::List(std::sync::Arc::new(list));
+                self.ks.dbs[db].upsert(&e.key, value, e.expire_ms.unwrap_or(NO_EXPIRE), 0);
+            }
             other => {
                 return Err(format!(
                     "value type '{}' of key '{}' is not supported by this ferrokv",
