@@ -1225,11 +1225,12 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
     }
     let setnum = setnum as usize;
     let first = numkeys_at + 1;
-    // Type checks come first (inputs are read before the options).
+    // Type checks come first (inputs are read before the options). A
+    // plain set is an input too, its members scored 1, as in Redis.
     let db = ctx.client.db;
     for i in 0..setnum {
         if let Some(e) = ctx.srv.lookup_read(db, args.get(first + i), ctx.now_ms) {
-            if !matches!(e.value(), ValueRef::ZSet(_)) {
+            if !matches!(e.value(), ValueRef::ZSet(_) | ValueRef::Set(_)) {
                 ctx.error(err::WRONGTYPE);
                 return;
             }
@@ -1277,19 +1278,37 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
     }
     // Sources in Redis's order: by cardinality for union and inter (a
     // stable sort, as glibc's qsort), as given for diff.
-    let mut srcs: Vec<(Option<&ZSet>, f64, usize)> = Vec::with_capacity(setnum);
+    let lim = limits(ctx);
     let dbref = &ctx.srv.keyspace.dbs[db];
     let now = ctx.now_ms;
+    let live = |i: usize| {
+        dbref
+            .get(args.get(first + i))
+            .filter(|e| e.expire_at == NO_EXPIRE || e.expire_at > now)
+    };
+    // Plain-set inputs, as sorted sets of score 1.
+    let from_sets: Vec<Option<ZSet>> = (0..setnum)
+        .map(|i| match live(i).map(|e| e.value()) {
+            Some(ValueRef::Set(set)) => {
+                let texts: Vec<Vec<u8>> = set.iter().map(|m| m.text().as_ref().to_vec()).collect();
+                let longest = texts.iter().map(|t| t.len()).max().unwrap_or(0);
+                Some(ZSet::from_pairs(
+                    texts.iter().map(|t| (&t[..], 1.0)),
+                    texts.len(),
+                    longest,
+                    &lim,
+                ))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut srcs: Vec<(Option<&ZSet>, f64, usize)> = Vec::with_capacity(setnum);
     for (i, &weight) in weights.iter().enumerate() {
-        let z = dbref.get(args.get(first + i)).and_then(|e| {
-            if e.expire_at != NO_EXPIRE && e.expire_at <= now {
-                return None;
-            }
-            match e.value() {
-                ValueRef::ZSet(z) => Some(z),
-                _ => None,
-            }
-        });
+        let z = match live(i).map(|e| e.value()) {
+            Some(ValueRef::ZSet(z)) => Some(z),
+            Some(ValueRef::Set(_)) => from_sets[i].as_ref(),
+            _ => None,
+        };
         srcs.push((z, weight, i));
     }
     if op != SetOp::Diff {
