@@ -78,6 +78,14 @@ pub struct Config {
     pub output_limit_replica: OutputLimit,
     pub output_limit_pubsub: OutputLimit,
     pub hz: u64,
+    /// `maxmemory` in bytes (0: no limit) and how keys are chosen to make room.
+    pub maxmemory: u64,
+    pub maxmemory_policy: crate::evict::Policy,
+    pub maxmemory_samples: u64,
+    pub maxmemory_eviction_tenacity: u64,
+    pub lfu_log_factor: u64,
+    pub lfu_decay_time: u64,
+    pub lazyfree_lazy_eviction: bool,
     pub enable_debug_command: DebugCommand,
     pub pidfile: String,
     pub dbfilename: String,
@@ -102,6 +110,8 @@ pub struct Config {
     pub slowlog_max_len: u64,
     /// The latency monitor's threshold in ms (0: off).
     pub latency_monitor_threshold: u64,
+    /// `notify-keyspace-events`, as `crate::notify::NOTIFY_*` bits.
+    pub notify_keyspace_events: u32,
     /// `INFO latencystats`: whether per-command distributions are kept,
     /// and which percentiles it prints.
     pub latency_tracking: bool,
@@ -136,6 +146,13 @@ impl Default for Config {
             output_limit_replica: OutputLimit::default(),
             output_limit_pubsub: OutputLimit::default(),
             hz: 0,
+            maxmemory: 0,
+            maxmemory_policy: crate::evict::Policy::NoEviction,
+            maxmemory_samples: 5,
+            maxmemory_eviction_tenacity: 10,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
+            lazyfree_lazy_eviction: false,
             enable_debug_command: DebugCommand::No,
             pidfile: String::new(),
             dbfilename: String::new(),
@@ -155,6 +172,7 @@ impl Default for Config {
             slowlog_log_slower_than: 0,
             slowlog_max_len: 0,
             latency_monitor_threshold: 0,
+            notify_keyspace_events: 0,
             latency_tracking: true,
             latency_tracking_info_percentiles: Vec::new(),
             metrics_port: 0,
@@ -560,6 +578,77 @@ pub static OPTIONS: &[ConfigOption] = &[
         |c| c.hz.to_string()
     ),
     opt!(
+        "maxmemory",
+        "0",
+        true,
+        |c, a| {
+            c.maxmemory = parse_memory(one(a)?)?;
+            Ok(())
+        },
+        |c| c.maxmemory.to_string()
+    ),
+    opt!(
+        "maxmemory-policy",
+        "noeviction",
+        true,
+        |c, a| {
+            c.maxmemory_policy = crate::evict::Policy::parse(one(a)?)
+                .ok_or_else(|| "argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction".to_string())?;
+            Ok(())
+        },
+        |c| c.maxmemory_policy.name().into()
+    ),
+    opt!(
+        "maxmemory-samples",
+        "5",
+        true,
+        |c, a| {
+            c.maxmemory_samples = parse_int(a, 1, 64)?;
+            Ok(())
+        },
+        |c| c.maxmemory_samples.to_string()
+    ),
+    opt!(
+        "maxmemory-eviction-tenacity",
+        "10",
+        true,
+        |c, a| {
+            c.maxmemory_eviction_tenacity = parse_int(a, 0, 100)?;
+            Ok(())
+        },
+        |c| c.maxmemory_eviction_tenacity.to_string()
+    ),
+    opt!(
+        "lfu-log-factor",
+        "10",
+        true,
+        |c, a| {
+            c.lfu_log_factor = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.lfu_log_factor.to_string()
+    ),
+    opt!(
+        "lfu-decay-time",
+        "1",
+        true,
+        |c, a| {
+            c.lfu_decay_time = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.lfu_decay_time.to_string()
+    ),
+    opt!(
+        "lazyfree-lazy-eviction",
+        "no",
+        true,
+        |c, a| {
+            c.lazyfree_lazy_eviction = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.lazyfree_lazy_eviction)
+    ),
+    opt!(
         "enable-debug-command",
         "no",
         false,
@@ -776,6 +865,17 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.latency_monitor_threshold.to_string()
+    ),
+    opt!(
+        "notify-keyspace-events",
+        "",
+        true,
+        |c, a| {
+            c.notify_keyspace_events = crate::notify::parse_flags(one(a)?)
+                .ok_or_else(|| crate::notify::INVALID_FLAGS.to_string())?;
+            Ok(())
+        },
+        |c| crate::notify::flags_to_string(c.notify_keyspace_events)
     ),
     opt!(
         "latency-tracking",

@@ -29,12 +29,15 @@
 pub mod alloc;
 pub mod commands;
 pub mod config;
+pub mod evict;
 pub mod fdlimit;
 pub mod info;
 pub mod metrics;
 pub mod net;
+pub mod notify;
 pub mod persistence;
 pub mod propagate;
+pub mod pubsub;
 pub mod replication;
 pub mod server;
 pub mod signals;

@@ -299,6 +299,16 @@ fn collect_server(srv: &Server, r: &mut Registry) {
         srv.peak_memory.max(crate::alloc::used_memory()) as f64,
     );
     r.counter(
+        "ferrokv_evicted_keys_total",
+        "Keys removed to keep used memory under maxmemory.",
+        srv.eviction.evicted_keys as f64,
+    );
+    r.gauge(
+        "ferrokv_maxmemory_bytes",
+        "The maxmemory limit (0: none).",
+        srv.config.maxmemory as f64,
+    );
+    r.counter(
         "ferrokv_expired_keys_total",
         "Keys removed because their TTL passed.",
         s.expired_keys as f64,

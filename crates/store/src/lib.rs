@@ -20,7 +20,7 @@ pub mod pattern;
 pub mod value;
 
 pub use bytes::SmallBytes;
-pub use db::{Db, Entry, Found, Lookup, NO_EXPIRE};
+pub use db::{Access, Db, Entry, Found, Lookup, NO_EXPIRE};
 pub use value::{Value, ValueRef, ValueType};
 
 /// The databases of a server.

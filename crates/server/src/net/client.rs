@@ -97,6 +97,15 @@ pub enum ReplyMode {
 
 pub struct Client {
     pub id: u64,
+    /// The connection's slot in `Server::clients` (`usize::MAX` for the
+    /// fake AOF client); pub/sub and WATCH registries name clients by it.
+    pub token: usize,
+    /// Pub/sub subscriptions.
+    pub subs: crate::pubsub::Subscriptions,
+    /// The open transaction, between MULTI and EXEC/DISCARD.
+    pub multi: Option<Box<crate::commands::multi::Transaction>>,
+    /// EXEC is running this client's queue (blocking commands must not block).
+    pub in_exec: bool,
     /// The socket; `None` for the fake client that replays the AOF.
     pub stream: Option<TcpStream>,
     pub addr: SocketAddr,
@@ -176,6 +185,10 @@ impl Client {
         let now = Instant::now();
         Client {
             id,
+            token: usize::MAX,
+            subs: Default::default(),
+            multi: None,
+            in_exec: false,
             stream,
             addr,
             local_addr,

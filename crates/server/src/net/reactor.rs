@@ -95,7 +95,7 @@ impl Reactor {
         loop {
             let period = Duration::from_millis(1000 / self.srv.config.hz.max(1));
             let now = Instant::now();
-            let timeout = if !self.srv.pending_reads.is_empty() {
+            let timeout = if !self.srv.pending_reads.is_empty() || self.srv.eviction.pending {
                 Duration::ZERO
             } else if self.srv.persistence.job.is_some()
                 || self.srv.aof.as_ref().is_some_and(|a| a.has_pending())
@@ -196,6 +196,7 @@ impl Reactor {
             let entry = self.srv.clients.vacant_entry();
             let token = entry.key();
             let mut client = Client::new(id, stream, addr, &mut self.srv.pool, authenticated);
+            client.token = token;
             if let Err(e) = self.poll.registry().register(
                 client.stream.as_mut().expect("a connection has a socket"),
                 Token(token),
@@ -340,13 +341,13 @@ impl Reactor {
     }
 
     fn over_hard_output_limit(&self, c: &Client) -> bool {
-        let hard = self.srv.config.output_limit_normal.hard;
+        let hard = self.srv.output_limit_for(c).hard;
         hard > 0 && c.pending_output() as u64 >= hard
     }
 
     /// Applies `client-output-buffer-limit`. True when the client must go.
     fn check_output_limits(&mut self, c: &mut Client) -> bool {
-        let lim = self.srv.config.output_limit_normal;
+        let lim = self.srv.output_limit_for(c);
         let pending = c.pending_output() as u64;
         let hard = lim.hard > 0 && pending >= lim.hard;
         let mut soft = false;
@@ -371,6 +372,10 @@ impl Reactor {
     fn before_sleep(&mut self) {
         // The AOF first: a reply is never sent before its write is in the
         // AOF (and synced, with `appendfsync always`).
+        // An eviction round that ran out of time goes on each loop turn.
+        if self.srv.eviction.pending {
+            self.srv.perform_evictions();
+        }
         let aof_ok = self.srv.flush_aof();
         for t in self.srv.replication_tick() {
             self.resume_client(t);
@@ -450,6 +455,7 @@ impl Reactor {
                 let _ = self.poll.registry().deregister(stream);
             }
             debug!("Client closed: id={} addr={}", c.id, c.addr);
+            self.srv.forget_client(&mut c);
             c.release(&mut self.srv.pool);
         }
     }
