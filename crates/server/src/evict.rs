@@ -193,14 +193,19 @@ impl Server {
     /// less the AOF buffer (evicting keys cannot shrink it).
     pub fn memory_for_eviction(&self) -> usize {
         let used = crate::alloc::used_memory();
-        let not_counted = self.aof.as_ref().map_or(0, |a| a.buffered());
+        // As Redis's freeMemoryGetNotCountedMemory: buffers on their way
+        // to the AOF and to replicas would otherwise feed back into evictions.
+        let not_counted =
+            self.aof.as_ref().map_or(0, |a| a.buffered()) + self.replica_buffered_bytes();
         used.saturating_sub(not_counted)
     }
 
     /// One eviction round (see the module doc).
     pub fn perform_evictions(&mut self) -> Evict {
         let max = self.config.maxmemory as usize;
-        if max == 0 {
+        // A replica's data is its master's: it evicts nothing itself
+        // (Redis's `replica-ignore-maxmemory yes`).
+        if max == 0 || self.repl.is_replica() {
             self.eviction.pending = false;
             return Evict::Ok;
         }

@@ -354,7 +354,7 @@ impl Server {
             ack_time: Instant::now(),
             since: Instant::now(),
             socket: None,
-            token: None,
+            token: (c.token != usize::MAX).then_some(c.token),
             head: Vec::new(),
             soft_limit_since: None,
             diskless: false,
@@ -935,5 +935,25 @@ impl ReplState {
             .replicas
             .iter()
             .any(|r| matches!(r.state, ReplicaState::Sending | ReplicaState::WaitStart))
+    }
+}
+
+impl Server {
+    /// Bytes waiting for replicas (their output buffers and the stream
+    /// held during their syncs): not counted for `maxmemory`, as in Redis.
+    pub fn replica_buffered_bytes(&self) -> usize {
+        self.repl
+            .master
+            .replicas
+            .iter()
+            .map(|r| {
+                r.pending.len()
+                    + r.token
+                        .and_then(|t| self.clients.get(t))
+                        .and_then(|c| c.as_ref())
+                        .filter(|c| c.id == r.client_id)
+                        .map_or(0, |c| c.pending_output())
+            })
+            .sum()
     }
 }

@@ -353,6 +353,7 @@ impl Server {
             reg.register(&mut stream, mio::Token(token), mio::Interest::READABLE)?;
         }
         let mut c = Client::new(id, stream, addr, &mut self.pool, true);
+        c.token = token;
         if c.inbuf.len() < leftover.len() {
             c.inbuf.resize(leftover.len(), 0);
         }
