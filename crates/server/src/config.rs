@@ -947,14 +947,15 @@ pub static OPTIONS: &[ConfigOption] = &[
 
 pub fn find(name: &str) -> Option<&'static ConfigOption> {
     let n = name.to_ascii_lowercase();
-    OPTIONS
-        .iter()
-        .chain(REPL_OPTIONS)
-        .find(|o| o.name == n)
+    OPTIONS.iter().chain(REPL_OPTIONS).find(|o| o.name == n)
 }
 
 fn parse_replicaof(c: &mut Config, a: &[String]) -> Result<(), String> {
-    let words: Vec<String> = a.iter().flat_map(|x| split(x)).filter(|x| !x.is_empty()).collect();
+    let words: Vec<String> = a
+        .iter()
+        .flat_map(|x| split(x))
+        .filter(|x| !x.is_empty())
+        .collect();
     match &words[..] {
         [] => c.repl.replicaof = None,
         [n, o] if n.eq_ignore_ascii_case("no") && o.eq_ignore_ascii_case("one") => {
@@ -1012,8 +1013,12 @@ macro_rules! repl_bool {
 /// The replication options, with Redis's names, defaults and old
 /// `slave` aliases.
 pub static REPL_OPTIONS: &[ConfigOption] = &[
-    opt!("replicaof", "", false, |c, a| parse_replicaof(c, a), |c| get_replicaof(c)),
-    opt!("slaveof", "", false, |c, a| parse_replicaof(c, a), |c| get_replicaof(c)),
+    opt!("replicaof", "", false, |c, a| parse_replicaof(c, a), |c| {
+        get_replicaof(c)
+    }),
+    opt!("slaveof", "", false, |c, a| parse_replicaof(c, a), |c| {
+        get_replicaof(c)
+    }),
     opt!(
         "masterauth",
         "",
@@ -1023,7 +1028,12 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
             c.repl.masterauth = (!v.is_empty()).then(|| v.as_bytes().to_vec());
             Ok(())
         },
-        |c| c.repl.masterauth.as_ref().map(|v| String::from_utf8_lossy(v).into_owned()).unwrap_or_default()
+        |c| c
+            .repl
+            .masterauth
+            .as_ref()
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default()
     ),
     opt!(
         "masteruser",
@@ -1053,17 +1063,77 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
     ),
     repl_int!("repl-backlog-ttl", "3600", backlog_ttl, 0, i32::MAX as u64),
     repl_bool!("repl-diskless-sync", "yes", diskless_sync),
-    repl_int!("repl-diskless-sync-delay", "5", diskless_sync_delay, 0, i32::MAX as u64),
-    repl_int!("repl-diskless-sync-max-replicas", "0", diskless_sync_max_replicas, 0, i32::MAX as u64),
-    repl_int!("repl-ping-replica-period", "10", ping_replica_period, 1, i32::MAX as u64),
-    repl_int!("repl-ping-slave-period", "10", ping_replica_period, 1, i32::MAX as u64),
+    repl_int!(
+        "repl-diskless-sync-delay",
+        "5",
+        diskless_sync_delay,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "repl-diskless-sync-max-replicas",
+        "0",
+        diskless_sync_max_replicas,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "repl-ping-replica-period",
+        "10",
+        ping_replica_period,
+        1,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "repl-ping-slave-period",
+        "10",
+        ping_replica_period,
+        1,
+        i32::MAX as u64
+    ),
     repl_int!("repl-timeout", "60", timeout, 1, i32::MAX as u64),
-    repl_int!("min-replicas-to-write", "0", min_replicas_to_write, 0, i32::MAX as u64),
-    repl_int!("min-slaves-to-write", "0", min_replicas_to_write, 0, i32::MAX as u64),
-    repl_int!("min-replicas-max-lag", "10", min_replicas_max_lag, 0, i32::MAX as u64),
-    repl_int!("min-slaves-max-lag", "10", min_replicas_max_lag, 0, i32::MAX as u64),
-    repl_int!("replica-priority", "100", replica_priority, 0, i32::MAX as u64),
-    repl_int!("slave-priority", "100", replica_priority, 0, i32::MAX as u64),
+    repl_int!(
+        "min-replicas-to-write",
+        "0",
+        min_replicas_to_write,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "min-slaves-to-write",
+        "0",
+        min_replicas_to_write,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "min-replicas-max-lag",
+        "10",
+        min_replicas_max_lag,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "min-slaves-max-lag",
+        "10",
+        min_replicas_max_lag,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "replica-priority",
+        "100",
+        replica_priority,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "slave-priority",
+        "100",
+        replica_priority,
+        0,
+        i32::MAX as u64
+    ),
     opt!(
         "replica-announce-ip",
         "",

@@ -118,10 +118,16 @@ fn fill_dataset(p: &ServerProcess, n: usize, huge: bool, t: Types) {
             .arg(format!("v-{i}-{}", "y".repeat(i % 70)))
             .ignore();
         if i % 5 == 0 {
-            pipe.cmd("PEXPIRE").arg(format!("k:{i}")).arg(50_000_000).ignore();
+            pipe.cmd("PEXPIRE")
+                .arg(format!("k:{i}"))
+                .arg(50_000_000)
+                .ignore();
         }
         if i % 3 == 0 {
-            pipe.cmd("SET").arg(format!("n:{i}")).arg(i as i64 * 1_000_003 - 77).ignore();
+            pipe.cmd("SET")
+                .arg(format!("n:{i}"))
+                .arg(i as i64 * 1_000_003 - 77)
+                .ignore();
         }
     }
     pipe.cmd("SET")
@@ -136,16 +142,55 @@ fn fill_dataset(p: &ServerProcess, n: usize, huge: bool, t: Types) {
     for i in 0..20 {
         let k = format!("{i}");
         if t.hash {
-            try_cmd(&mut c, &[b"HSET", format!("h:{k}").as_bytes(), b"f1", b"v1", b"f2", k.as_bytes()]);
+            try_cmd(
+                &mut c,
+                &[
+                    b"HSET",
+                    format!("h:{k}").as_bytes(),
+                    b"f1",
+                    b"v1",
+                    b"f2",
+                    k.as_bytes(),
+                ],
+            );
         }
         if t.list {
-            try_cmd(&mut c, &[b"RPUSH", format!("l:{k}").as_bytes(), b"a", b"b", k.as_bytes()]);
+            try_cmd(
+                &mut c,
+                &[
+                    b"RPUSH",
+                    format!("l:{k}").as_bytes(),
+                    b"a",
+                    b"b",
+                    k.as_bytes(),
+                ],
+            );
         }
         if t.set {
-            try_cmd(&mut c, &[b"SADD", format!("s:{k}").as_bytes(), b"1", b"2", b"x", k.as_bytes()]);
+            try_cmd(
+                &mut c,
+                &[
+                    b"SADD",
+                    format!("s:{k}").as_bytes(),
+                    b"1",
+                    b"2",
+                    b"x",
+                    k.as_bytes(),
+                ],
+            );
         }
         if t.zset {
-            try_cmd(&mut c, &[b"ZADD", format!("z:{k}").as_bytes(), b"1.5", b"a", b"2", k.as_bytes()]);
+            try_cmd(
+                &mut c,
+                &[
+                    b"ZADD",
+                    format!("z:{k}").as_bytes(),
+                    b"1.5",
+                    b"a",
+                    b"2",
+                    k.as_bytes(),
+                ],
+            );
         }
     }
     if huge {
@@ -165,12 +210,26 @@ fn write_load(port: u16, rounds: usize, seed: usize, t: Types) {
         let mut pipe = redis::pipe();
         for j in 0..50 {
             let i = (r * 50 + j) * 7 + seed;
-            pipe.cmd("SET").arg(format!("w:{}", i % 3000)).arg(format!("{r}-{j}")).ignore();
-            pipe.cmd("INCRBY").arg(format!("ctr:{}", i % 17)).arg(3).ignore();
-            pipe.cmd("APPEND").arg(format!("app:{}", i % 11)).arg("ab").ignore();
+            pipe.cmd("SET")
+                .arg(format!("w:{}", i % 3000))
+                .arg(format!("{r}-{j}"))
+                .ignore();
+            pipe.cmd("INCRBY")
+                .arg(format!("ctr:{}", i % 17))
+                .arg(3)
+                .ignore();
+            pipe.cmd("APPEND")
+                .arg(format!("app:{}", i % 11))
+                .arg("ab")
+                .ignore();
             if j % 5 == 0 {
                 pipe.cmd("DEL").arg(format!("k:{}", i % 500)).ignore();
-                pipe.cmd("SET").arg(format!("ex:{}", i % 100)).arg(r).arg("EX").arg(10_000).ignore();
+                pipe.cmd("SET")
+                    .arg(format!("ex:{}", i % 100))
+                    .arg(r)
+                    .arg("EX")
+                    .arg(10_000)
+                    .ignore();
                 pipe.cmd("INCRBYFLOAT").arg("float").arg("0.25").ignore();
             }
         }
@@ -205,7 +264,10 @@ fn write_load(port: u16, rounds: usize, seed: usize, t: Types) {
         }
         let k = format!("{}", r % 13);
         if t.hash {
-            try_cmd(&mut c, &[b"HSET", b"h:load", k.as_bytes(), format!("{r}").as_bytes()]);
+            try_cmd(
+                &mut c,
+                &[b"HSET", b"h:load", k.as_bytes(), format!("{r}").as_bytes()],
+            );
         }
         if t.list {
             try_cmd(&mut c, &[b"LPUSH", b"l:load", k.as_bytes()]);
@@ -280,7 +342,11 @@ fn ferrokv_master_to_ferrokv_replicas_in_both_framings() {
     assert_eq!(info(&master, "replication", "repl_backlog_active"), "1");
 
     // WAIT counts the replicas that acknowledged the write.
-    let _: () = redis::cmd("SET").arg("waited").arg("1").query(&mut c).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("waited")
+        .arg("1")
+        .query(&mut c)
+        .unwrap();
     let n: i64 = redis::cmd("WAIT").arg(2).arg(5000).query(&mut c).unwrap();
     assert_eq!(n, 2);
     let t0 = Instant::now();
@@ -312,7 +378,11 @@ fn wait_blocks_the_client_not_the_loop() {
     let (n, took) = waiter.join().unwrap();
     assert_eq!(n, 0);
     assert!(took >= Duration::from_millis(700), "{took:?}");
-    let e = redis::cmd("WAIT").arg(1).arg(-1).query::<i64>(&mut a).unwrap_err();
+    let e = redis::cmd("WAIT")
+        .arg(1)
+        .arg(-1)
+        .query::<i64>(&mut a)
+        .unwrap_err();
     assert!(e.to_string().contains("timeout is negative"), "{e}");
 }
 
@@ -351,7 +421,9 @@ fn redis_master_to_ferrokv_replica() {
     });
     let reason = info(&replica, "replication", "master_link_down_reason");
     assert!(
-        reason.to_ascii_lowercase().contains("unknown command 'xadd'"),
+        reason
+            .to_ascii_lowercase()
+            .contains("unknown command 'xadd'"),
         "{reason}"
     );
     assert!(replica.log().contains("Replication stopped"));
@@ -435,7 +507,12 @@ fn link_drops_mid_stream_end_in_partial_resyncs() {
 #[test]
 fn link_drops_mid_full_sync_end_in_a_full_sync() {
     // 2,000 keys at 1 ms each: the transfer takes about two seconds.
-    let master = ferrokv(&["--repl-diskless-sync-delay", "0", "--rdb-key-save-delay", "1000"]);
+    let master = ferrokv(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--rdb-key-save-delay",
+        "1000",
+    ]);
     let t = types_of(&master);
     fill_dataset(&master, 2000, false, t);
     let replica = ferrokv(&["--key-load-delay", "100"]);
@@ -488,14 +565,23 @@ fn lagging_replica_is_dropped_by_its_output_buffer_limit() {
     let mut m = master.client();
     let value = vec![b'x'; 64 * 1024];
     for i in 0..600 {
-        let _: () = redis::cmd("SET").arg(format!("big:{}", i % 50)).arg(&value).query(&mut m).unwrap();
+        let _: () = redis::cmd("SET")
+            .arg(format!("big:{}", i % 50))
+            .arg(&value)
+            .query(&mut m)
+            .unwrap();
     }
-    let dropped = wait_for("the replica to be dropped", 10, || {
+    wait_for("the replica to be dropped", 10, || {
         (num(&master, "replication", "connected_slaves") == 0).then_some(())
     });
     sig("-CONT");
-    let _ = dropped;
-    assert!(num(&master, "stats", "client_output_buffer_limit_disconnections") >= 1);
+    assert!(
+        num(
+            &master,
+            "stats",
+            "client_output_buffer_limit_disconnections"
+        ) >= 1
+    );
     assert!(replica.alive());
     // It comes back and catches up (its offset fell out of the 1 MB backlog).
     wait_converged(&master, &replica, 30);
@@ -521,11 +607,7 @@ fn min_replicas_to_write_refuses_writes_without_good_replicas() {
     let replica = ferrokv(&[]);
     replicaof(&replica, &master);
     wait_for("a good replica", 20, || {
-        redis::cmd("SET")
-            .arg("a")
-            .arg("1")
-            .query::<()>(&mut m)
-            .ok()
+        redis::cmd("SET").arg("a").arg("1").query::<()>(&mut m).ok()
     });
     wait_converged(&master, &replica, 30);
 }
@@ -547,7 +629,11 @@ fn failover_promoted_replica_keeps_partial_resync_for_its_sibling() {
     let old_id = info(&master, "replication", "master_replid");
     drop(master);
     let mut c1 = r1.client();
-    let _: String = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut c1).unwrap();
+    let _: String = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut c1)
+        .unwrap();
     assert_eq!(info(&r1, "replication", "role"), "master");
     assert_eq!(info(&r1, "replication", "master_replid2"), old_id);
     replicaof(&r2, &r1);
@@ -558,7 +644,11 @@ fn failover_promoted_replica_keeps_partial_resync_for_its_sibling() {
         info(&r2, "replication", "master_replid"),
         info(&r1, "replication", "master_replid")
     );
-    let _: () = redis::cmd("SET").arg("after-failover").arg("1").query(&mut c1).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("after-failover")
+        .arg("1")
+        .query(&mut c1)
+        .unwrap();
     write_load(r1.port, 5, 8, t);
     wait_converged(&r1, &r2, 30);
 }
@@ -594,16 +684,27 @@ fn stale_reads_refused_when_asked_while_the_link_is_down() {
     let replica = ferrokv(&["--replica-serve-stale-data", "no"]);
     let mut c = replica.client();
     // A master that is not there: the link stays down.
-    let _: String = redis::cmd("REPLICAOF").arg("127.0.0.1").arg(1).query(&mut c).unwrap();
+    let _: String = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(1)
+        .query(&mut c)
+        .unwrap();
     assert_eq!(
         error_of(&replica, &["GET", "a"]),
         "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
     );
     // INFO, PING, REPLICAOF still answer (they may run on stale data).
-    assert_eq!(replica.raw().cmd(&["PING"]), ferrokv_resp::Frame::Simple(b"PONG".to_vec()));
+    assert_eq!(
+        replica.raw().cmd(&["PING"]),
+        ferrokv_resp::Frame::Simple(b"PONG".to_vec())
+    );
     let info: String = redis::cmd("INFO").arg("replication").query(&mut c).unwrap();
     assert!(info.contains("master_link_status:down"), "{info}");
-    let _: String = redis::cmd("REPLICAOF").arg("NO").arg("ONE").query(&mut c).unwrap();
+    let _: String = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut c)
+        .unwrap();
     let v: Option<String> = redis::cmd("GET").arg("a").query(&mut c).unwrap();
     assert_eq!(v, None);
 }
@@ -616,12 +717,17 @@ fn scrape(port: u16) -> String {
         .unwrap();
     let mut text = String::new();
     s.read_to_string(&mut text).unwrap();
-    text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()
+    text.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
 }
 
 fn series(text: &str, name: &str) -> Option<String> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name).and_then(|r| r.strip_prefix(' ')).map(str::to_string))
+    text.lines().find_map(|l| {
+        l.strip_prefix(name)
+            .and_then(|r| r.strip_prefix(' '))
+            .map(str::to_string)
+    })
 }
 
 #[test]
@@ -649,12 +755,23 @@ fn replication_figures_on_the_metrics_endpoint() {
     let offset = num(&master, "replication", "master_repl_offset");
     let text = wait_for("the metrics to catch up", 10, || {
         let text = scrape(mport);
-        let got: i64 = series(&text, "ferrokv_replication_offset_bytes")?.parse().ok()?;
+        let got: i64 = series(&text, "ferrokv_replication_offset_bytes")?
+            .parse()
+            .ok()?;
         (got >= offset).then_some(text)
     });
-    assert_eq!(series(&text, "ferrokv_replication_connected_replicas").as_deref(), Some("1"));
-    assert_eq!(series(&text, "ferrokv_replication_full_syncs_total").as_deref(), Some("1"));
-    assert_eq!(series(&text, "ferrokv_replication_is_replica").as_deref(), Some("0"));
+    assert_eq!(
+        series(&text, "ferrokv_replication_connected_replicas").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        series(&text, "ferrokv_replication_full_syncs_total").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        series(&text, "ferrokv_replication_is_replica").as_deref(),
+        Some("0")
+    );
     let sent: f64 = series(&text, "ferrokv_replication_rdb_sent_bytes_total")
         .unwrap()
         .parse()

@@ -2,9 +2,9 @@
 //! CLIENT container.
 
 use super::flags::*;
-use crate::replication::ClientKind;
 use super::{err, is, reply_help, CommandSpec, Ctx};
 use crate::net::client::{Client, ReplyMode};
+use crate::replication::ClientKind;
 use ferrokv_resp::{Args, Protocol};
 use std::os::fd::AsRawFd;
 

@@ -115,7 +115,16 @@ impl SnapshotJob {
                 }
                 let _ = rtx.send(r);
             })?;
-        Ok(Self::begin(ks, path, kind, dirty, meta, vec![tx], result, None))
+        Ok(Self::begin(
+            ks,
+            path,
+            kind,
+            dirty,
+            meta,
+            vec![tx],
+            result,
+            None,
+        ))
     }
 
     /// Begins a snapshot with no file: only `subscribe`rs receive it (a

@@ -120,7 +120,10 @@ impl Conn<'_> {
     /// One line without its `\r\n`.
     fn line(&mut self) -> Result<String, String> {
         loop {
-            if let Some(p) = self.buf[self.start..self.end].iter().position(|&c| c == b'\n') {
+            if let Some(p) = self.buf[self.start..self.end]
+                .iter()
+                .position(|&c| c == b'\n')
+            {
                 let mut l = &self.buf[self.start..self.start + p];
                 if l.last() == Some(&b'\r') {
                     l = &l[..l.len() - 1];
@@ -198,12 +201,16 @@ pub fn run(req: &SyncRequest) -> Result<SyncOutcome, String> {
     let port = req.listening_port.to_string();
     let reply = c.command(&[b"REPLCONF", b"listening-port", port.as_bytes()])?;
     if reply.starts_with('-') {
-        tracing::info!("(Non critical) Master does not understand REPLCONF listening-port: {reply}");
+        tracing::info!(
+            "(Non critical) Master does not understand REPLCONF listening-port: {reply}"
+        );
     }
     if let Some(ip) = &req.announce_ip {
         let reply = c.command(&[b"REPLCONF", b"ip-address", ip.as_bytes()])?;
         if reply.starts_with('-') {
-            tracing::info!("(Non critical) Master does not understand REPLCONF ip-address: {reply}");
+            tracing::info!(
+                "(Non critical) Master does not understand REPLCONF ip-address: {reply}"
+            );
         }
     }
     let reply = c.command(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?;
@@ -244,8 +251,10 @@ pub fn run(req: &SyncRequest) -> Result<SyncOutcome, String> {
     req.progress.loading.store(true, Ordering::Relaxed);
     tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
     let mut ks = Keyspace::new(req.databases);
-    let load = load_rdb(&mut ks, &path, crate::server::unix_ms(), req.key_load_delay)
-        .map_err(|e| format!("Failed trying to load the MASTER synchronization DB from disk: {e}"))?;
+    let load =
+        load_rdb(&mut ks, &path, crate::server::unix_ms(), req.key_load_delay).map_err(|e| {
+            format!("Failed trying to load the MASTER synchronization DB from disk: {e}")
+        })?;
     let leftover = c.take_leftover();
     Ok(SyncOutcome::Full {
         replid,
@@ -280,8 +289,9 @@ fn receive_payload(c: &mut Conn) -> Result<(PathBuf, u64), String> {
         crate::server::unix_ms(),
         std::process::id()
     ));
-    let mut file = std::fs::File::create(&tmp)
-        .map_err(|e| format!("Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}"))?;
+    let mut file = std::fs::File::create(&tmp).map_err(|e| {
+        format!("Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}")
+    })?;
     let res = if let Some(mark) = spec.strip_prefix("EOF:") {
         let mark = mark.as_bytes().to_vec();
         if mark.len() != 40 {
@@ -309,7 +319,10 @@ fn receive_payload(c: &mut Conn) -> Result<(PathBuf, u64), String> {
     let dest = c.req.dir.join(&c.req.dbfilename);
     std::fs::rename(&tmp, &dest).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        format!("Failed trying to rename the temp DB into {}: {e}", dest.display())
+        format!(
+            "Failed trying to rename the temp DB into {}: {e}",
+            dest.display()
+        )
     })?;
     tracing::info!("MASTER <-> REPLICA sync: received {n} bytes of payload");
     Ok((dest, n))

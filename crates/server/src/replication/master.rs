@@ -190,9 +190,9 @@ impl Server {
                 }
                 ReplicaState::Online => {
                     // The cached slot, checked (slots are reused).
-                    let cached = r.token.filter(|&t| {
-                        matches!(self.clients.get(t), Some(Some(c)) if c.id == r.client_id)
-                    });
+                    let cached = r.token.filter(
+                        |&t| matches!(self.clients.get(t), Some(Some(c)) if c.id == r.client_id),
+                    );
                     let Some(t) = cached.or_else(|| token_of_in(&self.clients, r.client_id)) else {
                         continue;
                     };
@@ -211,7 +211,9 @@ impl Server {
             let queued = queued as u64;
             let hard = lim.hard > 0 && queued >= lim.hard;
             let soft = if lim.soft > 0 && queued >= lim.soft {
-                r.soft_limit_since.get_or_insert_with(Instant::now).elapsed()
+                r.soft_limit_since
+                    .get_or_insert_with(Instant::now)
+                    .elapsed()
                     >= Duration::from_secs(lim.soft_seconds)
             } else {
                 r.soft_limit_since = None;
@@ -247,7 +249,13 @@ impl Server {
 
     /// Closes every replica (our replication id or data changed under them).
     pub fn disconnect_replicas(&mut self) {
-        let ids: Vec<u64> = self.repl.master.replicas.iter().map(|r| r.client_id).collect();
+        let ids: Vec<u64> = self
+            .repl
+            .master
+            .replicas
+            .iter()
+            .map(|r| r.client_id)
+            .collect();
         for id in ids {
             self.drop_replica(id);
         }
@@ -255,7 +263,7 @@ impl Server {
 
     /// `REPLCONF <option> <value> ...` from a replica.
     pub fn replconf(&mut self, c: &mut Client, args: &[&[u8]]) {
-        if args.len() % 2 == 0 {
+        if args.len().is_multiple_of(2) {
             c.out.error(crate::commands::err::SYNTAX);
             return;
         }
@@ -264,7 +272,8 @@ impl Server {
         while i + 1 < args.len() {
             let (k, v) = (args[i].to_ascii_lowercase(), args[i + 1]);
             match &k[..] {
-                b"listening-port" => match std::str::from_utf8(v).ok().and_then(|s| s.parse().ok()) {
+                b"listening-port" => match std::str::from_utf8(v).ok().and_then(|s| s.parse().ok())
+                {
                     Some(p) => hs.listening_port = p,
                     None => {
                         c.out.error(crate::commands::err::NOT_INTEGER);
@@ -281,7 +290,9 @@ impl Server {
                 }
                 b"ack" => {
                     // Sent by replicas, never answered.
-                    let off = std::str::from_utf8(v).ok().and_then(|s| s.parse::<i64>().ok());
+                    let off = std::str::from_utf8(v)
+                        .ok()
+                        .and_then(|s| s.parse::<i64>().ok());
                     self.replica_acked(c.id, off);
                     return;
                 }
@@ -339,7 +350,12 @@ impl Server {
                 return;
             }
         }
-        let hs = self.repl.master.handshakes.remove(&c.id).unwrap_or_default();
+        let hs = self
+            .repl
+            .master
+            .handshakes
+            .remove(&c.id)
+            .unwrap_or_default();
         let ip = hs.ip.clone().unwrap_or_else(|| c.addr.ip().to_string());
         let mut link = ReplicaLink {
             client_id: c.id,
@@ -406,8 +422,7 @@ impl Server {
         link: &mut ReplicaLink,
     ) -> bool {
         let r = &self.repl;
-        let same_history =
-            id == r.replid || (id == r.replid2 && off <= r.second_replid_offset);
+        let same_history = id == r.replid || (id == r.replid2 && off <= r.second_replid_offset);
         if !same_history {
             if id != "?" {
                 if id != r.replid && id != r.replid2 {
@@ -436,7 +451,9 @@ impl Server {
             return false;
         };
         if link.capa_psync2 {
-            c.out.buf.extend_from_slice(format!("+CONTINUE {}\r\n", r.replid).as_bytes());
+            c.out
+                .buf
+                .extend_from_slice(format!("+CONTINUE {}\r\n", r.replid).as_bytes());
         } else {
             c.out.buf.extend_from_slice(b"+CONTINUE\r\n");
         }
@@ -582,7 +599,10 @@ impl Server {
         let now_unix = (self.now_ms / 1000) as u64;
         let meta = SnapshotMeta {
             aux: vec![
-                (&b"redis-ver"[..], crate::REDIS_COMPAT_VERSION.as_bytes().to_vec()),
+                (
+                    &b"redis-ver"[..],
+                    crate::REDIS_COMPAT_VERSION.as_bytes().to_vec(),
+                ),
                 (&b"redis-bits"[..], b"64".to_vec()),
                 (&b"ctime"[..], now_unix.to_string().into_bytes()),
                 (
@@ -811,7 +831,8 @@ impl Server {
         let cfg = self.config.repl.clone();
         if self.repl.link.is_none()
             && !self.repl.master.replicas.is_empty()
-            && self.repl.master.last_ping.elapsed() >= Duration::from_secs(cfg.ping_replica_period.max(1))
+            && self.repl.master.last_ping.elapsed()
+                >= Duration::from_secs(cfg.ping_replica_period.max(1))
         {
             self.repl.master.last_ping = Instant::now();
             self.repl_feed_bytes(PING);
@@ -849,7 +870,13 @@ impl Server {
             self.repl.clear_replid2();
         }
         // The soft output limit is time based: check lagging replicas again.
-        if self.repl.master.replicas.iter().any(|r| r.soft_limit_since.is_some()) {
+        if self
+            .repl
+            .master
+            .replicas
+            .iter()
+            .any(|r| r.soft_limit_since.is_some())
+        {
             self.repl_feed_bytes(b"");
         }
     }
@@ -858,12 +885,22 @@ impl Server {
     pub fn replica_closed(&mut self, id: u64) {
         self.repl.master.handshakes.remove(&id);
         self.repl.master.waiters.retain(|w| w.client_id != id);
-        if let Some(i) = self.repl.master.replicas.iter().position(|r| r.client_id == id) {
+        if let Some(i) = self
+            .repl
+            .master
+            .replicas
+            .iter()
+            .position(|r| r.client_id == id)
+        {
             let r = self.repl.master.replicas.remove(i);
             if let Some(s) = r.socket {
                 let _ = s.shutdown(std::net::Shutdown::Both);
             }
-            tracing::info!("Connection with replica {}:{} lost.", r.ip, r.listening_port);
+            tracing::info!(
+                "Connection with replica {}:{} lost.",
+                r.ip,
+                r.listening_port
+            );
             if self.repl.master.replicas.is_empty() {
                 self.repl.no_replicas_since = Instant::now();
             }
@@ -900,7 +937,8 @@ fn send_payload(
     timeout: Duration,
 ) -> Result<u64, String> {
     s.set_nonblocking(false).map_err(|e| e.to_string())?;
-    s.set_write_timeout(Some(timeout)).map_err(|e| e.to_string())?;
+    s.set_write_timeout(Some(timeout))
+        .map_err(|e| e.to_string())?;
     let res = (|| -> Result<u64, String> {
         let io = |e: std::io::Error| e.to_string();
         s.write_all(head).map_err(io)?;

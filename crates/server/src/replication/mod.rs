@@ -212,7 +212,10 @@ impl Server {
             f!("role:slave");
             f!("master_host:{}", l.host);
             f!("master_port:{}", l.port);
-            f!("master_link_status:{}", if l.is_up() { "up" } else { "down" });
+            f!(
+                "master_link_status:{}",
+                if l.is_up() { "up" } else { "down" }
+            );
             f!(
                 "master_last_io_seconds_ago:{}",
                 if l.is_up() {
@@ -247,8 +250,7 @@ impl Server {
             if !l.is_up() {
                 f!(
                     "master_link_down_since_seconds:{}",
-                    l.down_since
-                        .map_or(-1, |t| t.elapsed().as_secs() as i64)
+                    l.down_since.map_or(-1, |t| t.elapsed().as_secs() as i64)
                 );
             }
             if let Some(e) = &l.link_error {
@@ -313,11 +315,7 @@ impl Server {
     /// Why a command may not run now for replication reasons: `READONLY`
     /// on a read-only replica, `MASTERDOWN` while the link is down and
     /// stale data is refused, `NOREPLICAS` below `min-replicas-to-write`.
-    pub fn replication_refusal(
-        &self,
-        client_id: u64,
-        flags: u32,
-    ) -> Option<&'static str> {
+    pub fn replication_refusal(&self, client_id: u64, flags: u32) -> Option<&'static str> {
         use crate::commands::flags::{STALE, WRITE};
         let from_master = self.repl.master_client_id() == Some(client_id);
         if from_master {

@@ -276,7 +276,9 @@ impl Server {
             } => {
                 // A save of the old data set has nothing left to save.
                 if let Some(job) = self.persistence.job.take() {
-                    tracing::warn!("Abandoning a background save: the data set is replaced by the master's");
+                    tracing::warn!(
+                        "Abandoning a background save: the data set is replaced by the master's"
+                    );
                     job.abandon(&mut self.keyspace);
                     self.repl.master.sync_job = None;
                 }
@@ -340,7 +342,11 @@ impl Server {
     }
 
     /// Makes the synced socket the master client of the loop.
-    fn attach_master(&mut self, stream: std::net::TcpStream, leftover: Vec<u8>) -> std::io::Result<usize> {
+    fn attach_master(
+        &mut self,
+        stream: std::net::TcpStream,
+        leftover: Vec<u8>,
+    ) -> std::io::Result<usize> {
         stream.set_nonblocking(true)?;
         stream.set_read_timeout(None)?;
         let addr = stream.peer_addr()?;
@@ -361,7 +367,10 @@ impl Server {
         c.in_end = leftover.len();
         entry.insert(Some(Box::new(c)));
         let link = self.repl.link.as_mut().expect("present");
-        link.state = LinkState::Connected { client_id: id, token };
+        link.state = LinkState::Connected {
+            client_id: id,
+            token,
+        };
         link.cached = None;
         link.last_io = Instant::now();
         link.down_since = None;
@@ -374,7 +383,8 @@ impl Server {
 
     /// `REPLCONF ACK <offset>` to the master.
     fn send_ack(&mut self) {
-        let Some(LinkState::Connected { token, .. }) = self.repl.link.as_ref().map(|l| &l.state) else {
+        let Some(LinkState::Connected { token, .. }) = self.repl.link.as_ref().map(|l| &l.state)
+        else {
             return;
         };
         let token = *token;
@@ -502,7 +512,11 @@ pub fn process_master_input(srv: &mut Server, c: &mut Client) {
                 srv.repl_feed_bytes(&inbuf[start..start + consumed]);
             }
             Err(e) => {
-                stop_link(srv, c, format!("protocol error in the master's stream: {}", e.0));
+                stop_link(
+                    srv,
+                    c,
+                    format!("protocol error in the master's stream: {}", e.0),
+                );
                 break;
             }
         }
