@@ -119,10 +119,21 @@ pub struct Config {
     /// The Prometheus endpoint's port (0: no endpoint) and address.
     pub metrics_port: u16,
     pub metrics_bind: String,
+    /// Compact-encoding thresholds of hashes (`hash-max-listpack-*`) and
+    /// sets (`set-max-intset-entries`).
+    pub hash_max_listpack_entries: u64,
+    pub hash_max_listpack_value: u64,
+    pub set_max_intset_entries: u64,
     /// The config file the server was started with (for `INFO` and `CONFIG REWRITE`).
     pub config_file: Option<String>,
     /// Replication (`replicaof`, `masterauth`, `repl-*`, `min-replicas-*`).
     pub repl: crate::replication::ReplConfig,
+    /// `list-max-listpack-size` (alias `list-max-ziplist-size`): the node
+    /// size of lists in snapshots (Redis 7.0 reports every list as a
+    /// quicklist whatever it is).
+    pub list_max_listpack_size: i32,
+    /// `list-compress-depth`: accepted and reported; lists are not compressed.
+    pub list_compress_depth: u64,
 }
 
 impl Default for Config {
@@ -177,8 +188,13 @@ impl Default for Config {
             latency_tracking_info_percentiles: Vec::new(),
             metrics_port: 0,
             metrics_bind: String::new(),
+            hash_max_listpack_entries: 0,
+            hash_max_listpack_value: 0,
+            set_max_intset_entries: 0,
             config_file: None,
             repl: Default::default(),
+            list_max_listpack_size: -2,
+            list_compress_depth: 0,
         };
         for o in OPTIONS.iter().chain(REPL_OPTIONS) {
             let args = split(o.default);
@@ -269,6 +285,21 @@ fn parse_int(args: &[String], min: u64, max: u64) -> Result<u64, String> {
         ));
     }
     Ok(v as u64)
+}
+
+/// A signed 32-bit option (Redis's `createIntConfig` with INT_MIN..INT_MAX).
+fn parse_i32(args: &[String]) -> Result<i32, String> {
+    let s = one(args)?;
+    let v: i128 = s
+        .parse()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+    i32::try_from(v).map_err(|_| {
+        format!(
+            "argument must be between {} and {} inclusive",
+            i32::MIN,
+            i32::MAX
+        )
+    })
 }
 
 fn yes_no(b: bool) -> String {
@@ -917,6 +948,57 @@ pub static OPTIONS: &[ConfigOption] = &[
             .collect::<Vec<_>>()
             .join(" ")
     ),
+    // Compact encodings; the `*-ziplist-*` names are Redis's aliases.
+    opt!(
+        "hash-max-listpack-entries",
+        "128",
+        true,
+        |c, a| {
+            c.hash_max_listpack_entries = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.hash_max_listpack_entries.to_string()
+    ),
+    opt!(
+        "hash-max-listpack-value",
+        "64",
+        true,
+        |c, a| {
+            c.hash_max_listpack_value = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.hash_max_listpack_value.to_string()
+    ),
+    opt!(
+        "hash-max-ziplist-entries",
+        "128",
+        true,
+        |c, a| {
+            c.hash_max_listpack_entries = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.hash_max_listpack_entries.to_string()
+    ),
+    opt!(
+        "hash-max-ziplist-value",
+        "64",
+        true,
+        |c, a| {
+            c.hash_max_listpack_value = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.hash_max_listpack_value.to_string()
+    ),
+    opt!(
+        "set-max-intset-entries",
+        "512",
+        true,
+        |c, a| {
+            c.set_max_intset_entries = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.set_max_intset_entries.to_string()
+    ),
     // Not Redis options: the Prometheus endpoint (docs/metrics.md). Bound
     // once at start-up, like `port`.
     opt!(
@@ -942,6 +1024,37 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.metrics_bind.clone()
+    ),
+    opt!(
+        "list-max-listpack-size",
+        "-2",
+        true,
+        |c, a| {
+            c.list_max_listpack_size = parse_i32(a)?;
+            Ok(())
+        },
+        |c| c.list_max_listpack_size.to_string()
+    ),
+    // The pre-7.0 name of the same option.
+    opt!(
+        "list-max-ziplist-size",
+        "-2",
+        true,
+        |c, a| {
+            c.list_max_listpack_size = parse_i32(a)?;
+            Ok(())
+        },
+        |c| c.list_max_listpack_size.to_string()
+    ),
+    opt!(
+        "list-compress-depth",
+        "0",
+        true,
+        |c, a| {
+            c.list_compress_depth = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.list_compress_depth.to_string()
     ),
 ];
 
@@ -1161,6 +1274,29 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// The hash encoding thresholds, as the store takes them.
+    pub fn hash_limits(&self) -> ferrokv_store::hash::HashLimits {
+        ferrokv_store::hash::HashLimits {
+            max_listpack_entries: self.hash_max_listpack_entries as usize,
+            max_listpack_value: self.hash_max_listpack_value as usize,
+        }
+    }
+
+    /// The thresholds a snapshot's encoder chooses encodings by.
+    pub fn encoding_limits(&self) -> ferrokv_rdb::EncodingLimits {
+        ferrokv_rdb::EncodingLimits {
+            hash_max_listpack_entries: self.hash_max_listpack_entries as usize,
+            hash_max_listpack_value: self.hash_max_listpack_value as usize,
+            set_max_intset_entries: self.set_max_intset_entries as usize,
+            list_max_listpack_size: self.list_max_listpack_size,
+            ..Default::default()
+        }
+    }
+
+    pub fn set_max_intset(&self) -> usize {
+        self.set_max_intset_entries as usize
+    }
+
     /// Builds the configuration from `ferrokv-server [file] [--name value ...]`:
     /// the file first, then the options, which override it.
     pub fn from_args(args: &[String]) -> Result<Config, ConfigError> {

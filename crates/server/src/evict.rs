@@ -203,8 +203,8 @@ impl Server {
     /// One eviction round (see the module doc).
     pub fn perform_evictions(&mut self) -> Evict {
         let max = self.config.maxmemory as usize;
-        // A replica's data is its master's: it evicts nothing itself
-        // (Redis's `replica-ignore-maxmemory yes`).
+        // A replica mirrors its master, which evicts for both (Redis's
+        // `replica-ignore-maxmemory yes`).
         if max == 0 || self.repl.is_replica() {
             self.eviction.pending = false;
             return Evict::Ok;

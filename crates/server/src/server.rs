@@ -128,6 +128,8 @@ pub struct Server {
     pub watches: crate::commands::multi::Watches,
     /// Replication: our replicas, our master link, the backlog.
     pub repl: crate::replication::ReplState,
+    /// Clients blocked on keys (BLPOP and friends).
+    pub blocking: crate::blocking::Blocking,
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
     /// `maxmemory` eviction state.
     pub eviction: crate::evict::Eviction,
@@ -195,6 +197,7 @@ impl Server {
             pending_events: Default::default(),
             watches: Default::default(),
             repl,
+            blocking: Default::default(),
             lazyfree: spawn_lazyfree(),
             eviction: Default::default(),
         };
@@ -229,8 +232,9 @@ impl Server {
             return self.lookup_read_noting_misses(db, key, now_ms);
         }
         let access = self.access();
-        match self.keyspace.dbs[db].lookup_read(key, now_ms, !self.repl.is_replica(), Some(access))
-        {
+        // A replica waits for its master's DEL (Redis's expireIfNeeded).
+        let expire = !self.repl.is_replica();
+        match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, Some(access)) {
             Found::Live(e) => {
                 self.stats.keyspace_hits += 1;
                 Some(e)
@@ -281,7 +285,8 @@ impl Server {
     /// no copy-on-write for a snapshot in progress.
     pub fn peek(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
         let wants = self.wants_expired_events();
-        match self.keyspace.dbs[db].lookup_read(key, now_ms, !self.repl.is_replica(), None) {
+        let expire = !self.repl.is_replica();
+        match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, None) {
             Found::Live(e) => Some(e),
             Found::Expired(e) => {
                 let pending = wants.then_some(&mut self.pending_events);
@@ -321,6 +326,11 @@ impl Server {
     pub fn execute(&mut self, client: &mut Client, args: Args) {
         let reply_mark = client.out.buf.len();
         self.dispatch(client, args);
+        // Keys this command (or this whole EXEC) made ready serve their
+        // blocked clients now, before anything else runs.
+        if self.blocking.has_ready() && !client.in_exec {
+            crate::blocking::serve_ready(self);
+        }
         match client.reply_mode {
             ReplyMode::Off | ReplyMode::Skip => client.out.buf.truncate(reply_mark),
             ReplyMode::On | ReplyMode::SkipNext => {}
@@ -497,6 +507,9 @@ impl Server {
         self.flush_pending_events(Some(client));
         if self.dirty != dirty_before {
             self.touch_command_keys(idx, db_before, &args);
+            if self.blocking.has_waiters() {
+                crate::blocking::signal_command_keys(self, spec, &args);
+            }
         }
         if self.propagate_command(db_before, args, dirty_before) && self.aof.is_some() {
             // Its reply waits until the AOF has the write (see before_sleep).
@@ -783,6 +796,7 @@ impl Server {
             ],
             compression: self.config.rdbcompression,
             checksum: self.config.rdbchecksum,
+            limits: self.config.encoding_limits(),
             key_delay_us: if kind == crate::persistence::SaveKind::Background {
                 self.config.rdb_key_save_delay
             } else {
@@ -1068,7 +1082,7 @@ impl Server {
                     &mut self.keyspace,
                     path,
                     unix_ms(),
-                    self.config.key_load_delay,
+                    &self.config,
                 )?;
                 continue;
             }
@@ -1138,7 +1152,7 @@ impl Server {
             &mut self.keyspace,
             &path,
             unix_ms(),
-            self.config.key_load_delay,
+            &self.config,
         )? {
             Some(st) => {
                 self.persistence.last_load_keys = st.keys;

@@ -12,13 +12,16 @@
 
 pub mod connection;
 pub mod docs;
+pub mod hash;
 pub mod keys;
 pub mod latency;
+pub mod list;
 pub mod long_double;
 pub mod multi;
 pub mod pubsub;
 pub mod replication;
 pub mod server;
+pub mod set;
 pub mod slowlog;
 pub mod string;
 
@@ -168,7 +171,10 @@ impl CommandTable {
             latency::COMMANDS,
             pubsub::COMMANDS,
             multi::COMMANDS,
+            hash::COMMANDS,
+            set::COMMANDS,
             replication::COMMANDS,
+            list::COMMANDS,
         ] {
             for spec in family {
                 specs.push(spec);

@@ -525,6 +525,13 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
                                 5
                             }
                     }
+                    // About a listpack's size: each element plus its two
+                    // bytes of framing.
+                    ferrokv_store::ValueRef::List(l) => {
+                        l.iter().map(|v| v.len() + 2).sum::<usize>() + 7
+                    }
+                    // Collections: an estimate (their elements' bytes).
+                    _ => e.heap_size(),
                 };
                 let idle = clock.wrapping_sub(e.lru()) & crate::server::LRU_CLOCK_MAX;
                 let addr = e as *const _ as usize;

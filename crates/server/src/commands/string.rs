@@ -718,10 +718,8 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
         None if parse_f64(s).is_some_and(f64::is_infinite) => Ok(None),
         None => Err(()),
     };
-    let Ok(by) = parse(args.get(2)) else {
-        ctx.error(err::NOT_FLOAT);
-        return;
-    };
+    // As Redis: the key's type is checked before the increment is parsed.
+    let by = parse(args.get(2));
     let db = ctx.client.db;
     let key = args.get(1);
     let lru = ctx.srv.lru_clock;
@@ -741,6 +739,10 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
                 }
             }
         }
+    };
+    let Ok(by) = by else {
+        ctx.error(err::NOT_FLOAT);
+        return;
     };
     let Some(n) = cur.zip(by).and_then(|(cur, by)| cur.checked_add(by)) else {
         ctx.error("ERR increment would produce NaN or Infinity");
@@ -764,6 +766,21 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
 
 /// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]
 fn lcs(ctx: &mut Ctx, args: Args) {
+    // As Redis: the keys' types are checked before the options.
+    let db = ctx.client.db;
+    let load = |ctx: &mut Ctx, k: &[u8]| -> Result<Vec<u8>, ()> {
+        match ctx.srv.lookup_read(db, k, ctx.now_ms) {
+            None => Ok(Vec::new()),
+            Some(e) => {
+                let mut buf = itoa_buf::Buf::new();
+                as_bytes(e.value(), &mut buf).map(|b| b.to_vec()).ok_or(())
+            }
+        }
+    };
+    let (Ok(a), Ok(b)) = (load(ctx, args.get(1)), load(ctx, args.get(2))) else {
+        ctx.error("ERR The specified keys must contain string values");
+        return;
+    };
     let (mut getlen, mut getidx, mut withmatchlen) = (false, false, false);
     let mut minmatchlen: i64 = 0;
     let mut i = 3;
@@ -787,20 +804,6 @@ fn lcs(ctx: &mut Ctx, args: Args) {
         }
         i += 1;
     }
-    let db = ctx.client.db;
-    let load = |ctx: &mut Ctx, k: &[u8]| -> Result<Vec<u8>, ()> {
-        match ctx.srv.lookup_read(db, k, ctx.now_ms) {
-            None => Ok(Vec::new()),
-            Some(e) => {
-                let mut buf = itoa_buf::Buf::new();
-                as_bytes(e.value(), &mut buf).map(|b| b.to_vec()).ok_or(())
-            }
-        }
-    };
-    let (Ok(a), Ok(b)) = (load(ctx, args.get(1)), load(ctx, args.get(2))) else {
-        ctx.error("ERR The specified keys must contain string values");
-        return;
-    };
     if getidx && getlen {
         ctx.error("ERR If you want both the length and indexes, please just use IDX.");
         return;

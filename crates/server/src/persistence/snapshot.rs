@@ -107,6 +107,8 @@ pub struct SnapshotMeta<'a> {
     pub aux: Vec<(&'a [u8], Vec<u8>)>,
     pub compression: bool,
     pub checksum: bool,
+    /// The configured compact-encoding thresholds.
+    pub limits: ferrokv_rdb::EncodingLimits,
     pub key_delay_us: u64,
 }
 
@@ -192,7 +194,7 @@ impl SnapshotJob {
         let mut encoder = RdbEncoder::new(EncoderOptions {
             compression: meta.compression,
             checksum: meta.checksum,
-            ..Default::default()
+            limits: meta.limits.clone(),
         });
         let mut chunk = Vec::with_capacity(CHUNK + 64 * 1024);
         let aux: Vec<(&[u8], &[u8])> = meta.aux.iter().map(|(k, v)| (*k, v.as_slice())).collect();
@@ -297,6 +299,11 @@ impl SnapshotJob {
                         let mut b = ferrokv_store::value::itoa_buf::Buf::new();
                         enc.string_entry(chunk, e.key(), b.format(i), expire)
                     }
+                    ValueRef::Hash(h) => enc.hash_entry(chunk, e.key(), h.iter(), expire),
+                    ValueRef::Set(s) => {
+                        enc.set_entry(chunk, e.key(), s.iter().map(|m| m.text()), expire)
+                    }
+                    ValueRef::List(l) => enc.list_entry(chunk, e.key(), l.iter(), expire),
                 }
                 n += 1;
             });
@@ -436,6 +443,7 @@ mod tests {
             aux: vec![(&b"redis-ver"[..], b"7.0.15".to_vec())],
             compression: true,
             checksum: true,
+            limits: Default::default(),
             key_delay_us: 0,
         }
     }

@@ -39,7 +39,9 @@ pub struct SyncRequest {
     pub dir: PathBuf,
     pub dbfilename: String,
     pub databases: usize,
-    pub key_load_delay: u64,
+    /// The configuration the loader follows (key-load-delay, the compact
+    /// encoding thresholds).
+    pub load_config: Box<crate::config::Config>,
     pub timeout: Duration,
     pub cancel: Arc<AtomicBool>,
     pub progress: Arc<Progress>,
@@ -252,7 +254,7 @@ pub fn run(req: &SyncRequest) -> Result<SyncOutcome, String> {
     tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
     let mut ks = Keyspace::new(req.databases);
     let load =
-        load_rdb(&mut ks, &path, crate::server::unix_ms(), req.key_load_delay).map_err(|e| {
+        load_rdb(&mut ks, &path, crate::server::unix_ms(), &req.load_config).map_err(|e| {
             format!("Failed trying to load the MASTER synchronization DB from disk: {e}")
         })?;
     let leftover = c.take_leftover();

@@ -612,6 +612,7 @@ impl Server {
                 (&b"aof-base"[..], b"0".to_vec()),
             ],
             compression: self.config.rdbcompression,
+            limits: self.config.encoding_limits(),
             checksum: self.config.rdbchecksum,
             key_delay_us: self.config.rdb_key_save_delay,
         };

@@ -220,7 +220,7 @@ impl Server {
             dir: std::path::PathBuf::from(&cfg.dir),
             dbfilename: cfg.dbfilename.clone(),
             databases: cfg.databases as usize,
-            key_load_delay: cfg.key_load_delay,
+            load_config: Box::new(cfg.clone()),
             timeout: Duration::from_secs(cfg.repl.timeout.max(1)),
             cancel: cancel.clone(),
             progress: progress.clone(),
