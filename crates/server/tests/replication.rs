@@ -849,3 +849,37 @@ fn stopped_replica_during_a_diskless_sync_does_not_stall_the_master() {
         .success());
     wait_converged(&master, &replica, 60);
 }
+
+#[test]
+fn masterauth_lets_the_replica_in_and_a_wrong_one_is_reported() {
+    let master = ferrokv(&["--requirepass", "s3cret", "--repl-diskless-sync-delay", "0"]);
+    let mut m = redis::Client::open(format!("redis://:s3cret@127.0.0.1:{}/", master.port))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("guarded")
+        .arg("yes")
+        .query(&mut m)
+        .unwrap();
+    let wrong = ferrokv(&["--masterauth", "nope"]);
+    replicaof(&wrong, &master);
+    let good = ferrokv(&["--masterauth", "s3cret"]);
+    replicaof(&good, &master);
+    wait_for("the replica with the password to sync", 20, || {
+        let mut r = good.client();
+        redis::cmd("GET")
+            .arg("guarded")
+            .query::<Option<String>>(&mut r)
+            .unwrap()
+            .filter(|v| v == "yes")
+    });
+    let md: String = redis::cmd("DEBUG").arg("DIGEST").query(&mut m).unwrap();
+    assert_eq!(digest(&good), md);
+    wait_for("the failed AUTH to show", 10, || {
+        info(&wrong, "replication", "master_link_down_reason")
+            .contains("Unable to AUTH to MASTER")
+            .then_some(())
+    });
+    assert_eq!(info(&wrong, "replication", "master_link_status"), "down");
+}
