@@ -257,7 +257,12 @@ impl Server {
     fn lookup_read_noting_misses(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
         let access = self.access();
         let wants = self.wants_expired_events();
-        let found = match self.keyspace.dbs[db].lookup_read(key, now_ms, true, Some(access)) {
+        let found = match self.keyspace.dbs[db].lookup_read(
+            key,
+            now_ms,
+            !self.repl.is_replica(),
+            Some(access),
+        ) {
             Found::Live(_) => true,
             Found::Expired(e) => {
                 let pending = wants.then_some(&mut self.pending_events);

@@ -263,7 +263,7 @@ impl Server {
 
     /// `REPLCONF <option> <value> ...` from a replica.
     pub fn replconf(&mut self, c: &mut Client, args: &[&[u8]]) {
-        if args.len() % 2 == 0 {
+        if args.len().is_multiple_of(2) {
             c.out.error(crate::commands::err::SYNTAX);
             return;
         }
@@ -293,7 +293,7 @@ impl Server {
                     let off = std::str::from_utf8(v)
                         .ok()
                         .and_then(|s| s.parse::<i64>().ok());
-                    self.replica_acked(c.id, off);
+                    self.replica_acked(c, off);
                     return;
                 }
                 b"getack" => {
@@ -314,8 +314,10 @@ impl Server {
         c.out.ok();
     }
 
-    fn replica_acked(&mut self, id: u64, off: Option<i64>) {
-        let Some(r) = self.repl.master.get(id) else {
+    /// `REPLCONF ACK` from replica `c` (which is running this command, so
+    /// it is out of the client table: its output is written directly).
+    fn replica_acked(&mut self, c: &mut Client, off: Option<i64>) {
+        let Some(r) = self.repl.master.get(c.id) else {
             return;
         };
         if let Some(off) = off {
@@ -326,15 +328,7 @@ impl Server {
             // The replica loaded the payload: now the stream may flow.
             r.state = ReplicaState::Online;
             let pending = std::mem::take(&mut r.pending);
-            if let Some(t) = token_of(self, id) {
-                if let Some(Some(c)) = self.clients.get_mut(t) {
-                    c.out.buf.extend_from_slice(&pending);
-                    if !c.pending_write {
-                        c.pending_write = true;
-                        self.pending_writes.push(t);
-                    }
-                }
-            }
+            c.out.buf.extend_from_slice(&pending);
         }
     }
 
@@ -370,7 +364,7 @@ impl Server {
             ack_time: Instant::now(),
             since: Instant::now(),
             socket: None,
-            token: None,
+            token: (c.token != usize::MAX).then_some(c.token),
             head: Vec::new(),
             soft_limit_since: None,
             diskless: false,
@@ -919,7 +913,7 @@ fn token_of_in(clients: &slab::Slab<Option<Box<Client>>>, id: u64) -> Option<usi
 /// What a sender thread sends after the head.
 pub enum Payload {
     /// Diskless: the snapshot producer's chunks as they come.
-    Chunks(Receiver<SnapshotChunk>),
+    Chunks(crate::persistence::snapshot::Subscription),
     /// Disk-based: the finished file, mapped.
     File(Arc<memmap2::Mmap>),
 }
@@ -974,5 +968,25 @@ impl ReplState {
             .replicas
             .iter()
             .any(|r| matches!(r.state, ReplicaState::Sending | ReplicaState::WaitStart))
+    }
+}
+
+impl Server {
+    /// Bytes waiting for replicas (their output buffers and the stream
+    /// held during their syncs): not counted for `maxmemory`, as in Redis.
+    pub fn replica_buffered_bytes(&self) -> usize {
+        self.repl
+            .master
+            .replicas
+            .iter()
+            .map(|r| {
+                r.pending.len()
+                    + r.token
+                        .and_then(|t| self.clients.get(t))
+                        .and_then(|c| c.as_ref())
+                        .filter(|c| c.id == r.client_id)
+                        .map_or(0, |c| c.pending_output())
+            })
+            .sum()
     }
 }
