@@ -363,10 +363,7 @@ impl Hash {
             let (vh, vhl) = header(v.len());
             match find_in_listpack(&buf, f) {
                 Some(slot) => {
-                    buf.splice(
-                        slot.value_at..slot.end,
-                        vh[..vhl].iter().chain(v).copied(),
-                    );
+                    buf.splice(slot.value_at..slot.end, vh[..vhl].iter().chain(v).copied());
                 }
                 None => {
                     let (fh, fhl) = header(f.len());

@@ -93,22 +93,20 @@ fn set_pairs(ctx: &mut Ctx, args: &Args, first: usize) -> Option<i64> {
     let db = ctx.client.db;
     let key = args.get(1);
     let limits = ctx.srv.config.hash_limits();
-    let mut added = 0;
-    match write(ctx.srv, db, key, ctx.now_ms) {
+    let added = match write(ctx.srv, db, key, ctx.now_ms) {
         Write::WrongType => {
             ctx.error(err::WRONGTYPE);
             return None;
         }
-        Write::Hash(h) => {
-            added = h.insert_many(pairs(args, first), limits) as i64;
-        }
+        Write::Hash(h) => h.insert_many(pairs(args, first), limits) as i64,
         Write::Missing => {
             let mut h = Hash::new();
-            added = h.insert_many(pairs(args, first), limits) as i64;
+            let added = h.insert_many(pairs(args, first), limits) as i64;
             let lru = ctx.srv.lru_clock;
             ctx.srv.keyspace.dbs[db].upsert(key, Value::Hash(h), NO_EXPIRE, lru);
+            added
         }
-    }
+    };
     ctx.modified(((args.len() - first) / 2) as u64);
     Some(added)
 }
