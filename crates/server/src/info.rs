@@ -173,9 +173,9 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
             f!("maxclients:{}", srv.config.maxclients);
             f!("client_recent_max_input_buffer:{max_in}");
             f!("client_recent_max_output_buffer:{max_out}");
-            f!("blocked_clients:0");
+            f!("blocked_clients:{}", srv.blocking.blocked_clients());
             f!("tracking_clients:0");
-            f!("clients_in_timeout_table:0");
+            f!("clients_in_timeout_table:{}", srv.blocking.with_timeout());
         }
         "memory" => {
             let used = crate::alloc::used_memory() as u64;

@@ -16,6 +16,7 @@
 //! # Layout
 //! - [`config`]: redis.conf-style configuration and `CONFIG`.
 //! - [`net`]: the reactor, client connections, buffer pool.
+//! - [`blocking`]: clients blocked on keys (BLPOP and friends).
 //! - [`server`]: the state the thread owns and the command pipeline.
 //! - [`commands`]: the command table, one file per command family.
 //! - [`metrics`]: the Prometheus `/metrics` endpoint and every series it serves.
@@ -27,6 +28,7 @@
 //! - [`signals`]: SIGTERM/SIGINT as a clean shutdown.
 
 pub mod alloc;
+pub mod blocking;
 pub mod commands;
 pub mod config;
 pub mod evict;

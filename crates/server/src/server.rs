@@ -128,6 +128,8 @@ pub struct Server {
     pub watches: crate::commands::multi::Watches,
     /// Replication: our replicas, our master link, the backlog.
     pub repl: crate::replication::ReplState,
+    /// Clients blocked on keys (BLPOP and friends).
+    pub blocking: crate::blocking::Blocking,
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
     /// `maxmemory` eviction state.
     pub eviction: crate::evict::Eviction,
@@ -195,6 +197,7 @@ impl Server {
             pending_events: Default::default(),
             watches: Default::default(),
             repl,
+            blocking: Default::default(),
             lazyfree: spawn_lazyfree(),
             eviction: Default::default(),
         };
@@ -318,6 +321,11 @@ impl Server {
     pub fn execute(&mut self, client: &mut Client, args: Args) {
         let reply_mark = client.out.buf.len();
         self.dispatch(client, args);
+        // Keys this command (or this whole EXEC) made ready serve their
+        // blocked clients now, before anything else runs.
+        if self.blocking.has_ready() && !client.in_exec {
+            crate::blocking::serve_ready(self);
+        }
         match client.reply_mode {
             ReplyMode::Off | ReplyMode::Skip => client.out.buf.truncate(reply_mark),
             ReplyMode::On | ReplyMode::SkipNext => {}
@@ -494,6 +502,9 @@ impl Server {
         self.flush_pending_events(Some(client));
         if self.dirty != dirty_before {
             self.touch_command_keys(idx, db_before, &args);
+            if self.blocking.has_waiters() {
+                crate::blocking::signal_command_keys(self, spec, &args);
+            }
         }
         if self.propagate_command(db_before, args, dirty_before) && self.aof.is_some() {
             // Its reply waits until the AOF has the write (see before_sleep).

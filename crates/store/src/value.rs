@@ -46,6 +46,11 @@ pub enum Value {
     Hash(Hash),
     /// A set (`intset` or `hashtable`); a 16-byte handle to shared storage.
     Set(Set),
+    /// A list (shared with a snapshot in progress until written to).
+    List(std::sync::Arc<crate::list::List>),
+    /// A sorted set (shared so a snapshot's copy of an entry is a refcount;
+    /// writes go through `Arc::make_mut`).
+    ZSet(std::sync::Arc<crate::zset::ZSet>),
 }
 
 /// A borrowed view of a stored value.
@@ -58,6 +63,8 @@ pub enum ValueRef<'a> {
     Raw(&'a [u8]),
     Hash(&'a Hash),
     Set(&'a Set),
+    List(&'a crate::list::List),
+    ZSet(&'a crate::zset::ZSet),
 }
 
 impl<'a> ValueRef<'a> {
@@ -66,6 +73,8 @@ impl<'a> ValueRef<'a> {
             ValueRef::Int(_) | ValueRef::Str(_) | ValueRef::Raw(_) => ValueType::String,
             ValueRef::Hash(_) => ValueType::Hash,
             ValueRef::Set(_) => ValueType::Set,
+            ValueRef::List(_) => ValueType::List,
+            ValueRef::ZSet(_) => ValueType::ZSet,
         }
     }
 
@@ -77,6 +86,9 @@ impl<'a> ValueRef<'a> {
             ValueRef::Str(_) | ValueRef::Raw(_) => "raw",
             ValueRef::Hash(h) => h.encoding(),
             ValueRef::Set(s) => s.encoding(),
+            // Redis 7.0 keeps every list in a quicklist.
+            ValueRef::List(_) => "quicklist",
+            ValueRef::ZSet(z) => z.encoding(),
         }
     }
 
@@ -86,6 +98,8 @@ impl<'a> ValueRef<'a> {
             ValueRef::Int(i) => Some(buf.format(i)),
             ValueRef::Str(s) | ValueRef::Raw(s) => Some(s),
             ValueRef::Hash(_) | ValueRef::Set(_) => None,
+            ValueRef::List(_) => None,
+            ValueRef::ZSet(_) => None,
         }
     }
 
@@ -102,6 +116,8 @@ impl<'a> ValueRef<'a> {
             ValueRef::Int(i) => Value::Int(i),
             ValueRef::Str(s) => Value::Str(SmallBytes::new(s)),
             ValueRef::Raw(s) => Value::Raw(s.into()),
+            ValueRef::List(l) => Value::List(std::sync::Arc::new(l.clone())),
+            ValueRef::ZSet(z) => Value::ZSet(std::sync::Arc::new(z.clone())),
         }
     }
 }
@@ -137,6 +153,8 @@ impl Value {
             Value::Raw(b) => ValueRef::Raw(b),
             Value::Hash(h) => ValueRef::Hash(h),
             Value::Set(s) => ValueRef::Set(s),
+            Value::List(l) => ValueRef::List(l),
+            Value::ZSet(z) => ValueRef::ZSet(z),
         }
     }
 
@@ -157,6 +175,8 @@ impl Value {
             Value::Raw(b) => b.len(),
             Value::Hash(h) => h.heap_size(),
             Value::Set(s) => s.heap_size(),
+            Value::List(l) => std::mem::size_of::<crate::list::List>() + 16 + l.heap_size(),
+            Value::ZSet(z) => std::mem::size_of::<crate::zset::ZSet>() + z.heap_size(),
         }
     }
 }

@@ -71,6 +71,7 @@ static CLIENT_SUBS: &[CommandSpec] = &[
         "ip:port|[ID client-id] [TYPE NORMAL|MASTER|SLAVE|REPLICA|PUBSUB] [USER username] [ADDR ip:port] [LADDR ip:port] [SKIPME YES|NO] [MAXAGE maxage]",
     ),
     cmd("client|no-evict", 3, ADMIN | STALE | NOSCRIPT | LOADING, client_no_evict).since("7.0.0").doc("Sets the client eviction mode of the connection.", "ON|OFF"),
+    cmd("client|unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE, crate::blocking::client_unblock).since("5.0.0").complexity("O(log N) where N is the number of client connections").doc("Unblocks a client blocked by a blocking command from a different connection.", "client-id [TIMEOUT|ERROR]"),
     cmd("client|reply", 3, STALE | NOSCRIPT | LOADING, client_reply).since("3.2.0").doc("Instructs the server whether to reply to commands.", "ON|OFF|SKIP"),
     cmd("client|getredir", 2, STALE | NOSCRIPT | LOADING, client_getredir).since("6.0.0").doc("Returns the client ID to which the connection's tracking notifications are redirected.", ""),
     cmd("client|help", 2, STALE | LOADING, client_help).since("5.0.0").doc("Returns helpful text about the different subcommands.", ""),

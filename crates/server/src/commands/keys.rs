@@ -273,7 +273,7 @@ fn keys(ctx: &mut Ctx, args: Args) {
 /// Parses a SCAN cursor as Redis's `parseScanCursorOrReply` does with
 /// `strtoul`: an optional sign (`-1` wraps to the largest cursor), decimal
 /// digits, no leading space, no overflow; the empty string is cursor 0.
-pub(super) fn parse_cursor(a: &[u8]) -> Option<u64> {
+pub(crate) fn parse_cursor(a: &[u8]) -> Option<u64> {
     if a.is_empty() {
         return Some(0);
     }

@@ -1,7 +1,7 @@
 //! The command table and dispatch.
 //!
 //! Each family file (`string.rs`, `keys.rs`, `connection.rs`, `server.rs`,
-//! `slowlog.rs`, `latency.rs`)
+//! `slowlog.rs`, `latency.rs`, `zset.rs`)
 //! declares its rows of the table — name, arity, flags, key positions, docs —
 //! next to the handlers, with the command's syntax in a comment above each
 //! handler. [`CommandTable`] joins the rows once at start-up; dispatch is one
@@ -15,6 +15,7 @@ pub mod docs;
 pub mod hash;
 pub mod keys;
 pub mod latency;
+pub mod list;
 pub mod long_double;
 pub mod multi;
 pub mod pubsub;
@@ -23,6 +24,7 @@ pub mod server;
 pub mod set;
 pub mod slowlog;
 pub mod string;
+pub mod zset;
 
 use crate::net::client::Client;
 use crate::server::Server;
@@ -173,6 +175,8 @@ impl CommandTable {
             hash::COMMANDS,
             set::COMMANDS,
             replication::COMMANDS,
+            list::COMMANDS,
+            zset::COMMANDS,
         ] {
             for spec in family {
                 specs.push(spec);

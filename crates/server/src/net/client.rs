@@ -140,6 +140,8 @@ pub struct Client {
     pub want_writable: bool,
     /// Ran a write whose AOF data is not written yet: its replies wait.
     pub awaiting_aof: bool,
+    /// Waiting on keys (BLPOP and friends): its next commands wait too.
+    pub blocked: Option<Box<crate::blocking::Blocked>>,
 }
 
 impl Client {
@@ -218,6 +220,7 @@ impl Client {
             pending_write: false,
             want_writable: false,
             awaiting_aof: false,
+            blocked: None,
         }
     }
 

@@ -108,6 +108,11 @@ impl Reactor {
             } else {
                 next_cron.saturating_duration_since(now)
             };
+            // Wake up for the nearest blocked client's deadline.
+            let timeout = match self.srv.blocking.next_deadline() {
+                Some(d) => timeout.min(Duration::from_millis((d - unix_ms()).max(0) as u64)),
+                None => timeout,
+            };
             match self.poll.poll(&mut events, Some(timeout)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -137,6 +142,8 @@ impl Reactor {
             for t in std::mem::take(&mut self.srv.pending_reads) {
                 self.handle_readable(t);
             }
+            crate::blocking::expire_timeouts(&mut self.srv, unix_ms());
+            self.resume_unblocked();
             self.before_sleep();
             if Instant::now() >= next_cron {
                 self.srv.cron();
@@ -300,7 +307,9 @@ impl Reactor {
             max_bulk_len: self.srv.config.proto_max_bulk_len as usize,
             authenticated: c.authenticated,
         };
-        while c.in_start < c.in_end && !c.close_after_reply && !c.close_asap {
+        // A blocked client's pipeline waits until it is served.
+        while c.in_start < c.in_end && !c.close_after_reply && !c.close_asap && c.blocked.is_none()
+        {
             // Like Redis, which checks the limit as each reply is added: a
             // client past its hard output limit runs nothing more, so a
             // pipeline of large replies cannot grow its buffer unbounded.
@@ -338,6 +347,30 @@ impl Reactor {
         c.inbuf = inbuf;
         c.decoder = decoder;
         self.srv.count_errors(c);
+    }
+
+    /// Runs the pipelined commands of clients that were just unblocked
+    /// (served, timed out, CLIENT UNBLOCK); they may unblock others.
+    fn resume_unblocked(&mut self) {
+        loop {
+            let tokens = std::mem::take(&mut self.srv.blocking.unblocked);
+            if tokens.is_empty() {
+                return;
+            }
+            for t in tokens {
+                let Some(Some(mut c)) = self.srv.clients.get_mut(t).map(|s| s.take()) else {
+                    continue;
+                };
+                self.process_input(&mut c);
+                let queue = (c.pending_output() > 0 || c.close_after_reply || c.close_asap)
+                    && !c.pending_write;
+                c.pending_write |= queue;
+                self.srv.clients[t] = Some(c);
+                if queue {
+                    self.srv.pending_writes.push(t);
+                }
+            }
+        }
     }
 
     fn over_hard_output_limit(&self, c: &Client) -> bool {
@@ -451,6 +484,7 @@ impl Reactor {
     pub fn close_client(&mut self, t: usize) {
         if let Some(Some(mut c)) = self.srv.clients.try_remove(t) {
             self.srv.repl_client_closed(c.id);
+            crate::blocking::forget(&mut self.srv, t, &mut c);
             if let Some(stream) = c.stream.as_mut() {
                 let _ = self.poll.registry().deregister(stream);
             }
@@ -466,7 +500,11 @@ impl Reactor {
         let mut doomed = Vec::new();
         for (t, c) in self.srv.clients.iter() {
             let Some(c) = c else { continue };
-            if timeout > 0 && c.last_interaction.elapsed() >= Duration::from_secs(timeout) {
+            // A blocked client is idle on purpose (as in Redis).
+            if timeout > 0
+                && c.blocked.is_none()
+                && c.last_interaction.elapsed() >= Duration::from_secs(timeout)
+            {
                 debug!("Closing idle client id={}", c.id);
                 doomed.push(t);
             }
