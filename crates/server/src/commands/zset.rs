@@ -1229,7 +1229,9 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
     let db = ctx.client.db;
     for i in 0..setnum {
         if let Some(e) = ctx.srv.lookup_read(db, args.get(first + i), ctx.now_ms) {
-            if !matches!(e.value(), ValueRef::ZSet(_)) {
+            // A plain set is an input too, every member scored 1 (Redis's
+            // `zsetConvert`-free read of a set in `zuiInitIterator`).
+            if !matches!(e.value(), ValueRef::ZSet(_) | ValueRef::Set(_)) {
                 ctx.error(err::WRONGTYPE);
                 return;
             }
@@ -1277,9 +1279,32 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
     }
     // Sources in Redis's order: by cardinality for union and inter (a
     // stable sort, as glibc's qsort), as given for diff.
+    let now = ctx.now_ms;
+    // Set inputs as sorted sets of score 1.
+    let from_sets: Vec<Option<ZSet>> = (0..setnum)
+        .map(|i| {
+            let e = ctx.srv.keyspace.dbs[db].get(args.get(first + i))?;
+            if e.expire_at != NO_EXPIRE && e.expire_at <= now {
+                return None;
+            }
+            let ValueRef::Set(set) = e.value() else {
+                return None;
+            };
+            let members: Vec<Vec<u8>> = set.iter().map(|m| m.to_vec()).collect();
+            let skiplist = ferrokv_store::zset::ZsetLimits {
+                max_listpack_entries: 0,
+                max_listpack_value: 0,
+            };
+            Some(ZSet::from_pairs(
+                members.iter().map(|m| (&m[..], 1.0)),
+                members.len(),
+                usize::MAX,
+                &skiplist,
+            ))
+        })
+        .collect();
     let mut srcs: Vec<(Option<&ZSet>, f64, usize)> = Vec::with_capacity(setnum);
     let dbref = &ctx.srv.keyspace.dbs[db];
-    let now = ctx.now_ms;
     for (i, &weight) in weights.iter().enumerate() {
         let z = dbref.get(args.get(first + i)).and_then(|e| {
             if e.expire_at != NO_EXPIRE && e.expire_at <= now {
@@ -1287,7 +1312,7 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
             }
             match e.value() {
                 ValueRef::ZSet(z) => Some(z),
-                _ => None,
+                _ => from_sets[i].as_ref(),
             }
         });
         srcs.push((z, weight, i));
