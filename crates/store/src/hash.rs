@@ -335,6 +335,49 @@ impl Hash {
         }
     }
 
+    /// A new hash holding `pairs` (`HSET` of a missing key). When they make
+    /// a listpack of distinct fields, the block is allocated once at its
+    /// exact size and written in place: no scratch buffer, no empty hash
+    /// first. Returns the hash and its number of fields.
+    pub fn from_new_pairs<'a>(
+        pairs: impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone,
+        limits: HashLimits,
+    ) -> (Hash, usize) {
+        let n = pairs.clone().count();
+        let fits = n <= limits.max_listpack_entries
+            && pairs.clone().all(|(f, v)| {
+                f.len() <= limits.max_listpack_value && v.len() <= limits.max_listpack_value
+            });
+        let distinct = || {
+            pairs
+                .clone()
+                .enumerate()
+                .all(|(i, (f, _))| pairs.clone().take(i).all(|(g, _)| g != f))
+        };
+        if !fits || !distinct() {
+            let mut h = Hash::new();
+            let added = h.insert_many(pairs, limits);
+            return (h, added);
+        }
+        let size: usize = pairs
+            .clone()
+            .map(|(f, v)| header(f.len()).1 + f.len() + header(v.len()).1 + v.len())
+            .sum();
+        let mut block: Arc<[u8]> = std::iter::repeat_n(0u8, size).collect();
+        let out = Arc::get_mut(&mut block).expect("just made");
+        let mut at = 0;
+        for (f, v) in pairs {
+            for e in [f, v] {
+                let (h, hl) = header(e.len());
+                out[at..at + hl].copy_from_slice(&h[..hl]);
+                at += hl;
+                out[at..at + e.len()].copy_from_slice(e);
+                at += e.len();
+            }
+        }
+        (Hash::Listpack(block), n)
+    }
+
     /// Sets several pairs (`HSET` with many fields): a listpack is rebuilt
     /// once for the whole command, not once per field, so loading a hash
     /// costs one allocation of its final size. Returns the new fields.
@@ -564,6 +607,10 @@ mod tests {
                 if c == 0 { break; }
             }
             prop_assert_eq!(seen, model.len());
+            let pairs: Vec<(&[u8], &[u8])> = h.iter().collect();
+            let (fresh, n) = Hash::from_new_pairs(pairs.iter().copied(), SMALL);
+            prop_assert_eq!(n, model.len());
+            prop_assert_eq!(&fresh, &h);
             let rebuilt = Hash::from_pairs(
                 h.iter().collect::<Vec<_>>().into_iter(),
                 SMALL,

@@ -114,12 +114,11 @@ fn set_pairs(ctx: &mut Ctx, args: &Args, first: usize) -> Option<i64> {
         }
         Write::Hash(h) => h.insert_many(pairs(args, first), limits) as i64,
         Write::Missing => {
-            let mut h = Hash::new();
-            let added = h.insert_many(pairs(args, first), limits) as i64;
+            let (h, added) = Hash::from_new_pairs(pairs(args, first), limits);
             let lru = ctx.srv.lru_clock;
             ctx.srv.keyspace.dbs[db].upsert(key, Value::Hash(h), NO_EXPIRE, lru);
             ctx.notify(NOTIFY_NEW, "new", key);
-            added
+            added as i64
         }
     };
     ctx.modified(((args.len() - first) / 2) as u64);

@@ -1225,11 +1225,12 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
     }
     let setnum = setnum as usize;
     let first = numkeys_at + 1;
-    // Type checks come first (inputs are read before the options). A
-    // plain set is an input too, its members scored 1, as in Redis.
+    // Type checks come first (inputs are read before the options).
     let db = ctx.client.db;
     for i in 0..setnum {
         if let Some(e) = ctx.srv.lookup_read(db, args.get(first + i), ctx.now_ms) {
+            // A plain set is an input too, every member scored 1 (Redis's
+            // `zsetConvert`-free read of a set in `zuiInitIterator`).
             if !matches!(e.value(), ValueRef::ZSet(_) | ValueRef::Set(_)) {
                 ctx.error(err::WRONGTYPE);
                 return;
@@ -1278,37 +1279,42 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
     }
     // Sources in Redis's order: by cardinality for union and inter (a
     // stable sort, as glibc's qsort), as given for diff.
-    let lim = limits(ctx);
-    let dbref = &ctx.srv.keyspace.dbs[db];
     let now = ctx.now_ms;
-    let live = |i: usize| {
-        dbref
-            .get(args.get(first + i))
-            .filter(|e| e.expire_at == NO_EXPIRE || e.expire_at > now)
-    };
-    // Plain-set inputs, as sorted sets of score 1.
+    // Set inputs as sorted sets of score 1.
     let from_sets: Vec<Option<ZSet>> = (0..setnum)
-        .map(|i| match live(i).map(|e| e.value()) {
-            Some(ValueRef::Set(set)) => {
-                let texts: Vec<Vec<u8>> = set.iter().map(|m| m.text().as_ref().to_vec()).collect();
-                let longest = texts.iter().map(|t| t.len()).max().unwrap_or(0);
-                Some(ZSet::from_pairs(
-                    texts.iter().map(|t| (&t[..], 1.0)),
-                    texts.len(),
-                    longest,
-                    &lim,
-                ))
+        .map(|i| {
+            let e = ctx.srv.keyspace.dbs[db].get(args.get(first + i))?;
+            if e.expire_at != NO_EXPIRE && e.expire_at <= now {
+                return None;
             }
-            _ => None,
+            let ValueRef::Set(set) = e.value() else {
+                return None;
+            };
+            let members: Vec<Vec<u8>> = set.iter().map(|m| m.to_vec()).collect();
+            let skiplist = ferrokv_store::zset::ZsetLimits {
+                max_listpack_entries: 0,
+                max_listpack_value: 0,
+            };
+            Some(ZSet::from_pairs(
+                members.iter().map(|m| (&m[..], 1.0)),
+                members.len(),
+                usize::MAX,
+                &skiplist,
+            ))
         })
         .collect();
     let mut srcs: Vec<(Option<&ZSet>, f64, usize)> = Vec::with_capacity(setnum);
+    let dbref = &ctx.srv.keyspace.dbs[db];
     for (i, &weight) in weights.iter().enumerate() {
-        let z = match live(i).map(|e| e.value()) {
-            Some(ValueRef::ZSet(z)) => Some(z),
-            Some(ValueRef::Set(_)) => from_sets[i].as_ref(),
-            _ => None,
-        };
+        let z = dbref.get(args.get(first + i)).and_then(|e| {
+            if e.expire_at != NO_EXPIRE && e.expire_at <= now {
+                return None;
+            }
+            match e.value() {
+                ValueRef::ZSet(z) => Some(z),
+                _ => from_sets[i].as_ref(),
+            }
+        });
         srcs.push((z, weight, i));
     }
     if op != SetOp::Diff {
