@@ -22,6 +22,7 @@
 //! - [`metrics`]: the Prometheus `/metrics` endpoint and every series it serves.
 //! - [`propagate`]: the one stream of changes that feeds the AOF.
 //! - [`persistence`]: fork-free RDB snapshots and loading.
+//! - [`replication`]: Redis's PSYNC protocol, both as master and as replica.
 //! - [`alloc`]: the counting global allocator behind `INFO memory`.
 //! - [`fdlimit`]: fitting `maxclients` to the open-files limit.
 //! - [`signals`]: SIGTERM/SIGINT as a clean shutdown.
@@ -30,12 +31,16 @@ pub mod alloc;
 pub mod blocking;
 pub mod commands;
 pub mod config;
+pub mod evict;
 pub mod fdlimit;
 pub mod info;
 pub mod metrics;
 pub mod net;
+pub mod notify;
 pub mod persistence;
 pub mod propagate;
+pub mod pubsub;
+pub mod replication;
 pub mod server;
 pub mod signals;
 

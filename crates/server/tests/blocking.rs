@@ -323,3 +323,34 @@ fn served_pops_reach_the_aof_in_their_non_blocking_forms() {
     assert_eq!(p.cmd(&["DEBUG", "LOADAOF"]), Frame::Simple(b"OK".to_vec()));
     assert_eq!(p.cmd(&["DEBUG", "DIGEST"]), digest);
 }
+
+#[test]
+fn exec_wakes_waiters_after_the_transaction_and_nothing_blocks_inside_it() {
+    let s = server(&[]);
+    let (mut c1, mut p) = (s.raw(), s.raw());
+    send(&mut c1, &["BLPOP", "tx", "0"]);
+    wait_blocked(&s, 1);
+    p.send(&Frame::command(&["MULTI"]));
+    p.send(&Frame::command(&["RPUSH", "tx", "a"]));
+    p.send(&Frame::command(&["RPUSH", "tx", "b"]));
+    p.send(&Frame::command(&["EXEC"]));
+    let replies = p.read_frames(4);
+    assert_eq!(replies[3], Frame::Array(vec![int(1), int(2)]));
+    // Served once the whole transaction ran: both pushes were seen.
+    assert_eq!(c1.read_frame(), arr(&["tx", "a"]));
+    assert_eq!(p.cmd(&["LRANGE", "tx", "0", "-1"]), arr(&["b"]));
+    // Inside MULTI a blocking command answers as if it timed out.
+    p.send(&Frame::command(&["MULTI"]));
+    p.send(&Frame::command(&["BLPOP", "none", "0"]));
+    p.send(&Frame::command(&[
+        "BLMOVE", "none", "x", "LEFT", "LEFT", "0",
+    ]));
+    p.send(&Frame::command(&["BLMPOP", "0", "1", "none", "LEFT"]));
+    p.send(&Frame::command(&["EXEC"]));
+    let _ = p.recv_exact(b"+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n".len());
+    assert_eq!(
+        p.recv_exact(b"*3\r\n*-1\r\n$-1\r\n*-1\r\n".len()),
+        b"*3\r\n*-1\r\n$-1\r\n*-1\r\n"
+    );
+    assert_eq!(blocked_clients(&s), 0);
+}

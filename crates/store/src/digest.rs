@@ -40,6 +40,22 @@ fn mix_value(d: &mut Digest, e: &Entry) {
         // Each element in order (an integer element as its text, which is
         // what a list stores here).
         ValueRef::List(l) => l.iter().for_each(|e| mix(d, e)),
+        // Each member xored in: the order of a set does not matter.
+        ValueRef::Set(set) => {
+            for m in set.iter() {
+                m.with_bytes(|b| xor(d, b));
+            }
+        }
+        // Per field a fresh digest mixed with the field then its value,
+        // xored in (hashed, as Redis's `xorDigest` hashes what it xors).
+        ValueRef::Hash(h) => {
+            for (f, v) in h.iter() {
+                let mut fd = [0u8; 20];
+                mix(&mut fd, f);
+                mix(&mut fd, v);
+                xor(d, &fd);
+            }
+        }
     }
     if e.has_expire() {
         xor(d, b"!!expire!!");

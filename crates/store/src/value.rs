@@ -6,6 +6,8 @@
 //! line.
 
 use crate::bytes::SmallBytes;
+use crate::hash::Hash;
+use crate::set::Set;
 
 /// Redis's type ids, as `TYPE` names them and as the digest hashes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +44,10 @@ pub enum Value {
     Raw(std::sync::Arc<[u8]>),
     /// A list (shared with a snapshot in progress until written to).
     List(std::sync::Arc<crate::list::List>),
+    /// A hash (`listpack` or `hashtable`); a 16-byte handle to shared storage.
+    Hash(Hash),
+    /// A set (`intset` or `hashtable`); a 16-byte handle to shared storage.
+    Set(Set),
 }
 
 /// A borrowed view of a stored value.
@@ -53,6 +59,8 @@ pub enum ValueRef<'a> {
     /// encoding as `raw` whatever its length.
     Raw(&'a [u8]),
     List(&'a crate::list::List),
+    Hash(&'a Hash),
+    Set(&'a Set),
 }
 
 impl<'a> ValueRef<'a> {
@@ -60,6 +68,8 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Int(_) | ValueRef::Str(_) | ValueRef::Raw(_) => ValueType::String,
             ValueRef::List(_) => ValueType::List,
+            ValueRef::Hash(_) => ValueType::Hash,
+            ValueRef::Set(_) => ValueType::Set,
         }
     }
 
@@ -71,6 +81,8 @@ impl<'a> ValueRef<'a> {
             ValueRef::Str(_) | ValueRef::Raw(_) => "raw",
             // Redis 7.0 keeps every list in a quicklist.
             ValueRef::List(_) => "quicklist",
+            ValueRef::Hash(h) => h.encoding(),
+            ValueRef::Set(s) => s.encoding(),
         }
     }
 
@@ -80,6 +92,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Int(i) => Some(buf.format(i)),
             ValueRef::Str(s) | ValueRef::Raw(s) => Some(s),
             ValueRef::List(_) => None,
+            ValueRef::Hash(_) | ValueRef::Set(_) => None,
         }
     }
 
@@ -87,9 +100,12 @@ impl<'a> ValueRef<'a> {
         matches!(self, ValueRef::Int(_) | ValueRef::Str(_) | ValueRef::Raw(_))
     }
 
-    /// An owned copy.
+    /// An owned copy (of a collection: a handle sharing its storage, which
+    /// is copied on the first write to either).
     pub fn to_value(self) -> Value {
         match self {
+            ValueRef::Hash(h) => Value::Hash(h.clone()),
+            ValueRef::Set(s) => Value::Set(s.clone()),
             ValueRef::Int(i) => Value::Int(i),
             ValueRef::Str(s) => Value::Str(SmallBytes::new(s)),
             ValueRef::Raw(s) => Value::Raw(s.into()),
@@ -128,6 +144,8 @@ impl Value {
             Value::Str(s) => ValueRef::Str(s),
             Value::Raw(b) => ValueRef::Raw(b),
             Value::List(l) => ValueRef::List(l),
+            Value::Hash(h) => ValueRef::Hash(h),
+            Value::Set(s) => ValueRef::Set(s),
         }
     }
 
@@ -147,6 +165,8 @@ impl Value {
             Value::Str(s) => s.heap_size(),
             Value::Raw(b) => b.len(),
             Value::List(l) => std::mem::size_of::<crate::list::List>() + 16 + l.heap_size(),
+            Value::Hash(h) => h.heap_size(),
+            Value::Set(s) => s.heap_size(),
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use super::flags::*;
 use super::{err, is, parse_int, CommandSpec, Ctx};
+use crate::notify::{NOTIFY_GENERIC, NOTIFY_NEW};
 use ferrokv_resp::Args;
 use ferrokv_store::pattern::glob_match;
 use ferrokv_store::{Entry, ValueRef, NO_EXPIRE};
@@ -76,6 +77,7 @@ fn delete_keys(ctx: &mut Ctx, args: Args, lazy: bool) {
                     ctx.srv.drop_value(e);
                 }
             }
+            ctx.notify(NOTIFY_GENERIC, "del", key);
             n += 1;
         }
     }
@@ -140,6 +142,10 @@ fn rename_generic(ctx: &mut Ctx, args: Args, nx: bool) {
         ctx.srv.drop_value(old);
     }
     ctx.modified(1);
+    // Redis deletes an existing destination, then adds the key anew.
+    ctx.notify(NOTIFY_NEW, "new", dst);
+    ctx.notify(NOTIFY_GENERIC, "rename_from", src);
+    ctx.notify(NOTIFY_GENERIC, "rename_to", dst);
     if nx {
         ctx.client.out.int(1);
     } else {
@@ -207,6 +213,9 @@ fn copy(ctx: &mut Ctx, args: Args) {
     let lru = ctx.srv.lru_clock;
     ctx.srv.keyspace.dbs[dst_db].upsert(dst, value, expire_at, lru);
     ctx.modified(1);
+    ctx.srv.touch_watched_key(dst_db, dst);
+    ctx.notify_db(NOTIFY_NEW, "new", dst, dst_db);
+    ctx.notify_db(NOTIFY_GENERIC, "copy_to", dst, dst_db);
     ctx.client.out.int(1);
 }
 
@@ -232,6 +241,10 @@ fn move_(ctx: &mut Ctx, args: Args) {
     let (expire_at, lru) = (e.expire_at, e.lru());
     ctx.srv.keyspace.dbs[dst_db].upsert(key, e.into_value(), expire_at, lru);
     ctx.modified(1);
+    ctx.srv.touch_watched_key(dst_db, key);
+    ctx.notify_db(NOTIFY_NEW, "new", key, dst_db);
+    ctx.notify_db(NOTIFY_GENERIC, "move_from", key, src_db);
+    ctx.notify_db(NOTIFY_GENERIC, "move_to", key, dst_db);
     ctx.client.out.int(1);
 }
 
@@ -260,7 +273,7 @@ fn keys(ctx: &mut Ctx, args: Args) {
 /// Parses a SCAN cursor as Redis's `parseScanCursorOrReply` does with
 /// `strtoul`: an optional sign (`-1` wraps to the largest cursor), decimal
 /// digits, no leading space, no overflow; the empty string is cursor 0.
-fn parse_cursor(a: &[u8]) -> Option<u64> {
+pub(super) fn parse_cursor(a: &[u8]) -> Option<u64> {
     if a.is_empty() {
         return Some(0);
     }
@@ -425,12 +438,15 @@ fn expire_generic(ctx: &mut Ctx, args: Args, unit_ms: i64, relative: bool, name:
     if when <= ctx.now_ms {
         ctx.srv.keyspace.dbs[db].remove(key);
         ctx.rewrite(&[&b"DEL"[..], key]);
+        ctx.modified(1);
+        ctx.notify(NOTIFY_GENERIC, "del", key);
     } else {
         ctx.srv.keyspace.dbs[db].set_expire(key, when);
         let w = when.to_string();
         ctx.rewrite(&[&b"PEXPIREAT"[..], key, w.as_bytes()]);
+        ctx.modified(1);
+        ctx.notify(NOTIFY_GENERIC, "expire", key);
     }
-    ctx.modified(1);
     ctx.client.out.int(1);
 }
 
@@ -516,6 +532,7 @@ fn persist(ctx: &mut Ctx, args: Args) {
         Some(e) if e.has_expire() => {
             ctx.srv.keyspace.dbs[db].set_expire(key, NO_EXPIRE);
             ctx.modified(1);
+            ctx.notify(NOTIFY_GENERIC, "persist", key);
             ctx.client.out.int(1);
         }
         _ => ctx.client.out.int(0),
@@ -555,23 +572,27 @@ fn object_refcount(ctx: &mut Ctx, args: Args) {
 /// OBJECT IDLETIME key
 fn object_idletime(ctx: &mut Ctx, args: Args) {
     let clock = ctx.srv.lru_clock;
-    match object_lookup(ctx, args.get(2)).map(|e| e.lru()) {
-        Some(lru) => {
-            let idle = if clock >= lru {
-                clock - lru
-            } else {
-                clock + (crate::server::LRU_CLOCK_MAX - lru)
-            };
-            ctx.client.out.int(idle as i64)
-        }
-        None => ctx.client.out.null(),
+    let Some(lru) = object_lookup(ctx, args.get(2)).map(|e| e.lru()) else {
+        ctx.client.out.null();
+        return;
+    };
+    if ctx.srv.config.maxmemory_policy.is_lfu() {
+        ctx.error("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+        return;
     }
+    let idle = crate::evict::idle_seconds(clock, lru);
+    ctx.client.out.int(idle as i64)
 }
 
 /// OBJECT FREQ key
 fn object_freq(ctx: &mut Ctx, args: Args) {
-    if object_lookup(ctx, args.get(2)).is_none() {
+    let Some(clock) = object_lookup(ctx, args.get(2)).map(|e| e.lru()) else {
         ctx.client.out.null();
+        return;
+    };
+    if ctx.srv.config.maxmemory_policy.is_lfu() {
+        let freq = ctx.srv.lfu_frequency(clock);
+        ctx.client.out.int(freq as i64);
         return;
     }
     ctx.error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");

@@ -12,11 +12,16 @@
 
 pub mod connection;
 pub mod docs;
+pub mod hash;
 pub mod keys;
 pub mod latency;
 pub mod list;
 pub mod long_double;
+pub mod multi;
+pub mod pubsub;
+pub mod replication;
 pub mod server;
+pub mod set;
 pub mod slowlog;
 pub mod string;
 
@@ -165,6 +170,11 @@ impl CommandTable {
             slowlog::COMMANDS,
             latency::COMMANDS,
             list::COMMANDS,
+            pubsub::COMMANDS,
+            multi::COMMANDS,
+            hash::COMMANDS,
+            set::COMMANDS,
+            replication::COMMANDS,
         ] {
             for spec in family {
                 specs.push(spec);
@@ -233,6 +243,7 @@ pub mod err {
     pub const NO_SUCH_KEY: &str = "ERR no such key";
     pub const DB_RANGE: &str = "ERR DB index is out of range";
     pub const NOAUTH: &str = "NOAUTH Authentication required.";
+    pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
     pub const POSITIVE: &str = "ERR value is out of range, must be positive";
 }
 
@@ -263,6 +274,28 @@ impl Ctx<'_> {
     #[inline]
     pub fn modified(&mut self, n: u64) {
         self.srv.dirty += n;
+    }
+
+    /// Announces a keyspace event on the key in the client's database
+    /// (Redis's `notifyKeyspaceEvent(class, event, key, c->db->id)`):
+    /// `class` is one of the `crate::notify::NOTIFY_*` constants, `event`
+    /// Redis's event name (`"set"`, `"del"`, `"expire"`, `"lpush"`, ...).
+    #[inline]
+    pub fn notify(&mut self, class: u32, event: &str, key: &[u8]) {
+        let db = self.client.db;
+        self.notify_db(class, event, key, db);
+    }
+
+    /// [`Self::notify`] for a key of another database (`MOVE`, `COPY .. DB`).
+    #[inline]
+    pub fn notify_db(&mut self, class: u32, event: &str, key: &[u8], db: usize) {
+        if self.srv.config.notify_keyspace_events & class == 0 && self.srv.pending_events.is_empty()
+        {
+            return;
+        }
+        self.srv.flush_pending_events(Some(self.client));
+        self.srv
+            .notify_keyspace_event(Some(self.client), class, event, key, db);
     }
 
     /// Propagates `argv` instead of the command as the client sent it (the

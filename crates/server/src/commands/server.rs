@@ -179,7 +179,16 @@ fn config_set(ctx: &mut Ctx, args: Args) {
     }
     let (was_aof, policy) = (ctx.srv.config.appendonly, next.appendfsync);
     let now_aof = next.appendonly;
+    let lower_limit = next.maxmemory != 0
+        && (ctx.srv.config.maxmemory == 0 || next.maxmemory < ctx.srv.config.maxmemory);
     ctx.srv.config = next;
+    // A policy change switches the clock between LRU and LFU; a lower
+    // limit starts evicting at once, as Redis does.
+    ctx.srv.refresh_lru_clock();
+    if lower_limit {
+        ctx.srv.eviction.clear_pool();
+        ctx.srv.perform_evictions();
+    }
     if let Some(aof) = ctx.srv.aof.as_mut() {
         if aof.policy() != policy {
             aof.set_policy(policy);
@@ -516,11 +525,8 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
                                 5
                             }
                     }
-                    // About a listpack's size: each element plus its two
-                    // bytes of framing.
-                    ferrokv_store::ValueRef::List(l) => {
-                        l.iter().map(|v| v.len() + 2).sum::<usize>() + 7
-                    }
+                    // Collections: an estimate (their elements' bytes).
+                    _ => e.heap_size(),
                 };
                 let idle = clock.wrapping_sub(e.lru()) & crate::server::LRU_CLOCK_MAX;
                 let addr = e as *const _ as usize;
@@ -855,6 +861,7 @@ fn flushdb(ctx: &mut Ctx, args: Args) {
     let Some(lazy) = flush_mode(ctx, args) else {
         return;
     };
+    ctx.srv.touch_watched_keys_in_db(ctx.client.db, None);
     let n = flush_db(ctx, ctx.client.db, lazy);
     ctx.modified(n.max(1));
     ctx.client.out.ok();
@@ -867,6 +874,7 @@ fn flushall(ctx: &mut Ctx, args: Args) {
     };
     let mut n = 0;
     for db in 0..ctx.srv.keyspace.dbs.len() {
+        ctx.srv.touch_watched_keys_in_db(db, None);
         n += flush_db(ctx, db, lazy);
     }
     ctx.modified(n.max(1));
@@ -891,6 +899,10 @@ fn swapdb(ctx: &mut Ctx, args: Args) {
         ctx.error(err::DB_RANGE);
         return;
     }
+    ctx.srv
+        .touch_watched_keys_in_db(a as usize, Some(b as usize));
+    ctx.srv
+        .touch_watched_keys_in_db(b as usize, Some(a as usize));
     ctx.srv.keyspace.dbs.swap(a as usize, b as usize);
     if let Some(job) = ctx.srv.persistence.job.as_mut() {
         job.swapdb(a as usize, b as usize);

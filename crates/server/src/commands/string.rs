@@ -7,6 +7,7 @@
 use super::flags::*;
 use super::long_double::LongDouble;
 use super::{err, is, parse_f64, parse_int, CommandSpec, Ctx};
+use crate::notify::{NOTIFY_GENERIC, NOTIFY_NEW, NOTIFY_STRING};
 use ferrokv_resp::Args;
 use ferrokv_store::value::itoa_buf;
 use ferrokv_store::{Value, ValueRef, NO_EXPIRE};
@@ -211,10 +212,13 @@ fn set(ctx: &mut Ctx, args: Args) {
             ExpireArg::At(t) => t,
             _ => NO_EXPIRE,
         };
-        if let Some(old) = ctx.srv.keyspace.dbs[db].set_str(key, args.get(2), expire_at, lru) {
+        let old = ctx.srv.keyspace.dbs[db].set_str(key, args.get(2), expire_at, lru);
+        let new = old.is_none();
+        if let Some(old) = old {
             ctx.srv.drop_value(old);
         }
         ctx.modified(1);
+        notify_set(ctx, key, new, expire_at != NO_EXPIRE);
         ctx.client.out.ok();
         return;
     }
@@ -246,8 +250,21 @@ fn set(ctx: &mut Ctx, args: Args) {
     };
     ctx.srv.keyspace.dbs[db].set_str(key, args.get(2), expire_at, lru);
     ctx.modified(1);
+    notify_set(ctx, key, !found, matches!(expire, ExpireArg::At(_)));
     if !get {
         ctx.client.out.ok();
+    }
+}
+
+/// The events of a string write (Redis's `setGenericCommand`): `new` for
+/// a created key, `set`, and `expire` when the write set a TTL.
+fn notify_set(ctx: &mut Ctx, key: &[u8], new: bool, expire: bool) {
+    if new {
+        ctx.notify(NOTIFY_NEW, "new", key);
+    }
+    ctx.notify(NOTIFY_STRING, "set", key);
+    if expire {
+        ctx.notify(NOTIFY_GENERIC, "expire", key);
     }
 }
 
@@ -286,17 +303,20 @@ fn getex(ctx: &mut Ctx, args: Args) {
             ctx.srv.keyspace.dbs[db].remove(key);
             ctx.rewrite(&[&b"DEL"[..], key]);
             ctx.modified(1);
+            ctx.notify(NOTIFY_GENERIC, "del", key);
         }
         ExpireArg::At(t) => {
             ctx.srv.keyspace.dbs[db].set_expire(key, t);
             let t = t.to_string();
             ctx.rewrite(&[&b"PEXPIREAT"[..], key, t.as_bytes()]);
             ctx.modified(1);
+            ctx.notify(NOTIFY_GENERIC, "expire", key);
         }
         ExpireArg::Persist if had_ttl => {
             ctx.srv.keyspace.dbs[db].set_expire(key, NO_EXPIRE);
             ctx.rewrite(&[&b"PERSIST"[..], key]);
             ctx.modified(1);
+            ctx.notify(NOTIFY_GENERIC, "persist", key);
         }
         _ => {}
     }
@@ -318,6 +338,7 @@ fn getdel(ctx: &mut Ctx, args: Args) {
     ctx.srv.keyspace.dbs[db].remove(key);
     ctx.rewrite(&[&b"DEL"[..], key]);
     ctx.modified(1);
+    ctx.notify(NOTIFY_GENERIC, "del", key);
 }
 
 /// GETSET key value
@@ -333,8 +354,11 @@ fn getset(ctx: &mut Ctx, args: Args) {
         None => ctx.client.out.null(),
     }
     let lru = ctx.srv.lru_clock;
-    ctx.srv.keyspace.dbs[db].set_str(key, args.get(2), NO_EXPIRE, lru);
+    let new = ctx.srv.keyspace.dbs[db]
+        .set_str(key, args.get(2), NO_EXPIRE, lru)
+        .is_none();
     ctx.modified(1);
+    notify_set(ctx, key, new, false);
 }
 
 /// SETNX key value
@@ -348,6 +372,7 @@ fn setnx(ctx: &mut Ctx, args: Args) {
     let lru = ctx.srv.lru_clock;
     ctx.srv.keyspace.dbs[db].set_str(key, args.get(2), NO_EXPIRE, lru);
     ctx.modified(1);
+    notify_set(ctx, key, true, false);
     ctx.client.out.int(1);
 }
 
@@ -357,10 +382,13 @@ fn set_with_expire(ctx: &mut Ctx, args: Args, unit: &str, cmd: &str) {
     };
     let db = ctx.client.db;
     let lru = ctx.srv.lru_clock;
-    ctx.srv.keyspace.dbs[db].set_str(args.get(1), args.get(3), at, lru);
+    let new = ctx.srv.keyspace.dbs[db]
+        .set_str(args.get(1), args.get(3), at, lru)
+        .is_none();
     let t = at.to_string();
     ctx.rewrite(&[&b"SET"[..], args.get(1), args.get(3), b"PXAT", t.as_bytes()]);
     ctx.modified(1);
+    notify_set(ctx, args.get(1), new, true);
     ctx.client.out.ok();
 }
 
@@ -382,9 +410,11 @@ fn mset(ctx: &mut Ctx, args: Args) {
     }
     let db = ctx.client.db;
     let lru = ctx.srv.lru_clock;
-    let d = &mut ctx.srv.keyspace.dbs[db];
     for i in (1..args.len()).step_by(2) {
-        d.set_str(args.get(i), args.get(i + 1), NO_EXPIRE, lru);
+        let new = ctx.srv.keyspace.dbs[db]
+            .set_str(args.get(i), args.get(i + 1), NO_EXPIRE, lru)
+            .is_none();
+        notify_set(ctx, args.get(i), new, false);
     }
     ctx.modified((args.len() / 2) as u64);
     ctx.client.out.ok();
@@ -404,9 +434,11 @@ fn msetnx(ctx: &mut Ctx, args: Args) {
         }
     }
     let lru = ctx.srv.lru_clock;
-    let d = &mut ctx.srv.keyspace.dbs[db];
     for i in (1..args.len()).step_by(2) {
-        d.set_str(args.get(i), args.get(i + 1), NO_EXPIRE, lru);
+        let new = ctx.srv.keyspace.dbs[db]
+            .set_str(args.get(i), args.get(i + 1), NO_EXPIRE, lru)
+            .is_none();
+        notify_set(ctx, args.get(i), new, false);
     }
     ctx.modified((args.len() / 2) as u64);
     ctx.client.out.int(1);
@@ -445,6 +477,7 @@ fn append(ctx: &mut Ctx, args: Args) {
             // A new key stores the argument as SET would (`int` when it
             // is a canonical integer).
             ctx.srv.keyspace.dbs[db].upsert(key, Value::from_bytes(add), NO_EXPIRE, lru);
+            ctx.notify(NOTIFY_NEW, "new", key);
             ctx.client.out.int(add.len() as i64);
         }
         Some(e) => {
@@ -470,6 +503,7 @@ fn append(ctx: &mut Ctx, args: Args) {
         }
     }
     ctx.modified(1);
+    ctx.notify(NOTIFY_STRING, "append", key);
 }
 
 /// STRLEN key
@@ -556,6 +590,7 @@ fn setrange(ctx: &mut Ctx, args: Args) {
             v[offset as usize..].copy_from_slice(value);
             let n = v.len();
             ctx.srv.keyspace.dbs[db].upsert(key, Value::Raw(v.into()), NO_EXPIRE, lru);
+            ctx.notify(NOTIFY_NEW, "new", key);
             ctx.client.out.int(n as i64);
         }
         Some(e) => {
@@ -586,6 +621,7 @@ fn setrange(ctx: &mut Ctx, args: Args) {
         }
     }
     ctx.modified(1);
+    ctx.notify(NOTIFY_STRING, "setrange", key);
 }
 
 /// Adds `by` to the integer at `key` (INCR/DECR/INCRBY/DECRBY).
@@ -595,6 +631,7 @@ fn incr_by(ctx: &mut Ctx, key: &[u8], by: i64) {
     match ctx.srv.lookup_write(db, key, ctx.now_ms) {
         None => {
             ctx.srv.keyspace.dbs[db].upsert(key, Value::Int(by), NO_EXPIRE, lru);
+            ctx.notify(NOTIFY_NEW, "new", key);
             ctx.client.out.int(by);
         }
         Some(e) => {
@@ -622,6 +659,7 @@ fn incr_by(ctx: &mut Ctx, key: &[u8], by: i64) {
         }
     }
     ctx.modified(1);
+    ctx.notify(NOTIFY_STRING, "incrby", key);
 }
 
 /// INCR key
@@ -714,9 +752,15 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
     // Stored as text even when it reads as an integer: Redis keeps the
     // result of `createStringObjectFromLongDouble` as it is (`embstr`).
     let value = Value::Str(ferrokv_store::SmallBytes::new(text.as_bytes()));
-    ctx.srv.keyspace.dbs[db].upsert(key, value, expire_at, lru);
+    if ctx.srv.keyspace.dbs[db]
+        .upsert(key, value, expire_at, lru)
+        .is_none()
+    {
+        ctx.notify(NOTIFY_NEW, "new", key);
+    }
     ctx.rewrite(&[&b"SET"[..], key, text.as_bytes(), b"KEEPTTL"]);
     ctx.modified(1);
+    ctx.notify(NOTIFY_STRING, "incrbyfloat", key);
     ctx.client.out.bulk(text.as_bytes());
 }
 

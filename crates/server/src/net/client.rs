@@ -97,6 +97,15 @@ pub enum ReplyMode {
 
 pub struct Client {
     pub id: u64,
+    /// The connection's slot in `Server::clients` (`usize::MAX` for the
+    /// fake AOF client); pub/sub and WATCH registries name clients by it.
+    pub token: usize,
+    /// Pub/sub subscriptions.
+    pub subs: crate::pubsub::Subscriptions,
+    /// The open transaction, between MULTI and EXEC/DISCARD.
+    pub multi: Option<Box<crate::commands::multi::Transaction>>,
+    /// EXEC is running this client's queue (blocking commands must not block).
+    pub in_exec: bool,
     /// The socket; `None` for the fake client that replays the AOF.
     pub stream: Option<TcpStream>,
     pub addr: SocketAddr,
@@ -131,12 +140,8 @@ pub struct Client {
     pub want_writable: bool,
     /// Ran a write whose AOF data is not written yet: its replies wait.
     pub awaiting_aof: bool,
-    /// The client's mio token (its slot in the server's client table).
-    pub token: usize,
     /// Waiting on keys (BLPOP and friends): its next commands wait too.
     pub blocked: Option<Box<crate::blocking::Blocked>>,
-    /// EXEC is running this client's queued commands (nothing may block).
-    pub in_exec: bool,
 }
 
 impl Client {
@@ -182,6 +187,10 @@ impl Client {
         let now = Instant::now();
         Client {
             id,
+            token: usize::MAX,
+            subs: Default::default(),
+            multi: None,
+            in_exec: false,
             stream,
             addr,
             local_addr,
@@ -211,9 +220,7 @@ impl Client {
             pending_write: false,
             want_writable: false,
             awaiting_aof: false,
-            token: usize::MAX,
             blocked: None,
-            in_exec: false,
         }
     }
 

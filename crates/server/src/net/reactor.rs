@@ -75,6 +75,7 @@ impl Reactor {
         }
         let mut srv = srv;
         srv.tcp_port = bound_port;
+        srv.repl.registry = Some(poll.registry().try_clone()?);
         Ok(Reactor {
             poll,
             listeners,
@@ -94,10 +95,11 @@ impl Reactor {
         loop {
             let period = Duration::from_millis(1000 / self.srv.config.hz.max(1));
             let now = Instant::now();
-            let timeout = if !self.srv.pending_reads.is_empty() {
+            let timeout = if !self.srv.pending_reads.is_empty() || self.srv.eviction.pending {
                 Duration::ZERO
             } else if self.srv.persistence.job.is_some()
                 || self.srv.aof.as_ref().is_some_and(|a| a.has_pending())
+                || self.srv.repl_busy()
             {
                 // A save in progress advances every turn: wake up for it.
                 next_cron
@@ -295,6 +297,10 @@ impl Reactor {
 
     /// Decodes and executes the commands in the client's input buffer.
     pub fn process_input(&mut self, c: &mut Client) {
+        if self.srv.repl.master_client_id() == Some(c.id) {
+            crate::replication::replica::process_master_input(&mut self.srv, c);
+            return;
+        }
         let inbuf = std::mem::take(&mut c.inbuf);
         let mut decoder = std::mem::take(&mut c.decoder);
         let limits = Limits {
@@ -308,6 +314,10 @@ impl Reactor {
             // client past its hard output limit runs nothing more, so a
             // pipeline of large replies cannot grow its buffer unbounded.
             if self.over_hard_output_limit(c) {
+                break;
+            }
+            // Blocked in WAIT: the rest waits until it is released.
+            if self.srv.repl.master.is_waiting(c.id) {
                 break;
             }
             match decoder.decode(&inbuf[c.in_start..c.in_end], limits) {
@@ -364,13 +374,13 @@ impl Reactor {
     }
 
     fn over_hard_output_limit(&self, c: &Client) -> bool {
-        let hard = self.srv.config.output_limit_normal.hard;
+        let hard = self.srv.output_limit_for(c).hard;
         hard > 0 && c.pending_output() as u64 >= hard
     }
 
     /// Applies `client-output-buffer-limit`. True when the client must go.
     fn check_output_limits(&mut self, c: &mut Client) -> bool {
-        let lim = self.srv.config.output_limit_normal;
+        let lim = self.srv.output_limit_for(c);
         let pending = c.pending_output() as u64;
         let hard = lim.hard > 0 && pending >= lim.hard;
         let mut soft = false;
@@ -395,7 +405,14 @@ impl Reactor {
     fn before_sleep(&mut self) {
         // The AOF first: a reply is never sent before its write is in the
         // AOF (and synced, with `appendfsync always`).
+        // An eviction round that ran out of time goes on each loop turn.
+        if self.srv.eviction.pending {
+            self.srv.perform_evictions();
+        }
         let aof_ok = self.srv.flush_aof();
+        for t in self.srv.replication_tick() {
+            self.resume_client(t);
+        }
         self.srv.drive_snapshot();
         let pending = std::mem::take(&mut self.srv.pending_writes);
         for t in pending {
@@ -448,13 +465,31 @@ impl Reactor {
         }
     }
 
+    /// Processes input a client already has buffered (released from
+    /// `WAIT`, or a new master link with the first bytes of its stream).
+    fn resume_client(&mut self, t: usize) {
+        let Some(Some(mut c)) = self.srv.clients.get_mut(t).map(|s| s.take()) else {
+            return;
+        };
+        self.process_input(&mut c);
+        if c.pending_output() > 0 && !c.pending_write {
+            c.pending_write = true;
+            self.srv.pending_writes.push(t);
+        }
+        self.srv.clients[t] = Some(c);
+        // And whatever arrived meanwhile.
+        self.srv.pending_reads.push(t);
+    }
+
     pub fn close_client(&mut self, t: usize) {
         if let Some(Some(mut c)) = self.srv.clients.try_remove(t) {
             crate::blocking::forget(&mut self.srv, t, &mut c);
+            self.srv.repl_client_closed(c.id);
             if let Some(stream) = c.stream.as_mut() {
                 let _ = self.poll.registry().deregister(stream);
             }
             debug!("Client closed: id={} addr={}", c.id, c.addr);
+            self.srv.forget_client(&mut c);
             c.release(&mut self.srv.pool);
         }
     }
