@@ -308,6 +308,14 @@ pub fn unblock(srv: &mut Server, token: usize, how: Unblock) -> bool {
         return false;
     };
     srv.blocking.unregister(token, &b);
+    // The command ends here: count its call, as `Server::call` skipped it.
+    if let Some(idx) = srv.commands.lookup(Args::new(&b.argv, &b.ranges).get(0)) {
+        srv.cmd_stats[idx].calls += 1;
+        srv.stats.total_commands_processed += 1;
+        if how == Unblock::Error {
+            srv.cmd_stats[idx].failed_calls += 1;
+        }
+    }
     match how {
         Unblock::Timeout => c.out.null_array(),
         Unblock::Error => c.out.error("UNBLOCKED client unblocked via CLIENT UNBLOCK"),

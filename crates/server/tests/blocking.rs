@@ -83,6 +83,11 @@ fn first_blocked_is_first_served() {
     assert_eq!(p.cmd(&["LPUSH", "q", "c"]), int(1));
     assert_eq!(c3.read_frame(), arr(&["q", "c"]));
     assert_eq!(blocked_clients(&s), 0);
+    // Each BLPOP/BRPOP counts once, when it ended (as Redis 7.0 counts).
+    let stats = s.info_field("commandstats", "cmdstat_blpop").unwrap();
+    assert!(stats.starts_with("calls=2,"), "{stats}");
+    let stats = s.info_field("commandstats", "cmdstat_brpop").unwrap();
+    assert!(stats.starts_with("calls=1,"), "{stats}");
 }
 
 #[test]
@@ -235,6 +240,14 @@ fn client_unblock_ends_a_wait_with_a_timeout_or_an_error() {
     assert_eq!(p.cmd(&["CLIENT", "UNBLOCK", &id]), int(0));
     send(&mut c1, &["BLPOP", "u", "0"]);
     wait_blocked(&s, 1);
+    let Frame::Bulk(line) = p.cmd(&["CLIENT", "LIST", "ID", &id]) else {
+        panic!("CLIENT LIST")
+    };
+    assert!(
+        String::from_utf8_lossy(&line).contains(" flags=b "),
+        "{}",
+        String::from_utf8_lossy(&line)
+    );
     assert_eq!(p.cmd(&["CLIENT", "UNBLOCK", &id, "TIMEOUT"]), int(1));
     assert_eq!(c1.recv_exact(5), b"*-1\r\n");
     send(&mut c1, &["BLMOVE", "u", "v", "LEFT", "LEFT", "0"]);

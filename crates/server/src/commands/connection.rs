@@ -323,7 +323,7 @@ fn client_setinfo(ctx: &mut Ctx, args: Args) {
 }
 
 /// The `flags=` letters of `CLIENT LIST` this server can show: `P`
-/// (pub/sub), `x` (in MULTI), `N` (none).
+/// (pub/sub), `x` (in MULTI), `b` (blocked on keys), `N` (none).
 fn client_flags(c: &Client) -> String {
     let mut f = String::new();
     if c.subs.any() {
@@ -331,6 +331,9 @@ fn client_flags(c: &Client) -> String {
     }
     if c.multi.is_some() {
         f.push('x');
+    }
+    if c.blocked.is_some() {
+        f.push('b');
     }
     if f.is_empty() {
         f.push('N');
