@@ -348,7 +348,7 @@ impl Hash {
                 None => false,
             },
             Hash::Table(t) => {
-                if !t.get(field).is_some() {
+                if t.get(field).is_none() {
                     return false;
                 }
                 Arc::make_mut(t).remove(field).is_some()

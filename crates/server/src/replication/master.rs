@@ -263,7 +263,7 @@ impl Server {
 
     /// `REPLCONF <option> <value> ...` from a replica.
     pub fn replconf(&mut self, c: &mut Client, args: &[&[u8]]) {
-        if args.len() % 2 == 0 {
+        if args.len().is_multiple_of(2) {
             c.out.error(crate::commands::err::SYNTAX);
             return;
         }
