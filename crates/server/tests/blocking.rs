@@ -367,3 +367,46 @@ fn exec_wakes_waiters_after_the_transaction_and_nothing_blocks_inside_it() {
     );
     assert_eq!(blocked_clients(&s), 0);
 }
+
+#[test]
+fn a_replica_applies_served_pops_as_their_non_blocking_forms() {
+    if against_redis() {
+        return;
+    }
+    let master = server(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--enable-debug-command",
+        "yes",
+    ]);
+    let port = master.port.to_string();
+    let replica = server(&[
+        "--replicaof",
+        "127.0.0.1",
+        &port,
+        "--enable-debug-command",
+        "yes",
+    ]);
+    wait_for("the replica's link", 10, || {
+        (replica
+            .info_field("replication", "master_link_status")
+            .as_deref()
+            == Some("up"))
+        .then_some(())
+    });
+    let (mut c1, mut c2, mut p) = (master.raw(), master.raw(), master.raw());
+    send(&mut c1, &["BLPOP", "r", "0"]);
+    wait_blocked(&master, 1);
+    send(&mut c2, &["BLMOVE", "r2", "r3", "RIGHT", "LEFT", "0"]);
+    wait_blocked(&master, 2);
+    assert_eq!(p.cmd(&["RPUSH", "r", "a", "b"]), int(2));
+    assert_eq!(c1.read_frame(), arr(&["r", "a"]));
+    assert_eq!(p.cmd(&["RPUSH", "r2", "x", "y"]), int(2));
+    assert_eq!(c2.read_frame(), bulk("y"));
+    let digest = p.cmd(&["DEBUG", "DIGEST"]);
+    let mut r = replica.raw();
+    wait_for("the replica to hold the master's data", 10, || {
+        (r.cmd(&["DEBUG", "DIGEST"]) == digest).then_some(())
+    });
+    assert_eq!(r.cmd(&["LRANGE", "r3", "0", "-1"]), arr(&["y"]));
+}
