@@ -30,6 +30,10 @@
 //!   [TIMEOUT|ERROR]` ends a wait early ([`client_unblock`]).
 //! - Inside MULTI/EXEC (`Client::in_exec`) nothing blocks: the command
 //!   answers as its timeout would ([`may_block`]).
+//! - A command that blocked is counted in `INFO commandstats` once, when it
+//!   ends (its run again when served, or [`unblock`]), as Redis 7.0 counts.
+//! - Not done: SWAPDB (no key arguments) does not wake waiters of the
+//!   swapped databases, as Redis's `scanDatabaseForReadyKeys` would.
 //!
 //! # Using it from another family (BZPOPMIN, BZMPOP, ...)
 //! ```text
@@ -255,25 +259,33 @@ pub fn serve_ready(srv: &mut Server) {
                 }
             }
             let Some(token) = candidate else { break };
-            serve_one(srv, token);
+            if !serve_one(srv, token) {
+                // The command blocked again although the key holds what it
+                // waits for (a handler that cannot use it): it went to the
+                // back of the queue; serving this key further would loop.
+                break;
+            }
         }
     }
     srv.blocking.serving = false;
 }
 
-/// Unblocks one waiter and runs its command again.
-fn serve_one(srv: &mut Server, token: usize) {
+/// Unblocks one waiter and runs its command again. False when the
+/// command blocked again.
+fn serve_one(srv: &mut Server, token: usize) -> bool {
     let Some(mut c) = srv.clients.get_mut(token).and_then(|s| s.take()) else {
-        return;
+        return false;
     };
     let Some(b) = c.blocked.take() else {
         srv.clients[token] = Some(c);
-        return;
+        return false;
     };
     srv.blocking.unregister(token, &b);
     let args = Args::new(&b.argv, &b.ranges);
     srv.execute(&mut c, args);
+    let served = c.blocked.is_none();
     after_unblock(srv, token, c);
+    served
 }
 
 /// Puts an unblocked client back, queues its reply and its pipeline.
