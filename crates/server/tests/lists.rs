@@ -505,3 +505,23 @@ fn list_commands_announce_redis_s_keyspace_events() {
         ]
     );
 }
+
+#[test]
+fn a_redis_written_snapshot_of_lists_loads_with_the_same_digest() {
+    if against_redis() {
+        return;
+    }
+    let redis = ServerProcess::redis(&[]);
+    let mut rr = redis.raw();
+    fill_lists(&mut rr);
+    // Small nodes, so Redis writes many quicklist nodes per list.
+    assert_eq!(rr.cmd(&["CONFIG", "SET", "list-max-listpack-size", "4"]), ok());
+    let _ = rr.cmd(&["RPUSH", "fill4", "1", "2", "3", "4", "5", "6", "7", "8", "9"]);
+    let d = digest(&mut rr);
+    assert_eq!(rr.cmd(&["SAVE"]), ok());
+    let dir = redis.dir.path().to_str().unwrap().to_string();
+    let ours = ServerProcess::ferrokv(&["--enable-debug-command", "yes", "--dir", &dir]);
+    let mut r = ours.raw();
+    assert_eq!(digest(&mut r), d);
+    assert_eq!(r.cmd(&["LRANGE", "fill4", "2", "4"]), arr(&["3", "4", "5"]));
+}
