@@ -85,6 +85,9 @@ pub struct Blocking {
     serving: bool,
     /// Clients blocked now (`INFO clients` `blocked_clients`).
     count: usize,
+    /// The key whose readiness is being served (a command run again tries
+    /// it first, as Redis 7.0 serves the key that became ready).
+    serving_key: Option<Vec<u8>>,
 }
 
 impl Blocking {
@@ -96,6 +99,12 @@ impl Blocking {
     /// Blocked clients with a deadline (`clients_in_timeout_table`).
     pub fn with_timeout(&self) -> usize {
         self.timeouts.len()
+    }
+
+    /// While a blocked command runs again: the ready key it is served for.
+    /// A command waiting on several keys pops from this one first.
+    pub fn serving_key(&self) -> Option<&[u8]> {
+        self.serving_key.as_deref()
     }
 
     /// Whether anybody waits on any key (the cheap test every write makes).
@@ -259,7 +268,7 @@ pub fn serve_ready(srv: &mut Server) {
                 }
             }
             let Some(token) = candidate else { break };
-            if !serve_one(srv, token) {
+            if !serve_one(srv, token, &key) {
                 // The command blocked again although the key holds what it
                 // waits for (a handler that cannot use it): it went to the
                 // back of the queue; serving this key further would loop.
@@ -272,7 +281,7 @@ pub fn serve_ready(srv: &mut Server) {
 
 /// Unblocks one waiter and runs its command again. False when the
 /// command blocked again.
-fn serve_one(srv: &mut Server, token: usize) -> bool {
+fn serve_one(srv: &mut Server, token: usize, key: &[u8]) -> bool {
     let Some(mut c) = srv.clients.get_mut(token).and_then(|s| s.take()) else {
         return false;
     };
@@ -282,7 +291,9 @@ fn serve_one(srv: &mut Server, token: usize) -> bool {
     };
     srv.blocking.unregister(token, &b);
     let args = Args::new(&b.argv, &b.ranges);
+    let outer = srv.blocking.serving_key.replace(key.to_vec());
     srv.execute(&mut c, args);
+    srv.blocking.serving_key = outer;
     let served = c.blocked.is_none();
     after_unblock(srv, token, c);
     served

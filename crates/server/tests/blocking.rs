@@ -352,6 +352,16 @@ fn exec_wakes_waiters_after_the_transaction_and_nothing_blocks_inside_it() {
     // Served once the whole transaction ran: both pushes were seen.
     assert_eq!(c1.read_frame(), arr(&["tx", "a"]));
     assert_eq!(p.cmd(&["LRANGE", "tx", "0", "-1"]), arr(&["b"]));
+    // A waiter on several keys is served from the key that became ready
+    // first, not the first in its arguments.
+    send(&mut c1, &["BLPOP", "ka", "kb", "0"]);
+    wait_blocked(&s, 1);
+    p.send(&Frame::command(&["MULTI"]));
+    p.send(&Frame::command(&["RPUSH", "kb", "1"]));
+    p.send(&Frame::command(&["RPUSH", "ka", "2"]));
+    p.send(&Frame::command(&["EXEC"]));
+    let _ = p.read_frames(4);
+    assert_eq!(c1.read_frame(), arr(&["kb", "1"]));
     // Inside MULTI a blocking command answers as if it timed out.
     p.send(&Frame::command(&["MULTI"]));
     p.send(&Frame::command(&["BLPOP", "none", "0"]));

@@ -213,6 +213,7 @@ fn lpos_options_and_errors() {
             (&["LPOS", l, "c", "COUNT", "2", "RANK", "-1"], ints(&[7, 6])),
             (&["LPOS", l, "c", "COUNT", "0", "MAXLEN", "3"], ints(&[2])),
             (&["LPOS", l, "c", "RANK", "-1", "MAXLEN", "1"], int(7)),
+            (&["LPOS", l, "c", "RANK", "-9223372036854775808", "COUNT", "1"], ints(&[7, 6, 2])),
             (&["LPOS", l, "zz"], Frame::Null),
             (&["LPOS", l, "zz", "COUNT", "1"], ints(&[])),
             (
@@ -515,8 +516,13 @@ fn a_redis_written_snapshot_of_lists_loads_with_the_same_digest() {
     let mut rr = redis.raw();
     fill_lists(&mut rr);
     // Small nodes, so Redis writes many quicklist nodes per list.
-    assert_eq!(rr.cmd(&["CONFIG", "SET", "list-max-listpack-size", "4"]), ok());
-    let _ = rr.cmd(&["RPUSH", "fill4", "1", "2", "3", "4", "5", "6", "7", "8", "9"]);
+    assert_eq!(
+        rr.cmd(&["CONFIG", "SET", "list-max-listpack-size", "4"]),
+        ok()
+    );
+    let _ = rr.cmd(&[
+        "RPUSH", "fill4", "1", "2", "3", "4", "5", "6", "7", "8", "9",
+    ]);
     let d = digest(&mut rr);
     assert_eq!(rr.cmd(&["SAVE"]), ok());
     let dir = redis.dir.path().to_str().unwrap().to_string();

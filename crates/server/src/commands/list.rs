@@ -428,8 +428,10 @@ fn lpos(ctx: &mut Ctx, args: Args) {
     }
     let from_tail = rank < 0;
     // Redis negates a negative rank; LONG_MIN stays negative there, so
-    // every match satisfies it: the same as -1.
-    let rank = if rank == i64::MIN { 1 } else { rank.abs() };
+    // every match satisfies it (as -1 would) and, with COUNT, its
+    // `matches - rank + 1 >= count` overflows and never stops the scan.
+    let rank_overflows = rank == i64::MIN;
+    let rank = if rank_overflows { 1 } else { rank.abs() };
     let db = ctx.client.db;
     let elem = args.get(2);
     let out = &mut ctx.client.out;
@@ -451,7 +453,13 @@ fn lpos(ctx: &mut Ctx, args: Args) {
     };
     let mut found: Vec<i64> = Vec::new();
     let mut matches: i64 = 0;
-    let want = count.map(|c| if c == 0 { i64::MAX } else { c });
+    let want = count.map(|c| {
+        if c == 0 || rank_overflows {
+            i64::MAX
+        } else {
+            c
+        }
+    });
     let mut visit = |index: usize, v: &[u8]| -> bool {
         if v == elem {
             matches += 1;
@@ -722,7 +730,7 @@ fn parse_mpop(ctx: &mut Ctx, args: Args, at: usize) -> Option<MPop> {
 fn mpop_now(ctx: &mut Ctx, args: Args, p: &MPop) -> bool {
     let db = ctx.client.db;
     let now = ctx.now_ms;
-    for i in p.keys.clone() {
+    for i in key_order(ctx, args, p.keys.clone()) {
         let key = args.get(i);
         let out = &mut ctx.client.out;
         let n = match write_list(ctx.srv, db, key, now) {
@@ -803,7 +811,7 @@ fn blocking_pop(ctx: &mut Ctx, args: Args, end: End) {
     let db = ctx.client.db;
     let now = ctx.now_ms;
     let keys = 1..args.len() - 1;
-    for i in keys.clone() {
+    for i in key_order(ctx, args, keys.clone()) {
         let key = args.get(i);
         let out = &mut ctx.client.out;
         match write_list(ctx.srv, db, key, now) {
@@ -822,6 +830,19 @@ fn blocking_pop(ctx: &mut Ctx, args: Args, end: End) {
         return;
     }
     block_or_give_up(ctx, args, keys, deadline, false);
+}
+
+/// The order in which a multi-key pop tries its keys: argument order, but
+/// when it runs again to be served, the key that became ready first.
+fn key_order(ctx: &Ctx, args: Args, keys: std::ops::Range<usize>) -> Vec<usize> {
+    let mut order: Vec<usize> = keys.collect();
+    if let Some(ready) = ctx.srv.blocking.serving_key() {
+        if let Some(p) = order.iter().position(|&i| args.get(i) == ready) {
+            let i = order.remove(p);
+            order.insert(0, i);
+        }
+    }
+    order
 }
 
 /// Blocks the client on `keys`, or — inside MULTI/EXEC, where nothing may
