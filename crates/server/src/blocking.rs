@@ -45,9 +45,11 @@
 //! }
 //! ```
 //! The handler must be able to run again from the top: when it is, a key it
-//! waits on holds a `ValueType::ZSet`, so it pops and replies. A timeout
-//! answers with a null array (what Redis 7.0 answers for list and zset
-//! waits alike).
+//! waits on holds a `ValueType::ZSet`, so it pops and replies. A command on
+//! several keys should try [`Blocking::serving_key`] first (the key that
+//! became ready; `None` on a first run), as `commands/list.rs`'s
+//! `key_order` does. A timeout answers with a null array (what Redis 7.0
+//! answers for list and zset waits alike).
 
 use crate::commands::{err, CommandSpec, Ctx};
 use crate::net::client::Client;
