@@ -120,8 +120,6 @@ pub struct Server {
     /// The `/metrics` endpoint, when `metrics-port` is set: the cron
     /// publishes a snapshot to it.
     pub metrics: Option<crate::metrics::MetricsEndpoint>,
-    /// Clients blocked on keys (BLPOP and friends).
-    pub blocking: crate::blocking::Blocking,
     /// Pub/sub channels and patterns and their subscribers.
     pub pubsub: crate::pubsub::PubSub,
     /// Keys lookups found expired or missing, to announce after the lookup.
@@ -130,6 +128,8 @@ pub struct Server {
     pub watches: crate::commands::multi::Watches,
     /// Replication: our replicas, our master link, the backlog.
     pub repl: crate::replication::ReplState,
+    /// Clients blocked on keys (BLPOP and friends).
+    pub blocking: crate::blocking::Blocking,
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
     /// `maxmemory` eviction state.
     pub eviction: crate::evict::Eviction,
@@ -193,11 +193,11 @@ impl Server {
             latency_monitor: Default::default(),
             latency_stats: crate::commands::latency::CommandLatencies::new(n),
             metrics: None,
-            blocking: Default::default(),
             pubsub: Default::default(),
             pending_events: Default::default(),
             watches: Default::default(),
             repl,
+            blocking: Default::default(),
             lazyfree: spawn_lazyfree(),
             eviction: Default::default(),
         };
@@ -544,8 +544,13 @@ impl Server {
                 || unix_ms() / 1000,
                 usec / 1000,
             );
+            let log_slower_than = if spec.has(crate::commands::flags::SKIP_SLOWLOG) {
+                -1
+            } else {
+                self.config.slowlog_log_slower_than
+            };
             self.slowlog.push_if_slow(
-                self.config.slowlog_log_slower_than,
+                log_slower_than,
                 self.config.slowlog_max_len,
                 usec,
                 &args,

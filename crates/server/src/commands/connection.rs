@@ -544,8 +544,15 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
             && f.laddr
                 .as_ref()
                 .is_none_or(|a| c.local_addr.to_string() == *a)
-            && f.kind
-                .is_none_or(|k| k == Some(ctx.srv.repl.client_kind(c.id)))
+            && f.kind.is_none_or(|want| {
+                // As CLIENT LIST: a subscribed normal client is `pubsub`.
+                let kind = ctx.srv.repl.client_kind(c.id);
+                match want {
+                    None => c.subs.any(),
+                    Some(ClientKind::Normal) => kind == ClientKind::Normal && !c.subs.any(),
+                    Some(k) => kind == k,
+                }
+            })
             && f.user_ok
             && f.maxage.is_none_or(|m| c.created.elapsed().as_secs() >= m)
     };

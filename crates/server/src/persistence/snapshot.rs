@@ -171,7 +171,7 @@ impl SnapshotJob {
         let mut encoder = RdbEncoder::new(EncoderOptions {
             compression: meta.compression,
             checksum: meta.checksum,
-            limits: meta.limits,
+            limits: meta.limits.clone(),
         });
         let mut chunk = Vec::with_capacity(CHUNK + 64 * 1024);
         let aux: Vec<(&[u8], &[u8])> = meta.aux.iter().map(|(k, v)| (*k, v.as_slice())).collect();
@@ -271,11 +271,12 @@ impl SnapshotJob {
                         let mut b = ferrokv_store::value::itoa_buf::Buf::new();
                         enc.string_entry(chunk, e.key(), b.format(i), expire)
                     }
-                    ValueRef::List(l) => enc.list_entry(chunk, e.key(), l.iter(), expire),
                     ValueRef::Hash(h) => enc.hash_entry(chunk, e.key(), h.iter(), expire),
                     ValueRef::Set(s) => {
                         enc.set_entry(chunk, e.key(), s.iter().map(|m| m.text()), expire)
                     }
+                    ValueRef::List(l) => enc.list_entry(chunk, e.key(), l.iter(), expire),
+                    ValueRef::ZSet(z) => enc.zset_entry(chunk, e.key(), z.iter(), expire),
                 }
                 n += 1;
             });
