@@ -515,6 +515,11 @@ impl Server {
             // Its reply waits until the AOF has the write (see before_sleep).
             client.awaiting_aof = true;
         }
+        // As Redis: a command that blocked is counted when it ends (served,
+        // it runs again and is counted then; see `blocking::unblock`).
+        if client.blocked.is_some() {
+            return;
+        }
         let elapsed = t0.elapsed();
         let usec = elapsed.as_micros() as u64;
         let st = &mut self.cmd_stats[idx];

@@ -357,7 +357,7 @@ fn type_matches(srv: &crate::server::Server, c: &Client, f: TypeFilter) -> bool 
 }
 
 /// The `flags=` letters of `CLIENT LIST` this server can show: `P`
-/// (pub/sub), `x` (in MULTI), `N` (none).
+/// (pub/sub), `x` (in MULTI), `b` (blocked on keys), `N` (none).
 fn client_flags(c: &Client) -> String {
     let mut f = String::new();
     if c.subs.any() {
@@ -365,6 +365,9 @@ fn client_flags(c: &Client) -> String {
     }
     if c.multi.is_some() {
         f.push('x');
+    }
+    if c.blocked.is_some() {
+        f.push('b');
     }
     if f.is_empty() {
         f.push('N');

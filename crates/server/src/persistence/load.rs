@@ -109,6 +109,8 @@ impl RdbVisitor for Loader<'_> {
             }
             // Redis skips an empty collection on load.
             RdbValue::Hash(_) | RdbValue::Set(_) => return Ok(()),
+            // Redis skips an empty list too.
+            RdbValue::List(items) if items.is_empty() => return Ok(()),
             RdbValue::List(items) => {
                 let list: ferrokv_store::list::List = items.iter().collect();
                 let value = ferrokv_store::Value::List(std::sync::Arc::new(list));
