@@ -76,6 +76,17 @@ unsafe impl GlobalAlloc for CountingAlloc {
     }
 }
 
+/// Returns freed memory to the operating system: mimalloc purges freed
+/// pages lazily, from inside later allocator calls, so a server that
+/// freed a lot (a big pipeline's buffers, a split table) and then went
+/// quiet would keep them resident. Redis's jemalloc has a background
+/// thread for this; the cron calls this once a second instead.
+pub fn release_free_memory() {
+    // SAFETY: `mi_collect` takes no pointers; it walks the calling
+    // thread's own heap and purges pages that are already free.
+    unsafe { libmimalloc_sys::mi_collect(false) }
+}
+
 /// Bytes currently allocated by the process through Rust's allocator
 /// (the calling thread's unpublished share included).
 pub fn used_memory() -> usize {

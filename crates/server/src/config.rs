@@ -78,6 +78,14 @@ pub struct Config {
     pub output_limit_replica: OutputLimit,
     pub output_limit_pubsub: OutputLimit,
     pub hz: u64,
+    /// `maxmemory` in bytes (0: no limit) and how keys are chosen to make room.
+    pub maxmemory: u64,
+    pub maxmemory_policy: crate::evict::Policy,
+    pub maxmemory_samples: u64,
+    pub maxmemory_eviction_tenacity: u64,
+    pub lfu_log_factor: u64,
+    pub lfu_decay_time: u64,
+    pub lazyfree_lazy_eviction: bool,
     pub enable_debug_command: DebugCommand,
     pub pidfile: String,
     pub dbfilename: String,
@@ -111,12 +119,25 @@ pub struct Config {
     /// The Prometheus endpoint's port (0: no endpoint) and address.
     pub metrics_port: u16,
     pub metrics_bind: String,
+    /// Compact-encoding thresholds of hashes (`hash-max-listpack-*`) and
+    /// sets (`set-max-intset-entries`).
+    pub hash_max_listpack_entries: u64,
+    pub hash_max_listpack_value: u64,
+    pub set_max_intset_entries: u64,
     /// Sorted sets up to this many members (of at most `zset_max_listpack_value`
     /// bytes) use the compact listpack encoding.
     pub zset_max_listpack_entries: u64,
     pub zset_max_listpack_value: u64,
     /// The config file the server was started with (for `INFO` and `CONFIG REWRITE`).
     pub config_file: Option<String>,
+    /// `list-max-listpack-size` (alias `list-max-ziplist-size`): the node
+    /// size of lists in snapshots (Redis 7.0 reports every list as a
+    /// quicklist whatever it is).
+    pub list_max_listpack_size: i32,
+    /// `list-compress-depth`: accepted and reported; lists are not compressed.
+    pub list_compress_depth: u64,
+    /// Replication (`replicaof`, `masterauth`, `repl-*`, `min-replicas-*`).
+    pub repl: crate::replication::ReplConfig,
 }
 
 impl Default for Config {
@@ -140,6 +161,13 @@ impl Default for Config {
             output_limit_replica: OutputLimit::default(),
             output_limit_pubsub: OutputLimit::default(),
             hz: 0,
+            maxmemory: 0,
+            maxmemory_policy: crate::evict::Policy::NoEviction,
+            maxmemory_samples: 5,
+            maxmemory_eviction_tenacity: 10,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
+            lazyfree_lazy_eviction: false,
             enable_debug_command: DebugCommand::No,
             pidfile: String::new(),
             dbfilename: String::new(),
@@ -164,11 +192,17 @@ impl Default for Config {
             latency_tracking_info_percentiles: Vec::new(),
             metrics_port: 0,
             metrics_bind: String::new(),
+            hash_max_listpack_entries: 0,
+            hash_max_listpack_value: 0,
+            set_max_intset_entries: 0,
             config_file: None,
+            list_max_listpack_size: -2,
+            list_compress_depth: 0,
+            repl: Default::default(),
             zset_max_listpack_entries: 0,
             zset_max_listpack_value: 0,
         };
-        for o in OPTIONS {
+        for o in OPTIONS.iter().chain(REPL_OPTIONS) {
             let args = split(o.default);
             (o.set)(&mut c, &args).expect("default config values parse");
         }
@@ -257,6 +291,21 @@ fn parse_int(args: &[String], min: u64, max: u64) -> Result<u64, String> {
         ));
     }
     Ok(v as u64)
+}
+
+/// A signed 32-bit option (Redis's `createIntConfig` with INT_MIN..INT_MAX).
+fn parse_i32(args: &[String]) -> Result<i32, String> {
+    let s = one(args)?;
+    let v: i128 = s
+        .parse()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+    i32::try_from(v).map_err(|_| {
+        format!(
+            "argument must be between {} and {} inclusive",
+            i32::MIN,
+            i32::MAX
+        )
+    })
 }
 
 fn yes_no(b: bool) -> String {
@@ -564,6 +613,77 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.hz.to_string()
+    ),
+    opt!(
+        "maxmemory",
+        "0",
+        true,
+        |c, a| {
+            c.maxmemory = parse_memory(one(a)?)?;
+            Ok(())
+        },
+        |c| c.maxmemory.to_string()
+    ),
+    opt!(
+        "maxmemory-policy",
+        "noeviction",
+        true,
+        |c, a| {
+            c.maxmemory_policy = crate::evict::Policy::parse(one(a)?)
+                .ok_or_else(|| "argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction".to_string())?;
+            Ok(())
+        },
+        |c| c.maxmemory_policy.name().into()
+    ),
+    opt!(
+        "maxmemory-samples",
+        "5",
+        true,
+        |c, a| {
+            c.maxmemory_samples = parse_int(a, 1, 64)?;
+            Ok(())
+        },
+        |c| c.maxmemory_samples.to_string()
+    ),
+    opt!(
+        "maxmemory-eviction-tenacity",
+        "10",
+        true,
+        |c, a| {
+            c.maxmemory_eviction_tenacity = parse_int(a, 0, 100)?;
+            Ok(())
+        },
+        |c| c.maxmemory_eviction_tenacity.to_string()
+    ),
+    opt!(
+        "lfu-log-factor",
+        "10",
+        true,
+        |c, a| {
+            c.lfu_log_factor = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.lfu_log_factor.to_string()
+    ),
+    opt!(
+        "lfu-decay-time",
+        "1",
+        true,
+        |c, a| {
+            c.lfu_decay_time = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.lfu_decay_time.to_string()
+    ),
+    opt!(
+        "lazyfree-lazy-eviction",
+        "no",
+        true,
+        |c, a| {
+            c.lazyfree_lazy_eviction = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.lazyfree_lazy_eviction)
     ),
     opt!(
         "enable-debug-command",
@@ -888,6 +1008,57 @@ pub static OPTIONS: &[ConfigOption] = &[
             .collect::<Vec<_>>()
             .join(" ")
     ),
+    // Compact encodings; the `*-ziplist-*` names are Redis's aliases.
+    opt!(
+        "hash-max-listpack-entries",
+        "128",
+        true,
+        |c, a| {
+            c.hash_max_listpack_entries = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.hash_max_listpack_entries.to_string()
+    ),
+    opt!(
+        "hash-max-listpack-value",
+        "64",
+        true,
+        |c, a| {
+            c.hash_max_listpack_value = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.hash_max_listpack_value.to_string()
+    ),
+    opt!(
+        "hash-max-ziplist-entries",
+        "128",
+        true,
+        |c, a| {
+            c.hash_max_listpack_entries = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.hash_max_listpack_entries.to_string()
+    ),
+    opt!(
+        "hash-max-ziplist-value",
+        "64",
+        true,
+        |c, a| {
+            c.hash_max_listpack_value = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.hash_max_listpack_value.to_string()
+    ),
+    opt!(
+        "set-max-intset-entries",
+        "512",
+        true,
+        |c, a| {
+            c.set_max_intset_entries = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.set_max_intset_entries.to_string()
+    ),
     // Not Redis options: the Prometheus endpoint (docs/metrics.md). Bound
     // once at start-up, like `port`.
     opt!(
@@ -914,12 +1085,239 @@ pub static OPTIONS: &[ConfigOption] = &[
         },
         |c| c.metrics_bind.clone()
     ),
+    opt!(
+        "list-max-listpack-size",
+        "-2",
+        true,
+        |c, a| {
+            c.list_max_listpack_size = parse_i32(a)?;
+            Ok(())
+        },
+        |c| c.list_max_listpack_size.to_string()
+    ),
+    // The pre-7.0 name of the same option.
+    opt!(
+        "list-max-ziplist-size",
+        "-2",
+        true,
+        |c, a| {
+            c.list_max_listpack_size = parse_i32(a)?;
+            Ok(())
+        },
+        |c| c.list_max_listpack_size.to_string()
+    ),
+    opt!(
+        "list-compress-depth",
+        "0",
+        true,
+        |c, a| {
+            c.list_compress_depth = parse_int(a, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.list_compress_depth.to_string()
+    ),
 ];
 
 pub fn find(name: &str) -> Option<&'static ConfigOption> {
     let n = name.to_ascii_lowercase();
-    OPTIONS.iter().find(|o| o.name == n)
+    OPTIONS.iter().chain(REPL_OPTIONS).find(|o| o.name == n)
 }
+
+fn parse_replicaof(c: &mut Config, a: &[String]) -> Result<(), String> {
+    let words: Vec<String> = a
+        .iter()
+        .flat_map(|x| split(x))
+        .filter(|x| !x.is_empty())
+        .collect();
+    match &words[..] {
+        [] => c.repl.replicaof = None,
+        [n, o] if n.eq_ignore_ascii_case("no") && o.eq_ignore_ascii_case("one") => {
+            c.repl.replicaof = None
+        }
+        [h, p] => {
+            let port = p
+                .parse::<u16>()
+                .map_err(|_| "Invalid master port".to_string())?;
+            c.repl.replicaof = Some((h.clone(), port));
+        }
+        _ => return Err("wrong number of arguments".into()),
+    }
+    Ok(())
+}
+
+fn get_replicaof(c: &Config) -> String {
+    c.repl
+        .replicaof
+        .as_ref()
+        .map(|(h, p)| format!("{h} {p}"))
+        .unwrap_or_default()
+}
+
+macro_rules! repl_int {
+    ($name:literal, $default:literal, $field:ident, $min:expr, $max:expr) => {
+        opt!(
+            $name,
+            $default,
+            true,
+            |c, a| {
+                c.repl.$field = parse_int(a, $min, $max)?;
+                Ok(())
+            },
+            |c| c.repl.$field.to_string()
+        )
+    };
+}
+
+macro_rules! repl_bool {
+    ($name:literal, $default:literal, $field:ident) => {
+        opt!(
+            $name,
+            $default,
+            true,
+            |c, a| {
+                c.repl.$field = parse_bool(a)?;
+                Ok(())
+            },
+            |c| yes_no(c.repl.$field)
+        )
+    };
+}
+
+/// The replication options, with Redis's names, defaults and old
+/// `slave` aliases.
+pub static REPL_OPTIONS: &[ConfigOption] = &[
+    opt!("replicaof", "", false, |c, a| parse_replicaof(c, a), |c| {
+        get_replicaof(c)
+    }),
+    opt!("slaveof", "", false, |c, a| parse_replicaof(c, a), |c| {
+        get_replicaof(c)
+    }),
+    opt!(
+        "masterauth",
+        "",
+        true,
+        |c, a| {
+            let v = one(a)?;
+            c.repl.masterauth = (!v.is_empty()).then(|| v.as_bytes().to_vec());
+            Ok(())
+        },
+        |c| c
+            .repl
+            .masterauth
+            .as_ref()
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default()
+    ),
+    opt!(
+        "masteruser",
+        "",
+        true,
+        |c, a| {
+            let v = one(a)?;
+            c.repl.masteruser = (!v.is_empty()).then(|| v.to_string());
+            Ok(())
+        },
+        |c| c.repl.masteruser.clone().unwrap_or_default()
+    ),
+    repl_bool!("replica-read-only", "yes", replica_read_only),
+    repl_bool!("slave-read-only", "yes", replica_read_only),
+    repl_bool!("replica-serve-stale-data", "yes", replica_serve_stale_data),
+    repl_bool!("slave-serve-stale-data", "yes", replica_serve_stale_data),
+    opt!(
+        "repl-backlog-size",
+        "1mb",
+        true,
+        |c, a| {
+            // Redis's minimum is 16 KB.
+            c.repl.backlog_size = parse_memory(one(a)?)?.max(16 * 1024);
+            Ok(())
+        },
+        |c| c.repl.backlog_size.to_string()
+    ),
+    repl_int!("repl-backlog-ttl", "3600", backlog_ttl, 0, i32::MAX as u64),
+    repl_bool!("repl-diskless-sync", "yes", diskless_sync),
+    repl_int!(
+        "repl-diskless-sync-delay",
+        "5",
+        diskless_sync_delay,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "repl-diskless-sync-max-replicas",
+        "0",
+        diskless_sync_max_replicas,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "repl-ping-replica-period",
+        "10",
+        ping_replica_period,
+        1,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "repl-ping-slave-period",
+        "10",
+        ping_replica_period,
+        1,
+        i32::MAX as u64
+    ),
+    repl_int!("repl-timeout", "60", timeout, 1, i32::MAX as u64),
+    repl_int!(
+        "min-replicas-to-write",
+        "0",
+        min_replicas_to_write,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "min-slaves-to-write",
+        "0",
+        min_replicas_to_write,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "min-replicas-max-lag",
+        "10",
+        min_replicas_max_lag,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "min-slaves-max-lag",
+        "10",
+        min_replicas_max_lag,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "replica-priority",
+        "100",
+        replica_priority,
+        0,
+        i32::MAX as u64
+    ),
+    repl_int!(
+        "slave-priority",
+        "100",
+        replica_priority,
+        0,
+        i32::MAX as u64
+    ),
+    opt!(
+        "replica-announce-ip",
+        "",
+        true,
+        |c, a| {
+            c.repl.replica_announce_ip = one(a)?.to_string();
+            Ok(())
+        },
+        |c| c.repl.replica_announce_ip.clone()
+    ),
+];
 
 /// A fatal start-up error, printed as Redis prints config errors.
 #[derive(Debug, thiserror::Error)]
@@ -936,13 +1334,36 @@ pub enum ConfigError {
 }
 
 impl Config {
-    /// The compact-encoding thresholds, as the snapshot writer and loader
-    /// take them.
+    /// The hash encoding thresholds, as the store takes them.
+    pub fn hash_limits(&self) -> ferrokv_store::hash::HashLimits {
+        ferrokv_store::hash::HashLimits {
+            max_listpack_entries: self.hash_max_listpack_entries as usize,
+            max_listpack_value: self.hash_max_listpack_value as usize,
+        }
+    }
+
+    /// The thresholds a snapshot's encoder chooses encodings by.
     pub fn encoding_limits(&self) -> ferrokv_rdb::EncodingLimits {
         ferrokv_rdb::EncodingLimits {
+            hash_max_listpack_entries: self.hash_max_listpack_entries as usize,
+            hash_max_listpack_value: self.hash_max_listpack_value as usize,
+            set_max_intset_entries: self.set_max_intset_entries as usize,
+            list_max_listpack_size: self.list_max_listpack_size,
             zset_max_listpack_entries: self.zset_max_listpack_entries as usize,
             zset_max_listpack_value: self.zset_max_listpack_value as usize,
             ..Default::default()
+        }
+    }
+
+    pub fn set_max_intset(&self) -> usize {
+        self.set_max_intset_entries as usize
+    }
+
+    /// The sorted-set encoding thresholds, as the store takes them.
+    pub fn zset_limits(&self) -> ferrokv_store::ZsetLimits {
+        ferrokv_store::ZsetLimits {
+            max_listpack_entries: self.zset_max_listpack_entries as usize,
+            max_listpack_value: self.zset_max_listpack_value as usize,
         }
     }
 
@@ -1051,6 +1472,7 @@ impl Config {
     pub fn get_matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
         OPTIONS
             .iter()
+            .chain(REPL_OPTIONS)
             .filter(|o| ferrokv_store::pattern::glob_match_nocase(pattern, o.name.as_bytes()))
             .map(|o| (o.name, (o.get)(self)))
             .collect()

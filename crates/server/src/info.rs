@@ -11,6 +11,7 @@ pub const DEFAULT_SECTIONS: &[&str] = &[
     "memory",
     "persistence",
     "stats",
+    "replication",
     "cpu",
     "errorstats",
     "keyspace",
@@ -172,9 +173,9 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
             f!("maxclients:{}", srv.config.maxclients);
             f!("client_recent_max_input_buffer:{max_in}");
             f!("client_recent_max_output_buffer:{max_out}");
-            f!("blocked_clients:0");
+            f!("blocked_clients:{}", srv.blocking.blocked_clients());
             f!("tracking_clients:0");
-            f!("clients_in_timeout_table:0");
+            f!("clients_in_timeout_table:{}", srv.blocking.with_timeout());
         }
         "memory" => {
             let used = crate::alloc::used_memory() as u64;
@@ -205,6 +206,18 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
             f!("used_memory_dataset_tables:{dataset}");
             f!("total_system_memory:{total}");
             f!("total_system_memory_human:{}", human_bytes(total));
+            let maxmemory = srv.config.maxmemory;
+            f!(
+                "allocator_collect_usec:{}",
+                srv.stats.allocator_collect_usec
+            );
+            f!("maxmemory:{maxmemory}");
+            f!("maxmemory_human:{}", human_bytes(maxmemory));
+            f!("maxmemory_policy:{}", srv.config.maxmemory_policy.name());
+            f!(
+                "mem_not_counted_for_evict:{}",
+                srv.aof.as_ref().map_or(0, |a| a.buffered())
+            );
             f!(
                 "mem_fragmentation_ratio:{:.2}",
                 if used > 0 {
@@ -303,6 +316,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
                 f!("aof_fsync_policy:{}", aof.policy().name());
             }
         }
+        "replication" => srv.info_replication(o),
         "stats" => {
             let s = &srv.stats;
             f!("# Stats");
@@ -326,7 +340,11 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
                 srv.net_out_metric.value() / 1024.0
             );
             f!("rejected_connections:{}", s.rejected_connections);
+            f!("sync_full:{}", srv.repl.stats.sync_full);
+            f!("sync_partial_ok:{}", srv.repl.stats.sync_partial_ok);
+            f!("sync_partial_err:{}", srv.repl.stats.sync_partial_err);
             f!("expired_keys:{}", s.expired_keys);
+            f!("evicted_keys:{}", srv.eviction.evicted_keys);
             f!(
                 "expire_cycle_cpu_milliseconds:{}",
                 s.expire_cycle_cpu_milliseconds

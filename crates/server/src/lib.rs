@@ -16,18 +16,22 @@
 //! # Layout
 //! - [`config`]: redis.conf-style configuration and `CONFIG`.
 //! - [`net`]: the reactor, client connections, buffer pool.
+//! - [`blocking`]: clients blocked on keys (BLPOP and friends).
 //! - [`server`]: the state the thread owns and the command pipeline.
 //! - [`commands`]: the command table, one file per command family.
 //! - [`metrics`]: the Prometheus `/metrics` endpoint and every series it serves.
 //! - [`propagate`]: the one stream of changes that feeds the AOF.
 //! - [`persistence`]: fork-free RDB snapshots and loading.
+//! - [`replication`]: Redis's PSYNC protocol, both as master and as replica.
 //! - [`alloc`]: the counting global allocator behind `INFO memory`.
 //! - [`fdlimit`]: fitting `maxclients` to the open-files limit.
 //! - [`signals`]: SIGTERM/SIGINT as a clean shutdown.
 
 pub mod alloc;
+pub mod blocking;
 pub mod commands;
 pub mod config;
+pub mod evict;
 pub mod fdlimit;
 pub mod info;
 pub mod metrics;
@@ -36,6 +40,7 @@ pub mod notify;
 pub mod persistence;
 pub mod propagate;
 pub mod pubsub;
+pub mod replication;
 pub mod server;
 pub mod signals;
 

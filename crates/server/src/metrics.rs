@@ -234,6 +234,7 @@ pub static COLLECTORS: &[Collector] = &[
     collect_commands,
     collect_keyspace,
     collect_persistence,
+    crate::replication::collect_replication,
 ];
 
 /// Runs every collector: the snapshot the endpoint serves.
@@ -296,6 +297,16 @@ fn collect_server(srv: &Server, r: &mut Registry) {
         "ferrokv_memory_used_peak_bytes",
         "Highest used_memory seen by the cron.",
         srv.peak_memory.max(crate::alloc::used_memory()) as f64,
+    );
+    r.counter(
+        "ferrokv_evicted_keys_total",
+        "Keys removed to keep used memory under maxmemory.",
+        srv.eviction.evicted_keys as f64,
+    );
+    r.gauge(
+        "ferrokv_maxmemory_bytes",
+        "The maxmemory limit (0: none).",
+        srv.config.maxmemory as f64,
     );
     r.counter(
         "ferrokv_expired_keys_total",

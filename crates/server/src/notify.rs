@@ -170,6 +170,7 @@ impl Server {
         }
         let pending = std::mem::take(&mut self.pending_events);
         for (db, key) in &pending.expired {
+            self.touch_watched_key(*db, key);
             self.notify_keyspace_event(current.as_deref_mut(), NOTIFY_EXPIRED, "expired", key, *db);
         }
         for (db, key) in &pending.missed {
@@ -186,7 +187,7 @@ impl Server {
     /// Whether lookups must queue what they find expired or missing.
     #[inline]
     pub fn wants_expired_events(&self) -> bool {
-        self.config.notify_keyspace_events & NOTIFY_EXPIRED != 0
+        self.config.notify_keyspace_events & NOTIFY_EXPIRED != 0 || !self.watches.is_empty()
     }
 }
 

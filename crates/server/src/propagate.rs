@@ -21,6 +21,42 @@ pub struct Propagation {
     pub also: Vec<(usize, Vec<Vec<u8>>)>,
     /// The database the stream last selected.
     pub stream_db: Option<usize>,
+    /// While EXEC runs its queue: what the queued commands propagate,
+    /// held to be written as one MULTI ... EXEC block.
+    pub exec_ops: Option<Vec<(usize, Vec<Vec<u8>>)>>,
+    /// Set when EXEC has propagated its queue (true if anything was
+    /// written): EXEC itself is then not propagated.
+    pub exec_done: Option<bool>,
+}
+
+impl crate::server::Server {
+    /// EXEC starts running its queue: propagation is held.
+    pub fn begin_exec_propagation(&mut self) {
+        self.propagation.exec_ops = Some(Vec::new());
+    }
+
+    /// EXEC ran its queue: what the commands propagated goes out wrapped in
+    /// MULTI/EXEC when there is more than one (Redis 7.0's
+    /// `propagatePendingCommands`: one command is atomic by itself, and a
+    /// read-only transaction propagates nothing).
+    pub fn end_exec_propagation(&mut self) {
+        let ops = self.propagation.exec_ops.take().unwrap_or_default();
+        self.propagation.exec_done = Some(!ops.is_empty());
+        let wrap = ops.len() > 1;
+        let (first_db, last_db) = match (ops.first(), ops.last()) {
+            (Some(f), Some(l)) => (f.0, l.0),
+            _ => return,
+        };
+        if wrap {
+            self.propagate(first_db, &[b"MULTI"]);
+        }
+        for (db, argv) in &ops {
+            self.propagate(*db, argv);
+        }
+        if wrap {
+            self.propagate(last_db, &[b"EXEC"]);
+        }
+    }
 }
 
 /// Appends `argv` as a RESP multibulk, preceded by `SELECT` when the

@@ -22,6 +22,8 @@ pub struct Stats {
     pub total_commands_processed: u64,
     pub rejected_connections: u64,
     pub expired_keys: u64,
+    /// Time the cron spent handing freed memory back to the system.
+    pub allocator_collect_usec: u64,
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
     pub net_input_bytes: u64,
@@ -118,11 +120,19 @@ pub struct Server {
     /// The `/metrics` endpoint, when `metrics-port` is set: the cron
     /// publishes a snapshot to it.
     pub metrics: Option<crate::metrics::MetricsEndpoint>,
+    /// Clients blocked on keys (BLPOP and friends).
+    pub blocking: crate::blocking::Blocking,
     /// Pub/sub channels and patterns and their subscribers.
     pub pubsub: crate::pubsub::PubSub,
     /// Keys lookups found expired or missing, to announce after the lookup.
     pub pending_events: crate::notify::PendingEvents,
+    /// WATCHed keys and their watchers.
+    pub watches: crate::commands::multi::Watches,
+    /// Replication: our replicas, our master link, the backlog.
+    pub repl: crate::replication::ReplState,
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
+    /// `maxmemory` eviction state.
+    pub eviction: crate::evict::Eviction,
 }
 
 pub fn unix_ms() -> i64 {
@@ -144,7 +154,8 @@ impl Server {
         let now = unix_ms();
         let mut rng = SmallRng::from_entropy();
         let run_id = random_hex(&mut rng, 40);
-        Server {
+        let repl = crate::replication::ReplState::new(&config.repl, &mut rng);
+        let mut srv = Server {
             keyspace: Keyspace::new(config.databases as usize),
             config,
             commands,
@@ -182,10 +193,16 @@ impl Server {
             latency_monitor: Default::default(),
             latency_stats: crate::commands::latency::CommandLatencies::new(n),
             metrics: None,
+            blocking: Default::default(),
             pubsub: Default::default(),
             pending_events: Default::default(),
+            watches: Default::default(),
+            repl,
             lazyfree: spawn_lazyfree(),
-        }
+            eviction: Default::default(),
+        };
+        srv.refresh_lru_clock();
+        srv
     }
 
     /// A key found expired by a lookup: counted, and propagated as `DEL`
@@ -210,12 +227,14 @@ impl Server {
     /// Looks a key up for reading: lazy expiry, hit/miss counters, access clock.
     #[inline]
     pub fn lookup_read(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
-        let clock = self.lru_clock;
         let wants = self.wants_expired_events();
         if self.config.notify_keyspace_events & crate::notify::NOTIFY_KEY_MISS != 0 {
             return self.lookup_read_noting_misses(db, key, now_ms);
         }
-        match self.keyspace.dbs[db].lookup_read(key, now_ms, true, Some(clock)) {
+        let access = self.access();
+        // A replica waits for its master's DEL (Redis's expireIfNeeded).
+        let expire = !self.repl.is_replica();
+        match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, Some(access)) {
             Found::Live(e) => {
                 self.stats.keyspace_hits += 1;
                 Some(e)
@@ -236,9 +255,9 @@ impl Server {
     /// [`Self::lookup_read`] when `keymiss` events are on: a miss is queued
     /// for announcing (off the fast path, which stays branch-light).
     fn lookup_read_noting_misses(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
-        let clock = self.lru_clock;
+        let access = self.access();
         let wants = self.wants_expired_events();
-        let found = match self.keyspace.dbs[db].lookup_read(key, now_ms, true, Some(clock)) {
+        let found = match self.keyspace.dbs[db].lookup_read(key, now_ms, true, Some(access)) {
             Found::Live(_) => true,
             Found::Expired(e) => {
                 let pending = wants.then_some(&mut self.pending_events);
@@ -261,7 +280,8 @@ impl Server {
     /// no copy-on-write for a snapshot in progress.
     pub fn peek(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
         let wants = self.wants_expired_events();
-        match self.keyspace.dbs[db].lookup_read(key, now_ms, true, None) {
+        let expire = !self.repl.is_replica();
+        match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, None) {
             Found::Live(e) => Some(e),
             Found::Expired(e) => {
                 let pending = wants.then_some(&mut self.pending_events);
@@ -275,11 +295,11 @@ impl Server {
     /// Looks a key up for writing: lazy expiry, no hit/miss counting.
     #[inline]
     pub fn lookup_write(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
-        let clock = self.lru_clock;
+        let access = self.access();
         let wants = self.wants_expired_events();
         match self.keyspace.dbs[db].lookup(key, now_ms, true) {
             Lookup::Live(e) => {
-                e.set_lru(clock);
+                e.touch(access);
                 Some(e)
             }
             Lookup::Expired(e) => {
@@ -301,6 +321,11 @@ impl Server {
     pub fn execute(&mut self, client: &mut Client, args: Args) {
         let reply_mark = client.out.buf.len();
         self.dispatch(client, args);
+        // Keys this command (or this whole EXEC) made ready serve their
+        // blocked clients now, before anything else runs.
+        if self.blocking.has_ready() && !client.in_exec {
+            crate::blocking::serve_ready(self);
+        }
         match client.reply_mode {
             ReplyMode::Off | ReplyMode::Skip => client.out.buf.truncate(reply_mark),
             ReplyMode::On | ReplyMode::SkipNext => {}
@@ -314,7 +339,7 @@ impl Server {
     }
 
     /// Looks the command up, checks it and calls it (Redis's
-    /// `processCommand` + `call`).
+    /// `processCommand`), or queues it inside MULTI.
     fn dispatch(&mut self, client: &mut Client, args: Args) {
         let name = args.get(0);
         // As Redis 7.0's processCommand: existence (subcommands included),
@@ -323,7 +348,7 @@ impl Server {
         // it) but is no command a client can call.
         let top_level = |i: &usize| !self.commands.specs[*i].name.contains('|');
         let Some(idx) = self.commands.lookup(name).filter(top_level) else {
-            client.out.error_bytes(&unknown_command_error(&args));
+            self.reject(client, None, &unknown_command_error(&args));
             return;
         };
         let mut idx = idx;
@@ -340,43 +365,129 @@ impl Server {
                     msg.extend_from_slice(
                         format!("'. Try {} HELP.", spec.name.to_ascii_uppercase()).as_bytes(),
                     );
-                    client.out.error_bytes(&msg);
+                    self.reject(client, Some(spec.name), &msg);
                     return;
                 }
             }
         }
-        if !spec.arity_ok(args.len()) {
-            client.out.error(&format!(
+        if let Some(msg) = self.refusal(client, spec, args.len()) {
+            self.reject(client, Some(spec.name), msg.as_bytes());
+            self.cmd_stats[idx].rejected_calls += 1;
+            return;
+        }
+        if client.multi.is_some() && !crate::commands::multi::runs_inside_multi(spec.name) {
+            if let Some(tx) = client.multi.as_mut() {
+                tx.queued
+                    .push(crate::commands::multi::QueuedCommand::new(idx, &args));
+            }
+            client.out.simple("QUEUED");
+            return;
+        }
+        self.call(client, idx, args);
+    }
+
+    /// Replies to a command refused before it ran (Redis's `rejectCommand`):
+    /// inside MULTI the transaction is marked to fail; a refused EXEC itself
+    /// discards the transaction with `EXECABORT` and the reason.
+    fn reject(&mut self, client: &mut Client, name: Option<&str>, msg: &[u8]) {
+        if let Some(tx) = client.multi.as_mut() {
+            tx.aborted = true;
+        }
+        if name == Some("exec") {
+            crate::commands::multi::discard_transaction(self, client);
+            let reason = msg.strip_prefix(b"ERR ").unwrap_or(msg);
+            let mut text = b"EXECABORT Transaction discarded because of: ".to_vec();
+            text.extend_from_slice(reason);
+            client.out.error_bytes(&text);
+            return;
+        }
+        client.out.error_bytes(msg);
+    }
+
+    /// Why a known command may not run now, if it may not: arity,
+    /// authentication, persistence errors, subscribed mode, MULTI rules.
+    fn refusal(
+        &mut self,
+        client: &Client,
+        spec: &crate::commands::CommandSpec,
+        nargs: usize,
+    ) -> Option<String> {
+        use crate::commands::flags;
+        if !spec.arity_ok(nargs) {
+            return Some(format!(
                 "ERR wrong number of arguments for '{}' command",
                 spec.name
             ));
-            self.cmd_stats[idx].rejected_calls += 1;
-            return;
         }
-        if !client.authenticated && !spec.has(crate::commands::flags::NO_AUTH) {
-            client.out.error(err::NOAUTH);
-            self.cmd_stats[idx].rejected_calls += 1;
-            return;
+        if !client.authenticated && !spec.has(flags::NO_AUTH) {
+            return Some(err::NOAUTH.to_string());
         }
-        if spec.has(crate::commands::flags::WRITE) && self.writes_refused_for_persistence() {
-            client.out.error(&self.misconf_error());
-            self.cmd_stats[idx].rejected_calls += 1;
-            return;
+        // `maxmemory`: make room first; when nothing can go, commands that
+        // may grow memory are refused (Redis's processCommand), and inside
+        // MULTI so is queueing anything (the queue itself grows).
+        if self.config.maxmemory > 0
+            && self.perform_evictions() == crate::evict::Evict::Fail
+            && self.grows_memory(client, spec)
+        {
+            return Some(err::OOM.to_string());
+        }
+        if spec.has(flags::WRITE) && self.writes_refused_for_persistence() {
+            return Some(self.misconf_error());
+        }
+        if let Some(e) = self.replication_refusal(client.id, spec.flags) {
+            return Some(e.to_string());
         }
         if client.out.proto == ferrokv_resp::Protocol::Resp2
             && client.subs.any()
             && !crate::commands::pubsub::allowed_when_subscribed(spec.name)
         {
-            client.out.error(&format!(
+            return Some(format!(
                 "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
                 spec.name
             ));
-            self.cmd_stats[idx].rejected_calls += 1;
-            return;
         }
+        if client.multi.is_some() && spec.has(flags::NO_MULTI) {
+            return Some("ERR Command not allowed inside a transaction".to_string());
+        }
+        None
+    }
+
+    /// Whether a command is refused when memory cannot be freed: `denyoom`
+    /// commands, an EXEC whose queue holds one, and inside MULTI anything
+    /// but the commands that end or shape the transaction.
+    fn grows_memory(&self, client: &Client, spec: &crate::commands::CommandSpec) -> bool {
+        use crate::commands::flags;
+        if spec.has(flags::DENYOOM) {
+            return true;
+        }
+        match &client.multi {
+            None => false,
+            Some(tx) if spec.name == "exec" => tx
+                .queued
+                .iter()
+                .any(|q| self.commands.specs[q.idx].has(flags::DENYOOM)),
+            Some(_) => !matches!(
+                spec.name,
+                "exec" | "discard" | "multi" | "watch" | "unwatch" | "quit" | "reset"
+            ),
+        }
+    }
+
+    /// Runs one command and does its accounting (Redis's `call`): the
+    /// handler, keyspace events it left pending, propagation, WATCH
+    /// invalidation of its keys, statistics, slow log. EXEC calls it for
+    /// each queued command.
+    pub fn call(&mut self, client: &mut Client, idx: usize, args: Args) {
+        let spec = self.commands.specs[idx];
         client.last_cmd = spec.name;
         let errors_before = client.out.error_codes.len();
-        let now_ms = self.now_ms;
+        // The master's stream is applied as the master saw it: its keys
+        // are alive until it deletes them (times in it are absolute).
+        let now_ms = if self.repl.master_client_id() == Some(client.id) {
+            0
+        } else {
+            self.now_ms
+        };
         let dirty_before = self.dirty;
         let db_before = client.db;
         let t0 = Instant::now();
@@ -389,6 +500,12 @@ impl Server {
             (spec.handler)(&mut ctx, args);
         }
         self.flush_pending_events(Some(client));
+        if self.dirty != dirty_before {
+            self.touch_command_keys(idx, db_before, &args);
+            if self.blocking.has_waiters() {
+                crate::blocking::signal_command_keys(self, spec, &args);
+            }
+        }
         if self.propagate_command(db_before, args, dirty_before) && self.aof.is_some() {
             // Its reply waits until the AOF has the write (see before_sleep).
             client.awaiting_aof = true;
@@ -456,6 +573,10 @@ impl Server {
     /// Returns whether anything was propagated.
     fn propagate_command(&mut self, db: usize, args: Args, dirty_before: u64) -> bool {
         let rewrite = self.propagation.rewrite.take();
+        if let Some(any) = self.propagation.exec_done.take() {
+            // EXEC: its queue was propagated as it ran.
+            return any;
+        }
         let also = std::mem::take(&mut self.propagation.also);
         let mut any = !also.is_empty();
         for (edb, argv) in also {
@@ -474,17 +595,24 @@ impl Server {
         any
     }
 
-    /// Sends one command down the propagation stream (the AOF).
+    /// Sends one command down the propagation stream (the AOF and the
+    /// replicas).
     pub fn propagate<T: AsRef<[u8]>>(&mut self, db: usize, argv: &[T]) {
+        if let Some(ops) = self.propagation.exec_ops.as_mut() {
+            ops.push((db, argv.iter().map(|a| a.as_ref().to_vec()).collect()));
+            return;
+        }
         if let Some(aof) = self.aof.as_mut() {
             aof.feed(db, argv);
         }
+        self.repl_feed(db, argv);
     }
 
     /// Drops what registries hold for a closing connection (its pub/sub
     /// subscriptions, its WATCHed keys).
     pub fn forget_client(&mut self, c: &mut Client) {
         self.pubsub_forget_client(c);
+        self.unwatch_all(c.token);
     }
 
     /// Moves a client's error replies into `INFO errorstats`.
@@ -510,16 +638,23 @@ impl Server {
         self.persistence_cron();
         let now = Instant::now();
         self.now_ms = unix_ms();
-        self.lru_clock = ((self.now_ms / 1000) as u32) & LRU_CLOCK_MAX;
+        self.refresh_lru_clock();
         self.ops_metric
             .sample(now, self.stats.total_commands_processed);
         self.net_in_metric.sample(now, self.stats.net_input_bytes);
         self.net_out_metric.sample(now, self.stats.net_output_bytes);
-        if self.active_expire_enabled {
+        // A replica's keys expire when its master says so.
+        if self.active_expire_enabled && !self.repl.is_replica() {
             self.active_expire();
         }
+        self.replication_cron();
         let used = crate::alloc::used_memory();
         self.peak_memory = self.peak_memory.max(used);
+        if self.cron_loops.is_multiple_of(self.config.hz.max(1)) {
+            let t = Instant::now();
+            crate::alloc::release_free_memory();
+            self.stats.allocator_collect_usec += t.elapsed().as_micros() as u64;
+        }
         self.publish_metrics();
     }
 
@@ -719,6 +854,12 @@ impl Server {
 
     fn finish_snapshot(&mut self, job: crate::persistence::SnapshotJob, r: Result<u64, String>) {
         let secs = job.started.elapsed().as_secs_f64();
+        if job.streaming {
+            // A diskless replica sync: no file, not a save.
+            job.abandon(&mut self.keyspace);
+            self.repl_snapshot_done(true, std::path::Path::new(""), r.is_ok());
+            return;
+        }
         if job.for_aof {
             job.abandon(&mut self.keyspace);
             self.aof_last_rewrite_secs = Some(secs);
@@ -745,7 +886,9 @@ impl Server {
         self.persistence.last_cow_entries = job.peak_cow_entries;
         let dirty_at_start = job.dirty_at_start;
         let kind = job.kind;
+        let path = job.path.clone();
         job.abandon(&mut self.keyspace);
+        self.repl_snapshot_done(false, &path, r.is_ok());
         match r {
             Ok(bytes) => {
                 self.dirty = self.dirty.saturating_sub(dirty_at_start);
@@ -934,13 +1077,18 @@ impl Server {
                     &mut self.keyspace,
                     path,
                     unix_ms(),
-                    self.config.key_load_delay,
-                    &self.config.encoding_limits(),
+                    &self.config,
                 )?;
                 continue;
             }
             let name = path.display().to_string();
-            let end = replay(&data, &name, |args| {
+            // Where the last MULTI began, so that a transaction the file
+            // ends inside of is reverted, as Redis does.
+            let mut multi_at = None;
+            let end = replay(&data, &name, |args, off| {
+                if args.get(0).eq_ignore_ascii_case(b"multi") {
+                    multi_at = Some(off);
+                }
                 if self.commands.lookup(args.get(0)).is_none() {
                     return Err(format!(
                         "Unknown command '{}' reading the append only file",
@@ -954,6 +1102,17 @@ impl Server {
                 commands += 1;
                 Ok(())
             })?;
+            let end = match (fake.multi.take(), multi_at) {
+                (Some(_), Some(at)) => {
+                    tracing::warn!("Revert incomplete MULTI/EXEC transaction in AOF file {name}");
+                    let valid_len = match end {
+                        ReplayEnd::Truncated { valid_len } => valid_len.min(at),
+                        ReplayEnd::Complete => at,
+                    };
+                    ReplayEnd::Truncated { valid_len }
+                }
+                _ => end,
+            };
             if let ReplayEnd::Truncated { valid_len } = end {
                 if !last || !self.config.aof_load_truncated {
                     return Err(format!(
@@ -988,8 +1147,7 @@ impl Server {
             &mut self.keyspace,
             &path,
             unix_ms(),
-            self.config.key_load_delay,
-            &self.config.encoding_limits(),
+            &self.config,
         )? {
             Some(st) => {
                 self.persistence.last_load_keys = st.keys;

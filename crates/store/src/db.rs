@@ -162,6 +162,13 @@ impl Entry {
         }
     }
 
+    /// Records an access (see [`Access`]).
+    #[inline]
+    pub fn touch(&mut self, access: Access) {
+        let v = access.apply(self.lru());
+        self.set_lru(v);
+    }
+
     #[inline]
     pub fn set_lru(&mut self, clock: u32) {
         match &mut self.body {
@@ -182,6 +189,70 @@ impl Entry {
     }
 }
 
+/// How a read updates an entry's access clock (the 24 bits Redis keeps
+/// per object for eviction): the LRU stamp, or the LFU counter.
+#[derive(Debug, Clone, Copy)]
+pub enum Access {
+    /// Records the LRU clock (seconds).
+    Lru(u32),
+    /// Redis's LFU: the counter decays by one per `decay_minutes` since the
+    /// last access, then grows logarithmically (`log_factor`); `rand` is a
+    /// uniform draw in [0, 1).
+    Lfu {
+        now_minutes: u16,
+        decay_minutes: u32,
+        log_factor: u32,
+        rand: f64,
+    },
+}
+
+/// LFU counter of a new key (Redis's `LFU_INIT_VAL`).
+pub const LFU_INIT_VAL: u32 = 5;
+
+/// Minutes between two LFU timestamps (16 bits, wrapping as Redis's `LFUTimeElapsed`).
+pub fn lfu_minutes_elapsed(now_minutes: u16, then: u16) -> u32 {
+    if now_minutes >= then {
+        (now_minutes - then) as u32
+    } else {
+        65535 - then as u32 + now_minutes as u32
+    }
+}
+
+/// The LFU counter of a clock value after decay (Redis's `LFUDecrAndReturn`).
+pub fn lfu_counter(clock: u32, now_minutes: u16, decay_minutes: u32) -> u32 {
+    let ldt = (clock >> 8) as u16;
+    let counter = clock & 255;
+    let periods = lfu_minutes_elapsed(now_minutes, ldt)
+        .checked_div(decay_minutes)
+        .unwrap_or(0);
+    counter.saturating_sub(periods)
+}
+
+impl Access {
+    /// The clock value after this access, given the previous one.
+    pub fn apply(self, old: u32) -> u32 {
+        match self {
+            Access::Lru(clock) => clock,
+            Access::Lfu {
+                now_minutes,
+                decay_minutes,
+                log_factor,
+                rand,
+            } => {
+                let mut counter = lfu_counter(old, now_minutes, decay_minutes);
+                if counter < 255 {
+                    let base = counter.saturating_sub(LFU_INIT_VAL) as f64;
+                    let p = 1.0 / (base * log_factor as f64 + 1.0);
+                    if rand < p {
+                        counter += 1;
+                    }
+                }
+                ((now_minutes as u32) << 8) | counter
+            }
+        }
+    }
+}
+
 /// The result of [`Db::lookup_read`].
 pub enum Found<'a> {
     Live(&'a Entry),
@@ -198,9 +269,19 @@ pub enum Lookup<'a> {
     Missing,
 }
 
+/// One segment: its entries, dense in a vector, and a SwissTable of their
+/// positions (two bytes and a control byte a bucket) to find them by hash.
+///
+/// Why not a SwissTable of the entries themselves: its buckets double, and
+/// with uniform hashing every segment doubles at about the same key count,
+/// so at unlucky sizes (1 M keys is one) the whole table sits at 44% load,
+/// 145 bytes a 64-byte entry. Here only the small index doubles; the
+/// entries grow by a quarter at a time and cost ~72 bytes each at any size.
+/// The price is one more cache line per lookup (the index slot).
 struct Segment {
     depth: u32,
-    table: HashTable<Entry>,
+    index: HashTable<u16>,
+    entries: Vec<Entry>,
     /// Entries with an expiry, so the active expiry cycle skips segments
     /// that have none.
     expiring: u32,
@@ -210,9 +291,67 @@ impl Segment {
     fn new(depth: u32, capacity: usize) -> Self {
         Segment {
             depth,
-            table: HashTable::with_capacity(capacity),
+            index: HashTable::with_capacity(capacity),
+            entries: Vec::with_capacity(capacity),
             expiring: 0,
         }
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Position of `key` (whose hash is `h`).
+    #[inline]
+    fn find(&self, h: u64, key: &[u8]) -> Option<usize> {
+        let entries = &self.entries;
+        self.index
+            .find(h, |&i| entries[i as usize].key() == key)
+            .map(|&i| i as usize)
+    }
+
+    /// Appends an entry whose key is not in the segment.
+    fn push(&mut self, h: u64, e: Entry, hasher: &foldhash::fast::RandomState) {
+        if self.entries.len() == self.entries.capacity() {
+            // Grow by a quarter, not double: the entries are most of the memory.
+            let more = (self.entries.len() / 4).max(8);
+            self.entries.reserve_exact(more);
+        }
+        let i = self.entries.len();
+        debug_assert!(i < u16::MAX as usize);
+        self.entries.push(e);
+        let entries = &self.entries;
+        self.index
+            .insert_unique(h, i as u16, |&j| hasher.hash_one(entries[j as usize].key()));
+    }
+
+    /// Removes the entry at position `i` (its key hashes to `h`): the last
+    /// entry takes its place.
+    fn remove_at(&mut self, h: u64, i: usize, hasher: &foldhash::fast::RandomState) -> Entry {
+        if let Ok(slot) = self.index.find_entry(h, |&j| j as usize == i) {
+            slot.remove();
+        }
+        let last = self.entries.len() - 1;
+        let e = self.entries.swap_remove(i);
+        if i != last {
+            let mh = hasher.hash_one(self.entries[i].key());
+            if let Some(slot) = self.index.find_mut(mh, |&j| j as usize == last) {
+                *slot = i as u16;
+            }
+        }
+        let cap = self.entries.capacity();
+        if cap > 64 && self.entries.len() < cap / 4 {
+            self.entries.shrink_to(self.entries.len() * 2);
+            let entries = &self.entries;
+            self.index.shrink_to(entries.len(), |&j| {
+                hasher.hash_one(entries[j as usize].key())
+            });
+        }
+        if e.expire_at != NO_EXPIRE {
+            self.expiring -= 1;
+        }
+        e
     }
 }
 
@@ -295,7 +434,7 @@ impl Db {
     pub fn get(&self, key: &[u8]) -> Option<&Entry> {
         let h = self.hash(key);
         let s = &self.segments[self.segment_of(h)];
-        s.table.find(h, |e| e.key() == key)
+        s.find(h, key).map(|i| &s.entries[i])
     }
 
     /// Copy-on-write for a snapshot in progress: before the first change to
@@ -305,7 +444,7 @@ impl Db {
     fn before_write(&mut self, si: usize) {
         if let Some(s) = &mut self.snapshot {
             if si < s.pending.len() && s.pending[si] && s.frozen[si].is_none() {
-                let copy: Vec<Entry> = self.segments[si].table.iter().cloned().collect();
+                let copy: Vec<Entry> = self.segments[si].entries.clone();
                 s.frozen_entries += copy.len();
                 s.frozen[si] = Some(copy);
             }
@@ -341,7 +480,7 @@ impl Db {
                 s.frozen_entries -= copy.len();
                 copy.iter().for_each(&mut visit);
             }
-            None => self.segments[si].table.iter().for_each(&mut visit),
+            None => self.segments[si].entries.iter().for_each(&mut visit),
         }
         true
     }
@@ -371,23 +510,20 @@ impl Db {
             self.before_write(si);
         }
         let seg = &mut self.segments[si];
-        match seg.table.find_entry(h, |e| e.key() == key) {
-            Err(_) => Lookup::Missing,
-            Ok(o) => {
-                let exp = o.get().expire_at;
-                if exp != NO_EXPIRE && exp <= now_ms {
-                    if !expire {
-                        return Lookup::Missing;
-                    }
-                    let e = o.remove().0;
-                    seg.expiring -= 1;
-                    self.expires -= 1;
-                    self.len -= 1;
-                    Lookup::Expired(e)
-                } else {
-                    Lookup::Live(o.into_mut())
-                }
+        let Some(i) = seg.find(h, key) else {
+            return Lookup::Missing;
+        };
+        let exp = seg.entries[i].expire_at;
+        if exp != NO_EXPIRE && exp <= now_ms {
+            if !expire {
+                return Lookup::Missing;
             }
+            let e = seg.remove_at(h, i, &self.hasher);
+            self.expires -= 1;
+            self.len -= 1;
+            Lookup::Expired(e)
+        } else {
+            Lookup::Live(&mut seg.entries[i])
         }
     }
 
@@ -401,13 +537,17 @@ impl Db {
         key: &[u8],
         now_ms: i64,
         expire: bool,
-        lru: Option<u32>,
+        access: Option<Access>,
     ) -> Found<'_> {
         let h = self.hash(key);
         let si = self.segment_of(h);
-        let due = match self.segments[si].table.find(h, |e| e.key() == key) {
-            None => return Found::Missing,
-            Some(e) => e.expire_at != NO_EXPIRE && e.expire_at <= now_ms,
+        let seg = &self.segments[si];
+        let Some(i) = seg.find(h, key) else {
+            return Found::Missing;
+        };
+        let due = {
+            let e = &seg.entries[i];
+            e.expire_at != NO_EXPIRE && e.expire_at <= now_ms
         };
         if due {
             if !expire {
@@ -418,12 +558,9 @@ impl Db {
                 None => Found::Missing,
             };
         }
-        let e = self.segments[si]
-            .table
-            .find_mut(h, |e| e.key() == key)
-            .expect("found above");
-        if let Some(lru) = lru {
-            e.set_lru(lru);
+        let e = &mut self.segments[si].entries[i];
+        if let Some(a) = access {
+            e.touch(a);
         }
         Found::Live(e)
     }
@@ -446,15 +583,11 @@ impl Db {
         let h = self.hash(key);
         let si = self.segment_of(h);
         self.before_write(si);
-        let hasher = &self.hasher;
         let seg = &mut self.segments[si];
         let is = entry.expire_at != NO_EXPIRE;
-        match seg
-            .table
-            .entry(h, |e| e.key() == key, |e| hasher.hash_one(e.key()))
-        {
-            hashbrown::hash_table::Entry::Occupied(mut o) => {
-                let old = std::mem::replace(o.get_mut(), entry);
+        match seg.find(h, key) {
+            Some(i) => {
+                let old = std::mem::replace(&mut seg.entries[i], entry);
                 let was = old.expire_at != NO_EXPIRE;
                 if was != is {
                     if is {
@@ -467,14 +600,14 @@ impl Db {
                 }
                 Some(old)
             }
-            hashbrown::hash_table::Entry::Vacant(v) => {
-                v.insert(entry);
+            None => {
+                seg.push(h, entry, &self.hasher);
                 if is {
                     seg.expiring += 1;
                     self.expires += 1;
                 }
                 self.len += 1;
-                if seg.table.len() >= SEGMENT_MAX {
+                if seg.len() >= SEGMENT_MAX {
                     self.split(si);
                 }
                 None
@@ -488,10 +621,10 @@ impl Db {
         let si = self.segment_of(h);
         self.before_write(si);
         let seg = &mut self.segments[si];
-        let e = seg.table.find_entry(h, |e| e.key() == key).ok()?.remove().0;
+        let i = seg.find(h, key)?;
+        let e = seg.remove_at(h, i, &self.hasher);
         self.len -= 1;
         if e.expire_at != NO_EXPIRE {
-            seg.expiring -= 1;
             self.expires -= 1;
         }
         Some(e)
@@ -503,9 +636,10 @@ impl Db {
         let si = self.segment_of(h);
         self.before_write(si);
         let seg = &mut self.segments[si];
-        let Some(e) = seg.table.find_mut(h, |e| e.key() == key) else {
+        let Some(i) = seg.find(h, key) else {
             return false;
         };
+        let e = &mut seg.entries[i];
         let (was, is) = (e.expire_at != NO_EXPIRE, expire_at != NO_EXPIRE);
         e.expire_at = expire_at;
         if was && !is {
@@ -536,30 +670,27 @@ impl Db {
         let new_depth = depth + 1;
         let g = self.global_depth;
         let new_si = self.segments.len();
-        let mut moved = Segment::new(new_depth, SEGMENT_MAX / 2 + SEGMENT_MAX / 8);
+        let mut moved = Segment::new(new_depth, SEGMENT_MAX / 2 + SEGMENT_MAX / 16);
         let hasher = &self.hasher;
         let seg = &mut self.segments[si];
         seg.depth = new_depth;
         // An entry moves when the bit that now tells the two halves apart
         // (bit `depth` of its directory index, counted from the top) is set.
         let bit_shift = 64 - 7 - new_depth;
-        let mut kept = HashTable::with_capacity(SEGMENT_MAX / 2 + SEGMENT_MAX / 8);
-        let mut kept_expiring = 0;
-        for e in std::mem::take(&mut seg.table) {
+        let mut kept = Segment::new(new_depth, SEGMENT_MAX / 2 + SEGMENT_MAX / 16);
+        seg.index = HashTable::new();
+        for e in std::mem::take(&mut seg.entries) {
             let h = hasher.hash_one(e.key());
             let expiring = (e.expire_at != NO_EXPIRE) as u32;
-            if (h >> bit_shift) & 1 == 1 {
-                moved.expiring += expiring;
-                moved
-                    .table
-                    .insert_unique(h, e, |e| hasher.hash_one(e.key()));
+            let half = if (h >> bit_shift) & 1 == 1 {
+                &mut moved
             } else {
-                kept_expiring += expiring;
-                kept.insert_unique(h, e, |e| hasher.hash_one(e.key()));
-            }
+                &mut kept
+            };
+            half.expiring += expiring;
+            half.push(h, e, hasher);
         }
-        seg.table = kept;
-        seg.expiring = kept_expiring;
+        *seg = kept;
         self.segments.push(moved);
         // The segment covered 2^(g-depth) directory slots; the upper half of
         // them now points to the new segment.
@@ -605,7 +736,7 @@ impl Db {
             // hand it the entries themselves (a move, not a copy).
             for (si, seg) in self.segments.iter_mut().enumerate().take(s.pending.len()) {
                 if s.pending[si] && s.frozen[si].is_none() {
-                    let entries: Vec<Entry> = std::mem::take(&mut seg.table).into_iter().collect();
+                    let entries: Vec<Entry> = std::mem::take(&mut seg.entries);
                     s.frozen_entries += entries.len();
                     s.frozen[si] = Some(entries);
                 }
@@ -623,7 +754,7 @@ impl Db {
 
     /// Iterates every entry (no order).
     pub fn iter(&self) -> impl Iterator<Item = &Entry> {
-        self.segments.iter().flat_map(|s| s.table.iter())
+        self.segments.iter().flat_map(|s| s.entries.iter())
     }
 
     /// One step of `SCAN`: visits whole segments starting at `cursor` until
@@ -643,10 +774,10 @@ impl Db {
                 (c >> (PREFIX_BITS - self.global_depth)) as usize
             };
             let seg = &self.segments[self.directory[dir] as usize];
-            for e in seg.table.iter() {
+            for e in seg.entries.iter() {
                 visit(e);
             }
-            visited += seg.table.len();
+            visited += seg.len();
             let width = 1u64 << (PREFIX_BITS - seg.depth);
             c = (c / width + 1) * width;
             if c >= 1u64 << PREFIX_BITS {
@@ -654,6 +785,64 @@ impl Db {
             }
             if visited >= count.max(1) {
                 return c;
+            }
+        }
+    }
+
+    /// Up to `n` entries from one random stretch of the table, for eviction
+    /// (Redis's `dictGetSomeKeys`): a random segment — chosen through the
+    /// directory, so by the share of the hash space it covers — and the
+    /// entries that follow a random position in it. With `volatile`, only
+    /// entries that have an expiry. Costs one partial pass over one segment.
+    pub fn sample(
+        &self,
+        rng: &mut impl Rng,
+        n: usize,
+        volatile: bool,
+        mut visit: impl FnMut(&Entry),
+    ) {
+        if self.len == 0 || (volatile && self.expires == 0) || n == 0 {
+            return;
+        }
+        let pick = |rng: &mut _| -> usize {
+            let slot = Rng::gen_range(rng, 0..self.directory.len());
+            self.directory[slot] as usize
+        };
+        let mut si = pick(rng);
+        let wanted = |s: &Segment| {
+            if volatile {
+                s.expiring > 0
+            } else {
+                !s.entries.is_empty()
+            }
+        };
+        let mut tries = 0;
+        while !wanted(&self.segments[si]) {
+            tries += 1;
+            if tries < 16 {
+                si = pick(rng);
+            } else {
+                // Few segments qualify: walk to the next one that does.
+                let start = si;
+                let nseg = self.segments.len();
+                si = (0..nseg)
+                    .map(|i| (start + i) % nseg)
+                    .find(|&i| wanted(&self.segments[i]))
+                    .expect("a segment holds the counted keys");
+                break;
+            }
+        }
+        let entries = &self.segments[si].entries;
+        let start = rng.gen_range(0..entries.len());
+        let mut taken = 0;
+        for e in entries[start..].iter().chain(&entries[..start]) {
+            if volatile && e.expire_at == NO_EXPIRE {
+                continue;
+            }
+            visit(e);
+            taken += 1;
+            if taken == n {
+                break;
             }
         }
     }
@@ -666,10 +855,10 @@ impl Db {
         // Pick a segment weighted by its size, then an entry in it.
         let mut n = rng.gen_range(0..self.len);
         for s in &self.segments {
-            if n < s.table.len() {
-                return s.table.iter().nth(n);
+            if n < s.len() {
+                return s.entries.get(n);
             }
-            n -= s.table.len();
+            n -= s.len();
         }
         None
     }
@@ -697,24 +886,27 @@ impl Db {
                 continue;
             }
             if self.segments[si]
-                .table
+                .entries
                 .iter()
                 .any(|e| e.expire_at != NO_EXPIRE && e.expire_at <= now_ms)
             {
                 self.before_write(si);
             }
+            let hasher = &self.hasher;
             let seg = &mut self.segments[si];
-            examined += seg.table.len();
+            examined += seg.len();
             let mut gone = Vec::new();
-            seg.table.retain(|e| {
+            let mut i = 0;
+            while i < seg.entries.len() {
+                let e = &seg.entries[i];
                 if e.expire_at != NO_EXPIRE && e.expire_at <= now_ms {
-                    gone.push(e.clone());
-                    false
+                    let h = hasher.hash_one(e.key());
+                    // The last entry moves into `i`: look at `i` again.
+                    gone.push(seg.remove_at(h, i, hasher));
                 } else {
-                    true
+                    i += 1;
                 }
-            });
-            seg.expiring -= gone.len() as u32;
+            }
             self.expires -= gone.len();
             self.len -= gone.len();
             expired += gone.len();
@@ -725,11 +917,15 @@ impl Db {
         (examined, expired)
     }
 
-    /// Approximate bytes of the table itself (entries and control bytes).
+    /// Approximate bytes of the table itself (entries, index slots and
+    /// control bytes).
     pub fn table_bytes(&self) -> usize {
         self.segments
             .iter()
-            .map(|s| s.table.capacity() * (std::mem::size_of::<Entry>() + 1))
+            .map(|s| {
+                s.entries.capacity() * std::mem::size_of::<Entry>()
+                    + (s.index.capacity() * 8).div_ceil(7) * 3
+            })
             .sum()
     }
 }

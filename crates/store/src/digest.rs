@@ -37,6 +37,25 @@ fn mix_value(d: &mut Digest, e: &Entry) {
     match v {
         ValueRef::Int(i) => mix(d, itoa_buf::Buf::new().format(i)),
         ValueRef::Str(s) | ValueRef::Raw(s) => mix(d, s),
+        // Each element in order (an integer element as its text, which is
+        // what a list stores here).
+        ValueRef::List(l) => l.iter().for_each(|e| mix(d, e)),
+        // Each member xored in: the order of a set does not matter.
+        ValueRef::Set(set) => {
+            for m in set.iter() {
+                m.with_bytes(|b| xor(d, b));
+            }
+        }
+        // Per field a fresh digest mixed with the field then its value,
+        // xored in (hashed, as Redis's `xorDigest` hashes what it xors).
+        ValueRef::Hash(h) => {
+            for (f, v) in h.iter() {
+                let mut fd = [0u8; 20];
+                mix(&mut fd, f);
+                mix(&mut fd, v);
+                xor(d, &fd);
+            }
+        }
         ValueRef::ZSet(z) => {
             // Per member a fresh digest of the member then its score as
             // Redis 7.0 prints it (`%.17g`), xored in (hashed): order-free.

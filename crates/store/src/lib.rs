@@ -6,7 +6,10 @@
 //! - [`value`]: the typed values stored under a key.
 //! - [`db`]: one logical database — a segmented hash table (extendible
 //!   hashing) with per-entry expiry, `SCAN` cursors and active expiry.
+//! - [`hash`], [`set`]: the hash and set types and their compact
+//!   encodings; [`dense`]: the full table both use when they grow.
 //! - [`digest`]: Redis 7.0's `DEBUG DIGEST` algorithm.
+//! - [`list`]: the list type, a deque of chunks of packed elements.
 //! - [`pattern`]: Redis's glob matching.
 //! - [`zset`]: sorted sets (listpack and skiplist encodings).
 //!
@@ -16,13 +19,17 @@
 
 pub mod bytes;
 pub mod db;
+pub mod dense;
 pub mod digest;
+pub mod hash;
+pub mod list;
 pub mod pattern;
+pub mod set;
 pub mod value;
 pub mod zset;
 
 pub use bytes::SmallBytes;
-pub use db::{Db, Entry, Found, Lookup, NO_EXPIRE};
+pub use db::{Access, Db, Entry, Found, Lookup, NO_EXPIRE};
 pub use value::{Value, ValueRef, ValueType};
 pub use zset::{ZSet, ZsetLimits};
 

@@ -6,6 +6,8 @@
 //! line.
 
 use crate::bytes::SmallBytes;
+use crate::hash::Hash;
+use crate::set::Set;
 
 /// Redis's type ids, as `TYPE` names them and as the digest hashes them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +42,12 @@ pub enum Value {
     /// ENCODING` shows it; the bytes live on the heap, as Redis's do. The
     /// variant's payload leaves the enum at 24 bytes.
     Raw(std::sync::Arc<[u8]>),
+    /// A list (shared with a snapshot in progress until written to).
+    List(std::sync::Arc<crate::list::List>),
+    /// A hash (`listpack` or `hashtable`); a 16-byte handle to shared storage.
+    Hash(Hash),
+    /// A set (`intset` or `hashtable`); a 16-byte handle to shared storage.
+    Set(Set),
     /// A sorted set (shared so a snapshot's copy of an entry is a refcount;
     /// writes go through `Arc::make_mut`).
     ZSet(std::sync::Arc<crate::zset::ZSet>),
@@ -53,6 +61,9 @@ pub enum ValueRef<'a> {
     /// A string edited in place (`APPEND`, `SETRANGE`): Redis reports its
     /// encoding as `raw` whatever its length.
     Raw(&'a [u8]),
+    List(&'a crate::list::List),
+    Hash(&'a Hash),
+    Set(&'a Set),
     ZSet(&'a crate::zset::ZSet),
 }
 
@@ -60,6 +71,9 @@ impl<'a> ValueRef<'a> {
     pub fn value_type(self) -> ValueType {
         match self {
             ValueRef::Int(_) | ValueRef::Str(_) | ValueRef::Raw(_) => ValueType::String,
+            ValueRef::List(_) => ValueType::List,
+            ValueRef::Hash(_) => ValueType::Hash,
+            ValueRef::Set(_) => ValueType::Set,
             ValueRef::ZSet(_) => ValueType::ZSet,
         }
     }
@@ -70,6 +84,10 @@ impl<'a> ValueRef<'a> {
             ValueRef::Int(_) => "int",
             ValueRef::Str(s) if s.len() <= EMBSTR_MAX => "embstr",
             ValueRef::Str(_) | ValueRef::Raw(_) => "raw",
+            // Redis 7.0 keeps every list in a quicklist.
+            ValueRef::List(_) => "quicklist",
+            ValueRef::Hash(h) => h.encoding(),
+            ValueRef::Set(s) => s.encoding(),
             ValueRef::ZSet(z) => z.encoding(),
         }
     }
@@ -79,6 +97,8 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Int(i) => Some(buf.format(i)),
             ValueRef::Str(s) | ValueRef::Raw(s) => Some(s),
+            ValueRef::List(_) => None,
+            ValueRef::Hash(_) | ValueRef::Set(_) => None,
             ValueRef::ZSet(_) => None,
         }
     }
@@ -87,12 +107,16 @@ impl<'a> ValueRef<'a> {
         matches!(self, ValueRef::Int(_) | ValueRef::Str(_) | ValueRef::Raw(_))
     }
 
-    /// An owned copy.
+    /// An owned copy (of a collection: a handle sharing its storage, which
+    /// is copied on the first write to either).
     pub fn to_value(self) -> Value {
         match self {
+            ValueRef::Hash(h) => Value::Hash(h.clone()),
+            ValueRef::Set(s) => Value::Set(s.clone()),
             ValueRef::Int(i) => Value::Int(i),
             ValueRef::Str(s) => Value::Str(SmallBytes::new(s)),
             ValueRef::Raw(s) => Value::Raw(s.into()),
+            ValueRef::List(l) => Value::List(std::sync::Arc::new(l.clone())),
             ValueRef::ZSet(z) => Value::ZSet(std::sync::Arc::new(z.clone())),
         }
     }
@@ -127,6 +151,9 @@ impl Value {
             Value::Int(i) => ValueRef::Int(*i),
             Value::Str(s) => ValueRef::Str(s),
             Value::Raw(b) => ValueRef::Raw(b),
+            Value::List(l) => ValueRef::List(l),
+            Value::Hash(h) => ValueRef::Hash(h),
+            Value::Set(s) => ValueRef::Set(s),
             Value::ZSet(z) => ValueRef::ZSet(z),
         }
     }
@@ -146,6 +173,9 @@ impl Value {
             Value::Int(_) => 0,
             Value::Str(s) => s.heap_size(),
             Value::Raw(b) => b.len(),
+            Value::List(l) => std::mem::size_of::<crate::list::List>() + 16 + l.heap_size(),
+            Value::Hash(h) => h.heap_size(),
+            Value::Set(s) => s.heap_size(),
             Value::ZSet(z) => std::mem::size_of::<crate::zset::ZSet>() + z.heap_size(),
         }
     }

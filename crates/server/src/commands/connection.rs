@@ -4,6 +4,7 @@
 use super::flags::*;
 use super::{err, is, reply_help, CommandSpec, Ctx};
 use crate::net::client::{Client, ReplyMode};
+use crate::replication::ClientKind;
 use ferrokv_resp::{Args, Protocol};
 use std::os::fd::AsRawFd;
 
@@ -40,6 +41,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         auth,
     )
     .doc("Authenticates the connection.", "[username] password"),
+    cmd(
+        "reset",
+        1,
+        FAST | NOSCRIPT | LOADING | STALE | NO_AUTH | ALLOW_BUSY,
+        reset,
+    )
+    .since("6.2.0")
+    .doc("Resets the connection.", ""),
     cmd("select", 2, FAST | LOADING | STALE, select).doc("Changes the selected database.", "index"),
     cmd("client", -2, STALE, client_help)
         .since("2.4.0")
@@ -62,6 +71,7 @@ static CLIENT_SUBS: &[CommandSpec] = &[
         "ip:port|[ID client-id] [TYPE NORMAL|MASTER|SLAVE|REPLICA|PUBSUB] [USER username] [ADDR ip:port] [LADDR ip:port] [SKIPME YES|NO] [MAXAGE maxage]",
     ),
     cmd("client|no-evict", 3, ADMIN | STALE | NOSCRIPT | LOADING, client_no_evict).since("7.0.0").doc("Sets the client eviction mode of the connection.", "ON|OFF"),
+    cmd("client|unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE, crate::blocking::client_unblock).since("5.0.0").complexity("O(log N) where N is the number of client connections").doc("Unblocks a client blocked by a blocking command from a different connection.", "client-id [TIMEOUT|ERROR]"),
     cmd("client|reply", 3, STALE | NOSCRIPT | LOADING, client_reply).since("3.2.0").doc("Instructs the server whether to reply to commands.", "ON|OFF|SKIP"),
     cmd("client|getredir", 2, STALE | NOSCRIPT | LOADING, client_getredir).since("6.0.0").doc("Returns the client ID to which the connection's tracking notifications are redirected.", ""),
     cmd("client|help", 2, STALE | LOADING, client_help).since("5.0.0").doc("Returns helpful text about the different subcommands.", ""),
@@ -95,6 +105,22 @@ fn echo(ctx: &mut Ctx, args: Args) {
 fn quit(ctx: &mut Ctx, _args: Args) {
     ctx.client.out.ok();
     ctx.client.close_after_reply = true;
+}
+
+/// RESET: the connection as it was when it connected (Redis's
+/// `clearClientConnectionState`): no transaction, no WATCHes, no
+/// subscriptions, database 0, RESP2, no name, replies on, and
+/// authenticated only when no password is required.
+fn reset(ctx: &mut Ctx, _args: Args) {
+    crate::commands::multi::discard_transaction(ctx.srv, ctx.client);
+    crate::commands::pubsub::unsubscribe_all_silently(ctx);
+    ctx.client.db = 0;
+    ctx.client.out.proto = Protocol::Resp2;
+    ctx.client.name = None;
+    ctx.client.reply_mode = ReplyMode::On;
+    ctx.client.no_evict = false;
+    ctx.client.authenticated = ctx.srv.config.requirepass.is_none();
+    ctx.client.out.simple("RESET");
 }
 
 /// Checks a password against `requirepass` for user `default`.
@@ -297,16 +323,34 @@ fn client_setinfo(ctx: &mut Ctx, args: Args) {
 }
 
 /// The `flags=` letters of `CLIENT LIST` this server can show: `P`
-/// (pub/sub), `N` (none).
+/// (pub/sub), `x` (in MULTI), `N` (none).
 fn client_flags(c: &Client) -> String {
     let mut f = String::new();
     if c.subs.any() {
         f.push('P');
     }
+    if c.multi.is_some() {
+        f.push('x');
+    }
     if f.is_empty() {
         f.push('N');
     }
     f
+}
+
+/// A `TYPE` argument: `Some(None)` for pubsub (no such clients here).
+fn client_kind_arg(t: &[u8]) -> Option<Option<ClientKind>> {
+    if is(t, "normal") {
+        Some(Some(ClientKind::Normal))
+    } else if is(t, "master") {
+        Some(Some(ClientKind::Master))
+    } else if is(t, "replica") || is(t, "slave") {
+        Some(Some(ClientKind::Replica))
+    } else if is(t, "pubsub") {
+        Some(None)
+    } else {
+        None
+    }
 }
 
 /// One line of `CLIENT LIST` / `CLIENT INFO`, in Redis's field order.
@@ -319,7 +363,7 @@ pub fn client_line(c: &Client, current: bool) -> String {
     let qbuf = c.in_end - c.in_start;
     let obl = c.pending_output();
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.local_addr,
@@ -332,9 +376,10 @@ pub fn client_line(c: &Client, current: bool) -> String {
         c.subs.channels.len(),
         c.subs.patterns.len(),
         c.subs.shard_channels.len(),
-        -1,
+        crate::commands::multi::queued_count(c),
         qbuf,
         c.inbuf.len().saturating_sub(c.in_end),
+        crate::commands::multi::queued_mem(c),
         c.inbuf.len(),
         c.inbuf.len(),
         obl,
@@ -351,18 +396,11 @@ pub fn client_line(c: &Client, current: bool) -> String {
 fn client_list(ctx: &mut Ctx, args: Args) {
     // One filter at most, as Redis 7.0: `TYPE t` alone, or `ID id [id ...]`.
     let mut ids: Option<Vec<u64>> = None;
-    // `Some(true)`: pub/sub clients only; `Some(false)`: normal ones only;
-    // masters and replicas this server never lists.
-    let mut want_pubsub = None;
-    let mut none_match = false;
+    let mut only_kind = None;
     if args.len() == 4 && is(args.get(2), "type") {
         let t = args.get(3);
-        if is(t, "normal") {
-            want_pubsub = Some(false);
-        } else if is(t, "pubsub") {
-            want_pubsub = Some(true);
-        } else if is(t, "master") || is(t, "replica") || is(t, "slave") {
-            none_match = true;
+        if let Some(k) = client_kind_arg(t) {
+            only_kind = Some(k);
         } else {
             ctx.error(&format!(
                 "ERR Unknown client type '{}'",
@@ -393,8 +431,16 @@ fn client_list(ctx: &mut Ctx, args: Args) {
     all.sort_by_key(|c| c.id);
     let mut text = String::new();
     for c in all {
-        if none_match || want_pubsub.is_some_and(|p| p != c.subs.any()) {
-            continue;
+        if let Some(want) = only_kind {
+            let kind = ctx.srv.repl.client_kind(c.id);
+            let keep = match want {
+                None => c.subs.any(),
+                Some(ClientKind::Normal) => kind == ClientKind::Normal && !c.subs.any(),
+                Some(k) => kind == k,
+            };
+            if !keep {
+                continue;
+            }
         }
         if let Some(ids) = &ids {
             if !ids.contains(&c.id) {
@@ -421,7 +467,7 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
         id: Option<u64>,
         addr: Option<String>,
         laddr: Option<String>,
-        normal: Option<bool>,
+        kind: Option<Option<ClientKind>>,
         user_ok: bool,
         maxage: Option<u64>,
     }
@@ -451,10 +497,8 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
                     }
                 }
             } else if is(k, "type") {
-                if is(v, "normal") {
-                    f.normal = Some(true);
-                } else if is(v, "master") || is(v, "replica") || is(v, "slave") || is(v, "pubsub") {
-                    f.normal = Some(false);
+                if let Some(k) = client_kind_arg(v) {
+                    f.kind = Some(k);
                 } else {
                     ctx.error(&format!("ERR Unknown client type '{vs}'"));
                     return;
@@ -497,7 +541,8 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
             && f.laddr
                 .as_ref()
                 .is_none_or(|a| c.local_addr.to_string() == *a)
-            && f.normal != Some(false)
+            && f.kind
+                .is_none_or(|k| k == Some(ctx.srv.repl.client_kind(c.id)))
             && f.user_ok
             && f.maxage.is_none_or(|m| c.created.elapsed().as_secs() >= m)
     };

@@ -213,6 +213,7 @@ fn copy(ctx: &mut Ctx, args: Args) {
     let lru = ctx.srv.lru_clock;
     ctx.srv.keyspace.dbs[dst_db].upsert(dst, value, expire_at, lru);
     ctx.modified(1);
+    ctx.srv.touch_watched_key(dst_db, dst);
     ctx.notify_db(NOTIFY_NEW, "new", dst, dst_db);
     ctx.notify_db(NOTIFY_GENERIC, "copy_to", dst, dst_db);
     ctx.client.out.int(1);
@@ -240,6 +241,7 @@ fn move_(ctx: &mut Ctx, args: Args) {
     let (expire_at, lru) = (e.expire_at, e.lru());
     ctx.srv.keyspace.dbs[dst_db].upsert(key, e.into_value(), expire_at, lru);
     ctx.modified(1);
+    ctx.srv.touch_watched_key(dst_db, key);
     ctx.notify_db(NOTIFY_NEW, "new", key, dst_db);
     ctx.notify_db(NOTIFY_GENERIC, "move_from", key, src_db);
     ctx.notify_db(NOTIFY_GENERIC, "move_to", key, dst_db);
@@ -570,23 +572,27 @@ fn object_refcount(ctx: &mut Ctx, args: Args) {
 /// OBJECT IDLETIME key
 fn object_idletime(ctx: &mut Ctx, args: Args) {
     let clock = ctx.srv.lru_clock;
-    match object_lookup(ctx, args.get(2)).map(|e| e.lru()) {
-        Some(lru) => {
-            let idle = if clock >= lru {
-                clock - lru
-            } else {
-                clock + (crate::server::LRU_CLOCK_MAX - lru)
-            };
-            ctx.client.out.int(idle as i64)
-        }
-        None => ctx.client.out.null(),
+    let Some(lru) = object_lookup(ctx, args.get(2)).map(|e| e.lru()) else {
+        ctx.client.out.null();
+        return;
+    };
+    if ctx.srv.config.maxmemory_policy.is_lfu() {
+        ctx.error("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+        return;
     }
+    let idle = crate::evict::idle_seconds(clock, lru);
+    ctx.client.out.int(idle as i64)
 }
 
 /// OBJECT FREQ key
 fn object_freq(ctx: &mut Ctx, args: Args) {
-    if object_lookup(ctx, args.get(2)).is_none() {
+    let Some(clock) = object_lookup(ctx, args.get(2)).map(|e| e.lru()) else {
         ctx.client.out.null();
+        return;
+    };
+    if ctx.srv.config.maxmemory_policy.is_lfu() {
+        let freq = ctx.srv.lfu_frequency(clock);
+        ctx.client.out.int(freq as i64);
         return;
     }
     ctx.error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");

@@ -12,11 +12,16 @@
 
 pub mod connection;
 pub mod docs;
+pub mod hash;
 pub mod keys;
 pub mod latency;
+pub mod list;
 pub mod long_double;
+pub mod multi;
 pub mod pubsub;
+pub mod replication;
 pub mod server;
+pub mod set;
 pub mod slowlog;
 pub mod string;
 pub mod zset;
@@ -165,7 +170,12 @@ impl CommandTable {
             server::COMMANDS,
             slowlog::COMMANDS,
             latency::COMMANDS,
+            list::COMMANDS,
             pubsub::COMMANDS,
+            multi::COMMANDS,
+            hash::COMMANDS,
+            set::COMMANDS,
+            replication::COMMANDS,
             zset::COMMANDS,
         ] {
             for spec in family {
@@ -235,6 +245,7 @@ pub mod err {
     pub const NO_SUCH_KEY: &str = "ERR no such key";
     pub const DB_RANGE: &str = "ERR DB index is out of range";
     pub const NOAUTH: &str = "NOAUTH Authentication required.";
+    pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
     pub const POSITIVE: &str = "ERR value is out of range, must be positive";
 }
 

@@ -180,7 +180,16 @@ fn config_set(ctx: &mut Ctx, args: Args) {
     }
     let (was_aof, policy) = (ctx.srv.config.appendonly, next.appendfsync);
     let now_aof = next.appendonly;
+    let lower_limit = next.maxmemory != 0
+        && (ctx.srv.config.maxmemory == 0 || next.maxmemory < ctx.srv.config.maxmemory);
     ctx.srv.config = next;
+    // A policy change switches the clock between LRU and LFU; a lower
+    // limit starts evicting at once, as Redis does.
+    ctx.srv.refresh_lru_clock();
+    if lower_limit {
+        ctx.srv.eviction.clear_pool();
+        ctx.srv.perform_evictions();
+    }
     if let Some(aof) = ctx.srv.aof.as_mut() {
         if aof.policy() != policy {
             aof.set_policy(policy);
@@ -517,9 +526,8 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
                                 5
                             }
                     }
-                    ferrokv_store::ValueRef::ZSet(z) => {
-                        z.iter().map(|(m, _)| m.len() + 10).sum::<usize>()
-                    }
+                    // Collections: an estimate (their elements' bytes).
+                    _ => e.heap_size(),
                 };
                 let idle = clock.wrapping_sub(e.lru()) & crate::server::LRU_CLOCK_MAX;
                 let addr = e as *const _ as usize;
@@ -854,6 +862,7 @@ fn flushdb(ctx: &mut Ctx, args: Args) {
     let Some(lazy) = flush_mode(ctx, args) else {
         return;
     };
+    ctx.srv.touch_watched_keys_in_db(ctx.client.db, None);
     let n = flush_db(ctx, ctx.client.db, lazy);
     ctx.modified(n.max(1));
     ctx.client.out.ok();
@@ -866,6 +875,7 @@ fn flushall(ctx: &mut Ctx, args: Args) {
     };
     let mut n = 0;
     for db in 0..ctx.srv.keyspace.dbs.len() {
+        ctx.srv.touch_watched_keys_in_db(db, None);
         n += flush_db(ctx, db, lazy);
     }
     ctx.modified(n.max(1));
@@ -890,6 +900,10 @@ fn swapdb(ctx: &mut Ctx, args: Args) {
         ctx.error(err::DB_RANGE);
         return;
     }
+    ctx.srv
+        .touch_watched_keys_in_db(a as usize, Some(b as usize));
+    ctx.srv
+        .touch_watched_keys_in_db(b as usize, Some(a as usize));
     ctx.srv.keyspace.dbs.swap(a as usize, b as usize);
     if let Some(job) = ctx.srv.persistence.job.as_mut() {
         job.swapdb(a as usize, b as usize);

@@ -718,21 +718,10 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
         None if parse_f64(s).is_some_and(f64::is_infinite) => Ok(None),
         None => Err(()),
     };
+    // As Redis: the key's type is checked before the increment is parsed.
+    let by = parse(args.get(2));
     let db = ctx.client.db;
     let key = args.get(1);
-    // As Redis: the key's type is checked before the increment is parsed.
-    if ctx
-        .srv
-        .peek(db, key, ctx.now_ms)
-        .is_some_and(|e| !e.value().is_string())
-    {
-        ctx.error(err::WRONGTYPE);
-        return;
-    }
-    let Ok(by) = parse(args.get(2)) else {
-        ctx.error(err::NOT_FLOAT);
-        return;
-    };
     let lru = ctx.srv.lru_clock;
     let (cur, expire_at) = match ctx.srv.lookup_write(db, key, ctx.now_ms) {
         None => (Some(LongDouble::ZERO), NO_EXPIRE),
@@ -750,6 +739,10 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
                 }
             }
         }
+    };
+    let Ok(by) = by else {
+        ctx.error(err::NOT_FLOAT);
+        return;
     };
     let Some(n) = cur.zip(by).and_then(|(cur, by)| cur.checked_add(by)) else {
         ctx.error("ERR increment would produce NaN or Infinity");
@@ -773,7 +766,7 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
 
 /// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]
 fn lcs(ctx: &mut Ctx, args: Args) {
-    // As Redis: the keys' types are checked before the options are parsed.
+    // As Redis: the keys' types are checked before the options.
     let db = ctx.client.db;
     let load = |ctx: &mut Ctx, k: &[u8]| -> Result<Vec<u8>, ()> {
         match ctx.srv.lookup_read(db, k, ctx.now_ms) {

@@ -102,6 +102,10 @@ pub struct Client {
     pub token: usize,
     /// Pub/sub subscriptions.
     pub subs: crate::pubsub::Subscriptions,
+    /// The open transaction, between MULTI and EXEC/DISCARD.
+    pub multi: Option<Box<crate::commands::multi::Transaction>>,
+    /// EXEC is running this client's queue (blocking commands must not block).
+    pub in_exec: bool,
     /// The socket; `None` for the fake client that replays the AOF.
     pub stream: Option<TcpStream>,
     pub addr: SocketAddr,
@@ -136,6 +140,8 @@ pub struct Client {
     pub want_writable: bool,
     /// Ran a write whose AOF data is not written yet: its replies wait.
     pub awaiting_aof: bool,
+    /// Waiting on keys (BLPOP and friends): its next commands wait too.
+    pub blocked: Option<Box<crate::blocking::Blocked>>,
 }
 
 impl Client {
@@ -183,6 +189,8 @@ impl Client {
             id,
             token: usize::MAX,
             subs: Default::default(),
+            multi: None,
+            in_exec: false,
             stream,
             addr,
             local_addr,
@@ -212,6 +220,7 @@ impl Client {
             pending_write: false,
             want_writable: false,
             awaiting_aof: false,
+            blocked: None,
         }
     }
 

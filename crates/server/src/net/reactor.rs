@@ -75,6 +75,7 @@ impl Reactor {
         }
         let mut srv = srv;
         srv.tcp_port = bound_port;
+        srv.repl.registry = Some(poll.registry().try_clone()?);
         Ok(Reactor {
             poll,
             listeners,
@@ -94,10 +95,11 @@ impl Reactor {
         loop {
             let period = Duration::from_millis(1000 / self.srv.config.hz.max(1));
             let now = Instant::now();
-            let timeout = if !self.srv.pending_reads.is_empty() {
+            let timeout = if !self.srv.pending_reads.is_empty() || self.srv.eviction.pending {
                 Duration::ZERO
             } else if self.srv.persistence.job.is_some()
                 || self.srv.aof.as_ref().is_some_and(|a| a.has_pending())
+                || self.srv.repl_busy()
             {
                 // A save in progress advances every turn: wake up for it.
                 next_cron
@@ -105,6 +107,11 @@ impl Reactor {
                     .min(Duration::from_millis(1))
             } else {
                 next_cron.saturating_duration_since(now)
+            };
+            // Wake up for the nearest blocked client's deadline.
+            let timeout = match self.srv.blocking.next_deadline() {
+                Some(d) => timeout.min(Duration::from_millis((d - unix_ms()).max(0) as u64)),
+                None => timeout,
             };
             match self.poll.poll(&mut events, Some(timeout)) {
                 Ok(()) => {}
@@ -135,6 +142,8 @@ impl Reactor {
             for t in std::mem::take(&mut self.srv.pending_reads) {
                 self.handle_readable(t);
             }
+            crate::blocking::expire_timeouts(&mut self.srv, unix_ms());
+            self.resume_unblocked();
             self.before_sleep();
             if Instant::now() >= next_cron {
                 self.srv.cron();
@@ -288,17 +297,27 @@ impl Reactor {
 
     /// Decodes and executes the commands in the client's input buffer.
     pub fn process_input(&mut self, c: &mut Client) {
+        if self.srv.repl.master_client_id() == Some(c.id) {
+            crate::replication::replica::process_master_input(&mut self.srv, c);
+            return;
+        }
         let inbuf = std::mem::take(&mut c.inbuf);
         let mut decoder = std::mem::take(&mut c.decoder);
         let limits = Limits {
             max_bulk_len: self.srv.config.proto_max_bulk_len as usize,
             authenticated: c.authenticated,
         };
-        while c.in_start < c.in_end && !c.close_after_reply && !c.close_asap {
+        // A blocked client's pipeline waits until it is served.
+        while c.in_start < c.in_end && !c.close_after_reply && !c.close_asap && c.blocked.is_none()
+        {
             // Like Redis, which checks the limit as each reply is added: a
             // client past its hard output limit runs nothing more, so a
             // pipeline of large replies cannot grow its buffer unbounded.
             if self.over_hard_output_limit(c) {
+                break;
+            }
+            // Blocked in WAIT: the rest waits until it is released.
+            if self.srv.repl.master.is_waiting(c.id) {
                 break;
             }
             match decoder.decode(&inbuf[c.in_start..c.in_end], limits) {
@@ -328,6 +347,30 @@ impl Reactor {
         c.inbuf = inbuf;
         c.decoder = decoder;
         self.srv.count_errors(c);
+    }
+
+    /// Runs the pipelined commands of clients that were just unblocked
+    /// (served, timed out, CLIENT UNBLOCK); they may unblock others.
+    fn resume_unblocked(&mut self) {
+        loop {
+            let tokens = std::mem::take(&mut self.srv.blocking.unblocked);
+            if tokens.is_empty() {
+                return;
+            }
+            for t in tokens {
+                let Some(Some(mut c)) = self.srv.clients.get_mut(t).map(|s| s.take()) else {
+                    continue;
+                };
+                self.process_input(&mut c);
+                let queue = (c.pending_output() > 0 || c.close_after_reply || c.close_asap)
+                    && !c.pending_write;
+                c.pending_write |= queue;
+                self.srv.clients[t] = Some(c);
+                if queue {
+                    self.srv.pending_writes.push(t);
+                }
+            }
+        }
     }
 
     fn over_hard_output_limit(&self, c: &Client) -> bool {
@@ -362,7 +405,14 @@ impl Reactor {
     fn before_sleep(&mut self) {
         // The AOF first: a reply is never sent before its write is in the
         // AOF (and synced, with `appendfsync always`).
+        // An eviction round that ran out of time goes on each loop turn.
+        if self.srv.eviction.pending {
+            self.srv.perform_evictions();
+        }
         let aof_ok = self.srv.flush_aof();
+        for t in self.srv.replication_tick() {
+            self.resume_client(t);
+        }
         self.srv.drive_snapshot();
         let pending = std::mem::take(&mut self.srv.pending_writes);
         for t in pending {
@@ -415,8 +465,26 @@ impl Reactor {
         }
     }
 
+    /// Processes input a client already has buffered (released from
+    /// `WAIT`, or a new master link with the first bytes of its stream).
+    fn resume_client(&mut self, t: usize) {
+        let Some(Some(mut c)) = self.srv.clients.get_mut(t).map(|s| s.take()) else {
+            return;
+        };
+        self.process_input(&mut c);
+        if c.pending_output() > 0 && !c.pending_write {
+            c.pending_write = true;
+            self.srv.pending_writes.push(t);
+        }
+        self.srv.clients[t] = Some(c);
+        // And whatever arrived meanwhile.
+        self.srv.pending_reads.push(t);
+    }
+
     pub fn close_client(&mut self, t: usize) {
         if let Some(Some(mut c)) = self.srv.clients.try_remove(t) {
+            crate::blocking::forget(&mut self.srv, t, &mut c);
+            self.srv.repl_client_closed(c.id);
             if let Some(stream) = c.stream.as_mut() {
                 let _ = self.poll.registry().deregister(stream);
             }
@@ -432,7 +500,11 @@ impl Reactor {
         let mut doomed = Vec::new();
         for (t, c) in self.srv.clients.iter() {
             let Some(c) = c else { continue };
-            if timeout > 0 && c.last_interaction.elapsed() >= Duration::from_secs(timeout) {
+            // A blocked client is idle on purpose (as in Redis).
+            if timeout > 0
+                && c.blocked.is_none()
+                && c.last_interaction.elapsed() >= Duration::from_secs(timeout)
+            {
                 debug!("Closing idle client id={}", c.id);
                 doomed.push(t);
             }

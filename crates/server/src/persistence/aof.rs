@@ -489,6 +489,11 @@ impl Aof {
     }
 
     /// Whether commands are waiting to be written.
+    /// Bytes fed and not yet written.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
     pub fn has_pending(&self) -> bool {
         !self.buf.is_empty()
     }
@@ -649,10 +654,12 @@ pub enum ReplayEnd {
     Truncated { valid_len: usize },
 }
 
+/// Runs `exec` on each command of `data` with the offset it starts at (the
+/// loader reverts a transaction the file ends inside of to its MULTI).
 pub fn replay(
     data: &[u8],
     name: &str,
-    mut exec: impl FnMut(ferrokv_resp::Args) -> Result<(), String>,
+    mut exec: impl FnMut(ferrokv_resp::Args, usize) -> Result<(), String>,
 ) -> Result<ReplayEnd, String> {
     use ferrokv_resp::request::{Limits, RequestDecoder};
     let mut dec = RequestDecoder::new();
@@ -669,7 +676,7 @@ pub fn replay(
             Ok(Some(d)) => {
                 let consumed = d.consumed;
                 if !d.args.is_empty() {
-                    exec(d.args).map_err(|e| format!("{e} (in {name} at offset {off})"))?;
+                    exec(d.args, off).map_err(|e| format!("{e} (in {name} at offset {off})"))?;
                 }
                 off += consumed;
             }

@@ -22,44 +22,30 @@ struct Loader<'k> {
     now_ms: i64,
     stats: LoadStats,
     key_delay_us: u64,
-    limits: &'k ferrokv_rdb::EncodingLimits,
+    hash_limits: ferrokv_store::hash::HashLimits,
+    set_max_intset: usize,
+    zset_limits: ferrokv_store::ZsetLimits,
 }
 
 /// A sorted set from a file, in the encoding Redis 7.0's loader picks: a
 /// set within both listpack limits is a listpack, anything else a skiplist.
 fn load_zset(
     pairs: &[(std::borrow::Cow<'_, [u8]>, f64)],
-    limits: &ferrokv_rdb::EncodingLimits,
+    lim: &ferrokv_store::ZsetLimits,
 ) -> Result<ferrokv_store::ZSet, String> {
-    let lim = ferrokv_store::ZsetLimits {
-        max_listpack_entries: limits.zset_max_listpack_entries,
-        max_listpack_value: limits.zset_max_listpack_value,
-    };
     let longest = pairs.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
     let z = ferrokv_store::ZSet::from_pairs(
         pairs.iter().map(|(m, s)| (m.as_ref(), *s)),
         pairs.len(),
         longest,
-        &lim,
+        lim,
     );
     if z.len() != pairs.len() {
         return Err("duplicate member".into());
     }
-    if z.is_empty() {
-        return Err("empty set".into());
-    }
     Ok(z)
 }
 
-fn type_name(v: &RdbValue) -> &'static str {
-    match v {
-        RdbValue::String(_) => "string",
-        RdbValue::List(_) => "list",
-        RdbValue::Set(_) => "set",
-        RdbValue::SortedSet(_) => "zset",
-        RdbValue::Hash(_) => "hash",
-    }
-}
 
 impl RdbVisitor for Loader<'_> {
     fn select_db(&mut self, db: u64) -> Result<(), VisitError> {
@@ -97,20 +83,39 @@ impl RdbVisitor for Loader<'_> {
             RdbValue::String(s) => {
                 self.ks.dbs[db].set_str(&e.key, s, e.expire_ms.unwrap_or(NO_EXPIRE), 0);
             }
-            RdbValue::SortedSet(pairs) => {
-                let z = load_zset(pairs, self.limits).map_err(|m| {
+            RdbValue::SortedSet(pairs) if !pairs.is_empty() => {
+                let z = load_zset(pairs, &self.zset_limits).map_err(|m| {
                     format!("{m} in sorted set '{}'", String::from_utf8_lossy(&e.key))
                 })?;
                 let v = ferrokv_store::Value::ZSet(std::sync::Arc::new(z));
                 self.ks.dbs[db].upsert(&e.key, v, e.expire_ms.unwrap_or(NO_EXPIRE), 0);
             }
-            other => {
-                return Err(format!(
-                    "value type '{}' of key '{}' is not supported by this ferrokv",
-                    type_name(other),
-                    String::from_utf8_lossy(&e.key)
-                )
-                .into())
+            RdbValue::List(items) if !items.is_empty() => {
+                let list: ferrokv_store::list::List = items.iter().collect();
+                let value = ferrokv_store::Value::List(std::sync::Arc::new(list));
+                self.ks.dbs[db].upsert(&e.key, value, e.expire_ms.unwrap_or(NO_EXPIRE), 0);
+            }
+            // Encodings are chosen by the configured thresholds, as Redis
+            // does on load (whatever encoding the file used).
+            RdbValue::Hash(pairs) if !pairs.is_empty() => {
+                let h = ferrokv_store::hash::Hash::from_pairs(
+                    pairs.iter().map(|(f, v)| (&f[..], &v[..])),
+                    self.hash_limits,
+                );
+                let expire = e.expire_ms.unwrap_or(NO_EXPIRE);
+                self.ks.dbs[db].upsert(&e.key, ferrokv_store::Value::Hash(h), expire, 0);
+            }
+            RdbValue::Set(members) if !members.is_empty() => {
+                let s = ferrokv_store::set::Set::from_members(
+                    members.iter().map(|m| &m[..]),
+                    self.set_max_intset,
+                );
+                let expire = e.expire_ms.unwrap_or(NO_EXPIRE);
+                self.ks.dbs[db].upsert(&e.key, ferrokv_store::Value::Set(s), expire, 0);
+            }
+            // Redis skips an empty collection on load.
+            RdbValue::Hash(_) | RdbValue::Set(_) | RdbValue::List(_) | RdbValue::SortedSet(_) => {
+                return Ok(())
             }
         }
         self.stats.keys += 1;
@@ -125,8 +130,7 @@ pub fn load_rdb(
     ks: &mut Keyspace,
     path: &Path,
     now_ms: i64,
-    key_delay_us: u64,
-    limits: &ferrokv_rdb::EncodingLimits,
+    config: &crate::config::Config,
 ) -> Result<Option<LoadStats>, String> {
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
@@ -150,8 +154,10 @@ pub fn load_rdb(
         db: 0,
         now_ms,
         stats: LoadStats::default(),
-        key_delay_us,
-        limits,
+        key_delay_us: config.key_load_delay,
+        hash_limits: config.hash_limits(),
+        set_max_intset: config.set_max_intset(),
+        zset_limits: config.zset_limits(),
     };
     // The trailer's CRC64 is checked by a second thread over the same
     // mapping while this one decodes (a 1 GB file: 0.3 s of CRC off the

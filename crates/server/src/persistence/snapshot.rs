@@ -45,7 +45,12 @@ pub struct SnapshotJob {
     /// first chunk went out (a replica's diskless sync).
     consumers: Vec<SyncSender<Msg>>,
     chunks_sent: u64,
+    bytes_sent: u64,
     result: Receiver<Result<u64, String>>,
+    /// A streaming job reports its own result (there is no writer).
+    result_tx: Option<SyncSender<Result<u64, String>>>,
+    /// No file: the snapshot only feeds subscribers (diskless sync).
+    pub streaming: bool,
     pub started: Instant,
     pub dirty_at_start: u64,
     pub keys_done: u64,
@@ -79,9 +84,9 @@ pub struct SnapshotMeta<'a> {
     pub aux: Vec<(&'a [u8], Vec<u8>)>,
     pub compression: bool,
     pub checksum: bool,
-    pub key_delay_us: u64,
-    /// Compact-encoding thresholds (the server's configuration).
+    /// The configured compact-encoding thresholds.
     pub limits: ferrokv_rdb::EncodingLimits,
+    pub key_delay_us: u64,
 }
 
 impl SnapshotJob {
@@ -112,6 +117,47 @@ impl SnapshotJob {
                 }
                 let _ = rtx.send(r);
             })?;
+        Ok(Self::begin(
+            ks,
+            path,
+            kind,
+            dirty,
+            meta,
+            vec![tx],
+            result,
+            None,
+        ))
+    }
+
+    /// Begins a snapshot with no file: only `subscribe`rs receive it (a
+    /// diskless replica sync). Its result is the bytes produced.
+    pub fn start_streaming(ks: &mut Keyspace, dirty: u64, meta: SnapshotMeta) -> SnapshotJob {
+        let (rtx, result) = sync_channel(1);
+        let mut job = Self::begin(
+            ks,
+            Path::new(""),
+            SaveKind::Background,
+            dirty,
+            meta,
+            Vec::new(),
+            result,
+            Some(rtx),
+        );
+        job.streaming = true;
+        job
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn begin(
+        ks: &mut Keyspace,
+        path: &Path,
+        kind: SaveKind,
+        dirty: u64,
+        meta: SnapshotMeta,
+        consumers: Vec<SyncSender<Msg>>,
+        result: Receiver<Result<u64, String>>,
+        result_tx: Option<SyncSender<Result<u64, String>>>,
+    ) -> SnapshotJob {
         let mut dbs = Vec::new();
         let mut keys_total = 0;
         for (i, db) in ks.dbs.iter_mut().enumerate() {
@@ -125,12 +171,12 @@ impl SnapshotJob {
         let mut encoder = RdbEncoder::new(EncoderOptions {
             compression: meta.compression,
             checksum: meta.checksum,
-            limits: meta.limits.clone(),
+            limits: meta.limits,
         });
         let mut chunk = Vec::with_capacity(CHUNK + 64 * 1024);
         let aux: Vec<(&[u8], &[u8])> = meta.aux.iter().map(|(k, v)| (*k, v.as_slice())).collect();
         encoder.header(&mut chunk, &aux);
-        Ok(SnapshotJob {
+        SnapshotJob {
             kind,
             encoder: Some(encoder),
             dbs,
@@ -138,9 +184,12 @@ impl SnapshotJob {
             seg: 0,
             db_started: false,
             chunk,
-            consumers: vec![tx],
+            consumers,
             chunks_sent: 0,
+            bytes_sent: 0,
             result,
+            result_tx,
+            streaming: false,
             started: Instant::now(),
             dirty_at_start: dirty,
             keys_done: 0,
@@ -150,7 +199,7 @@ impl SnapshotJob {
             path: path.to_path_buf(),
             peak_cow_entries: 0,
             for_aof: false,
-        })
+        }
     }
 
     /// SWAPDB during a save: the snapshot follows the data it began with.
@@ -191,6 +240,9 @@ impl SnapshotJob {
                 for tx in self.consumers.drain(..) {
                     let _ = tx.send(Msg::End);
                 }
+                if let Some(tx) = self.result_tx.take() {
+                    let _ = tx.send(Ok(self.bytes_sent));
+                }
                 self.finished_producing = true;
                 return true;
             };
@@ -219,6 +271,11 @@ impl SnapshotJob {
                         let mut b = ferrokv_store::value::itoa_buf::Buf::new();
                         enc.string_entry(chunk, e.key(), b.format(i), expire)
                     }
+                    ValueRef::List(l) => enc.list_entry(chunk, e.key(), l.iter(), expire),
+                    ValueRef::Hash(h) => enc.hash_entry(chunk, e.key(), h.iter(), expire),
+                    ValueRef::Set(s) => {
+                        enc.set_entry(chunk, e.key(), s.iter().map(|m| m.text()), expire)
+                    }
                     ValueRef::ZSet(z) => enc.zset_entry(chunk, e.key(), z.iter(), expire),
                 }
                 n += 1;
@@ -241,6 +298,7 @@ impl SnapshotJob {
             Vec::with_capacity(CHUNK + 64 * 1024),
         ));
         self.chunks_sent += 1;
+        self.bytes_sent += data.len() as u64;
         // A consumer that went away (a failed writer, a dropped replica)
         // is dropped; the file writer's own result says why it stopped.
         self.consumers
@@ -342,8 +400,8 @@ mod tests {
             aux: vec![(&b"redis-ver"[..], b"7.0.15".to_vec())],
             compression: true,
             checksum: true,
-            key_delay_us: 0,
             limits: Default::default(),
+            key_delay_us: 0,
         }
     }
 

@@ -316,6 +316,13 @@ const OPTION_WORDS: &[&str] = &[
     "ASYNC",
     "SYNC",
     "STRING",
+    "LIST",
+    "LEFT",
+    "RIGHT",
+    "BEFORE",
+    "AFTER",
+    "RANK",
+    "MAXLEN",
 ];
 
 pub struct Generator {
@@ -521,6 +528,9 @@ impl Generator {
         // Commands that only read, delete, move away or expire their key
         // may meet the float key too.
         let src = self.source_key();
+        if self.chance(0.25) {
+            return self.list_command(k, src);
+        }
         let choice = self.rng.gen_range(0..100);
         let args: Vec<Vec<u8>> = match choice {
             0..=9 => return self.set_command(k),
@@ -717,6 +727,122 @@ impl Generator {
             _ => vec![b("DEL"), src],
         };
         Command::new(args, Exact)
+    }
+
+    /// A list element: mostly from a small vocabulary, so LREM, LPOS and
+    /// LINSERT find their pivots; sometimes any value.
+    fn list_value(&mut self) -> Vec<u8> {
+        if self.chance(0.7) {
+            self.pick(&["a", "b", "c", "1", "-1", "", "10000", "x\x00\r\n"])
+                .into()
+        } else {
+            self.value()
+        }
+    }
+
+    /// One list command (the non-blocking ones; their edge cases: missing
+    /// keys, wrong types, bad and negative counts, empty results, lists
+    /// that span many chunks).
+    fn list_command(&mut self, k: Vec<u8>, src: Vec<u8>) -> Command {
+        let b = |s: &str| s.as_bytes().to_vec();
+        let end = |g: &mut Self| -> Vec<u8> {
+            if g.chance(0.05) {
+                b(g.pick(&["UP", "", "L"]))
+            } else {
+                b(g.pick(&["LEFT", "RIGHT"]))
+            }
+        };
+        let count = |g: &mut Self| -> Vec<u8> {
+            b(g.pick(&["0", "1", "2", "3", "10", "-1", "abc", "9223372036854775807"]))
+        };
+        let args = match self.rng.gen_range(0..24) {
+            0..=3 => {
+                let mut a = vec![b(self.pick(&["LPUSH", "RPUSH"])), k];
+                for _ in 0..self.rng.gen_range(1..5) {
+                    a.push(self.list_value());
+                }
+                a
+            }
+            4 => vec![b(self.pick(&["LPUSHX", "RPUSHX"])), k, self.list_value()],
+            5..=7 => {
+                let mut a = vec![b(self.pick(&["LPOP", "RPOP"])), src];
+                if self.chance(0.5) {
+                    a.push(count(self));
+                }
+                a
+            }
+            8 => vec![b("LLEN"), src],
+            9..=10 => vec![
+                b("LRANGE"),
+                src,
+                self.pick(RANGE_ARGS).into(),
+                self.pick(RANGE_ARGS).into(),
+            ],
+            11 => vec![b("LINDEX"), src, self.pick(RANGE_ARGS).into()],
+            12 => vec![
+                b("LSET"),
+                k,
+                self.pick(RANGE_ARGS).into(),
+                self.list_value(),
+            ],
+            13 => vec![
+                b("LINSERT"),
+                k,
+                b(self.pick(&["BEFORE", "AFTER", "before", "MIDDLE"])),
+                self.list_value(),
+                self.list_value(),
+            ],
+            14 => vec![b("LREM"), k, count(self), self.list_value()],
+            15 => vec![
+                b("LTRIM"),
+                k,
+                self.pick(RANGE_ARGS).into(),
+                self.pick(RANGE_ARGS).into(),
+            ],
+            16 => {
+                let mut a = vec![b("LPOS"), src, self.list_value()];
+                for _ in 0..self.rng.gen_range(0..3) {
+                    a.push(b(self.pick(&["RANK", "COUNT", "MAXLEN", "FOO"])));
+                    a.push(b(self.pick(&["1", "2", "-1", "-2", "0", "abc", "5"])));
+                }
+                a
+            }
+            17 => vec![b("LMOVE"), src, self.key(), end(self), end(self)],
+            18 => vec![b("RPOPLPUSH"), src, self.key()],
+            19 => {
+                let n = self.rng.gen_range(1..4);
+                let mut a = vec![b("LMPOP")];
+                a.push(if self.chance(0.05) {
+                    b(self.pick(&["0", "-1", "abc", "5"]))
+                } else {
+                    n.to_string().into_bytes()
+                });
+                for _ in 0..n {
+                    a.push(self.key());
+                }
+                a.push(end(self));
+                if self.chance(0.5) {
+                    a.push(b("COUNT"));
+                    a.push(count(self));
+                }
+                a
+            }
+            20 => vec![b("OBJECT"), b("ENCODING"), src],
+            21..=22 => vec![b("TYPE"), src],
+            _ => {
+                // Hundreds of elements: lists that span several chunks.
+                let mut a = vec![b(self.pick(&["LPUSH", "RPUSH"])), k];
+                for i in 0..self.rng.gen_range(100..400) {
+                    a.push(if i % 7 == 0 {
+                        self.list_value()
+                    } else {
+                        format!("element-{i}").into_bytes()
+                    });
+                }
+                a
+            }
+        };
+        Command::new(args, Check::Exact)
     }
 
     fn expire_arg_for_set_ex(&mut self, ms: bool) -> Vec<u8> {

@@ -1,0 +1,515 @@
+//! The hash family: HSET and friends, counters, random fields, HSCAN.
+//!
+//! The data work is in `ferrokv_store::hash` (encodings, conversion at the
+//! `hash-max-listpack-*` thresholds); this file parses arguments, checks
+//! types, writes replies and says what propagates. Replies and errors are
+//! Redis 7.0's, including the RESP3 shapes (`HGETALL` a map, `HRANDFIELD
+//! .. WITHVALUES` an array of pairs).
+
+use super::flags::*;
+use super::long_double::LongDouble;
+use super::{err, is, parse_f64, parse_int, CommandSpec, Ctx};
+use crate::server::Server;
+use ferrokv_resp::encode::Protocol;
+use ferrokv_resp::Args;
+use ferrokv_store::hash::Hash;
+use ferrokv_store::pattern::glob_match;
+use ferrokv_store::value::parse_canonical_i64;
+use ferrokv_store::{Value, ValueRef, NO_EXPIRE};
+
+const fn cmd(name: &'static str, arity: i32, flags: u32, h: super::Handler) -> CommandSpec {
+    CommandSpec::new(name, arity, flags, h)
+        .group("hash")
+        .keys(1, 1, 1)
+        .since("2.0.0")
+}
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd("hset", -4, WRITE | DENYOOM | FAST, hset).complexity("O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.").doc("Creates or modifies the value of a field in a hash.", "key field value [field value ...]"),
+    cmd("hsetnx", 4, WRITE | DENYOOM | FAST, hsetnx).doc("Sets the value of a field in a hash only when the field doesn't exist.", "key field value"),
+    cmd("hmset", -4, WRITE | DENYOOM | FAST, hmset).complexity("O(N) where N is the number of fields being set.").doc("Sets the values of multiple fields.", "key field value [field value ...]"),
+    cmd("hget", 3, READONLY | FAST, hget).doc("Returns the value of a field in a hash.", "key field"),
+    cmd("hmget", -3, READONLY | FAST, hmget).complexity("O(N) where N is the number of fields being requested.").doc("Returns the values of all fields in a hash.", "key field [field ...]"),
+    cmd("hdel", -3, WRITE | FAST, hdel).complexity("O(N) where N is the number of fields to be removed.").doc("Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", "key field [field ...]"),
+    cmd("hexists", 3, READONLY | FAST, hexists).doc("Determines whether a field exists in a hash.", "key field"),
+    cmd("hlen", 2, READONLY | FAST, hlen).doc("Returns the number of fields in a hash.", "key"),
+    cmd("hstrlen", 3, READONLY | FAST, hstrlen).since("3.2.0").doc("Returns the length of the value of a field.", "key field"),
+    cmd("hkeys", 2, READONLY, hkeys).complexity("O(N) where N is the size of the hash.").doc("Returns all fields in a hash.", "key"),
+    cmd("hvals", 2, READONLY, hvals).complexity("O(N) where N is the size of the hash.").doc("Returns all values in a hash.", "key"),
+    cmd("hgetall", 2, READONLY, hgetall).complexity("O(N) where N is the size of the hash.").doc("Returns all fields and values in a hash.", "key"),
+    cmd("hincrby", 4, WRITE | DENYOOM | FAST, hincrby).doc("Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", "key field increment"),
+    cmd("hincrbyfloat", 4, WRITE | DENYOOM | FAST, hincrbyfloat).since("2.6.0").doc("Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", "key field increment"),
+    cmd("hrandfield", -2, READONLY, hrandfield).since("6.2.0").complexity("O(N) where N is the number of fields returned").doc("Returns one or more random fields from a hash.", "key [count [WITHVALUES]]"),
+    cmd("hscan", -3, READONLY, hscan).since("2.8.0").complexity("O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.").doc("Iterates over fields and values of a hash.", "key cursor [MATCH pattern] [COUNT count]"),
+];
+
+/// A key looked up for a hash read.
+enum Read<'a> {
+    Missing,
+    WrongType,
+    Hash(&'a Hash),
+}
+
+fn read<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Read<'a> {
+    match srv.lookup_read(db, key, now) {
+        None => Read::Missing,
+        Some(e) => match e.value() {
+            ValueRef::Hash(h) => Read::Hash(h),
+            _ => Read::WrongType,
+        },
+    }
+}
+
+/// A key looked up for a hash write.
+enum Write<'a> {
+    Missing,
+    WrongType,
+    Hash(&'a mut Hash),
+}
+
+fn write<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Write<'a> {
+    match srv.lookup_write(db, key, now) {
+        None => Write::Missing,
+        Some(e) => match e.value_mut() {
+            Some(Value::Hash(h)) => Write::Hash(h),
+            _ => Write::WrongType,
+        },
+    }
+}
+
+/// Sets the pairs `args[first..]` in the hash at `key` (created when
+/// missing). Returns the number of new fields, or None after WRONGTYPE.
+fn set_pairs(ctx: &mut Ctx, args: &Args, first: usize) -> Option<i64> {
+    let db = ctx.client.db;
+    let key = args.get(1);
+    let limits = ctx.srv.config.hash_limits();
+    let mut added = 0;
+    match write(ctx.srv, db, key, ctx.now_ms) {
+        Write::WrongType => {
+            ctx.error(err::WRONGTYPE);
+            return None;
+        }
+        Write::Hash(h) => {
+            for i in (first..args.len()).step_by(2) {
+                added += h.insert(args.get(i), args.get(i + 1), limits) as i64;
+            }
+        }
+        Write::Missing => {
+            let mut h = Hash::new();
+            for i in (first..args.len()).step_by(2) {
+                added += h.insert(args.get(i), args.get(i + 1), limits) as i64;
+            }
+            let lru = ctx.srv.lru_clock;
+            ctx.srv.keyspace.dbs[db].upsert(key, Value::Hash(h), NO_EXPIRE, lru);
+        }
+    }
+    ctx.modified(((args.len() - first) / 2) as u64);
+    Some(added)
+}
+
+/// HSET key field value [field value ...]
+fn hset(ctx: &mut Ctx, args: Args) {
+    if !args.len().is_multiple_of(2) {
+        ctx.wrong_args("hset");
+        return;
+    }
+    if let Some(n) = set_pairs(ctx, &args, 2) {
+        ctx.client.out.int(n);
+    }
+}
+
+/// HMSET key field value [field value ...]
+fn hmset(ctx: &mut Ctx, args: Args) {
+    if !args.len().is_multiple_of(2) {
+        ctx.wrong_args("hmset");
+        return;
+    }
+    if set_pairs(ctx, &args, 2).is_some() {
+        ctx.client.out.ok();
+    }
+}
+
+/// HSETNX key field value
+fn hsetnx(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    match read(ctx.srv, db, args.get(1), ctx.now_ms) {
+        Read::WrongType => return ctx.error(err::WRONGTYPE),
+        Read::Hash(h) if h.contains(args.get(2)) => return ctx.client.out.int(0),
+        _ => {}
+    }
+    if set_pairs(ctx, &args, 2).is_some() {
+        ctx.client.out.int(1);
+    }
+}
+
+/// HGET key field
+fn hget(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    match read(ctx.srv, db, args.get(1), ctx.now_ms) {
+        Read::WrongType => ctx.client.out.error(err::WRONGTYPE),
+        Read::Hash(h) => match h.get(args.get(2)) {
+            Some(v) => ctx.client.out.bulk(v),
+            None => ctx.client.out.null(),
+        },
+        Read::Missing => ctx.client.out.null(),
+    }
+}
+
+/// HMGET key field [field ...]
+fn hmget(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    let out = &mut ctx.client.out;
+    match read(ctx.srv, db, args.get(1), ctx.now_ms) {
+        Read::WrongType => out.error(err::WRONGTYPE),
+        Read::Hash(h) => {
+            out.array(args.len() - 2);
+            for f in args.iter().skip(2) {
+                match h.get(f) {
+                    Some(v) => out.bulk(v),
+                    None => out.null(),
+                }
+            }
+        }
+        Read::Missing => {
+            out.array(args.len() - 2);
+            for _ in 2..args.len() {
+                out.null();
+            }
+        }
+    }
+}
+
+/// HDEL key field [field ...]
+fn hdel(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    let key = args.get(1);
+    let (removed, empty) = match write(ctx.srv, db, key, ctx.now_ms) {
+        Write::WrongType => return ctx.error(err::WRONGTYPE),
+        Write::Missing => return ctx.client.out.int(0),
+        Write::Hash(h) => {
+            let mut n = 0;
+            for f in args.iter().skip(2) {
+                if h.remove(f) {
+                    n += 1;
+                    if h.is_empty() {
+                        break;
+                    }
+                }
+            }
+            (n, h.is_empty())
+        }
+    };
+    if empty {
+        ctx.srv.keyspace.dbs[db].remove(key);
+    }
+    ctx.modified(removed as u64);
+    ctx.client.out.int(removed);
+}
+
+/// HEXISTS key field
+fn hexists(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    match read(ctx.srv, db, args.get(1), ctx.now_ms) {
+        Read::WrongType => ctx.client.out.error(err::WRONGTYPE),
+        Read::Hash(h) => ctx.client.out.int(h.contains(args.get(2)) as i64),
+        Read::Missing => ctx.client.out.int(0),
+    }
+}
+
+/// HLEN key
+fn hlen(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    match read(ctx.srv, db, args.get(1), ctx.now_ms) {
+        Read::WrongType => ctx.client.out.error(err::WRONGTYPE),
+        Read::Hash(h) => ctx.client.out.int(h.len() as i64),
+        Read::Missing => ctx.client.out.int(0),
+    }
+}
+
+/// HSTRLEN key field
+fn hstrlen(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    match read(ctx.srv, db, args.get(1), ctx.now_ms) {
+        Read::WrongType => ctx.client.out.error(err::WRONGTYPE),
+        Read::Hash(h) => ctx
+            .client
+            .out
+            .int(h.get(args.get(2)).map_or(0, |v| v.len() as i64)),
+        Read::Missing => ctx.client.out.int(0),
+    }
+}
+
+/// What HKEYS, HVALS and HGETALL reply with.
+#[derive(Clone, Copy, PartialEq)]
+enum Parts {
+    Fields,
+    Values,
+    Both,
+}
+
+fn get_all(ctx: &mut Ctx, args: Args, parts: Parts) {
+    let db = ctx.client.db;
+    let out = &mut ctx.client.out;
+    match read(ctx.srv, db, args.get(1), ctx.now_ms) {
+        Read::WrongType => out.error(err::WRONGTYPE),
+        Read::Missing if parts == Parts::Both => out.map(0),
+        Read::Missing => out.array(0),
+        Read::Hash(h) => {
+            match parts {
+                Parts::Both => out.map(h.len()),
+                _ => out.array(h.len()),
+            }
+            for (f, v) in h.iter() {
+                if parts != Parts::Values {
+                    out.bulk(f);
+                }
+                if parts != Parts::Fields {
+                    out.bulk(v);
+                }
+            }
+        }
+    }
+}
+
+/// HKEYS key
+fn hkeys(ctx: &mut Ctx, args: Args) {
+    get_all(ctx, args, Parts::Fields)
+}
+
+/// HVALS key
+fn hvals(ctx: &mut Ctx, args: Args) {
+    get_all(ctx, args, Parts::Values)
+}
+
+/// HGETALL key
+fn hgetall(ctx: &mut Ctx, args: Args) {
+    get_all(ctx, args, Parts::Both)
+}
+
+/// Replaces a field's value after a read-modify-write (HINCRBY*): the key
+/// exists as a hash, or is created.
+fn store_field(ctx: &mut Ctx, key: &[u8], field: &[u8], value: &[u8]) {
+    let db = ctx.client.db;
+    let limits = ctx.srv.config.hash_limits();
+    match write(ctx.srv, db, key, ctx.now_ms) {
+        Write::Hash(h) => {
+            h.insert(field, value, limits);
+        }
+        _ => {
+            let mut h = Hash::new();
+            h.insert(field, value, limits);
+            let lru = ctx.srv.lru_clock;
+            ctx.srv.keyspace.dbs[db].upsert(key, Value::Hash(h), NO_EXPIRE, lru);
+        }
+    }
+    ctx.modified(1);
+}
+
+/// HINCRBY key field increment
+fn hincrby(ctx: &mut Ctx, args: Args) {
+    let Some(by) = parse_int(ctx, args.get(3)) else {
+        return;
+    };
+    let db = ctx.client.db;
+    let (key, field) = (args.get(1), args.get(2));
+    let cur = match read(ctx.srv, db, key, ctx.now_ms) {
+        Read::WrongType => return ctx.error(err::WRONGTYPE),
+        Read::Missing => 0,
+        Read::Hash(h) => match h.get(field) {
+            None => 0,
+            Some(v) => match parse_canonical_i64(v) {
+                Some(i) => i,
+                None => return ctx.error("ERR hash value is not an integer"),
+            },
+        },
+    };
+    let Some(n) = cur.checked_add(by) else {
+        return ctx.error(err::OVERFLOW);
+    };
+    let mut buf = ferrokv_store::value::itoa_buf::Buf::new();
+    store_field(ctx, key, field, buf.format(n));
+    ctx.client.out.int(n);
+}
+
+/// HINCRBYFLOAT key field increment
+fn hincrbyfloat(ctx: &mut Ctx, args: Args) {
+    // As INCRBYFLOAT: Redis adds in `long double`. Ok(None) is a valid
+    // infinite operand, refused after the sum.
+    let parse = |s: &[u8]| match LongDouble::parse(s, parse_f64(s)) {
+        Some(v) => Ok(Some(v)),
+        None if parse_f64(s).is_some_and(f64::is_infinite) => Ok(None),
+        None => Err(()),
+    };
+    let by = match parse(args.get(3)) {
+        Ok(Some(by)) => by,
+        Ok(None) => return ctx.error("ERR value is NaN or Infinity"),
+        Err(()) => return ctx.error(err::NOT_FLOAT),
+    };
+    let db = ctx.client.db;
+    let (key, field) = (args.get(1), args.get(2));
+    let cur = match read(ctx.srv, db, key, ctx.now_ms) {
+        Read::WrongType => return ctx.error(err::WRONGTYPE),
+        Read::Missing => Some(LongDouble::ZERO),
+        Read::Hash(h) => match h.get(field) {
+            None => Some(LongDouble::ZERO),
+            Some(v) => match parse(v) {
+                Ok(v) => v,
+                Err(()) => return ctx.error("ERR hash value is not a float"),
+            },
+        },
+    };
+    let Some(n) = cur.and_then(|cur| cur.checked_add(by)) else {
+        return ctx.error("ERR increment would produce NaN or Infinity");
+    };
+    let text = n.to_human_string();
+    store_field(ctx, key, field, text.as_bytes());
+    ctx.rewrite(&[&b"HSET"[..], key, field, text.as_bytes()]);
+    ctx.client.out.bulk(text.as_bytes());
+}
+
+/// HRANDFIELD key [count [WITHVALUES]]
+fn hrandfield(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    let key = args.get(1);
+    if args.len() == 2 {
+        let h = match read(ctx.srv, db, key, ctx.now_ms) {
+            Read::WrongType => return ctx.error(err::WRONGTYPE),
+            Read::Missing => return ctx.client.out.null(),
+            Read::Hash(h) => h.clone(),
+        };
+        use rand::Rng;
+        let i = ctx.srv.rng.gen_range(0..h.len());
+        ctx.client.out.bulk(h.nth(i).0);
+        return;
+    }
+    let Some(count) = super::set::parse_range_long(ctx, args.get(2)) else {
+        return;
+    };
+    let withvalues = match args.len() {
+        3 => false,
+        4 if is(args.get(3), "withvalues") => {
+            if !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+                return ctx.error("ERR value is out of range");
+            }
+            true
+        }
+        _ => return ctx.error(err::SYNTAX),
+    };
+    let h = match read(ctx.srv, db, key, ctx.now_ms) {
+        Read::WrongType => return ctx.error(err::WRONGTYPE),
+        Read::Missing => return ctx.client.out.array(0),
+        Read::Hash(h) => h.clone(),
+    };
+    if count == 0 {
+        return ctx.client.out.array(0);
+    }
+    let size = h.len();
+    // A listpack walks to a position: index its pairs once.
+    let pairs: Vec<(&[u8], &[u8])> = h.iter().collect();
+    let picks: Vec<usize> = if count < 0 {
+        use rand::Rng;
+        let n = count.unsigned_abs() as usize;
+        (0..n).map(|_| ctx.srv.rng.gen_range(0..size)).collect()
+    } else if count as usize >= size {
+        (0..size).collect()
+    } else {
+        rand::seq::index::sample(&mut ctx.srv.rng, size, count as usize).into_vec()
+    };
+    let out = &mut ctx.client.out;
+    let resp3 = out.proto == Protocol::Resp3;
+    if withvalues && !resp3 {
+        out.array(picks.len() * 2);
+    } else {
+        out.array(picks.len());
+    }
+    for i in picks {
+        let (f, v) = pairs[i];
+        if withvalues && resp3 {
+            out.array(2);
+        }
+        out.bulk(f);
+        if withvalues {
+            out.bulk(v);
+        }
+    }
+}
+
+/// The options of HSCAN/SSCAN after the cursor: `MATCH pattern`, `COUNT n`.
+pub(super) struct ScanOptions<'a> {
+    pub pattern: Option<&'a [u8]>,
+    pub count: usize,
+}
+
+/// Parses `[MATCH pattern] [COUNT count]` from `args[first..]`, replying
+/// with Redis's errors.
+pub(super) fn parse_scan_options<'a>(
+    ctx: &mut Ctx,
+    args: &Args<'a>,
+    first: usize,
+) -> Option<ScanOptions<'a>> {
+    let mut o = ScanOptions {
+        pattern: None,
+        count: 10,
+    };
+    let mut i = first;
+    while i < args.len() {
+        if i + 1 >= args.len() {
+            ctx.error(err::SYNTAX);
+            return None;
+        }
+        let a = args.get(i);
+        if is(a, "match") {
+            let p = args.get(i + 1);
+            o.pattern = (p != b"*").then_some(p);
+        } else if is(a, "count") {
+            let c = parse_int(ctx, args.get(i + 1))?;
+            if c < 1 {
+                ctx.error(err::SYNTAX);
+                return None;
+            }
+            o.count = c as usize;
+        } else {
+            ctx.error(err::SYNTAX);
+            return None;
+        }
+        i += 2;
+    }
+    Some(o)
+}
+
+/// Writes a SCAN-shaped reply: the next cursor, then the elements.
+pub(super) fn reply_scan(out: &mut crate::net::client::Reply, next: u64, items: &[Vec<u8>]) {
+    out.array(2);
+    let mut buf = itoa::Buffer::new();
+    out.bulk(buf.format(next).as_bytes());
+    out.array(items.len());
+    for it in items {
+        out.bulk(it);
+    }
+}
+
+/// HSCAN key cursor [MATCH pattern] [COUNT count]
+fn hscan(ctx: &mut Ctx, args: Args) {
+    let Some(cursor) = super::keys::parse_cursor(args.get(2)) else {
+        return ctx.error("ERR invalid cursor");
+    };
+    let db = ctx.client.db;
+    // As Redis: the key is looked up (and its type checked) before the
+    // options are parsed.
+    let h = match read(ctx.srv, db, args.get(1), ctx.now_ms) {
+        Read::WrongType => return ctx.error(err::WRONGTYPE),
+        Read::Missing => return reply_scan(&mut ctx.client.out, 0, &[]),
+        Read::Hash(h) => h.clone(),
+    };
+    let Some(opts) = parse_scan_options(ctx, &args, 3) else {
+        return;
+    };
+    let mut items = Vec::new();
+    let next = h.scan(cursor, opts.count, |f, v| {
+        if opts.pattern.is_none_or(|p| glob_match(p, f)) {
+            items.push(f.to_vec());
+            items.push(v.to_vec());
+        }
+    });
+    reply_scan(&mut ctx.client.out, next, &items);
+}

@@ -1,0 +1,375 @@
+//! The replica's side of a sync, on its own thread with blocking I/O:
+//! connect, `PING`, `AUTH`, `REPLCONF listening-port`, `REPLCONF capa eof
+//! capa psync2`, `PSYNC`, then either `+CONTINUE` (done: the stream follows)
+//! or `+FULLRESYNC` and the snapshot in either framing (`$<len>` or
+//! `$EOF:<40 chars>`), written to a temp file, renamed to `dbfilename` and
+//! loaded into a fresh keyspace. The loop goes on serving the old data
+//! meanwhile and swaps the new keyspace in when this thread hands it over;
+//! a failed sync leaves the replica exactly as it was.
+
+use crate::persistence::load::{load_rdb, LoadStats};
+use ferrokv_store::Keyspace;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Transfer progress, read by `INFO replication` while a sync runs.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Payload size, -1 while unknown (diskless framing).
+    pub total: AtomicI64,
+    pub read: AtomicU64,
+    /// Set once the payload is in and the load began.
+    pub loading: AtomicBool,
+}
+
+/// What the sync thread needs to know.
+pub struct SyncRequest {
+    pub host: String,
+    pub port: u16,
+    pub masteruser: Option<String>,
+    pub masterauth: Option<Vec<u8>>,
+    pub listening_port: u16,
+    pub announce_ip: Option<String>,
+    /// `(replid, offset)` of the history we hold, for `PSYNC`.
+    pub psync: Option<(String, i64)>,
+    pub dir: PathBuf,
+    pub dbfilename: String,
+    pub databases: usize,
+    /// The configuration the loader follows (key-load-delay, the compact
+    /// encoding thresholds).
+    pub load_config: Box<crate::config::Config>,
+    pub timeout: Duration,
+    pub cancel: Arc<AtomicBool>,
+    pub progress: Arc<Progress>,
+}
+
+/// How a sync ended.
+pub enum SyncOutcome {
+    Full {
+        replid: String,
+        offset: i64,
+        keyspace: Keyspace,
+        load: Option<LoadStats>,
+        rdb_bytes: u64,
+        stream: TcpStream,
+        leftover: Vec<u8>,
+    },
+    Partial {
+        new_replid: Option<String>,
+        stream: TcpStream,
+        leftover: Vec<u8>,
+    },
+}
+
+/// A blocking connection with a read buffer, a cancel flag and an idle
+/// timeout.
+struct Conn<'a> {
+    s: TcpStream,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    req: &'a SyncRequest,
+    last_io: Instant,
+}
+
+impl Conn<'_> {
+    fn fill(&mut self) -> Result<usize, String> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+        if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            } else {
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+        }
+        loop {
+            if self.req.cancel.load(Ordering::Relaxed) {
+                return Err("sync cancelled".into());
+            }
+            match self.s.read(&mut self.buf[self.end..]) {
+                Ok(0) => return Err("connection closed by the master".into()),
+                Ok(n) => {
+                    self.end += n;
+                    self.last_io = Instant::now();
+                    return Ok(n);
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    if self.last_io.elapsed() > self.req.timeout {
+                        return Err("timeout reading from the master".into());
+                    }
+                }
+                Err(e) => return Err(format!("error reading from the master: {e}")),
+            }
+        }
+    }
+
+    /// One line without its `\r\n`.
+    fn line(&mut self) -> Result<String, String> {
+        loop {
+            if let Some(p) = self.buf[self.start..self.end]
+                .iter()
+                .position(|&c| c == b'\n')
+            {
+                let mut l = &self.buf[self.start..self.start + p];
+                if l.last() == Some(&b'\r') {
+                    l = &l[..l.len() - 1];
+                }
+                let s = String::from_utf8_lossy(l).into_owned();
+                self.start += p + 1;
+                return Ok(s);
+            }
+            self.fill()?;
+        }
+    }
+
+    /// Sends a command and reads its one-line reply.
+    fn command(&mut self, args: &[&[u8]]) -> Result<String, String> {
+        let mut out = Vec::new();
+        ferrokv_resp::encode::array(&mut out, args.len());
+        for a in args {
+            ferrokv_resp::encode::bulk(&mut out, a);
+        }
+        self.s
+            .write_all(&out)
+            .map_err(|e| format!("error writing to the master: {e}"))?;
+        loop {
+            let l = self.line()?;
+            // Newlines are keepalives the master may send while preparing.
+            if !l.is_empty() {
+                return Ok(l);
+            }
+        }
+    }
+
+    fn take_leftover(&mut self) -> Vec<u8> {
+        let v = self.buf[self.start..self.end].to_vec();
+        self.start = self.end;
+        v
+    }
+}
+
+/// Runs one sync attempt.
+pub fn run(req: &SyncRequest) -> Result<SyncOutcome, String> {
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(req.host.as_str(), req.port))
+        .map_err(|e| format!("can't resolve {}: {e}", req.host))?
+        .next()
+        .ok_or_else(|| format!("can't resolve {}", req.host))?;
+    let s = TcpStream::connect_timeout(&addr, req.timeout.min(Duration::from_secs(10)))
+        .map_err(|e| format!("Error condition on socket for SYNC: {e}"))?;
+    let _ = s.set_nodelay(true);
+    s.set_read_timeout(Some(Duration::from_millis(100)))
+        .map_err(|e| e.to_string())?;
+    let mut c = Conn {
+        s,
+        buf: vec![0; 64 * 1024],
+        start: 0,
+        end: 0,
+        req,
+        last_io: Instant::now(),
+    };
+    let pong = c.command(&[b"PING"])?;
+    if pong.starts_with('-')
+        && !pong.starts_with("-NOAUTH")
+        && !pong.starts_with("-NOPERM")
+        && !pong.starts_with("-ERR operation not permitted")
+    {
+        return Err(format!("Error reply to PING from master: '{pong}'"));
+    }
+    if let Some(pass) = &req.masterauth {
+        let reply = match &req.masteruser {
+            Some(u) => c.command(&[b"AUTH", u.as_bytes(), pass])?,
+            None => c.command(&[b"AUTH", pass])?,
+        };
+        if reply.starts_with('-') {
+            return Err(format!("Unable to AUTH to MASTER: {reply}"));
+        }
+    }
+    let port = req.listening_port.to_string();
+    let reply = c.command(&[b"REPLCONF", b"listening-port", port.as_bytes()])?;
+    if reply.starts_with('-') {
+        tracing::info!(
+            "(Non critical) Master does not understand REPLCONF listening-port: {reply}"
+        );
+    }
+    if let Some(ip) = &req.announce_ip {
+        let reply = c.command(&[b"REPLCONF", b"ip-address", ip.as_bytes()])?;
+        if reply.starts_with('-') {
+            tracing::info!(
+                "(Non critical) Master does not understand REPLCONF ip-address: {reply}"
+            );
+        }
+    }
+    let reply = c.command(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?;
+    if reply.starts_with('-') {
+        tracing::info!("(Non critical) Master does not understand REPLCONF capa: {reply}");
+    }
+    let (id, off) = match &req.psync {
+        Some((id, off)) => (id.clone(), (off + 1).to_string()),
+        None => ("?".to_string(), "-1".to_string()),
+    };
+    if req.psync.is_some() {
+        tracing::info!("Trying a partial resynchronization (request {id}:{off}).");
+    } else {
+        tracing::info!("Partial resynchronization not possible (no cached master)");
+    }
+    let reply = c.command(&[b"PSYNC", id.as_bytes(), off.as_bytes()])?;
+    if let Some(rest) = reply.strip_prefix("+CONTINUE") {
+        let new = rest.trim();
+        tracing::info!("Successful partial resynchronization with master.");
+        let leftover = c.take_leftover();
+        return Ok(SyncOutcome::Partial {
+            new_replid: (new.len() == 40).then(|| new.to_string()),
+            stream: c.s,
+            leftover,
+        });
+    }
+    let Some(rest) = reply.strip_prefix("+FULLRESYNC ") else {
+        return Err(format!("Unexpected reply to PSYNC from master: {reply}"));
+    };
+    let mut parts = rest.split(' ');
+    let replid = parts.next().unwrap_or("").to_string();
+    let offset: i64 = parts
+        .next()
+        .and_then(|o| o.parse().ok())
+        .ok_or_else(|| format!("bad FULLRESYNC reply: {reply}"))?;
+    tracing::info!("Full resync from master: {replid}:{offset}");
+    let (path, rdb_bytes) = receive_payload(&mut c)?;
+    req.progress.loading.store(true, Ordering::Relaxed);
+    tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+    let mut ks = Keyspace::new(req.databases);
+    let load =
+        load_rdb(&mut ks, &path, crate::server::unix_ms(), &req.load_config).map_err(|e| {
+            format!("Failed trying to load the MASTER synchronization DB from disk: {e}")
+        })?;
+    let leftover = c.take_leftover();
+    Ok(SyncOutcome::Full {
+        replid,
+        offset,
+        keyspace: ks,
+        load,
+        rdb_bytes,
+        stream: c.s,
+        leftover,
+    })
+}
+
+/// Reads the snapshot into a temp file renamed to `dbfilename`.
+fn receive_payload(c: &mut Conn) -> Result<(PathBuf, u64), String> {
+    let header = loop {
+        let l = c.line()?;
+        if l.is_empty() {
+            continue;
+        }
+        if l.starts_with('-') {
+            return Err(format!("MASTER aborted replication with an error: {l}"));
+        }
+        break l;
+    };
+    let Some(spec) = header.strip_prefix('$') else {
+        return Err(format!(
+            "Bad protocol from MASTER, the first byte is not '$' (we received '{header}'), are you sure the host and port are right?"
+        ));
+    };
+    let tmp = c.req.dir.join(format!(
+        "temp-{}.{}.rdb",
+        crate::server::unix_ms(),
+        std::process::id()
+    ));
+    let mut file = std::fs::File::create(&tmp).map_err(|e| {
+        format!("Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}")
+    })?;
+    let res = if let Some(mark) = spec.strip_prefix("EOF:") {
+        let mark = mark.as_bytes().to_vec();
+        if mark.len() != 40 {
+            return Err(format!("bad EOF mark from master: {header}"));
+        }
+        c.req.progress.total.store(-1, Ordering::Relaxed);
+        copy_until_mark(c, &mut file, &mark)
+    } else {
+        let len: u64 = spec
+            .parse()
+            .map_err(|_| format!("bad payload length from master: {header}"))?;
+        c.req.progress.total.store(len as i64, Ordering::Relaxed);
+        copy_exact(c, &mut file, len).map(|_| len)
+    };
+    let n = match res {
+        Ok(n) => n,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
+    let io = |e: std::io::Error| format!("Failed trying to write the synchronization DB: {e}");
+    file.sync_all().map_err(io)?;
+    drop(file);
+    let dest = c.req.dir.join(&c.req.dbfilename);
+    std::fs::rename(&tmp, &dest).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!(
+            "Failed trying to rename the temp DB into {}: {e}",
+            dest.display()
+        )
+    })?;
+    tracing::info!("MASTER <-> REPLICA sync: received {n} bytes of payload");
+    Ok((dest, n))
+}
+
+fn copy_exact(c: &mut Conn, file: &mut std::fs::File, len: u64) -> Result<(), String> {
+    let mut left = len;
+    while left > 0 {
+        if c.start == c.end {
+            c.fill()?;
+        }
+        let n = ((c.end - c.start) as u64).min(left) as usize;
+        file.write_all(&c.buf[c.start..c.start + n])
+            .map_err(|e| format!("Write error writing to the DB on disk: {e}"))?;
+        c.start += n;
+        left -= n as u64;
+        c.req.progress.read.fetch_add(n as u64, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Copies until the 40-byte end mark; the stream may follow it at once
+/// in the same read, and stays in the buffer.
+fn copy_until_mark(c: &mut Conn, file: &mut std::fs::File, mark: &[u8]) -> Result<u64, String> {
+    let mut written = 0u64;
+    loop {
+        let avail = &c.buf[c.start..c.end];
+        if let Some(p) = avail.windows(mark.len()).position(|w| w == mark) {
+            file.write_all(&avail[..p])
+                .map_err(|e| format!("Write error writing to the DB on disk: {e}"))?;
+            written += p as u64;
+            c.req.progress.read.fetch_add(p as u64, Ordering::Relaxed);
+            c.start += p + mark.len();
+            return Ok(written);
+        }
+        // Keep the last bytes that could start the mark.
+        let keep = avail.len().min(mark.len() - 1);
+        let n = avail.len() - keep;
+        if n > 0 {
+            file.write_all(&avail[..n])
+                .map_err(|e| format!("Write error writing to the DB on disk: {e}"))?;
+            written += n as u64;
+            c.req.progress.read.fetch_add(n as u64, Ordering::Relaxed);
+            c.start += n;
+        }
+        c.fill()?;
+    }
+}

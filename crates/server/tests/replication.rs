@@ -1,0 +1,759 @@
+//! Guards replication with Redis 7.0's protocol against real processes:
+//! ferrokv → ferrokv, real redis-server → ferrokv and ferrokv → real
+//! redis-server converge to the same `DEBUG DIGEST` after a full sync of a
+//! data set (every type the server has, expiries, binary and 50 MB values)
+//! and a write load; link drops end in partial resyncs; a lagging replica is
+//! dropped by its output-buffer limit; `min-replicas-to-write`, `WAIT`, a
+//! failover with `REPLICAOF NO ONE` (partial resync through `replid2`) and a
+//! chained replica behave as Redis's do. Iteration counts are fixed.
+mod common;
+
+use common::{wait_for, ServerProcess};
+use std::time::{Duration, Instant};
+
+fn ferrokv(extra: &[&str]) -> ServerProcess {
+    let mut args = vec!["--enable-debug-command", "yes"];
+    args.extend_from_slice(extra);
+    ServerProcess::ferrokv(&args)
+}
+
+fn redis(extra: &[&str]) -> ServerProcess {
+    ServerProcess::redis(extra)
+}
+
+fn info(p: &ServerProcess, section: &str, field: &str) -> String {
+    p.info_field(section, field).unwrap_or_default()
+}
+
+fn num(p: &ServerProcess, section: &str, field: &str) -> i64 {
+    info(p, section, field).trim().parse().unwrap_or(-1)
+}
+
+fn digest(p: &ServerProcess) -> String {
+    let mut c = p.client();
+    redis::cmd("DEBUG").arg("DIGEST").query(&mut c).unwrap()
+}
+
+/// A command's error reply, byte for byte.
+fn error_of(p: &ServerProcess, args: &[&str]) -> String {
+    match p.raw().cmd(args) {
+        ferrokv_resp::Frame::Error(e) => String::from_utf8_lossy(&e).into_owned(),
+        other => panic!("{args:?} gave {other:?}, not an error"),
+    }
+}
+
+fn replicaof(replica: &ServerProcess, master: &ServerProcess) {
+    let mut c = replica.client();
+    let _: String = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(master.port)
+        .query(&mut c)
+        .unwrap();
+}
+
+/// Waits until the replica's link is up, it has applied everything the
+/// master wrote, and both hold the same data.
+fn wait_converged(master: &ServerProcess, replica: &ServerProcess, secs: u64) {
+    wait_for(
+        &format!("{} replica of {} to converge", replica.name, master.name),
+        secs,
+        || {
+            let up = info(replica, "replication", "master_link_status") == "up";
+            let m = num(master, "replication", "master_repl_offset");
+            let r = num(replica, "replication", "slave_repl_offset");
+            (up && m == r && digest(master) == digest(replica)).then_some(())
+        },
+    );
+}
+
+/// Runs a command that may not exist yet in ferrokv (the collection types
+/// land in parallel): `false` only for `ERR unknown command`.
+fn try_cmd(c: &mut redis::Connection, args: &[&[u8]]) -> bool {
+    let mut cmd = redis::cmd(std::str::from_utf8(args[0]).unwrap());
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    match cmd.query::<redis::Value>(c) {
+        Ok(_) => true,
+        Err(e) if e.to_string().contains("unknown command") => false,
+        Err(e) => panic!("{:?} failed: {e}", String::from_utf8_lossy(args[0])),
+    }
+}
+
+/// The collection types ferrokv has at the time (they land in parallel):
+/// a data set only uses what the replica can load.
+#[derive(Clone, Copy)]
+struct Types {
+    hash: bool,
+    list: bool,
+    set: bool,
+    zset: bool,
+}
+
+fn types_of(ferrokv: &ServerProcess) -> Types {
+    let mut r = ferrokv.raw();
+    let mut has = |name: &str| {
+        !matches!(
+            r.cmd(&["COMMAND", "INFO", name]),
+            ferrokv_resp::Frame::Array(ref v) if v.first() == Some(&ferrokv_resp::Frame::Null)
+        )
+    };
+    Types {
+        hash: has("hset"),
+        list: has("rpush") && has("lpush"),
+        set: has("sadd"),
+        zset: has("zadd") && has("zincrby"),
+    }
+}
+
+/// The data set of a full sync: strings (ints, binary, large), expiries,
+/// several databases, every collection type the server supports, and one
+/// 50 MB value.
+fn fill_dataset(p: &ServerProcess, n: usize, huge: bool, t: Types) {
+    let mut c = p.client();
+    let mut pipe = redis::pipe();
+    for i in 0..n {
+        pipe.cmd("SET")
+            .arg(format!("k:{i}"))
+            .arg(format!("v-{i}-{}", "y".repeat(i % 70)))
+            .ignore();
+        if i % 5 == 0 {
+            pipe.cmd("PEXPIRE")
+                .arg(format!("k:{i}"))
+                .arg(50_000_000)
+                .ignore();
+        }
+        if i % 3 == 0 {
+            pipe.cmd("SET")
+                .arg(format!("n:{i}"))
+                .arg(i as i64 * 1_000_003 - 77)
+                .ignore();
+        }
+    }
+    pipe.cmd("SET")
+        .arg(b"bin\x00key\r\n\xff".as_slice())
+        .arg(vec![0u8, 1, 2, 13, 10, 255, 0])
+        .ignore();
+    pipe.cmd("SELECT").arg(5).ignore();
+    pipe.cmd("SET").arg("in-db5").arg("five").ignore();
+    pipe.cmd("SET").arg("big").arg(vec![7u8; 300_000]).ignore();
+    pipe.cmd("SELECT").arg(0).ignore();
+    pipe.query::<()>(&mut c).unwrap();
+    for i in 0..20 {
+        let k = format!("{i}");
+        if t.hash {
+            try_cmd(
+                &mut c,
+                &[
+                    b"HSET",
+                    format!("h:{k}").as_bytes(),
+                    b"f1",
+                    b"v1",
+                    b"f2",
+                    k.as_bytes(),
+                ],
+            );
+        }
+        if t.list {
+            try_cmd(
+                &mut c,
+                &[
+                    b"RPUSH",
+                    format!("l:{k}").as_bytes(),
+                    b"a",
+                    b"b",
+                    k.as_bytes(),
+                ],
+            );
+        }
+        if t.set {
+            try_cmd(
+                &mut c,
+                &[
+                    b"SADD",
+                    format!("s:{k}").as_bytes(),
+                    b"1",
+                    b"2",
+                    b"x",
+                    k.as_bytes(),
+                ],
+            );
+        }
+        if t.zset {
+            try_cmd(
+                &mut c,
+                &[
+                    b"ZADD",
+                    format!("z:{k}").as_bytes(),
+                    b"1.5",
+                    b"a",
+                    b"2",
+                    k.as_bytes(),
+                ],
+            );
+        }
+    }
+    if huge {
+        let v: Vec<u8> = (0..50 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
+        let _: () = redis::cmd("SET").arg("huge").arg(v).query(&mut c).unwrap();
+    }
+}
+
+/// A deterministic write load touching strings, expiries, deletes,
+/// several databases and the collection types.
+fn write_load(port: u16, rounds: usize, seed: usize, t: Types) {
+    let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    for r in 0..rounds {
+        let mut pipe = redis::pipe();
+        for j in 0..50 {
+            let i = (r * 50 + j) * 7 + seed;
+            pipe.cmd("SET")
+                .arg(format!("w:{}", i % 3000))
+                .arg(format!("{r}-{j}"))
+                .ignore();
+            pipe.cmd("INCRBY")
+                .arg(format!("ctr:{}", i % 17))
+                .arg(3)
+                .ignore();
+            pipe.cmd("APPEND")
+                .arg(format!("app:{}", i % 11))
+                .arg("ab")
+                .ignore();
+            if j % 5 == 0 {
+                pipe.cmd("DEL").arg(format!("k:{}", i % 500)).ignore();
+                pipe.cmd("SET")
+                    .arg(format!("ex:{}", i % 100))
+                    .arg(r)
+                    .arg("EX")
+                    .arg(10_000)
+                    .ignore();
+                pipe.cmd("INCRBYFLOAT").arg("float").arg("0.25").ignore();
+            }
+        }
+        pipe.cmd("SELECT").arg(2 + r % 3).ignore();
+        pipe.cmd("SET").arg(format!("db-key:{r}")).arg(r).ignore();
+        pipe.cmd("SELECT").arg(0).ignore();
+        pipe.query::<()>(&mut c).unwrap();
+        let k = format!("{}", r % 13);
+        if t.hash {
+            try_cmd(
+                &mut c,
+                &[b"HSET", b"h:load", k.as_bytes(), format!("{r}").as_bytes()],
+            );
+        }
+        if t.list {
+            try_cmd(&mut c, &[b"LPUSH", b"l:load", k.as_bytes()]);
+        }
+        if t.set {
+            try_cmd(&mut c, &[b"SADD", b"s:load", k.as_bytes()]);
+        }
+        if t.zset {
+            try_cmd(&mut c, &[b"ZINCRBY", b"z:load", b"1", k.as_bytes()]);
+        }
+    }
+}
+
+#[test]
+fn ferrokv_master_to_ferrokv_replicas_in_both_framings() {
+    let master = ferrokv(&["--repl-diskless-sync", "no"]);
+    let t = types_of(&master);
+    fill_dataset(&master, 3000, true, t);
+    // Disk-based: `$<len>` from the saved file.
+    let disk = ferrokv(&[]);
+    replicaof(&disk, &master);
+    wait_converged(&master, &disk, 60);
+    // Diskless: `$EOF:<mark>` from the producer's chunks.
+    let mut c = master.client();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("repl-diskless-sync")
+        .arg("yes")
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("repl-diskless-sync-delay")
+        .arg("0")
+        .query(&mut c)
+        .unwrap();
+    let diskless = ferrokv(&[]);
+    replicaof(&diskless, &master);
+    wait_converged(&master, &diskless, 60);
+    assert_eq!(num(&master, "stats", "sync_full"), 2);
+    write_load(master.port, 40, 1, t);
+    wait_converged(&master, &disk, 30);
+    wait_converged(&master, &diskless, 30);
+
+    // A read-only replica refuses writes, serves reads.
+    let mut r = disk.client();
+    assert_eq!(
+        error_of(&disk, &["SET", "x", "1"]),
+        "READONLY You can't write against a read only replica."
+    );
+    let v: String = redis::cmd("GET").arg("n:3").query(&mut r).unwrap();
+    assert_eq!(v, (3 * 1_000_003 - 77).to_string());
+
+    // ROLE and INFO on both sides.
+    let role: (String, String, i64, String, i64) = redis::cmd("ROLE").query(&mut r).unwrap();
+    assert_eq!(role.0, "slave");
+    assert_eq!(role.1, "127.0.0.1");
+    assert_eq!(role.2, master.port as i64);
+    assert_eq!(role.3, "connected");
+    assert_eq!(role.4, num(&master, "replication", "master_repl_offset"));
+    assert_eq!(num(&master, "replication", "connected_slaves"), 2);
+    assert_eq!(info(&master, "replication", "role"), "master");
+    let slave0 = info(&master, "replication", "slave0");
+    assert!(slave0.contains("state=online"), "{slave0}");
+    assert_eq!(
+        info(&disk, "replication", "master_replid"),
+        info(&master, "replication", "master_replid")
+    );
+    assert_eq!(info(&disk, "replication", "slave_read_only"), "1");
+    assert_eq!(info(&disk, "replication", "master_sync_in_progress"), "0");
+    assert_eq!(info(&master, "replication", "repl_backlog_active"), "1");
+
+    // WAIT counts the replicas that acknowledged the write.
+    let _: () = redis::cmd("SET")
+        .arg("waited")
+        .arg("1")
+        .query(&mut c)
+        .unwrap();
+    let n: i64 = redis::cmd("WAIT").arg(2).arg(5000).query(&mut c).unwrap();
+    assert_eq!(n, 2);
+    let t0 = Instant::now();
+    let n: i64 = redis::cmd("WAIT").arg(3).arg(300).query(&mut c).unwrap();
+    assert_eq!(n, 2);
+    assert!(t0.elapsed() >= Duration::from_millis(250));
+}
+
+#[test]
+fn wait_blocks_the_client_not_the_loop() {
+    let master = ferrokv(&[]);
+    let mut a = master.client();
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut a).unwrap();
+    let port = master.port;
+    let waiter = std::thread::spawn(move || {
+        let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let t0 = Instant::now();
+        let n: i64 = redis::cmd("WAIT").arg(1).arg(800).query(&mut c).unwrap();
+        (n, t0.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let t0 = Instant::now();
+    let pong: String = redis::cmd("PING").query(&mut a).unwrap();
+    assert_eq!(pong, "PONG");
+    assert!(t0.elapsed() < Duration::from_millis(300));
+    let (n, took) = waiter.join().unwrap();
+    assert_eq!(n, 0);
+    assert!(took >= Duration::from_millis(700), "{took:?}");
+    let e = redis::cmd("WAIT")
+        .arg(1)
+        .arg(-1)
+        .query::<i64>(&mut a)
+        .unwrap_err();
+    assert!(e.to_string().contains("timeout is negative"), "{e}");
+}
+
+#[test]
+fn redis_master_to_ferrokv_replica() {
+    let master = redis(&["--repl-diskless-sync-delay", "0"]);
+    let replica = ferrokv(&[]);
+    let t = types_of(&replica);
+    fill_dataset(&master, 3000, true, t);
+    replicaof(&replica, &master);
+    wait_converged(&master, &replica, 60);
+    write_load(master.port, 40, 2, t);
+    wait_converged(&master, &replica, 30);
+    // Disk-based framing from a real master too.
+    let mut m = master.client();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("repl-diskless-sync")
+        .arg("no")
+        .query(&mut m)
+        .unwrap();
+    let second = ferrokv(&[]);
+    replicaof(&second, &master);
+    wait_converged(&master, &second, 60);
+
+    // A command ferrokv does not implement stops the link, with the reason.
+    let _: String = redis::cmd("XADD")
+        .arg("stream")
+        .arg("*")
+        .arg("f")
+        .arg("v")
+        .query(&mut m)
+        .unwrap();
+    wait_for("the link to stop", 10, || {
+        (info(&replica, "replication", "master_link_status") == "down").then_some(())
+    });
+    let reason = info(&replica, "replication", "master_link_down_reason");
+    assert!(
+        reason
+            .to_ascii_lowercase()
+            .contains("unknown command 'xadd'"),
+        "{reason}"
+    );
+    assert!(replica.log().contains("Replication stopped"));
+}
+
+#[test]
+fn ferrokv_master_to_redis_replica() {
+    let master = ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    let t = types_of(&master);
+    fill_dataset(&master, 3000, true, t);
+    let replica = redis(&[]);
+    replicaof(&replica, &master);
+    wait_converged(&master, &replica, 60);
+    write_load(master.port, 40, 3, t);
+    wait_converged(&master, &replica, 30);
+    let mut m = master.client();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("repl-diskless-sync")
+        .arg("no")
+        .query(&mut m)
+        .unwrap();
+    let disk = redis(&[]);
+    replicaof(&disk, &master);
+    wait_converged(&master, &disk, 60);
+    write_load(master.port, 10, 4, t);
+    wait_converged(&master, &disk, 30);
+    wait_converged(&master, &replica, 30);
+    // The real replica acknowledges: WAIT sees both.
+    let n: i64 = redis::cmd("WAIT").arg(2).arg(5000).query(&mut m).unwrap();
+    assert_eq!(n, 2);
+}
+
+fn client_kill(p: &ServerProcess, kind: &str) -> i64 {
+    let mut c = p.client();
+    redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg(kind)
+        .query(&mut c)
+        .unwrap()
+}
+
+#[test]
+fn link_drops_mid_stream_end_in_partial_resyncs() {
+    let master = ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    let t = types_of(&master);
+    fill_dataset(&master, 2000, false, t);
+    let replica = ferrokv(&[]);
+    let real = redis(&[]);
+    replicaof(&replica, &master);
+    replicaof(&real, &master);
+    wait_converged(&master, &replica, 30);
+    wait_converged(&master, &real, 30);
+    assert_eq!(num(&master, "stats", "sync_full"), 2);
+    let port = master.port;
+    let writer = std::thread::spawn(move || write_load(port, 120, 5, t));
+    for i in 0..6 {
+        std::thread::sleep(Duration::from_millis(100));
+        wait_for("both links up", 10, || {
+            (info(&replica, "replication", "master_link_status") == "up"
+                && info(&real, "replication", "master_link_status") == "up")
+                .then_some(())
+        });
+        if i % 2 == 0 {
+            // From the replica's side: its master link.
+            assert_eq!(client_kill(&replica, "master"), 1, "{}", replica.log());
+        } else {
+            // From the master's side: both replicas.
+            assert_eq!(client_kill(&master, "replica"), 2, "{}", master.log());
+        }
+    }
+    writer.join().unwrap();
+    wait_converged(&master, &replica, 30);
+    wait_converged(&master, &real, 30);
+    // Every drop ended in a partial resync: 3 of ours + 3×2 from the master.
+    assert_eq!(num(&master, "stats", "sync_full"), 2);
+    assert_eq!(num(&master, "stats", "sync_partial_ok"), 9);
+}
+
+#[test]
+fn link_drops_mid_full_sync_end_in_a_full_sync() {
+    // 2,000 keys at 1 ms each: the transfer takes about two seconds.
+    let master = ferrokv(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--rdb-key-save-delay",
+        "1000",
+    ]);
+    let t = types_of(&master);
+    fill_dataset(&master, 2000, false, t);
+    let replica = ferrokv(&["--key-load-delay", "100"]);
+    replicaof(&replica, &master);
+    for _ in 0..2 {
+        wait_for("a transfer in progress", 10, || {
+            (info(&replica, "replication", "master_sync_in_progress") == "1"
+                && info(&master, "replication", "slave0").contains("send_bulk"))
+            .then_some(())
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(client_kill(&master, "replica"), 1);
+        // Nothing was loaded: the replica still has its old (empty) data.
+        let mut r = replica.client();
+        let n: i64 = redis::cmd("DBSIZE").query(&mut r).unwrap();
+        assert_eq!(n, 0);
+    }
+    let mut m = master.client();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("rdb-key-save-delay")
+        .arg("0")
+        .query(&mut m)
+        .unwrap();
+    write_load(master.port, 10, 6, t);
+    wait_converged(&master, &replica, 60);
+    assert_eq!(num(&master, "stats", "sync_full"), 3);
+}
+
+#[test]
+fn lagging_replica_is_dropped_by_its_output_buffer_limit() {
+    let master = ferrokv(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--client-output-buffer-limit",
+        "replica 1mb 0 0",
+    ]);
+    let mut replica = ferrokv(&[]);
+    replicaof(&replica, &master);
+    wait_converged(&master, &replica, 30);
+    let pid = replica.child.id().to_string();
+    let sig = |s: &str| {
+        assert!(std::process::Command::new("kill")
+            .args([s, &pid])
+            .status()
+            .unwrap()
+            .success())
+    };
+    sig("-STOP");
+    let mut m = master.client();
+    let value = vec![b'x'; 64 * 1024];
+    for i in 0..600 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("big:{}", i % 50))
+            .arg(&value)
+            .query(&mut m)
+            .unwrap();
+    }
+    let dropped = wait_for("the replica to be dropped", 10, || {
+        (num(&master, "replication", "connected_slaves") == 0).then_some(())
+    });
+    sig("-CONT");
+    let _ = dropped;
+    assert!(
+        num(
+            &master,
+            "stats",
+            "client_output_buffer_limit_disconnections"
+        ) >= 1
+    );
+    assert!(replica.alive());
+    // It comes back and catches up (its offset fell out of the 1 MB backlog).
+    wait_converged(&master, &replica, 30);
+}
+
+#[test]
+fn min_replicas_to_write_refuses_writes_without_good_replicas() {
+    let master = ferrokv(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--min-replicas-to-write",
+        "1",
+        "--min-replicas-max-lag",
+        "10",
+    ]);
+    let mut m = master.client();
+    assert_eq!(
+        error_of(&master, &["SET", "a", "1"]),
+        "NOREPLICAS Not enough good replicas to write."
+    );
+    let v: Option<String> = redis::cmd("GET").arg("a").query(&mut m).unwrap();
+    assert_eq!(v, None);
+    let replica = ferrokv(&[]);
+    replicaof(&replica, &master);
+    wait_for("a good replica", 20, || {
+        redis::cmd("SET").arg("a").arg("1").query::<()>(&mut m).ok()
+    });
+    wait_converged(&master, &replica, 30);
+}
+
+#[test]
+fn failover_promoted_replica_keeps_partial_resync_for_its_sibling() {
+    let master = ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    let t = types_of(&master);
+    fill_dataset(&master, 1000, false, t);
+    let r1 = ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    let r2 = ferrokv(&[]);
+    replicaof(&r1, &master);
+    replicaof(&r2, &master);
+    wait_converged(&master, &r1, 30);
+    wait_converged(&master, &r2, 30);
+    write_load(master.port, 10, 7, t);
+    wait_converged(&master, &r1, 30);
+    wait_converged(&master, &r2, 30);
+    let old_id = info(&master, "replication", "master_replid");
+    drop(master);
+    let mut c1 = r1.client();
+    let _: String = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut c1)
+        .unwrap();
+    assert_eq!(info(&r1, "replication", "role"), "master");
+    assert_eq!(info(&r1, "replication", "master_replid2"), old_id);
+    replicaof(&r2, &r1);
+    wait_converged(&r1, &r2, 30);
+    assert_eq!(num(&r1, "stats", "sync_partial_ok"), 1);
+    assert_eq!(num(&r1, "stats", "sync_full"), 0);
+    assert_eq!(
+        info(&r2, "replication", "master_replid"),
+        info(&r1, "replication", "master_replid")
+    );
+    let _: () = redis::cmd("SET")
+        .arg("after-failover")
+        .arg("1")
+        .query(&mut c1)
+        .unwrap();
+    write_load(r1.port, 5, 8, t);
+    wait_converged(&r1, &r2, 30);
+}
+
+#[test]
+fn chained_replica_receives_the_top_masters_exact_stream() {
+    let master = ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    let t = types_of(&master);
+    fill_dataset(&master, 1000, false, t);
+    let mid = ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    let leaf = ferrokv(&[]);
+    replicaof(&mid, &master);
+    wait_converged(&master, &mid, 30);
+    replicaof(&leaf, &mid);
+    wait_converged(&mid, &leaf, 30);
+    write_load(master.port, 20, 9, t);
+    wait_converged(&master, &mid, 30);
+    wait_converged(&mid, &leaf, 30);
+    // Same history, same offsets: the stream went through byte for byte.
+    let id = info(&master, "replication", "master_replid");
+    assert_eq!(info(&mid, "replication", "master_replid"), id);
+    assert_eq!(info(&leaf, "replication", "master_replid"), id);
+    assert_eq!(
+        num(&leaf, "replication", "master_repl_offset"),
+        num(&master, "replication", "master_repl_offset")
+    );
+    assert_eq!(digest(&leaf), digest(&master));
+}
+
+#[test]
+fn stale_reads_refused_when_asked_while_the_link_is_down() {
+    let replica = ferrokv(&["--replica-serve-stale-data", "no"]);
+    let mut c = replica.client();
+    // A master that is not there: the link stays down.
+    let _: String = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(1)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(
+        error_of(&replica, &["GET", "a"]),
+        "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+    );
+    // INFO, PING, REPLICAOF still answer (they may run on stale data).
+    assert_eq!(
+        replica.raw().cmd(&["PING"]),
+        ferrokv_resp::Frame::Simple(b"PONG".to_vec())
+    );
+    let info: String = redis::cmd("INFO").arg("replication").query(&mut c).unwrap();
+    assert!(info.contains("master_link_status:down"), "{info}");
+    let _: String = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut c)
+        .unwrap();
+    let v: Option<String> = redis::cmd("GET").arg("a").query(&mut c).unwrap();
+    assert_eq!(v, None);
+}
+
+/// `GET /metrics` on a port, the body only.
+fn scrape(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
+}
+
+fn series(text: &str, name: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        l.strip_prefix(name)
+            .and_then(|r| r.strip_prefix(' '))
+            .map(str::to_string)
+    })
+}
+
+#[test]
+fn replication_figures_on_the_metrics_endpoint() {
+    let (master, mport) = (0..5)
+        .find_map(|_| {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let ps = port.to_string();
+            let mut p = ferrokv(&["--repl-diskless-sync-delay", "0", "--metrics-port", &ps]);
+            (p.alive() && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok())
+                .then_some((p, port))
+        })
+        .expect("a master with a metrics port");
+    let t = types_of(&master);
+    fill_dataset(&master, 500, false, t);
+    let replica = ferrokv(&[]);
+    replicaof(&replica, &master);
+    wait_converged(&master, &replica, 30);
+    write_load(master.port, 5, 10, t);
+    wait_converged(&master, &replica, 30);
+    let offset = num(&master, "replication", "master_repl_offset").to_string();
+    let text = wait_for("the metrics to catch up", 10, || {
+        let text = scrape(mport);
+        (series(&text, "ferrokv_replication_offset_bytes").as_deref() == Some(offset.as_str()))
+            .then_some(text)
+    });
+    assert_eq!(
+        series(&text, "ferrokv_replication_connected_replicas").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        series(&text, "ferrokv_replication_full_syncs_total").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        series(&text, "ferrokv_replication_is_replica").as_deref(),
+        Some("0")
+    );
+    let sent: f64 = series(&text, "ferrokv_replication_rdb_sent_bytes_total")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(sent > 10_000.0, "{sent}");
+    assert!(
+        text.contains(&format!(
+            "ferrokv_replication_replica_lag_seconds{{replica=\"127.0.0.1:{}\"}}",
+            replica.port
+        )),
+        "{text}"
+    );
+}

@@ -1,0 +1,518 @@
+//! The hash type: field → value maps, in Redis 7.0's two encodings.
+//!
+//! - **listpack** (small hashes): every field and value, in insertion order,
+//!   packed in *one* shared allocation (`Arc<[u8]>`): a varint length then
+//!   the bytes, field, value, field, value... A million hashes of ten small
+//!   fields are a million such blocks, each holding the reference count and
+//!   the bytes and nothing else (no per-field allocation, no separate
+//!   header box). A change rebuilds the block in one allocation of the
+//!   exact new size (or writes in place when the size is unchanged and no
+//!   snapshot shares it), as Redis's listpack reallocates on every insert.
+//!   Lookups scan it, which is fast at these sizes; insertion order is kept,
+//!   so `HGETALL` answers in Redis's order.
+//! - **hashtable**: a [`Dense`] table of pairs (O(1) lookup and random
+//!   pick), behind an `Arc` so a snapshot's copy of a segment costs a
+//!   reference count and a write copies the table only while a snapshot
+//!   still holds the old one (`Arc::make_mut`).
+//!
+//! A hash becomes a hashtable when it would hold more than
+//! `hash-max-listpack-entries` fields or a field or value longer than
+//! `hash-max-listpack-value` bytes, and never goes back (as in Redis).
+
+use crate::bytes::SmallBytes;
+use crate::dense::{Dense, Keyed};
+use std::sync::Arc;
+
+/// The thresholds of the compact encoding (server config options).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HashLimits {
+    /// `hash-max-listpack-entries`
+    pub max_listpack_entries: usize,
+    /// `hash-max-listpack-value`
+    pub max_listpack_value: usize,
+}
+
+impl Default for HashLimits {
+    fn default() -> Self {
+        HashLimits {
+            max_listpack_entries: 128,
+            max_listpack_value: 64,
+        }
+    }
+}
+
+/// One field of a hashtable-encoded hash.
+#[derive(Clone, Debug)]
+pub struct Pair {
+    pub field: SmallBytes,
+    pub value: SmallBytes,
+}
+
+impl Keyed for Pair {
+    fn key(&self) -> &[u8] {
+        &self.field
+    }
+}
+
+/// A hash value: a 16-byte handle to its shared storage.
+#[derive(Clone)]
+pub enum Hash {
+    Listpack(Arc<[u8]>),
+    Table(Arc<Dense<Pair>>),
+}
+
+impl Default for Hash {
+    fn default() -> Self {
+        Hash::new()
+    }
+}
+
+/// Appends the varint length header of an element.
+fn header(n: usize) -> ([u8; 10], usize) {
+    let mut b = [0u8; 10];
+    let mut v = n as u64;
+    let mut i = 0;
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            b[i] = byte;
+            return (b, i + 1);
+        }
+        b[i] = byte | 0x80;
+        i += 1;
+    }
+}
+
+/// Reads the element at `pos`: its bytes and the position after it.
+#[inline]
+fn element(buf: &[u8], mut pos: usize) -> (&[u8], usize) {
+    let mut len = 0usize;
+    let mut shift = 0;
+    loop {
+        let b = buf[pos];
+        pos += 1;
+        len |= ((b & 0x7f) as usize) << shift;
+        if b & 0x80 == 0 {
+            break;
+        }
+        shift += 7;
+    }
+    (&buf[pos..pos + len], pos + len)
+}
+
+/// Where a field sits in a listpack: start of the field, start of its
+/// value, end of its value.
+struct Slot {
+    field_at: usize,
+    value_at: usize,
+    end: usize,
+}
+
+fn find_in_listpack(buf: &[u8], field: &[u8]) -> Option<Slot> {
+    let mut pos = 0;
+    while pos < buf.len() {
+        let (f, value_at) = element(buf, pos);
+        let (_, end) = element(buf, value_at);
+        if f == field {
+            return Some(Slot {
+                field_at: pos,
+                value_at,
+                end,
+            });
+        }
+        pos = end;
+    }
+    None
+}
+
+/// Iterates `(field, value)` pairs.
+#[derive(Clone)]
+pub enum HashIter<'a> {
+    Listpack { buf: &'a [u8], pos: usize },
+    Table(std::slice::Iter<'a, Pair>),
+}
+
+impl<'a> Iterator for HashIter<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            HashIter::Listpack { buf, pos } => {
+                if *pos >= buf.len() {
+                    return None;
+                }
+                let (f, at) = element(buf, *pos);
+                let (v, end) = element(buf, at);
+                *pos = end;
+                Some((f, v))
+            }
+            HashIter::Table(it) => it.next().map(|p| (&p.field[..], &p.value[..])),
+        }
+    }
+}
+
+impl Hash {
+    /// An empty hash (the caller adds at least one field before storing it:
+    /// Redis never keeps an empty hash).
+    pub fn new() -> Hash {
+        Hash::Listpack(Arc::from(&[][..]))
+    }
+
+    /// Builds a hash from pairs without duplicate fields (a snapshot being
+    /// loaded), choosing the encoding as Redis does on load.
+    pub fn from_pairs<'a>(
+        pairs: impl ExactSizeIterator<Item = (&'a [u8], &'a [u8])> + Clone,
+        limits: HashLimits,
+    ) -> Hash {
+        let n = pairs.len();
+        let compact = n <= limits.max_listpack_entries
+            && pairs.clone().all(|(f, v)| {
+                f.len() <= limits.max_listpack_value && v.len() <= limits.max_listpack_value
+            });
+        if compact {
+            let mut buf = Vec::new();
+            for (f, v) in pairs {
+                for e in [f, v] {
+                    let (h, hl) = header(e.len());
+                    buf.extend_from_slice(&h[..hl]);
+                    buf.extend_from_slice(e);
+                }
+            }
+            Hash::Listpack(Arc::from(buf))
+        } else {
+            let mut d = Dense::with_capacity(n);
+            for (f, v) in pairs {
+                if d.get(f).is_none() {
+                    d.insert_new(Pair {
+                        field: SmallBytes::new(f),
+                        value: SmallBytes::new(v),
+                    });
+                }
+            }
+            Hash::Table(Arc::new(d))
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Hash::Listpack(b) => {
+                let mut n = 0;
+                let mut pos = 0;
+                while pos < b.len() {
+                    pos = element(b, pos).1;
+                    n += 1;
+                }
+                n / 2
+            }
+            Hash::Table(t) => t.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Hash::Listpack(b) => b.is_empty(),
+            Hash::Table(t) => t.is_empty(),
+        }
+    }
+
+    /// The encoding `OBJECT ENCODING` reports.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Hash::Listpack(_) => "listpack",
+            Hash::Table(_) => "hashtable",
+        }
+    }
+
+    pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
+        match self {
+            Hash::Listpack(b) => find_in_listpack(b, field).map(|s| element(b, s.value_at).0),
+            Hash::Table(t) => t.get(field).map(|p| &p.value[..]),
+        }
+    }
+
+    pub fn contains(&self, field: &[u8]) -> bool {
+        self.get(field).is_some()
+    }
+
+    pub fn iter(&self) -> HashIter<'_> {
+        match self {
+            Hash::Listpack(b) => HashIter::Listpack { buf: b, pos: 0 },
+            Hash::Table(t) => HashIter::Table(t.iter()),
+        }
+    }
+
+    /// The pair at position `i` in `0..len()` (O(1) for a hashtable, a walk
+    /// for a listpack).
+    pub fn nth(&self, i: usize) -> (&[u8], &[u8]) {
+        match self {
+            Hash::Listpack(_) => self.iter().nth(i).expect("index within len"),
+            Hash::Table(t) => {
+                let p = t.nth(i);
+                (&p.field, &p.value)
+            }
+        }
+    }
+
+    /// Converts to the hashtable encoding (never back).
+    fn convert(&mut self) {
+        if let Hash::Listpack(_) = self {
+            let mut d = Dense::with_capacity(self.len() + 1);
+            for (f, v) in self.iter() {
+                d.insert_new(Pair {
+                    field: SmallBytes::new(f),
+                    value: SmallBytes::new(v),
+                });
+            }
+            *self = Hash::Table(Arc::new(d));
+        }
+    }
+
+    /// Sets `field` to `value`. Returns true when the field is new.
+    pub fn insert(&mut self, field: &[u8], value: &[u8], limits: HashLimits) -> bool {
+        if let Hash::Listpack(b) = self {
+            if field.len() > limits.max_listpack_value || value.len() > limits.max_listpack_value {
+                self.convert();
+            } else {
+                let (vh, vhl) = header(value.len());
+                match find_in_listpack(b, field) {
+                    Some(s) => {
+                        let old_len = s.end - s.value_at;
+                        if old_len == vhl + value.len() {
+                            if let Some(m) = Arc::get_mut(b) {
+                                m[s.value_at + vhl..s.end].copy_from_slice(value);
+                                return false;
+                            }
+                        }
+                        let rebuilt: Arc<[u8]> = b[..s.value_at]
+                            .iter()
+                            .chain(&vh[..vhl])
+                            .chain(value)
+                            .chain(&b[s.end..])
+                            .copied()
+                            .collect();
+                        *b = rebuilt;
+                        return false;
+                    }
+                    None => {
+                        if self.len() < limits.max_listpack_entries {
+                            let Hash::Listpack(b) = self else {
+                                unreachable!()
+                            };
+                            let (fh, fhl) = header(field.len());
+                            let rebuilt: Arc<[u8]> = b
+                                .iter()
+                                .chain(&fh[..fhl])
+                                .chain(field)
+                                .chain(&vh[..vhl])
+                                .chain(value)
+                                .copied()
+                                .collect();
+                            *b = rebuilt;
+                            return true;
+                        }
+                        self.convert();
+                    }
+                }
+            }
+        }
+        let Hash::Table(t) = self else {
+            unreachable!("converted above")
+        };
+        let t = Arc::make_mut(t);
+        match t.get_mut(field) {
+            Some(p) => {
+                p.value = SmallBytes::new(value);
+                false
+            }
+            None => {
+                t.insert_new(Pair {
+                    field: SmallBytes::new(field),
+                    value: SmallBytes::new(value),
+                });
+                true
+            }
+        }
+    }
+
+    /// Removes `field`. Returns true when it was there.
+    pub fn remove(&mut self, field: &[u8]) -> bool {
+        match self {
+            Hash::Listpack(b) => match find_in_listpack(b, field) {
+                Some(s) => {
+                    let rebuilt: Arc<[u8]> =
+                        b[..s.field_at].iter().chain(&b[s.end..]).copied().collect();
+                    *b = rebuilt;
+                    true
+                }
+                None => false,
+            },
+            Hash::Table(t) => {
+                if !t.get(field).is_some() {
+                    return false;
+                }
+                Arc::make_mut(t).remove(field).is_some()
+            }
+        }
+    }
+
+    /// One `HSCAN` step: a listpack is returned whole (cursor 0), as Redis
+    /// does; a hashtable goes `count` fields at a time.
+    pub fn scan(&self, cursor: u64, count: usize, mut visit: impl FnMut(&[u8], &[u8])) -> u64 {
+        match self {
+            Hash::Listpack(_) => {
+                for (f, v) in self.iter() {
+                    visit(f, v);
+                }
+                0
+            }
+            Hash::Table(t) => t.scan(cursor, count, |p| visit(&p.field, &p.value)),
+        }
+    }
+
+    /// Heap bytes owned (for memory accounting): the shared block with its
+    /// two reference counts.
+    pub fn heap_size(&self) -> usize {
+        match self {
+            Hash::Listpack(b) => 16 + b.len(),
+            Hash::Table(t) => {
+                16 + std::mem::size_of::<Dense<Pair>>()
+                    + t.heap_size(|p| p.field.heap_size() + p.value.heap_size())
+            }
+        }
+    }
+}
+
+impl PartialEq for Hash {
+    /// Same fields with the same values, whatever the order or encoding.
+    fn eq(&self, o: &Hash) -> bool {
+        self.len() == o.len() && self.iter().all(|(f, v)| o.get(f) == Some(v))
+    }
+}
+
+impl std::fmt::Debug for Hash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(
+                self.iter()
+                    .map(|(k, v)| (String::from_utf8_lossy(k), String::from_utf8_lossy(v))),
+            )
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    const SMALL: HashLimits = HashLimits {
+        max_listpack_entries: 8,
+        max_listpack_value: 10,
+    };
+
+    #[test]
+    fn handle_is_16_bytes() {
+        assert_eq!(std::mem::size_of::<Hash>(), 16);
+    }
+
+    #[test]
+    fn keeps_insertion_order_and_converts_past_the_limits() {
+        let mut h = Hash::new();
+        assert!(h.insert(b"b", b"1", SMALL));
+        assert!(h.insert(b"a", b"2", SMALL));
+        assert!(!h.insert(b"b", b"3", SMALL));
+        assert!(!h.insert(b"b", b"long value", SMALL));
+        let order: Vec<&[u8]> = h.iter().map(|(f, _)| f).collect();
+        assert_eq!(order, vec![&b"b"[..], b"a"]);
+        assert_eq!(h.encoding(), "listpack");
+        assert!(h.insert(b"c", &[b'x'; 11], SMALL));
+        assert_eq!(h.encoding(), "hashtable");
+        assert_eq!(h.get(b"c"), Some(&[b'x'; 11][..]));
+        assert!(h.remove(b"c"));
+        assert_eq!(h.encoding(), "hashtable", "never converts back");
+        let mut h = Hash::new();
+        for i in 0..8 {
+            h.insert(format!("f{i}").as_bytes(), b"v", SMALL);
+        }
+        assert_eq!(h.encoding(), "listpack");
+        h.insert(b"f9", b"v", SMALL);
+        assert_eq!(h.encoding(), "hashtable");
+        assert_eq!(h.len(), 9);
+    }
+
+    #[test]
+    fn long_elements_use_multi_byte_headers() {
+        let big = HashLimits {
+            max_listpack_entries: 128,
+            max_listpack_value: 100_000,
+        };
+        let mut h = Hash::new();
+        let v = vec![7u8; 20_000];
+        h.insert(b"f", &v, big);
+        h.insert(&[1u8; 200], b"x", big);
+        assert_eq!(h.encoding(), "listpack");
+        assert_eq!(h.get(b"f"), Some(&v[..]));
+        assert_eq!(h.get(&[1u8; 200]), Some(&b"x"[..]));
+        assert_eq!(h.len(), 2);
+    }
+
+    #[test]
+    fn a_shared_listpack_is_not_changed_in_place() {
+        let mut h = Hash::new();
+        h.insert(b"f", b"1", SMALL);
+        let snapshot = h.clone();
+        h.insert(b"f", b"2", SMALL);
+        assert_eq!(snapshot.get(b"f"), Some(&b"1"[..]));
+        assert_eq!(h.get(b"f"), Some(&b"2"[..]));
+    }
+
+    proptest! {
+        #[test]
+        fn behaves_like_a_map(ops in proptest::collection::vec((0u8..3, 0u8..20, 0usize..14), 1..300)) {
+            let mut h = Hash::new();
+            let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+            let mut order: Vec<Vec<u8>> = Vec::new();
+            let mut converted = false;
+            for (op, f, vlen) in ops {
+                let field = format!("f{f}").into_bytes();
+                match op {
+                    0 | 1 => {
+                        let value = vec![b'a' + f; vlen];
+                        let new = !model.contains_key(&field);
+                        prop_assert_eq!(h.insert(&field, &value, SMALL), new);
+                        if new { order.push(field.clone()); }
+                        model.insert(field, value);
+                        if vlen > 10 || model.len() > 8 { converted = true; }
+                    }
+                    _ => {
+                        prop_assert_eq!(h.remove(&field), model.remove(&field).is_some());
+                        order.retain(|x| x != &field);
+                    }
+                }
+                prop_assert_eq!(h.encoding() == "hashtable", converted);
+            }
+            prop_assert_eq!(h.len(), model.len());
+            for (k, v) in &model {
+                prop_assert_eq!(h.get(k), Some(&v[..]));
+            }
+            if !converted {
+                let got: Vec<Vec<u8>> = h.iter().map(|(f, _)| f.to_vec()).collect();
+                prop_assert_eq!(got, order);
+            }
+            let mut seen = 0;
+            let mut c = 0;
+            loop {
+                c = h.scan(c, 3, |f, v| { seen += 1; assert_eq!(model.get(f).map(|x| &x[..]), Some(v)); });
+                if c == 0 { break; }
+            }
+            prop_assert_eq!(seen, model.len());
+            let rebuilt = Hash::from_pairs(
+                h.iter().collect::<Vec<_>>().into_iter(),
+                SMALL,
+            );
+            prop_assert_eq!(&rebuilt, &h);
+        }
+    }
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""The data-type commands and the memory of small hashes, ferrokv beside redis-server.
+
+  python3 scripts/bench_types_vs_redis.py [--rounds 5] [--requests 1000000] [--hashes 1000000]
+
+Throughput: one redis-benchmark run per server and round with
+`-t lpush,lpop,sadd,hset,spop,zadd,zpopmin,lrange_100,mset -c 50 -P 16 -r 1000000`
+(the tests run in that order, so LPOP, SPOP and ZPOPMIN pop what the pushes
+made), the servers in turns (ferrokv, redis, ferrokv, ...) and a FLUSHALL
+between runs, so drifts in machine load hit both alike. Figures are medians
+over rounds; the ratios are what to quote.
+
+Memory: on freshly started servers, N hashes `user:<i>` of 10 small fields
+(`field0`..`field9`, 8-byte values) loaded with redis-cli --pipe, then the
+resident set size (and used_memory) of each process.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, cli, free_port, rss_bytes  # noqa: E402
+from bench_vs_redis import start  # noqa: E402
+
+TESTS = "lpush,lpop,sadd,hset,spop,zadd,zpopmin,lrange_100,mset"
+
+
+def bench(port, n):
+    out = subprocess.run(
+        ["redis-benchmark", "-p", str(port), "-t", TESTS, "-n", str(n), "-r", "1000000",
+         "-c", "50", "-P", "16", "-d", "32", "--csv"],
+        capture_output=True, text=True, check=True).stdout
+    rps = {}
+    for line in out.splitlines()[1:]:
+        cols = [c.strip('"') for c in line.split(",")]
+        if len(cols) > 1:
+            rps[cols[0].split(" ")[0]] = float(cols[1])
+    return rps
+
+
+def load_hashes(port, n):
+    chunk = 100_000
+    for start_i in range(0, n, chunk):
+        payload = bytearray()
+        for i in range(start_i, min(n, start_i + chunk)):
+            k = b"user:%07d" % i
+            args = [b"HSET", k]
+            for f in range(10):
+                args += [b"field%d" % f, b"v%07d" % ((i * 10 + f) % 10_000_000)]
+            payload += b"*%d\r\n" % len(args)
+            for a in args:
+                payload += b"$%d\r\n%s\r\n" % (len(a), a)
+        subprocess.run(["redis-cli", "-p", str(port), "--pipe"], input=bytes(payload),
+                       capture_output=True, check=True)
+
+
+def used_memory(port):
+    info = cli(port, "info", "memory")
+    for line in info.splitlines():
+        if line.startswith("used_memory:"):
+            return int(line.split(":")[1])
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--requests", type=int, default=1_000_000)
+    ap.add_argument("--hashes", type=int, default=1_000_000)
+    ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--ferrokv", default=os.path.join(ROOT, "target/release/ferrokv-server"))
+    a = ap.parse_args()
+    if not os.path.exists(a.ferrokv):
+        subprocess.run(["cargo", "build", "--release", "-p", "ferrokv-server"], cwd=ROOT, check=True)
+    servers = {}
+    fp, rp = free_port(), free_port()
+    servers["ferrokv"] = (fp, start("ferrokv", [a.ferrokv], fp))
+    servers["redis"] = (rp, start("redis", ["redis-server"], rp))
+    results = {}
+    try:
+        for rnd in range(0 if a.skip_throughput else a.rounds):
+            order = ["ferrokv", "redis"] if rnd % 2 == 0 else ["redis", "ferrokv"]
+            for name in order:
+                port, _ = servers[name]
+                cli(port, "flushall")
+                for test, rps in bench(port, a.requests).items():
+                    results.setdefault((test, name), []).append(rps)
+                print(f"round {rnd} {name} done", file=sys.stderr)
+        if results:
+            print("| test (-c 50 -P 16) | ferrokv req/s | redis req/s | ratio |")
+            print("|---|---|---|---|")
+            for test in sorted({t for t, _ in results}, key=lambda t: TESTS.upper().find(t.split("_")[0])):
+                f = statistics.median(results.get((test, "ferrokv"), [0]))
+                r = statistics.median(results.get((test, "redis"), [0]))
+                ratio = f"{f / r:.2f}x" if r else "-"
+                print(f"| {test} | {f:,.0f} | {r:,.0f} | {ratio} |")
+        for name in list(servers):
+            servers[name][1].kill()
+            servers[name][1].wait()
+        fp, rp = free_port(), free_port()
+        servers["ferrokv"] = (fp, start("ferrokv", [a.ferrokv], fp))
+        servers["redis"] = (rp, start("redis", ["redis-server"], rp))
+        time.sleep(0.5)
+        base = {name: rss_bytes(servers[name][1].pid) for name in servers}
+        mem, used = {}, {}
+        for name in ("ferrokv", "redis"):
+            port, proc = servers[name]
+            load_hashes(port, a.hashes)
+            time.sleep(1)
+            assert int(cli(port, "dbsize")) == a.hashes, cli(port, "dbsize")
+            assert cli(port, "object", "encoding", "user:0000000") == "listpack"
+            mem[name] = rss_bytes(proc.pid)
+            used[name] = used_memory(port)
+        print()
+        print(f"| memory, {a.hashes:,} hashes x 10 fields | ferrokv | redis | ratio |")
+        print("|---|---|---|---|")
+        print(f"| RSS after load | {mem['ferrokv'] / 2**20:.1f} MiB | {mem['redis'] / 2**20:.1f} MiB "
+              f"| {mem['ferrokv'] / mem['redis']:.2f}x |")
+        fd, rd = mem["ferrokv"] - base["ferrokv"], mem["redis"] - base["redis"]
+        print(f"| RSS growth from empty | {fd / 2**20:.1f} MiB | {rd / 2**20:.1f} MiB | {fd / rd:.2f}x |")
+        print(f"| used_memory | {used['ferrokv'] / 2**20:.1f} MiB | {used['redis'] / 2**20:.1f} MiB "
+              f"| {used['ferrokv'] / used['redis']:.2f}x |")
+    finally:
+        for _, p in servers.values():
+            p.kill()
+
+
+if __name__ == "__main__":
+    main()
