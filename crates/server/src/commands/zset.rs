@@ -49,6 +49,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("zpopmin", -2, WRITE | FAST, zpopmin).since("5.0.0").complexity("O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.").doc("Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "key [count]"),
     cmd("zpopmax", -2, WRITE | FAST, zpopmax).since("5.0.0").complexity("O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.").doc("Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "key [count]"),
     cmd("zmpop", -4, WRITE, zmpop).keys(0, 0, 0).since("7.0.0").complexity("O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.").doc("Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", "numkeys key [key ...] MIN|MAX [COUNT count]"),
+    cmd("bzpopmin", -3, WRITE | NOSCRIPT | FAST | BLOCKING, bzpopmin).keys(1, -2, 1).since("5.0.0").complexity("O(log(N)) with N being the number of elements in the sorted set.").doc("Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "key [key ...] timeout"),
+    cmd("bzpopmax", -3, WRITE | NOSCRIPT | FAST | BLOCKING, bzpopmax).keys(1, -2, 1).since("5.0.0").complexity("O(log(N)) with N being the number of elements in the sorted set.").doc("Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.", "key [key ...] timeout"),
+    cmd("bzmpop", -5, WRITE | BLOCKING, bzmpop).keys(0, 0, 0).since("7.0.0").complexity("O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.").doc("Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "timeout numkeys key [key ...] MIN|MAX [COUNT count]"),
     cmd("zunionstore", -4, WRITE | DENYOOM, zunionstore).since("2.0.0").complexity("O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.").doc("Stores the union of multiple sorted sets in a key.", "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]"),
     cmd("zinterstore", -4, WRITE | DENYOOM, zinterstore).since("2.0.0").complexity("O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.").doc("Stores the intersect of multiple sorted sets in a key.", "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]"),
     cmd("zdiffstore", -4, WRITE | DENYOOM, zdiffstore).since("6.2.0").complexity("O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.").doc("Stores the difference of multiple sorted sets in a key.", "destination numkeys key [key ...]"),
@@ -1083,6 +1086,98 @@ fn zmpop(ctx: &mut Ctx, args: Args) {
         let name: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
         ctx.rewrite(&[name, &key, c.as_bytes()]);
     }
+}
+
+/// BZPOPMIN key [key ...] timeout
+fn bzpopmin(ctx: &mut Ctx, args: Args) {
+    bzpop(ctx, args, false)
+}
+
+/// BZPOPMAX key [key ...] timeout
+fn bzpopmax(ctx: &mut Ctx, args: Args) {
+    bzpop(ctx, args, true)
+}
+
+fn bzpop(ctx: &mut Ctx, args: Args, max: bool) {
+    let Some(deadline) = super::list::parse_timeout(ctx, args.get(args.len() - 1)) else {
+        return;
+    };
+    let keys = 1..args.len() - 1;
+    if pop_first_ready(ctx, &args, keys.clone(), max, -1, false) {
+        return;
+    }
+    block_or_give_up(ctx, args, keys, deadline);
+}
+
+/// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]
+fn bzmpop(ctx: &mut Ctx, args: Args) {
+    let Some((keys_at, numkeys, max, count)) = parse_mpop(ctx, &args, 2) else {
+        return;
+    };
+    let Some(deadline) = super::list::parse_timeout(ctx, args.get(1)) else {
+        return;
+    };
+    let keys = keys_at..keys_at + numkeys;
+    if pop_first_ready(ctx, &args, keys.clone(), max, count, true) {
+        return;
+    }
+    block_or_give_up(ctx, args, keys, deadline);
+}
+
+/// Redis's `blockingGenericZpopCommand` before it blocks: pops from the
+/// first key holding a zset (true: replied, popped or WRONGTYPE), and
+/// propagates ZPOPMIN/ZPOPMAX (with the count when one was given).
+fn pop_first_ready(
+    ctx: &mut Ctx,
+    args: &Args,
+    keys: std::ops::Range<usize>,
+    max: bool,
+    count: i64,
+    nested: bool,
+) -> bool {
+    let db = ctx.client.db;
+    for i in keys {
+        let key = args.get(i);
+        match ctx.srv.lookup_write(db, key, ctx.now_ms) {
+            None => continue,
+            Some(e) if !matches!(e.value(), ValueRef::ZSet(_)) => {
+                ctx.error(err::WRONGTYPE);
+                return true;
+            }
+            Some(_) => {}
+        }
+        zpop_generic(ctx, &[key], max, true, count, nested, true);
+        let name: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+        if count == -1 {
+            ctx.rewrite(&[name, key]);
+        } else {
+            let c = count.to_string();
+            ctx.rewrite(&[name, key, c.as_bytes()]);
+        }
+        return true;
+    }
+    false
+}
+
+/// Blocks the client on `keys` until one holds a zset, or — where nothing
+/// may block (MULTI/EXEC) — answers as a timeout would: a null array.
+fn block_or_give_up(
+    ctx: &mut Ctx,
+    args: Args,
+    keys: std::ops::Range<usize>,
+    deadline: Option<i64>,
+) {
+    if !crate::blocking::may_block(ctx) {
+        ctx.client.out.null_array();
+        return;
+    }
+    crate::blocking::block_for_keys(
+        ctx,
+        args,
+        keys.map(|i| args.get(i)),
+        ferrokv_store::ValueType::ZSet,
+        deadline,
+    );
 }
 
 /// Parses `numkeys key... MIN|MAX [COUNT count]` from `args[at..]`:

@@ -46,7 +46,6 @@ fn load_zset(
     Ok(z)
 }
 
-
 impl RdbVisitor for Loader<'_> {
     fn select_db(&mut self, db: u64) -> Result<(), VisitError> {
         self.db = db as usize;
