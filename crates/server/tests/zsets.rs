@@ -643,3 +643,38 @@ fn blocking_pops_reach_the_aof_as_zpop() {
     let mut c = n.client();
     assert_eq!(digest(&mut c), before);
 }
+
+#[test]
+fn set_algebra_takes_plain_sets_as_score_one() {
+    let (ours, redis) = pair();
+    let (mut o, mut r) = (ours.raw(), redis.raw());
+    same_replies(
+        &mut o,
+        &mut r,
+        &[
+            &["SADD", "s1", "a", "b", "c"],
+            &["SADD", "s2", "1", "2", "3"],
+            &["ZADD", "z1", "5", "a", "7", "x", "2", "1"],
+            &[
+                "ZUNION",
+                "3",
+                "z1",
+                "s1",
+                "s2",
+                "WEIGHTS",
+                "2",
+                "3",
+                "4",
+                "WITHSCORES",
+            ],
+            &["ZINTER", "2", "s2", "z1", "AGGREGATE", "MAX", "WITHSCORES"],
+            &["ZDIFF", "2", "s1", "z1", "WITHSCORES"],
+            &["ZUNIONSTORE", "d", "2", "s1", "s2"],
+            &["ZRANGE", "d", "0", "-1", "WITHSCORES"],
+            &["OBJECT", "ENCODING", "d"],
+            &["LPUSH", "l", "a"],
+            &["ZUNION", "2", "z1", "l"],
+            &["DEBUG", "DIGEST"],
+        ],
+    );
+}

@@ -1302,6 +1302,35 @@ fn zdiff(ctx: &mut Ctx, args: Args) {
     setop_generic(ctx, args, false, SetOp::Diff, "zdiff")
 }
 
+/// An input of ZUNION/ZINTER/ZDIFF: a sorted set, or a set whose members
+/// all score 1 (Redis accepts both).
+#[derive(Clone, Copy)]
+enum Src<'a> {
+    Z(&'a ZSet),
+    S(&'a ferrokv_store::set::Set),
+}
+
+impl Src<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Src::Z(z) => z.len(),
+            Src::S(s) => s.len(),
+        }
+    }
+    fn score(&self, m: &[u8]) -> Option<f64> {
+        match self {
+            Src::Z(z) => z.score(m),
+            Src::S(s) => s.contains(m).then_some(1.0),
+        }
+    }
+    fn each(&self, f: &mut dyn FnMut(&[u8], f64)) {
+        match self {
+            Src::Z(z) => z.iter().for_each(|(m, s)| f(m, s)),
+            Src::S(s) => s.iter().for_each(|m| m.with_bytes(|b| f(b, 1.0))),
+        }
+    }
+}
+
 /// Redis's `zunionInterDiffGenericCommand`.
 fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) {
     let numkeys_at = if store { 2 } else { 1 };
@@ -1324,7 +1353,7 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
     let db = ctx.client.db;
     for i in 0..setnum {
         if let Some(e) = ctx.srv.lookup_read(db, args.get(first + i), ctx.now_ms) {
-            if !matches!(e.value(), ValueRef::ZSet(_)) {
+            if !matches!(e.value(), ValueRef::ZSet(_) | ValueRef::Set(_)) {
                 ctx.error(err::WRONGTYPE);
                 return;
             }
@@ -1372,7 +1401,7 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
     }
     // Sources in Redis's order: by cardinality for union and inter (a
     // stable sort, as glibc's qsort), as given for diff.
-    let mut srcs: Vec<(Option<&ZSet>, f64, usize)> = Vec::with_capacity(setnum);
+    let mut srcs: Vec<(Option<Src>, f64, usize)> = Vec::with_capacity(setnum);
     let dbref = &ctx.srv.keyspace.dbs[db];
     let now = ctx.now_ms;
     for (i, &weight) in weights.iter().enumerate() {
@@ -1381,7 +1410,8 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
                 return None;
             }
             match e.value() {
-                ValueRef::ZSet(z) => Some(z),
+                ValueRef::ZSet(z) => Some(Src::Z(z)),
+                ValueRef::Set(s) => Some(Src::S(s)),
                 _ => None,
             }
         });
@@ -1393,10 +1423,10 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
     let mut result: Vec<(Vec<u8>, f64)> = Vec::new();
     match op {
         SetOp::Union => {
-            let mut acc: hashbrown::HashMap<&[u8], usize> = hashbrown::HashMap::new();
+            let mut acc: hashbrown::HashMap<Vec<u8>, usize> = hashbrown::HashMap::new();
             for (z, w, _) in &srcs {
                 let Some(z) = z else { continue };
-                for (m, s) in z.iter() {
+                z.each(&mut |m, s| {
                     let mut score = w * s;
                     if score.is_nan() {
                         score = 0.0;
@@ -1404,46 +1434,46 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
                     match acc.get(m) {
                         Some(&i) => aggregate(&mut result[i].1, score, agg),
                         None => {
-                            acc.insert(m, result.len());
+                            acc.insert(m.to_vec(), result.len());
                             result.push((m.to_vec(), score));
                         }
                     }
-                }
+                });
             }
         }
         SetOp::Inter => {
             if let Some((Some(z0), w0, i0)) = srcs.first().copied() {
-                'members: for (m, s) in z0.iter() {
+                z0.each(&mut |m, s| {
                     let mut score = w0 * s;
                     if score.is_nan() {
                         score = 0.0;
                     }
                     for (z, w, i) in &srcs[1..] {
-                        let Some(z) = z else { continue 'members };
+                        let Some(z) = z else { return };
                         let v = if args.get(first + *i) == args.get(first + i0) {
                             s * w
                         } else {
                             match z.score(m) {
                                 Some(v) => v * w,
-                                None => continue 'members,
+                                None => return,
                             }
                         };
                         aggregate(&mut score, v, agg);
                     }
                     result.push((m.to_vec(), score));
-                }
+                });
             }
         }
         SetOp::Diff => {
             if let Some((Some(z0), _, _)) = srcs.first().copied() {
-                for (m, s) in z0.iter() {
+                z0.each(&mut |m, s| {
                     if srcs[1..]
                         .iter()
                         .all(|(z, _, _)| z.is_none_or(|z| z.score(m).is_none()))
                     {
                         result.push((m.to_vec(), s));
                     }
-                }
+                });
             }
         }
     }
