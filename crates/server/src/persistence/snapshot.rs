@@ -299,11 +299,11 @@ impl SnapshotJob {
                         let mut b = ferrokv_store::value::itoa_buf::Buf::new();
                         enc.string_entry(chunk, e.key(), b.format(i), expire)
                     }
+                    ValueRef::List(l) => enc.list_entry(chunk, e.key(), l.iter(), expire),
                     ValueRef::Hash(h) => enc.hash_entry(chunk, e.key(), h.iter(), expire),
                     ValueRef::Set(s) => {
                         enc.set_entry(chunk, e.key(), s.iter().map(|m| m.text()), expire)
                     }
-                    ValueRef::List(l) => enc.list_entry(chunk, e.key(), l.iter(), expire),
                     ValueRef::ZSet(z) => enc.zset_entry(chunk, e.key(), z.iter(), expire),
                 }
                 n += 1;
