@@ -124,6 +124,10 @@ pub struct Config {
     pub hash_max_listpack_entries: u64,
     pub hash_max_listpack_value: u64,
     pub set_max_intset_entries: u64,
+    /// Sorted sets up to this many members (of at most `zset_max_listpack_value`
+    /// bytes) use the compact listpack encoding.
+    pub zset_max_listpack_entries: u64,
+    pub zset_max_listpack_value: u64,
     /// The config file the server was started with (for `INFO` and `CONFIG REWRITE`).
     pub config_file: Option<String>,
     /// Replication (`replicaof`, `masterauth`, `repl-*`, `min-replicas-*`).
@@ -195,6 +199,8 @@ impl Default for Config {
             repl: Default::default(),
             list_max_listpack_size: -2,
             list_compress_depth: 0,
+            zset_max_listpack_entries: 0,
+            zset_max_listpack_value: 0,
         };
         for o in OPTIONS.iter().chain(REPL_OPTIONS) {
             let args = split(o.default);
@@ -878,6 +884,60 @@ pub static OPTIONS: &[ConfigOption] = &[
         |c| c.slowlog_log_slower_than.to_string()
     ),
     opt!(
+        "zset-max-listpack-entries",
+        "128",
+        true,
+        |c, a| {
+            c.zset_max_listpack_entries = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.zset_max_listpack_entries.to_string()
+    ),
+    opt!(
+        "zset-max-ziplist-entries",
+        "128",
+        true,
+        |c, a| {
+            c.zset_max_listpack_entries = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.zset_max_listpack_entries.to_string()
+    ),
+    opt!(
+        "zset-max-listpack-value",
+        "64",
+        true,
+        |c, a| {
+            let v = parse_memory(one(a)?)?;
+            if v > i64::MAX as u64 {
+                return Err(format!(
+                    "argument must be between 0 and {} inclusive",
+                    i64::MAX
+                ));
+            }
+            c.zset_max_listpack_value = v;
+            Ok(())
+        },
+        |c| c.zset_max_listpack_value.to_string()
+    ),
+    opt!(
+        "zset-max-ziplist-value",
+        "64",
+        true,
+        |c, a| {
+            let v = parse_memory(one(a)?)?;
+            if v > i64::MAX as u64 {
+                return Err(format!(
+                    "argument must be between 0 and {} inclusive",
+                    i64::MAX
+                ));
+            }
+            c.zset_max_listpack_value = v;
+            Ok(())
+        },
+        |c| c.zset_max_listpack_value.to_string()
+    ),
+    opt!(
         "slowlog-max-len",
         "128",
         true,
@@ -1289,6 +1349,8 @@ impl Config {
             hash_max_listpack_value: self.hash_max_listpack_value as usize,
             set_max_intset_entries: self.set_max_intset_entries as usize,
             list_max_listpack_size: self.list_max_listpack_size,
+            zset_max_listpack_entries: self.zset_max_listpack_entries as usize,
+            zset_max_listpack_value: self.zset_max_listpack_value as usize,
             ..Default::default()
         }
     }

@@ -544,8 +544,13 @@ impl Server {
                 || unix_ms() / 1000,
                 usec / 1000,
             );
+            let log_slower_than = if spec.has(crate::commands::flags::SKIP_SLOWLOG) {
+                -1
+            } else {
+                self.config.slowlog_log_slower_than
+            };
             self.slowlog.push_if_slow(
-                self.config.slowlog_log_slower_than,
+                log_slower_than,
                 self.config.slowlog_max_len,
                 usec,
                 &args,

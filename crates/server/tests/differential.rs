@@ -5,7 +5,8 @@
 //! after each sequence `DEBUG DIGEST` proves both hold the same data.
 //!
 //! Guards against any divergence from Redis in the string and generic
-//! families: replies, error texts, option parsing, expiry, encodings.
+//! families: replies, error texts, option parsing, expiry, encodings, and
+//! single-session transactions (MULTI/EXEC/DISCARD/WATCH on two connections).
 //!
 //! One redis-server and one ferrokv serve every sequence (FLUSHALL before
 //! each). A sequence runs over two connections per server: the first speaks
@@ -77,6 +78,10 @@ struct Mismatch {
     what: String,
 }
 
+/// Redis started with ferrokv's defaults where Debian's redis-server,
+/// started without a config file, differs (512 hash listpack entries).
+const REDIS_ARGS: &[&str] = &["--hash-max-listpack-entries", "128"];
+
 struct Servers {
     redis: ServerProcess,
     ferrokv: ServerProcess,
@@ -84,7 +89,7 @@ struct Servers {
 
 impl Servers {
     fn start() -> Servers {
-        let redis = ServerProcess::redis(&[]);
+        let redis = ServerProcess::redis(REDIS_ARGS);
         let ferrokv = ServerProcess::ferrokv(&["--enable-debug-command", "yes"]);
         Servers { redis, ferrokv }
     }
@@ -118,7 +123,7 @@ impl Servers {
         }
         if !answers(&mut self.redis) {
             eprintln!("redis died; its log:\n{}", self.redis.log());
-            self.redis = ServerProcess::redis(&[]);
+            self.redis = ServerProcess::redis(REDIS_ARGS);
         }
     }
 }
@@ -217,13 +222,17 @@ fn ttl_class(v: i64) -> &'static str {
 
 /// Compares one command's replies; `Some(reason)` when they differ.
 fn compare(s: &mut Session, cmd: &Command) -> Option<String> {
-    if cmd.check == Check::Scan {
+    if cmd.check == Check::Scan || cmd.check == Check::ZScan {
         return compare_scan(s, cmd);
     }
     let (r, f) = s.both(&cmd.args);
     let (Ok((rf, rb)), Ok((ff, fb))) = (&r, &f) else {
         return Some(format!("redis: {}\nferrokv: {}", show(&r), show(&f)));
     };
+    // The same bytes always agree (`+QUEUED` for any command in MULTI).
+    if rb == fb {
+        return None;
+    }
     let differ = |why: &str| {
         Some(format!(
             "{why}\nredis:   {}\nferrokv: {}",
@@ -267,8 +276,11 @@ fn compare(s: &mut Session, cmd: &Command) -> Option<String> {
                 _ => differ("expiry time classes differ"),
             }
         }
+        Check::SortedPairs | Check::ScanOnce { .. } | Check::RandomShape => {
+            compare_collection(rf, ff, cmd.check).and_then(|why| differ(&why))
+        }
         Check::Sorted => match (rf, ff) {
-            (Frame::Array(a), Frame::Array(b)) => {
+            (Frame::Array(a), Frame::Array(b)) | (Frame::Set(a), Frame::Set(b)) => {
                 let key = |f: &Frame| format!("{f:?}");
                 let mut a = a.clone();
                 let mut b = b.clone();
@@ -293,12 +305,75 @@ fn compare(s: &mut Session, cmd: &Command) -> Option<String> {
             }
             _ => differ("RANDOMKEY: null on one side only"),
         },
-        Check::Exact | Check::Scan => unreachable!(),
+        Check::RandomMembers => {
+            let shape = |f: &Frame| match f {
+                Frame::Array(a) => format!("array of {}", a.len()),
+                Frame::Null => "null".to_string(),
+                Frame::Bulk(_) => "bulk".to_string(),
+                other => format!("{other:?}"),
+            };
+            (shape(rf) != shape(ff)).then(|| differ("random replies differ in shape").unwrap())
+        }
+        Check::Exact | Check::Scan | Check::ZScan => unreachable!(),
     }
 }
 
-/// Runs a `SCAN 0 ...` to completion on one server.
+/// Compares collection replies whose order (or picks) differ by design;
+/// `Some(reason)` when they differ in what they may not.
+fn compare_collection(rf: &Frame, ff: &Frame, check: Check) -> Option<String> {
+    let key = |f: &Frame| format!("{f:?}");
+    let sorted_pairs = |v: &[Frame]| {
+        let mut p: Vec<String> = v.chunks(2).map(|c| format!("{c:?}")).collect();
+        p.sort();
+        p
+    };
+    match (check, rf, ff) {
+        (Check::SortedPairs, Frame::Array(a), Frame::Array(b)) => {
+            (sorted_pairs(a) != sorted_pairs(b)).then(|| "sorted pairs differ".into())
+        }
+        (Check::SortedPairs, Frame::Map(a), Frame::Map(b)) => {
+            let mut a: Vec<String> = a.iter().map(|p| format!("{p:?}")).collect();
+            let mut b: Vec<String> = b.iter().map(|p| format!("{p:?}")).collect();
+            a.sort();
+            b.sort();
+            (a != b).then(|| "sorted map entries differ".into())
+        }
+        (Check::ScanOnce { pairs }, Frame::Array(a), Frame::Array(b)) => {
+            let ([Frame::Bulk(ca), Frame::Array(ia)], [Frame::Bulk(cb), Frame::Array(ib)]) =
+                (a.as_slice(), b.as_slice())
+            else {
+                return Some("not SCAN replies".into());
+            };
+            if ca != b"0" || cb != b"0" {
+                return Some("a scan of a small collection did not finish in one call".into());
+            }
+            let same = if pairs {
+                sorted_pairs(ia) == sorted_pairs(ib)
+            } else {
+                let mut x = ia.clone();
+                let mut y = ib.clone();
+                x.sort_by_key(key);
+                y.sort_by_key(key);
+                x == y
+            };
+            (!same).then(|| "scanned elements differ".into())
+        }
+        (Check::RandomShape, Frame::Array(a), Frame::Array(b)) => (a.len() != b.len()
+            || a.iter()
+                .zip(b)
+                .any(|(x, y)| std::mem::discriminant(x) != std::mem::discriminant(y)))
+        .then(|| "random picks differ in shape".into()),
+        (Check::RandomShape, Frame::Bulk(_), Frame::Bulk(_)) => None,
+        (_, a, b) if a == b => None,
+        _ => Some("replies differ".into()),
+    }
+}
+
+/// Runs a `SCAN 0 ...` (or `ZSCAN key 0 ...`, whose member/score pairs
+/// come back joined) to completion on one server.
 fn scan_all(raw: &mut Raw, cmd: &Command) -> Result<Vec<Vec<u8>>, String> {
+    let zscan = cmd.check == Check::ZScan;
+    let cursor_at = if zscan { 2 } else { 1 };
     let mut args = cmd.args.clone();
     let mut keys = Vec::new();
     for _ in 0..100_000 {
@@ -309,18 +384,26 @@ fn scan_all(raw: &mut Raw, cmd: &Command) -> Result<Vec<Vec<u8>>, String> {
         let [Frame::Bulk(cursor), Frame::Array(batch)] = parts.as_slice() else {
             return Err(format!("bad SCAN reply: {}", show_frame(&f)));
         };
+        let mut items = Vec::new();
         for k in batch {
             match k {
-                Frame::Bulk(k) => keys.push(k.clone()),
+                Frame::Bulk(k) => items.push(k.clone()),
                 other => return Err(format!("bad SCAN key: {}", show_frame(other))),
             }
+        }
+        if zscan {
+            for pair in items.chunks(2) {
+                keys.push([pair[0].as_slice(), b" score=", pair[1].as_slice()].concat());
+            }
+        } else {
+            keys.extend(items);
         }
         if cursor == b"0" {
             keys.sort();
             keys.dedup();
             return Ok(keys);
         }
-        args[1] = cursor.clone();
+        args[cursor_at] = cursor.clone();
     }
     Err("SCAN did not finish in 100000 calls".into())
 }
@@ -408,10 +491,28 @@ fn run_once(servers: &mut Servers, case: &Case) -> Result<(), Mismatch> {
         show(&r),
         show(&f)
     );
+    // A sequence may move the zset listpack threshold: start each at the default.
+    let _ = s.both(&["CONFIG", "SET", "zset-max-listpack-entries", "128"]);
     for (index, cmd) in case.commands.iter().enumerate() {
         s.conn = cmd.conn;
         if let Some(what) = compare(&mut s, cmd) {
             return Err(Mismatch { index, what });
+        }
+    }
+    // A transaction left open would queue the DIGEST: close it (DISCARD
+    // outside MULTI is the same error on both).
+    for conn in 0..2 {
+        s.conn = conn;
+        let (r, f) = s.both(&["DISCARD"]);
+        if show(&r) != show(&f) {
+            return Err(Mismatch {
+                index: case.commands.len(),
+                what: format!(
+                    "closing DISCARD on conn {conn} differs: redis {} ferrokv {}",
+                    show(&r),
+                    show(&f)
+                ),
+            });
         }
     }
     s.conn = 0;

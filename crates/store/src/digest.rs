@@ -56,6 +56,20 @@ fn mix_value(d: &mut Digest, e: &Entry) {
         // Each element in order (an integer element as its text, which is
         // what a list stores here).
         ValueRef::List(l) => l.iter().for_each(|e| mix(d, e)),
+        ValueRef::ZSet(z) => {
+            // Per member a fresh digest of the member then its score as
+            // Redis 7.0 prints it (`%.17g`), xored in (hashed): order-free.
+            let mut elem = [0u8; 20];
+            let mut text = Vec::with_capacity(24);
+            for (m, score) in z.iter() {
+                elem.fill(0);
+                mix(&mut elem, m);
+                text.clear();
+                crate::zset::write_score(&mut text, score);
+                mix(&mut elem, &text);
+                xor(d, &elem);
+            }
+        }
     }
     if e.has_expire() {
         xor(d, b"!!expire!!");

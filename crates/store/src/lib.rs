@@ -11,6 +11,7 @@
 //! - [`digest`]: Redis 7.0's `DEBUG DIGEST` algorithm.
 //! - [`list`]: the list type, a deque of chunks of packed elements.
 //! - [`pattern`]: Redis's glob matching.
+//! - [`zset`]: sorted sets (listpack and skiplist encodings).
 //!
 //! [`Keyspace`] groups the 16 databases `SELECT` chooses from. The crate is
 //! pure: time is passed in, nothing here does I/O.
@@ -25,10 +26,12 @@ pub mod list;
 pub mod pattern;
 pub mod set;
 pub mod value;
+pub mod zset;
 
 pub use bytes::SmallBytes;
 pub use db::{Access, Db, Entry, Found, Lookup, NO_EXPIRE};
 pub use value::{Value, ValueRef, ValueType};
+pub use zset::{ZSet, ZsetLimits};
 
 /// The databases of a server.
 pub struct Keyspace {

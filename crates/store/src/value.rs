@@ -48,6 +48,9 @@ pub enum Value {
     Set(Set),
     /// A list (shared with a snapshot in progress until written to).
     List(std::sync::Arc<crate::list::List>),
+    /// A sorted set (shared so a snapshot's copy of an entry is a refcount;
+    /// writes go through `Arc::make_mut`).
+    ZSet(std::sync::Arc<crate::zset::ZSet>),
 }
 
 /// A borrowed view of a stored value.
@@ -61,6 +64,7 @@ pub enum ValueRef<'a> {
     Hash(&'a Hash),
     Set(&'a Set),
     List(&'a crate::list::List),
+    ZSet(&'a crate::zset::ZSet),
 }
 
 impl<'a> ValueRef<'a> {
@@ -70,6 +74,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(_) => ValueType::Hash,
             ValueRef::Set(_) => ValueType::Set,
             ValueRef::List(_) => ValueType::List,
+            ValueRef::ZSet(_) => ValueType::ZSet,
         }
     }
 
@@ -83,6 +88,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Set(s) => s.encoding(),
             // Redis 7.0 keeps every list in a quicklist.
             ValueRef::List(_) => "quicklist",
+            ValueRef::ZSet(z) => z.encoding(),
         }
     }
 
@@ -93,6 +99,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Str(s) | ValueRef::Raw(s) => Some(s),
             ValueRef::Hash(_) | ValueRef::Set(_) => None,
             ValueRef::List(_) => None,
+            ValueRef::ZSet(_) => None,
         }
     }
 
@@ -110,6 +117,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Str(s) => Value::Str(SmallBytes::new(s)),
             ValueRef::Raw(s) => Value::Raw(s.into()),
             ValueRef::List(l) => Value::List(std::sync::Arc::new(l.clone())),
+            ValueRef::ZSet(z) => Value::ZSet(std::sync::Arc::new(z.clone())),
         }
     }
 }
@@ -146,6 +154,7 @@ impl Value {
             Value::Hash(h) => ValueRef::Hash(h),
             Value::Set(s) => ValueRef::Set(s),
             Value::List(l) => ValueRef::List(l),
+            Value::ZSet(z) => ValueRef::ZSet(z),
         }
     }
 
@@ -167,6 +176,7 @@ impl Value {
             Value::Hash(h) => h.heap_size(),
             Value::Set(s) => s.heap_size(),
             Value::List(l) => std::mem::size_of::<crate::list::List>() + 16 + l.heap_size(),
+            Value::ZSet(z) => std::mem::size_of::<crate::zset::ZSet>() + z.heap_size(),
         }
     }
 }

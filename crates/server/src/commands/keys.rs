@@ -77,6 +77,7 @@ fn delete_keys(ctx: &mut Ctx, args: Args, lazy: bool) {
                     ctx.srv.drop_value(e);
                 }
             }
+            ctx.srv.touch_watched_key(db, key);
             ctx.notify(NOTIFY_GENERIC, "del", key);
             n += 1;
         }
@@ -273,7 +274,7 @@ fn keys(ctx: &mut Ctx, args: Args) {
 /// Parses a SCAN cursor as Redis's `parseScanCursorOrReply` does with
 /// `strtoul`: an optional sign (`-1` wraps to the largest cursor), decimal
 /// digits, no leading space, no overflow; the empty string is cursor 0.
-pub(super) fn parse_cursor(a: &[u8]) -> Option<u64> {
+pub(crate) fn parse_cursor(a: &[u8]) -> Option<u64> {
     if a.is_empty() {
         return Some(0);
     }

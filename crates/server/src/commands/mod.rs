@@ -1,7 +1,7 @@
 //! The command table and dispatch.
 //!
 //! Each family file (`string.rs`, `keys.rs`, `connection.rs`, `server.rs`,
-//! `slowlog.rs`, `latency.rs`)
+//! `slowlog.rs`, `latency.rs`, `zset.rs`)
 //! declares its rows of the table — name, arity, flags, key positions, docs —
 //! next to the handlers, with the command's syntax in a comment above each
 //! handler. [`CommandTable`] joins the rows once at start-up; dispatch is one
@@ -24,6 +24,7 @@ pub mod server;
 pub mod set;
 pub mod slowlog;
 pub mod string;
+pub mod zset;
 
 use crate::net::client::Client;
 use crate::server::Server;
@@ -49,6 +50,8 @@ pub mod flags {
     pub const MAY_REPLICATE: u32 = 1 << 12;
     pub const NO_MULTI: u32 = 1 << 13;
     pub const ALLOW_BUSY: u32 = 1 << 14;
+    /// Never in the slow log (EXEC: its commands are logged one by one).
+    pub const SKIP_SLOWLOG: u32 = 1 << 15;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -61,6 +64,7 @@ pub mod flags {
         (LOADING, "loading"),
         (STALE, "stale"),
         (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (MAY_REPLICATE, "may_replicate"),
@@ -175,6 +179,7 @@ impl CommandTable {
             set::COMMANDS,
             replication::COMMANDS,
             list::COMMANDS,
+            zset::COMMANDS,
         ] {
             for spec in family {
                 specs.push(spec);

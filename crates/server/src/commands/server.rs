@@ -134,7 +134,8 @@ fn config_get(ctx: &mut Ctx, args: Args) {
 /// CONFIG SET parameter value [parameter value ...]
 fn config_set(ctx: &mut Ctx, args: Args) {
     if !args.len().is_multiple_of(2) {
-        ctx.wrong_args("config|set");
+        // A name without a value: Redis 7.0 answers a syntax error.
+        ctx.error(err::SYNTAX);
         return;
     }
     // All or nothing: apply to a copy, install only if every pair is valid.
@@ -530,6 +531,9 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
                     ferrokv_store::ValueRef::List(l) => {
                         l.iter().map(|v| v.len() + 2).sum::<usize>() + 7
                     }
+                    ferrokv_store::ValueRef::ZSet(z) => {
+                        z.iter().map(|(m, _)| m.len() + 10).sum::<usize>()
+                    }
                     // Collections: an estimate (their elements' bytes).
                     _ => e.heap_size(),
                 };
@@ -904,10 +908,12 @@ fn swapdb(ctx: &mut Ctx, args: Args) {
         ctx.error(err::DB_RANGE);
         return;
     }
-    ctx.srv
-        .touch_watched_keys_in_db(a as usize, Some(b as usize));
-    ctx.srv
-        .touch_watched_keys_in_db(b as usize, Some(a as usize));
+    if a != b {
+        ctx.srv
+            .touch_watched_keys_in_db(a as usize, Some(b as usize));
+        ctx.srv
+            .touch_watched_keys_in_db(b as usize, Some(a as usize));
+    }
     ctx.srv.keyspace.dbs.swap(a as usize, b as usize);
     if let Some(job) = ctx.srv.persistence.job.as_mut() {
         job.swapdb(a as usize, b as usize);

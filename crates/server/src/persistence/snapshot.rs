@@ -304,6 +304,7 @@ impl SnapshotJob {
                         enc.set_entry(chunk, e.key(), s.iter().map(|m| m.text()), expire)
                     }
                     ValueRef::List(l) => enc.list_entry(chunk, e.key(), l.iter(), expire),
+                    ValueRef::ZSet(z) => enc.zset_entry(chunk, e.key(), z.iter(), expire),
                 }
                 n += 1;
             });

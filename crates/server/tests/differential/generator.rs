@@ -21,6 +21,13 @@
 //!   unions compare (Redis may return a key twice, and cursors are opaque).
 //! - **Randomness.** `RANDOMKEY` compares only as "null" vs "some key that
 //!   exists".
+//! - **Collections.** A hashtable-encoded hash or set iterates in its own
+//!   order on each server, so `SMEMBERS`, the set algebra, `HKEYS`,
+//!   `HVALS` compare sorted, `HGETALL` as sorted pairs, `HSCAN`/`SSCAN`
+//!   (one call with a large COUNT) by their sorted elements;
+//!   `SRANDMEMBER`/`HRANDFIELD` by the shape of the reply. `SPOP` is only
+//!   generated where its effect is determined (a count that takes every
+//!   member, or an error), so the data stay comparable.
 //! - **Server identity.** The `HELLO 3` reply (version, client id) is not
 //!   compared.
 //!
@@ -30,6 +37,9 @@
 //! for e.g. `9223372036854775806` + `1e3`; such a build is not our oracle.)
 //! [`FLOAT_KEY`] only ever holds float-like values, so increments pile up
 //! there instead of failing on text.
+
+#[path = "zset_gen.rs"]
+mod zset_gen;
 
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -53,6 +63,22 @@ pub enum Check {
     Scan,
     /// `RANDOMKEY`: null vs a key.
     RandomKey,
+    /// `ZSCAN key 0 ...`: iterated to completion, the sorted sets of
+    /// (member, score) pairs compared.
+    ZScan,
+    /// `ZRANDMEMBER` (and other random picks): only the reply's shape
+    /// (null, bulk, or an array of the same length) is compared.
+    RandomMembers,
+    /// `HGETALL`: the (field, value) pairs compared as a sorted list (a
+    /// hashtable's order is its own on each server).
+    SortedPairs,
+    /// `HSCAN`/`SSCAN k 0 ... COUNT 1000` over a small collection: both
+    /// finish in one call (cursor 0) and the elements compare sorted
+    /// (`pairs`: as (field, value) pairs).
+    ScanOnce { pairs: bool },
+    /// `SRANDMEMBER`/`HRANDFIELD`: random picks of the same shape (type and
+    /// length); the digest after the case proves the data equal.
+    RandomShape,
 }
 
 #[derive(Debug, Clone)]
@@ -320,6 +346,10 @@ pub struct Generator {
     rng: StdRng,
     /// Relative expiries not yet used in this sequence (seconds).
     relative_pool: Vec<i64>,
+    /// Whether each connection is between MULTI and EXEC/DISCARD: inside,
+    /// only commands whose replies compare exactly are generated (EXEC's
+    /// array holds their replies).
+    in_multi: [bool; 2],
 }
 
 impl Generator {
@@ -327,7 +357,11 @@ impl Generator {
         let mut relative_pool: Vec<i64> = (0..2000).map(|j| 1000 + 97 * j).collect();
         let mut rng = StdRng::seed_from_u64(seed);
         relative_pool.shuffle(&mut rng);
-        Generator { rng, relative_pool }
+        Generator {
+            rng,
+            relative_pool,
+            in_multi: [false; 2],
+        }
     }
 
     pub fn chance(&mut self, p: f64) -> bool {
@@ -484,10 +518,20 @@ impl Generator {
 
     /// One command.
     pub fn command(&mut self) -> Command {
-        let mut c = self.command_inner();
-        if self.chance(0.2) {
-            c.conn = 1;
-        }
+        let conn = usize::from(self.chance(0.2));
+        let mut c = match self.transaction_command(conn) {
+            Some(c) => c,
+            None => loop {
+                let c = self.command_inner();
+                if !self.in_multi[conn] || c.check == Check::Exact {
+                    break c;
+                }
+            },
+        };
+        c.conn = conn;
+        // MULTI/EXEC/DISCARD keep their arity: the generator tracks
+        // whether a connection is inside a transaction.
+        let keeps_arity = matches!(&c.args[0][..], b"MULTI" | b"EXEC" | b"DISCARD");
         let name = String::from_utf8_lossy(&c.args[0]).to_string();
         c.args[0] = self.case(&name);
         for i in 1..c.args.len() {
@@ -497,7 +541,7 @@ impl Generator {
             }
         }
         // Wrong arity now and then: one argument too few or too many.
-        if self.chance(0.03) && c.check == Check::Exact {
+        if !keeps_arity && self.chance(0.03) && c.check == Check::Exact {
             // Never a number: an extra `SET k v PX` + `7` would expire
             // during the test.
             if self.chance(0.5) && c.args.len() > 1 {
@@ -509,8 +553,55 @@ impl Generator {
         c
     }
 
+    /// Now and then a transaction command: MULTI, EXEC, DISCARD, WATCH,
+    /// UNWATCH, also where Redis refuses them (nested MULTI, EXEC without
+    /// MULTI, WATCH inside MULTI).
+    fn transaction_command(&mut self, conn: usize) -> Option<Command> {
+        let b = |s: &str| s.as_bytes().to_vec();
+        let p = if self.in_multi[conn] { 0.15 } else { 0.04 };
+        if !self.chance(p) {
+            return None;
+        }
+        let args = if self.in_multi[conn] {
+            match self.rng.gen_range(0..10) {
+                0..=5 => {
+                    self.in_multi[conn] = false;
+                    vec![b("EXEC")]
+                }
+                6..=7 => {
+                    self.in_multi[conn] = false;
+                    vec![b("DISCARD")]
+                }
+                8 => vec![b("MULTI")],
+                _ => {
+                    let mut a = vec![b("WATCH")];
+                    a.extend(self.keys(2));
+                    a
+                }
+            }
+        } else {
+            match self.rng.gen_range(0..10) {
+                0..=4 => {
+                    self.in_multi[conn] = true;
+                    vec![b("MULTI")]
+                }
+                5..=7 => {
+                    let mut a = vec![b("WATCH")];
+                    a.extend(self.keys(3));
+                    a
+                }
+                8 => vec![b("UNWATCH")],
+                _ => vec![b(self.pick(&["EXEC", "DISCARD"]))],
+            }
+        };
+        Some(Command::new(args, Check::Exact))
+    }
+
     fn command_inner(&mut self) -> Command {
         use Check::*;
+        if self.chance(0.3) {
+            return self.zset_command();
+        }
         let b = |s: &str| s.as_bytes().to_vec();
         let k = self.key();
         // Commands that only read, delete, move away or expire their key
@@ -519,7 +610,14 @@ impl Generator {
         if self.chance(0.25) {
             return self.list_command(k, src);
         }
-        let choice = self.rng.gen_range(0..100);
+        let choice = self.rng.gen_range(0..130);
+        if choice >= 100 {
+            return if choice < 115 {
+                self.hash_command(k)
+            } else {
+                self.set_command_of_sets(k)
+            };
+        }
         let args: Vec<Vec<u8>> = match choice {
             0..=9 => return self.set_command(k),
             10..=13 => vec![b("GET"), src],
@@ -990,5 +1088,222 @@ impl Generator {
             a.extend(o);
         }
         Command::new(a, Check::Scan)
+    }
+
+    /// A hash field: short texts and integers most of the time, sometimes
+    /// one past `hash-max-listpack-value` (64 bytes) or binary.
+    fn field(&mut self) -> Vec<u8> {
+        match self.rng.gen_range(0..10) {
+            0..=3 => self.pick(&["a", "b", "c", "d"]).into(),
+            4..=5 => self.pick(&["1", "2", "-3", "007", "10"]).into(),
+            6 => b"\x00\r\n\xff".to_vec(),
+            7 => vec![b'F'; 65],
+            8 => Vec::new(),
+            _ => self.pick(&["field", "xyz", "A"]).into(),
+        }
+    }
+
+    /// A set member: integers (intset), near-integers and texts.
+    fn member(&mut self) -> Vec<u8> {
+        match self.rng.gen_range(0..10) {
+            0..=4 => self
+                .pick(&["1", "2", "3", "-5", "100", "0", "9223372036854775807"])
+                .into(),
+            5 => self.pick(NOT_INTS).into(),
+            6..=7 => self.pick(&["a", "b", "c"]).into(),
+            8 => b"\x00\xff".to_vec(),
+            _ => vec![b'm'; 70],
+        }
+    }
+
+    fn hscan_or_sscan(&mut self, name: &str, k: Vec<u8>, pairs: bool) -> Command {
+        let b = |s: &str| s.as_bytes().to_vec();
+        let mut a = vec![b(name), k, b("0")];
+        if self.chance(0.4) {
+            a.push(b("MATCH"));
+            a.push(
+                self.pick(&[&b"*"[..], b"a*", b"[0-9]*", b"?", b"F*"])
+                    .to_vec(),
+            );
+        }
+        if self.chance(0.08) {
+            // Errors: checked only when the key holds the right type.
+            a.push(b("COUNT"));
+            a.push(b(self.pick(&["0", "-1", "abc"])));
+            return Command::new(a, Check::Exact);
+        }
+        a.push(b("COUNT"));
+        a.push(b("1000"));
+        Command::new(a, Check::ScanOnce { pairs })
+    }
+
+    /// A command of the hash family.
+    fn hash_command(&mut self, k: Vec<u8>) -> Command {
+        use Check::*;
+        let b = |s: &str| s.as_bytes().to_vec();
+        let args: Vec<Vec<u8>> = match self.rng.gen_range(0..24) {
+            0..=4 => {
+                let mut a = vec![b(self.pick(&["HSET", "HSET", "HMSET"])), k];
+                for _ in 0..self.rng.gen_range(1..4) {
+                    a.push(self.field());
+                    a.push(self.value());
+                }
+                a
+            }
+            5 if self.chance(0.3) => {
+                // Past `hash-max-listpack-entries` (128).
+                let mut a = vec![b("HSET"), k];
+                for i in 0..self.rng.gen_range(100..200) {
+                    a.push(format!("bulk{i}").into_bytes());
+                    a.push(self.value());
+                }
+                a
+            }
+            5 | 6 => vec![b("HSETNX"), k, self.field(), self.value()],
+            7 | 8 => vec![b("HGET"), k, self.field()],
+            9 => {
+                let mut a = vec![b("HMGET"), k];
+                for _ in 0..self.rng.gen_range(1..4) {
+                    a.push(self.field());
+                }
+                a
+            }
+            10 | 11 => {
+                let mut a = vec![b("HDEL"), k];
+                for _ in 0..self.rng.gen_range(1..4) {
+                    a.push(self.field());
+                }
+                a
+            }
+            12 => vec![b("HEXISTS"), k, self.field()],
+            13 => vec![b(self.pick(&["HLEN", "HLEN", "TYPE"])), k],
+            14 => vec![b("HSTRLEN"), k, self.field()],
+            15 => return Command::new(vec![b(self.pick(&["HKEYS", "HVALS"])), k], Sorted),
+            16 => return Command::new(vec![b("HGETALL"), k], SortedPairs),
+            17 => vec![b("HINCRBY"), k, self.field(), self.int_arg()],
+            18 => vec![
+                b("HINCRBYFLOAT"),
+                k,
+                self.field(),
+                self.pick(FLOAT_INCRS).into(),
+            ],
+            19 => {
+                let mut a = vec![b("HRANDFIELD"), k];
+                if self.chance(0.8) {
+                    a.push(b(self.pick(&[
+                        "1",
+                        "2",
+                        "5",
+                        "-1",
+                        "-7",
+                        "0",
+                        "100",
+                        "abc",
+                        "-9223372036854775808",
+                    ])));
+                    if self.chance(0.5) {
+                        a.push(b(self.pick(&["WITHVALUES", "WITHVALUES", "FOO"])));
+                    }
+                }
+                return Command::new(a, RandomShape);
+            }
+            20 => return self.hscan_or_sscan("HSCAN", k, true),
+            _ => vec![b("OBJECT"), b("ENCODING"), k],
+        };
+        Command::new(args, Exact)
+    }
+
+    /// A command of the set family.
+    fn set_command_of_sets(&mut self, k: Vec<u8>) -> Command {
+        use Check::*;
+        let b = |s: &str| s.as_bytes().to_vec();
+        let args: Vec<Vec<u8>> = match self.rng.gen_range(0..26) {
+            0..=4 => {
+                let mut a = vec![b("SADD"), k];
+                for _ in 0..self.rng.gen_range(1..5) {
+                    a.push(self.member());
+                }
+                a
+            }
+            5 if self.chance(0.2) => {
+                // Past `set-max-intset-entries` (512).
+                let mut a = vec![b("SADD"), k];
+                let base = self.rng.gen_range(0..100);
+                for i in 0..self.rng.gen_range(400..600) {
+                    a.push((base + i).to_string().into_bytes());
+                }
+                a
+            }
+            5 | 6 => {
+                let mut a = vec![b("SREM"), k];
+                for _ in 0..self.rng.gen_range(1..4) {
+                    a.push(self.member());
+                }
+                a
+            }
+            7 => vec![b("SISMEMBER"), k, self.member()],
+            8 => {
+                let mut a = vec![b("SMISMEMBER"), k];
+                for _ in 0..self.rng.gen_range(1..4) {
+                    a.push(self.member());
+                }
+                a
+            }
+            9 => return Command::new(vec![b("SMEMBERS"), k], Sorted),
+            10 => vec![b("SCARD"), k],
+            11 => {
+                // Only the deterministic forms: every member, none, errors.
+                let count = self.pick(&["1000", "1000", "0", "-1", "abc"]);
+                return Command::new(vec![b("SPOP"), k, b(count)], Sorted);
+            }
+            12 | 13 => {
+                let mut a = vec![b("SRANDMEMBER"), k];
+                if self.chance(0.8) {
+                    a.push(b(self.pick(&[
+                        "1",
+                        "2",
+                        "5",
+                        "-1",
+                        "-6",
+                        "0",
+                        "100",
+                        "abc",
+                        "-9223372036854775808",
+                    ])));
+                }
+                return Command::new(a, RandomShape);
+            }
+            14 | 15 => vec![b("SMOVE"), k, self.key(), self.member()],
+            16..=18 => {
+                let name = self.pick(&["SINTER", "SUNION", "SDIFF"]);
+                let mut a = vec![b(name), k];
+                a.extend(self.keys(3));
+                return Command::new(a, Sorted);
+            }
+            19..=21 => {
+                let name = self.pick(&["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"]);
+                let mut a = vec![b(name), k];
+                a.extend(self.keys(3));
+                a
+            }
+            22 => {
+                let keys = self.keys(3);
+                let numkeys = if self.chance(0.1) {
+                    self.pick(&["0", "9", "abc"]).to_string()
+                } else {
+                    keys.len().to_string()
+                };
+                let mut a = vec![b("SINTERCARD"), numkeys.into_bytes()];
+                a.extend(keys);
+                if self.chance(0.4) {
+                    a.push(b("LIMIT"));
+                    a.push(b(self.pick(&["0", "1", "2", "-1", "x"])));
+                }
+                a
+            }
+            23 => return self.hscan_or_sscan("SSCAN", k, false),
+            _ => vec![b("OBJECT"), b("ENCODING"), k],
+        };
+        Command::new(args, Exact)
     }
 }
