@@ -30,6 +30,10 @@
 //!   [TIMEOUT|ERROR]` ends a wait early ([`client_unblock`]).
 //! - Inside MULTI/EXEC (`Client::in_exec`) nothing blocks: the command
 //!   answers as its timeout would ([`may_block`]).
+//! - A command that blocked is counted in `INFO commandstats` once, when it
+//!   ends (its run again when served, or [`unblock`]), as Redis 7.0 counts.
+//! - Not done: SWAPDB (no key arguments) does not wake waiters of the
+//!   swapped databases, as Redis's `scanDatabaseForReadyKeys` would.
 //!
 //! # Using it from another family (BZPOPMIN, BZMPOP, ...)
 //! ```text
@@ -41,9 +45,11 @@
 //! }
 //! ```
 //! The handler must be able to run again from the top: when it is, a key it
-//! waits on holds a `ValueType::ZSet`, so it pops and replies. A timeout
-//! answers with a null array (what Redis 7.0 answers for list and zset
-//! waits alike).
+//! waits on holds a `ValueType::ZSet`, so it pops and replies. A command on
+//! several keys should try [`Blocking::serving_key`] first (the key that
+//! became ready; `None` on a first run), as `commands/list.rs`'s
+//! `key_order` does. A timeout answers with a null array (what Redis 7.0
+//! answers for list and zset waits alike).
 
 use crate::commands::{err, CommandSpec, Ctx};
 use crate::net::client::Client;
@@ -81,6 +87,9 @@ pub struct Blocking {
     serving: bool,
     /// Clients blocked now (`INFO clients` `blocked_clients`).
     count: usize,
+    /// The key whose readiness is being served (a command run again tries
+    /// it first, as Redis 7.0 serves the key that became ready).
+    serving_key: Option<Vec<u8>>,
 }
 
 impl Blocking {
@@ -92,6 +101,12 @@ impl Blocking {
     /// Blocked clients with a deadline (`clients_in_timeout_table`).
     pub fn with_timeout(&self) -> usize {
         self.timeouts.len()
+    }
+
+    /// While a blocked command runs again: the ready key it is served for.
+    /// A command waiting on several keys pops from this one first.
+    pub fn serving_key(&self) -> Option<&[u8]> {
+        self.serving_key.as_deref()
     }
 
     /// Whether anybody waits on any key (the cheap test every write makes).
@@ -255,25 +270,35 @@ pub fn serve_ready(srv: &mut Server) {
                 }
             }
             let Some(token) = candidate else { break };
-            serve_one(srv, token);
+            if !serve_one(srv, token, &key) {
+                // The command blocked again although the key holds what it
+                // waits for (a handler that cannot use it): it went to the
+                // back of the queue; serving this key further would loop.
+                break;
+            }
         }
     }
     srv.blocking.serving = false;
 }
 
-/// Unblocks one waiter and runs its command again.
-fn serve_one(srv: &mut Server, token: usize) {
+/// Unblocks one waiter and runs its command again. False when the
+/// command blocked again.
+fn serve_one(srv: &mut Server, token: usize, key: &[u8]) -> bool {
     let Some(mut c) = srv.clients.get_mut(token).and_then(|s| s.take()) else {
-        return;
+        return false;
     };
     let Some(b) = c.blocked.take() else {
         srv.clients[token] = Some(c);
-        return;
+        return false;
     };
     srv.blocking.unregister(token, &b);
     let args = Args::new(&b.argv, &b.ranges);
+    let outer = srv.blocking.serving_key.replace(key.to_vec());
     srv.execute(&mut c, args);
+    srv.blocking.serving_key = outer;
+    let served = c.blocked.is_none();
     after_unblock(srv, token, c);
+    served
 }
 
 /// Puts an unblocked client back, queues its reply and its pipeline.
@@ -308,6 +333,14 @@ pub fn unblock(srv: &mut Server, token: usize, how: Unblock) -> bool {
         return false;
     };
     srv.blocking.unregister(token, &b);
+    // The command ends here: count its call, as `Server::call` skipped it.
+    if let Some(idx) = srv.commands.lookup(Args::new(&b.argv, &b.ranges).get(0)) {
+        srv.cmd_stats[idx].calls += 1;
+        srv.stats.total_commands_processed += 1;
+        if how == Unblock::Error {
+            srv.cmd_stats[idx].failed_calls += 1;
+        }
+    }
     match how {
         Unblock::Timeout => c.out.null_array(),
         Unblock::Error => c.out.error("UNBLOCKED client unblocked via CLIENT UNBLOCK"),

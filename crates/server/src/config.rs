@@ -196,9 +196,9 @@ impl Default for Config {
             hash_max_listpack_value: 0,
             set_max_intset_entries: 0,
             config_file: None,
-            repl: Default::default(),
             list_max_listpack_size: -2,
             list_compress_depth: 0,
+            repl: Default::default(),
             zset_max_listpack_entries: 0,
             zset_max_listpack_value: 0,
         };
@@ -1450,6 +1450,14 @@ impl Config {
 
     pub fn set_max_intset(&self) -> usize {
         self.set_max_intset_entries as usize
+    }
+
+    /// The sorted-set encoding thresholds, as the store takes them.
+    pub fn zset_limits(&self) -> ferrokv_store::ZsetLimits {
+        ferrokv_store::ZsetLimits {
+            max_listpack_entries: self.zset_max_listpack_entries as usize,
+            max_listpack_value: self.zset_max_listpack_value as usize,
+        }
     }
 
     /// Builds the configuration from `ferrokv-server [file] [--name value ...]`:

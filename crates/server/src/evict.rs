@@ -193,7 +193,10 @@ impl Server {
     /// less the AOF buffer (evicting keys cannot shrink it).
     pub fn memory_for_eviction(&self) -> usize {
         let used = crate::alloc::used_memory();
-        let not_counted = self.aof.as_ref().map_or(0, |a| a.buffered());
+        // As Redis's freeMemoryGetNotCountedMemory: buffers on their way
+        // to the AOF and to replicas would otherwise feed back into evictions.
+        let not_counted =
+            self.aof.as_ref().map_or(0, |a| a.buffered()) + self.replica_buffered_bytes();
         used.saturating_sub(not_counted)
     }
 

@@ -257,7 +257,12 @@ impl Server {
     fn lookup_read_noting_misses(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
         let access = self.access();
         let wants = self.wants_expired_events();
-        let found = match self.keyspace.dbs[db].lookup_read(key, now_ms, true, Some(access)) {
+        let found = match self.keyspace.dbs[db].lookup_read(
+            key,
+            now_ms,
+            !self.repl.is_replica(),
+            Some(access),
+        ) {
             Found::Live(_) => true,
             Found::Expired(e) => {
                 let pending = wants.then_some(&mut self.pending_events);
@@ -510,6 +515,11 @@ impl Server {
             // Its reply waits until the AOF has the write (see before_sleep).
             client.awaiting_aof = true;
         }
+        // As Redis: a command that blocked is counted when it ends (served,
+        // it runs again and is counted then; see `blocking::unblock`).
+        if client.blocked.is_some() {
+            return;
+        }
         let elapsed = t0.elapsed();
         let usec = elapsed.as_micros() as u64;
         let st = &mut self.cmd_stats[idx];
@@ -539,8 +549,13 @@ impl Server {
                 || unix_ms() / 1000,
                 usec / 1000,
             );
+            let log_slower_than = if spec.has(crate::commands::flags::SKIP_SLOWLOG) {
+                -1
+            } else {
+                self.config.slowlog_log_slower_than
+            };
             self.slowlog.push_if_slow(
-                self.config.slowlog_log_slower_than,
+                log_slower_than,
                 self.config.slowlog_max_len,
                 usec,
                 &args,

@@ -83,6 +83,11 @@ fn first_blocked_is_first_served() {
     assert_eq!(p.cmd(&["LPUSH", "q", "c"]), int(1));
     assert_eq!(c3.read_frame(), arr(&["q", "c"]));
     assert_eq!(blocked_clients(&s), 0);
+    // Each BLPOP/BRPOP counts once, when it ended (as Redis 7.0 counts).
+    let stats = s.info_field("commandstats", "cmdstat_blpop").unwrap();
+    assert!(stats.starts_with("calls=2,"), "{stats}");
+    let stats = s.info_field("commandstats", "cmdstat_brpop").unwrap();
+    assert!(stats.starts_with("calls=1,"), "{stats}");
 }
 
 #[test]
@@ -235,6 +240,14 @@ fn client_unblock_ends_a_wait_with_a_timeout_or_an_error() {
     assert_eq!(p.cmd(&["CLIENT", "UNBLOCK", &id]), int(0));
     send(&mut c1, &["BLPOP", "u", "0"]);
     wait_blocked(&s, 1);
+    let Frame::Bulk(line) = p.cmd(&["CLIENT", "LIST", "ID", &id]) else {
+        panic!("CLIENT LIST")
+    };
+    assert!(
+        String::from_utf8_lossy(&line).contains(" flags=b "),
+        "{}",
+        String::from_utf8_lossy(&line)
+    );
     assert_eq!(p.cmd(&["CLIENT", "UNBLOCK", &id, "TIMEOUT"]), int(1));
     assert_eq!(c1.recv_exact(5), b"*-1\r\n");
     send(&mut c1, &["BLMOVE", "u", "v", "LEFT", "LEFT", "0"]);
@@ -322,4 +335,88 @@ fn served_pops_reach_the_aof_in_their_non_blocking_forms() {
     // Replaying the AOF gives the same data.
     assert_eq!(p.cmd(&["DEBUG", "LOADAOF"]), Frame::Simple(b"OK".to_vec()));
     assert_eq!(p.cmd(&["DEBUG", "DIGEST"]), digest);
+}
+
+#[test]
+fn exec_wakes_waiters_after_the_transaction_and_nothing_blocks_inside_it() {
+    let s = server(&[]);
+    let (mut c1, mut p) = (s.raw(), s.raw());
+    send(&mut c1, &["BLPOP", "tx", "0"]);
+    wait_blocked(&s, 1);
+    p.send(&Frame::command(&["MULTI"]));
+    p.send(&Frame::command(&["RPUSH", "tx", "a"]));
+    p.send(&Frame::command(&["RPUSH", "tx", "b"]));
+    p.send(&Frame::command(&["EXEC"]));
+    let replies = p.read_frames(4);
+    assert_eq!(replies[3], Frame::Array(vec![int(1), int(2)]));
+    // Served once the whole transaction ran: both pushes were seen.
+    assert_eq!(c1.read_frame(), arr(&["tx", "a"]));
+    assert_eq!(p.cmd(&["LRANGE", "tx", "0", "-1"]), arr(&["b"]));
+    // A waiter on several keys is served from the key that became ready
+    // first, not the first in its arguments.
+    send(&mut c1, &["BLPOP", "ka", "kb", "0"]);
+    wait_blocked(&s, 1);
+    p.send(&Frame::command(&["MULTI"]));
+    p.send(&Frame::command(&["RPUSH", "kb", "1"]));
+    p.send(&Frame::command(&["RPUSH", "ka", "2"]));
+    p.send(&Frame::command(&["EXEC"]));
+    let _ = p.read_frames(4);
+    assert_eq!(c1.read_frame(), arr(&["kb", "1"]));
+    // Inside MULTI a blocking command answers as if it timed out.
+    p.send(&Frame::command(&["MULTI"]));
+    p.send(&Frame::command(&["BLPOP", "none", "0"]));
+    p.send(&Frame::command(&[
+        "BLMOVE", "none", "x", "LEFT", "LEFT", "0",
+    ]));
+    p.send(&Frame::command(&["BLMPOP", "0", "1", "none", "LEFT"]));
+    p.send(&Frame::command(&["EXEC"]));
+    let _ = p.recv_exact(b"+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n".len());
+    assert_eq!(
+        p.recv_exact(b"*3\r\n*-1\r\n$-1\r\n*-1\r\n".len()),
+        b"*3\r\n*-1\r\n$-1\r\n*-1\r\n"
+    );
+    assert_eq!(blocked_clients(&s), 0);
+}
+
+#[test]
+fn a_replica_applies_served_pops_as_their_non_blocking_forms() {
+    if against_redis() {
+        return;
+    }
+    let master = server(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--enable-debug-command",
+        "yes",
+    ]);
+    let port = master.port.to_string();
+    let replica = server(&[
+        "--replicaof",
+        "127.0.0.1",
+        &port,
+        "--enable-debug-command",
+        "yes",
+    ]);
+    wait_for("the replica's link", 10, || {
+        (replica
+            .info_field("replication", "master_link_status")
+            .as_deref()
+            == Some("up"))
+        .then_some(())
+    });
+    let (mut c1, mut c2, mut p) = (master.raw(), master.raw(), master.raw());
+    send(&mut c1, &["BLPOP", "r", "0"]);
+    wait_blocked(&master, 1);
+    send(&mut c2, &["BLMOVE", "r2", "r3", "RIGHT", "LEFT", "0"]);
+    wait_blocked(&master, 2);
+    assert_eq!(p.cmd(&["RPUSH", "r", "a", "b"]), int(2));
+    assert_eq!(c1.read_frame(), arr(&["r", "a"]));
+    assert_eq!(p.cmd(&["RPUSH", "r2", "x", "y"]), int(2));
+    assert_eq!(c2.read_frame(), bulk("y"));
+    let digest = p.cmd(&["DEBUG", "DIGEST"]);
+    let mut r = replica.raw();
+    wait_for("the replica to hold the master's data", 10, || {
+        (r.cmd(&["DEBUG", "DIGEST"]) == digest).then_some(())
+    });
+    assert_eq!(r.cmd(&["LRANGE", "r3", "0", "-1"]), arr(&["y"]));
 }

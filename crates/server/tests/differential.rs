@@ -5,7 +5,8 @@
 //! after each sequence `DEBUG DIGEST` proves both hold the same data.
 //!
 //! Guards against any divergence from Redis in the string and generic
-//! families: replies, error texts, option parsing, expiry, encodings.
+//! families: replies, error texts, option parsing, expiry, encodings, and
+//! single-session transactions (MULTI/EXEC/DISCARD/WATCH on two connections).
 //!
 //! One redis-server and one ferrokv serve every sequence (FLUSHALL before
 //! each). A sequence runs over two connections per server: the first speaks
@@ -228,6 +229,10 @@ fn compare(s: &mut Session, cmd: &Command) -> Option<String> {
     let (Ok((rf, rb)), Ok((ff, fb))) = (&r, &f) else {
         return Some(format!("redis: {}\nferrokv: {}", show(&r), show(&f)));
     };
+    // The same bytes always agree (`+QUEUED` for any command in MULTI).
+    if rb == fb {
+        return None;
+    }
     let differ = |why: &str| {
         Some(format!(
             "{why}\nredis:   {}\nferrokv: {}",
@@ -492,6 +497,22 @@ fn run_once(servers: &mut Servers, case: &Case) -> Result<(), Mismatch> {
         s.conn = cmd.conn;
         if let Some(what) = compare(&mut s, cmd) {
             return Err(Mismatch { index, what });
+        }
+    }
+    // A transaction left open would queue the DIGEST: close it (DISCARD
+    // outside MULTI is the same error on both).
+    for conn in 0..2 {
+        s.conn = conn;
+        let (r, f) = s.both(&["DISCARD"]);
+        if show(&r) != show(&f) {
+            return Err(Mismatch {
+                index: case.commands.len(),
+                what: format!(
+                    "closing DISCARD on conn {conn} differs: redis {} ferrokv {}",
+                    show(&r),
+                    show(&f)
+                ),
+            });
         }
     }
     s.conn = 0;

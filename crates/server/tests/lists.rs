@@ -213,6 +213,7 @@ fn lpos_options_and_errors() {
             (&["LPOS", l, "c", "COUNT", "2", "RANK", "-1"], ints(&[7, 6])),
             (&["LPOS", l, "c", "COUNT", "0", "MAXLEN", "3"], ints(&[2])),
             (&["LPOS", l, "c", "RANK", "-1", "MAXLEN", "1"], int(7)),
+            (&["LPOS", l, "c", "RANK", "-9223372036854775808", "COUNT", "1"], ints(&[7, 6, 2])),
             (&["LPOS", l, "zz"], Frame::Null),
             (&["LPOS", l, "zz", "COUNT", "1"], ints(&[])),
             (
@@ -418,4 +419,115 @@ fn digest_of_lists_equals_redis_s() {
             "{key}"
         );
     }
+}
+
+/// Reads pub/sub messages until `n` arrived; returns (channel, payload).
+/// (Several messages may arrive in one read, so frames are cut from one
+/// buffer.)
+fn events(r: &mut Raw, n: usize) -> Vec<(String, String)> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    r.s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    while out.len() < n {
+        match Frame::decode(&buf) {
+            Ok((f, used)) => {
+                buf.drain(..used);
+                let parts = match f {
+                    Frame::Array(p) | Frame::Push(p) => p,
+                    other => panic!("not a message: {other:?}"),
+                };
+                let text = |f: &Frame| String::from_utf8_lossy(f.as_bytes().unwrap()).into_owned();
+                if parts.len() == 4 && text(&parts[0]) == "pmessage" {
+                    out.push((text(&parts[2]), text(&parts[3])));
+                }
+                continue;
+            }
+            Err(ferrokv_resp::frame::FrameError::Incomplete) => {}
+            Err(e) => panic!("bad frame {e:?}"),
+        }
+        let got =
+            r.s.read(&mut chunk)
+                .unwrap_or_else(|e| panic!("after {out:?}: {e}"));
+        assert!(got > 0, "closed");
+        buf.extend_from_slice(&chunk[..got]);
+    }
+    out
+}
+
+#[test]
+fn list_commands_announce_redis_s_keyspace_events() {
+    let s = if against_redis() {
+        ServerProcess::redis(&[])
+    } else {
+        ServerProcess::ferrokv(&[])
+    };
+    let mut r = s.raw();
+    assert_eq!(
+        r.cmd(&["CONFIG", "SET", "notify-keyspace-events", "Elgn"]),
+        ok()
+    );
+    let mut sub = s.raw();
+    sub.send(&Frame::command(&["PSUBSCRIBE", "__keyevent@0__:*"]));
+    let _ = sub.read_frame();
+    for c in [
+        &["RPUSH", "ev", "a", "b", "c"][..],
+        &["LPUSHX", "ev", "z"],
+        &["LSET", "ev", "0", "y"],
+        &["LINSERT", "ev", "BEFORE", "a", "q"],
+        &["LREM", "ev", "1", "q"],
+        &["LTRIM", "ev", "0", "-1"],
+        &["LMOVE", "ev", "ev2", "LEFT", "RIGHT"],
+        &["RPOP", "ev", "5"],
+        &["LPOP", "ev2"],
+    ] {
+        let _ = r.cmd(c);
+    }
+    let ev = |e: &str, k: &str| (format!("__keyevent@0__:{e}"), k.to_string());
+    assert_eq!(
+        events(&mut sub, 14),
+        vec![
+            ev("new", "ev"),
+            ev("rpush", "ev"),
+            ev("lpush", "ev"),
+            ev("lset", "ev"),
+            ev("linsert", "ev"),
+            ev("lrem", "ev"),
+            ev("ltrim", "ev"),
+            ev("new", "ev2"),
+            ev("rpush", "ev2"),
+            ev("lpop", "ev"),
+            ev("rpop", "ev"),
+            ev("del", "ev"),
+            ev("lpop", "ev2"),
+            ev("del", "ev2"),
+        ]
+    );
+}
+
+#[test]
+fn a_redis_written_snapshot_of_lists_loads_with_the_same_digest() {
+    if against_redis() {
+        return;
+    }
+    let redis = ServerProcess::redis(&[]);
+    let mut rr = redis.raw();
+    fill_lists(&mut rr);
+    // Small nodes, so Redis writes many quicklist nodes per list.
+    assert_eq!(
+        rr.cmd(&["CONFIG", "SET", "list-max-listpack-size", "4"]),
+        ok()
+    );
+    let _ = rr.cmd(&[
+        "RPUSH", "fill4", "1", "2", "3", "4", "5", "6", "7", "8", "9",
+    ]);
+    let d = digest(&mut rr);
+    assert_eq!(rr.cmd(&["SAVE"]), ok());
+    let dir = redis.dir.path().to_str().unwrap().to_string();
+    let ours = ServerProcess::ferrokv(&["--enable-debug-command", "yes", "--dir", &dir]);
+    let mut r = ours.raw();
+    assert_eq!(digest(&mut r), d);
+    assert_eq!(r.cmd(&["LRANGE", "fill4", "2", "4"]), arr(&["3", "4", "5"]));
 }

@@ -474,3 +474,39 @@ fn every_set_encoding_survives_save_restart_reload_and_loads_into_redis() {
     let () = redis::cmd("PERSIST").arg("ints:5").query(&mut c).unwrap();
     assert_eq!(digest(&mut rc), digest(&mut c));
 }
+
+#[test]
+fn zset_algebra_takes_sets_as_inputs_scored_one() {
+    let s = server();
+    let mut r = s.raw();
+    r.cmd(&["DEL", "{z}s", "{z}z", "{z}d"]);
+    r.cmd(&["SADD", "{z}s", "100", "c"]);
+    r.cmd(&["ZADD", "{z}z", "0.5", "c", "2", "x"]);
+    check(
+        &mut r,
+        &[
+            (
+                &[
+                    "ZUNION",
+                    "2",
+                    "{z}z",
+                    "{z}s",
+                    "WEIGHTS",
+                    "1",
+                    "3",
+                    "WITHSCORES",
+                ],
+                bulks(&["x", "2", "100", "3", "c", "3.5"]),
+            ),
+            (
+                &["ZINTER", "2", "{z}z", "{z}s", "WITHSCORES"],
+                bulks(&["c", "1.5"]),
+            ),
+            (&["ZUNIONSTORE", "{z}d", "1", "{z}s"], int(2)),
+            (
+                &["ZRANGE", "{z}d", "0", "-1", "WITHSCORES"],
+                bulks(&["100", "1", "c", "1"]),
+            ),
+        ],
+    );
+}

@@ -499,3 +499,182 @@ fn keyspace_events_match_redis() {
     ];
     assert_eq!(events(&ours, script), events(&redis, script));
 }
+
+/// What a blocked pop answers once another client adds to its key.
+fn woken_reply(server: &ServerProcess, resp3: bool, block: &[&str], feed: &[&str]) -> Vec<u8> {
+    let mut waiter = server.raw();
+    if resp3 {
+        waiter.cmd(&["HELLO", "3"]);
+    }
+    waiter.send(&Frame::command(block));
+    // The waiter is parked once the server counts it as blocked.
+    let mut c = server.raw();
+    common::wait_for("the client to block", 5, || {
+        let Frame::Bulk(info) = c.cmd(&["INFO", "clients"]) else {
+            return None;
+        };
+        String::from_utf8_lossy(&info)
+            .contains("blocked_clients:1")
+            .then_some(())
+    });
+    c.cmd(feed);
+    let (_, bytes) = waiter.try_cmd_bytes(&["PING"]).unwrap();
+    bytes
+}
+
+#[test]
+fn blocking_pops_wake_and_reply_as_redis() {
+    let (ours, redis) = pair();
+    let cases: &[(bool, &[&str], &[&str])] = &[
+        (
+            false,
+            &["BZPOPMIN", "k1", "k2", "5"],
+            &["ZADD", "k2", "1", "a", "2", "b"],
+        ),
+        (
+            true,
+            &["BZPOPMAX", "k3", "0"],
+            &["ZADD", "k3", "1.5", "a", "2", "b"],
+        ),
+        (
+            false,
+            &["BZMPOP", "5", "2", "k4", "k5", "MAX", "COUNT", "3"],
+            &["ZADD", "k5", "1", "a", "2", "b"],
+        ),
+        (
+            true,
+            &["BZMPOP", "0", "1", "k6", "MIN"],
+            &["ZADD", "k6", "1", "a", "2", "b"],
+        ),
+    ];
+    for (resp3, block, feed) in cases {
+        let a = woken_reply(&ours, *resp3, block, feed);
+        let b = woken_reply(&redis, *resp3, block, feed);
+        // The woken reply is read together with the PING's: compare the
+        // prefix up to the PING reply, which both end with.
+        assert_eq!(
+            String::from_utf8_lossy(&a),
+            String::from_utf8_lossy(&b),
+            "{block:?}"
+        );
+    }
+    let (mut o, mut r) = (ours.raw(), redis.raw());
+    same_replies(
+        &mut o,
+        &mut r,
+        &[
+            &["ZADD", "ready", "1", "a", "2", "b"],
+            &["BZPOPMIN", "nokey", "ready", "1"],
+            &["BZMPOP", "1", "1", "ready", "MAX", "COUNT", "5"],
+            &["BZPOPMIN", "nokey", "0.05"],
+            &["BZMPOP", "0.05", "1", "nokey", "MIN"],
+            &["BZPOPMIN", "nokey", "-1"],
+            &["BZPOPMIN", "nokey", "abc"],
+            &["BZMPOP", "0", "0", "nokey", "MIN"],
+            &["SET", "str", "x"],
+            &["BZPOPMAX", "str", "0"],
+            &["MULTI"],
+            &["BZPOPMIN", "nokey", "0"],
+            &["EXEC"],
+            &["ZRANGE", "k2", "0", "-1", "WITHSCORES"],
+            &["DEBUG", "DIGEST"],
+        ],
+    );
+}
+
+#[test]
+fn blocking_pops_reach_the_aof_as_zpop() {
+    let dir = tempfile::tempdir().unwrap();
+    let before;
+    {
+        let n = Node::start(
+            dir.path(),
+            &[
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+            ],
+        );
+        let mut c = n.client();
+        let mut p = redis::pipe();
+        p.cmd("ZADD")
+            .arg("z")
+            .arg(1)
+            .arg("a")
+            .arg(2)
+            .arg("b")
+            .arg(3)
+            .arg("c")
+            .ignore();
+        p.cmd("BZPOPMAX").arg("z").arg(0).ignore();
+        p.cmd("BZMPOP")
+            .arg(0)
+            .arg(1)
+            .arg("z")
+            .arg("MIN")
+            .arg("COUNT")
+            .arg(1)
+            .ignore();
+        p.query::<()>(&mut c).unwrap();
+        before = digest(&mut c);
+        let members: Vec<String> = redis::cmd("ZRANGE")
+            .arg("z")
+            .arg(0)
+            .arg(-1)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(members, vec!["b"]);
+    }
+    let aof = std::fs::read_dir(dir.path().join("appendonlydir"))
+        .unwrap()
+        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+        .find(|d| d.windows(7).any(|w| w == b"ZPOPMAX"))
+        .expect("an AOF file with the pops");
+    let text = String::from_utf8_lossy(&aof);
+    assert!(
+        !text.contains("BZPOP") && !text.contains("BZMPOP"),
+        "{text}"
+    );
+    assert!(text.contains("ZPOPMIN"), "{text}");
+    let n = Node::start(dir.path(), &["--save", "", "--appendonly", "yes"]);
+    let mut c = n.client();
+    assert_eq!(digest(&mut c), before);
+}
+
+#[test]
+fn set_algebra_takes_plain_sets_as_score_one() {
+    let (ours, redis) = pair();
+    let (mut o, mut r) = (ours.raw(), redis.raw());
+    same_replies(
+        &mut o,
+        &mut r,
+        &[
+            &["SADD", "s1", "a", "b", "c"],
+            &["SADD", "s2", "1", "2", "3"],
+            &["ZADD", "z1", "5", "a", "7", "x", "2", "1"],
+            &[
+                "ZUNION",
+                "3",
+                "z1",
+                "s1",
+                "s2",
+                "WEIGHTS",
+                "2",
+                "3",
+                "4",
+                "WITHSCORES",
+            ],
+            &["ZINTER", "2", "s2", "z1", "AGGREGATE", "MAX", "WITHSCORES"],
+            &["ZDIFF", "2", "s1", "z1", "WITHSCORES"],
+            &["ZUNIONSTORE", "d", "2", "s1", "s2"],
+            &["ZRANGE", "d", "0", "-1", "WITHSCORES"],
+            &["OBJECT", "ENCODING", "d"],
+            &["LPUSH", "l", "a"],
+            &["ZUNION", "2", "z1", "l"],
+            &["DEBUG", "DIGEST"],
+        ],
+    );
+}

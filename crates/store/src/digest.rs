@@ -37,6 +37,9 @@ fn mix_value(d: &mut Digest, e: &Entry) {
     match v {
         ValueRef::Int(i) => mix(d, itoa_buf::Buf::new().format(i)),
         ValueRef::Str(s) | ValueRef::Raw(s) => mix(d, s),
+        // Each element in order (an integer element as its text, which is
+        // what a list stores here).
+        ValueRef::List(l) => l.iter().for_each(|e| mix(d, e)),
         // Each member xored in: the order of a set does not matter.
         ValueRef::Set(set) => {
             for m in set.iter() {
@@ -53,9 +56,6 @@ fn mix_value(d: &mut Digest, e: &Entry) {
                 xor(d, &fd);
             }
         }
-        // Each element in order (an integer element as its text, which is
-        // what a list stores here).
-        ValueRef::List(l) => l.iter().for_each(|e| mix(d, e)),
         ValueRef::ZSet(z) => {
             // Per member a fresh digest of the member then its score as
             // Redis 7.0 prints it (`%.17g`), xored in (hashed): order-free.

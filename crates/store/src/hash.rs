@@ -1,13 +1,15 @@
 //! The hash type: field → value maps, in Redis 7.0's two encodings.
 //!
 //! - **listpack** (small hashes): every field and value, in insertion order,
-//!   packed in *one* shared allocation (`Arc<[u8]>`): a varint length then
-//!   the bytes, field, value, field, value... A million hashes of ten small
-//!   fields are a million such blocks, each holding the reference count and
-//!   the bytes and nothing else (no per-field allocation, no separate
-//!   header box). A change rebuilds the block in one allocation of the
-//!   exact new size (or writes in place when the size is unchanged and no
-//!   snapshot shares it), as Redis's listpack reallocates on every insert.
+//!   packed in *one* allocation (`Box<[u8]>`): a varint length then the
+//!   bytes, field, value, field, value... A million hashes of ten small
+//!   fields are a million such blocks, each holding the bytes and nothing
+//!   else (no per-field allocation, no header, no reference count: a
+//!   snapshot that must keep a segment as it was copies its small blocks,
+//!   bounded by the listpack limits, rather than every hash paying 16 bytes
+//!   of counts for the rare snapshot). A change rebuilds the block in one
+//!   allocation of the exact new size (or writes in place when the size is
+//!   unchanged), as Redis's listpack reallocates on every insert.
 //!   Lookups scan it, which is fast at these sizes; insertion order is kept,
 //!   so `HGETALL` answers in Redis's order.
 //! - **hashtable**: a [`Dense`] table of pairs (O(1) lookup and random
@@ -22,6 +24,17 @@
 use crate::bytes::SmallBytes;
 use crate::dense::{Dense, Keyed};
 use std::sync::Arc;
+
+/// Pairs in a listpack block.
+fn listpack_len(b: &[u8]) -> usize {
+    let mut n = 0;
+    let mut pos = 0;
+    while pos < b.len() {
+        pos = element(b, pos).1;
+        n += 1;
+    }
+    n / 2
+}
 
 /// The thresholds of the compact encoding (server config options).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +70,7 @@ impl Keyed for Pair {
 /// A hash value: a 16-byte handle to its shared storage.
 #[derive(Clone)]
 pub enum Hash {
-    Listpack(Arc<[u8]>),
+    Listpack(Box<[u8]>),
     Table(Arc<Dense<Pair>>),
 }
 
@@ -156,7 +169,7 @@ impl Hash {
     /// An empty hash (the caller adds at least one field before storing it:
     /// Redis never keeps an empty hash).
     pub fn new() -> Hash {
-        Hash::Listpack(Arc::from(&[][..]))
+        Hash::Listpack(Box::from(&[][..]))
     }
 
     /// Builds a hash from pairs without duplicate fields (a snapshot being
@@ -179,7 +192,7 @@ impl Hash {
                     buf.extend_from_slice(e);
                 }
             }
-            Hash::Listpack(Arc::from(buf))
+            Hash::Listpack(Box::from(buf))
         } else {
             let mut d = Dense::with_capacity(n);
             for (f, v) in pairs {
@@ -196,15 +209,7 @@ impl Hash {
 
     pub fn len(&self) -> usize {
         match self {
-            Hash::Listpack(b) => {
-                let mut n = 0;
-                let mut pos = 0;
-                while pos < b.len() {
-                    pos = element(b, pos).1;
-                    n += 1;
-                }
-                n / 2
-            }
+            Hash::Listpack(b) => listpack_len(b),
             Hash::Table(t) => t.len(),
         }
     }
@@ -279,12 +284,10 @@ impl Hash {
                     Some(s) => {
                         let old_len = s.end - s.value_at;
                         if old_len == vhl + value.len() {
-                            if let Some(m) = Arc::get_mut(b) {
-                                m[s.value_at + vhl..s.end].copy_from_slice(value);
-                                return false;
-                            }
+                            b[s.value_at + vhl..s.end].copy_from_slice(value);
+                            return false;
                         }
-                        let rebuilt: Arc<[u8]> = b[..s.value_at]
+                        let rebuilt: Box<[u8]> = b[..s.value_at]
                             .iter()
                             .chain(&vh[..vhl])
                             .chain(value)
@@ -300,7 +303,7 @@ impl Hash {
                                 unreachable!()
                             };
                             let (fh, fhl) = header(field.len());
-                            let rebuilt: Arc<[u8]> = b
+                            let rebuilt: Box<[u8]> = b
                                 .iter()
                                 .chain(&fh[..fhl])
                                 .chain(field)
@@ -335,6 +338,49 @@ impl Hash {
         }
     }
 
+    /// A new hash holding `pairs` (`HSET` of a missing key). When they make
+    /// a listpack of distinct fields, the block is allocated once at its
+    /// exact size and written in place: no scratch buffer, no empty hash
+    /// first. Returns the hash and its number of fields.
+    pub fn from_new_pairs<'a>(
+        pairs: impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone,
+        limits: HashLimits,
+    ) -> (Hash, usize) {
+        let n = pairs.clone().count();
+        let fits = n <= limits.max_listpack_entries
+            && pairs.clone().all(|(f, v)| {
+                f.len() <= limits.max_listpack_value && v.len() <= limits.max_listpack_value
+            });
+        let distinct = || {
+            pairs
+                .clone()
+                .enumerate()
+                .all(|(i, (f, _))| pairs.clone().take(i).all(|(g, _)| g != f))
+        };
+        if !fits || !distinct() {
+            let mut h = Hash::new();
+            let added = h.insert_many(pairs, limits);
+            return (h, added);
+        }
+        let size: usize = pairs
+            .clone()
+            .map(|(f, v)| header(f.len()).1 + f.len() + header(v.len()).1 + v.len())
+            .sum();
+        let mut block: Box<[u8]> = vec![0u8; size].into_boxed_slice();
+        let out = &mut block[..];
+        let mut at = 0;
+        for (f, v) in pairs {
+            for e in [f, v] {
+                let (h, hl) = header(e.len());
+                out[at..at + hl].copy_from_slice(&h[..hl]);
+                at += hl;
+                out[at..at + e.len()].copy_from_slice(e);
+                at += e.len();
+            }
+        }
+        (Hash::Listpack(block), n)
+    }
+
     /// Sets several pairs (`HSET` with many fields): a listpack is rebuilt
     /// once for the whole command, not once per field, so loading a hash
     /// costs one allocation of its final size. Returns the new fields.
@@ -357,7 +403,7 @@ impl Hash {
         let extra: usize = pairs.clone().map(|(f, v)| f.len() + v.len() + 4).sum();
         let mut buf = Vec::with_capacity(b.len() + extra);
         buf.extend_from_slice(b);
-        let mut len = Hash::Listpack(b.clone()).len();
+        let mut len = listpack_len(b);
         let mut added = 0;
         for (f, v) in pairs {
             let (vh, vhl) = header(v.len());
@@ -376,7 +422,7 @@ impl Hash {
                 }
             }
         }
-        *b = Arc::from(&buf[..]);
+        *b = Box::from(&buf[..]);
         if len > limits.max_listpack_entries {
             self.convert();
         }
@@ -388,7 +434,7 @@ impl Hash {
         match self {
             Hash::Listpack(b) => match find_in_listpack(b, field) {
                 Some(s) => {
-                    let rebuilt: Arc<[u8]> =
+                    let rebuilt: Box<[u8]> =
                         b[..s.field_at].iter().chain(&b[s.end..]).copied().collect();
                     *b = rebuilt;
                     true
@@ -422,7 +468,7 @@ impl Hash {
     /// two reference counts.
     pub fn heap_size(&self) -> usize {
         match self {
-            Hash::Listpack(b) => 16 + b.len(),
+            Hash::Listpack(b) => b.len(),
             Hash::Table(t) => {
                 16 + std::mem::size_of::<Dense<Pair>>()
                     + t.heap_size(|p| p.field.heap_size() + p.value.heap_size())
@@ -564,6 +610,10 @@ mod tests {
                 if c == 0 { break; }
             }
             prop_assert_eq!(seen, model.len());
+            let pairs: Vec<(&[u8], &[u8])> = h.iter().collect();
+            let (fresh, n) = Hash::from_new_pairs(pairs.iter().copied(), SMALL);
+            prop_assert_eq!(n, model.len());
+            prop_assert_eq!(&fresh, &h);
             let rebuilt = Hash::from_pairs(
                 h.iter().collect::<Vec<_>>().into_iter(),
                 SMALL,

@@ -42,12 +42,12 @@ pub enum Value {
     /// ENCODING` shows it; the bytes live on the heap, as Redis's do. The
     /// variant's payload leaves the enum at 24 bytes.
     Raw(std::sync::Arc<[u8]>),
+    /// A list (shared with a snapshot in progress until written to).
+    List(std::sync::Arc<crate::list::List>),
     /// A hash (`listpack` or `hashtable`); a 16-byte handle to shared storage.
     Hash(Hash),
     /// A set (`intset` or `hashtable`); a 16-byte handle to shared storage.
     Set(Set),
-    /// A list (shared with a snapshot in progress until written to).
-    List(std::sync::Arc<crate::list::List>),
     /// A sorted set (shared so a snapshot's copy of an entry is a refcount;
     /// writes go through `Arc::make_mut`).
     ZSet(std::sync::Arc<crate::zset::ZSet>),
@@ -61,9 +61,9 @@ pub enum ValueRef<'a> {
     /// A string edited in place (`APPEND`, `SETRANGE`): Redis reports its
     /// encoding as `raw` whatever its length.
     Raw(&'a [u8]),
+    List(&'a crate::list::List),
     Hash(&'a Hash),
     Set(&'a Set),
-    List(&'a crate::list::List),
     ZSet(&'a crate::zset::ZSet),
 }
 
@@ -71,9 +71,9 @@ impl<'a> ValueRef<'a> {
     pub fn value_type(self) -> ValueType {
         match self {
             ValueRef::Int(_) | ValueRef::Str(_) | ValueRef::Raw(_) => ValueType::String,
+            ValueRef::List(_) => ValueType::List,
             ValueRef::Hash(_) => ValueType::Hash,
             ValueRef::Set(_) => ValueType::Set,
-            ValueRef::List(_) => ValueType::List,
             ValueRef::ZSet(_) => ValueType::ZSet,
         }
     }
@@ -84,10 +84,10 @@ impl<'a> ValueRef<'a> {
             ValueRef::Int(_) => "int",
             ValueRef::Str(s) if s.len() <= EMBSTR_MAX => "embstr",
             ValueRef::Str(_) | ValueRef::Raw(_) => "raw",
-            ValueRef::Hash(h) => h.encoding(),
-            ValueRef::Set(s) => s.encoding(),
             // Redis 7.0 keeps every list in a quicklist.
             ValueRef::List(_) => "quicklist",
+            ValueRef::Hash(h) => h.encoding(),
+            ValueRef::Set(s) => s.encoding(),
             ValueRef::ZSet(z) => z.encoding(),
         }
     }
@@ -97,8 +97,8 @@ impl<'a> ValueRef<'a> {
         match self {
             ValueRef::Int(i) => Some(buf.format(i)),
             ValueRef::Str(s) | ValueRef::Raw(s) => Some(s),
-            ValueRef::Hash(_) | ValueRef::Set(_) => None,
             ValueRef::List(_) => None,
+            ValueRef::Hash(_) | ValueRef::Set(_) => None,
             ValueRef::ZSet(_) => None,
         }
     }
@@ -151,9 +151,9 @@ impl Value {
             Value::Int(i) => ValueRef::Int(*i),
             Value::Str(s) => ValueRef::Str(s),
             Value::Raw(b) => ValueRef::Raw(b),
+            Value::List(l) => ValueRef::List(l),
             Value::Hash(h) => ValueRef::Hash(h),
             Value::Set(s) => ValueRef::Set(s),
-            Value::List(l) => ValueRef::List(l),
             Value::ZSet(z) => ValueRef::ZSet(z),
         }
     }
@@ -173,9 +173,9 @@ impl Value {
             Value::Int(_) => 0,
             Value::Str(s) => s.heap_size(),
             Value::Raw(b) => b.len(),
+            Value::List(l) => std::mem::size_of::<crate::list::List>() + 16 + l.heap_size(),
             Value::Hash(h) => h.heap_size(),
             Value::Set(s) => s.heap_size(),
-            Value::List(l) => std::mem::size_of::<crate::list::List>() + 16 + l.heap_size(),
             Value::ZSet(z) => std::mem::size_of::<crate::zset::ZSet>() + z.heap_size(),
         }
     }

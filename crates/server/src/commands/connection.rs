@@ -322,8 +322,42 @@ fn client_setinfo(ctx: &mut Ctx, args: Args) {
     ctx.client.out.ok();
 }
 
+/// A `TYPE` argument of `CLIENT LIST` / `CLIENT KILL`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TypeFilter {
+    Normal,
+    Master,
+    Replica,
+    PubSub,
+}
+
+fn type_filter(t: &[u8]) -> Option<TypeFilter> {
+    if is(t, "normal") {
+        Some(TypeFilter::Normal)
+    } else if is(t, "master") {
+        Some(TypeFilter::Master)
+    } else if is(t, "replica") || is(t, "slave") {
+        Some(TypeFilter::Replica)
+    } else if is(t, "pubsub") {
+        Some(TypeFilter::PubSub)
+    } else {
+        None
+    }
+}
+
+/// Whether a client is of a `TYPE` (Redis's `getClientType`: a master or a
+/// replica first, then pub/sub, else normal).
+fn type_matches(srv: &crate::server::Server, c: &Client, f: TypeFilter) -> bool {
+    match srv.repl.client_kind(c.id) {
+        ClientKind::Master => f == TypeFilter::Master,
+        ClientKind::Replica => f == TypeFilter::Replica,
+        ClientKind::Normal if c.subs.any() => f == TypeFilter::PubSub,
+        ClientKind::Normal => f == TypeFilter::Normal,
+    }
+}
+
 /// The `flags=` letters of `CLIENT LIST` this server can show: `P`
-/// (pub/sub), `x` (in MULTI), `N` (none).
+/// (pub/sub), `x` (in MULTI), `b` (blocked on keys), `N` (none).
 fn client_flags(c: &Client) -> String {
     let mut f = String::new();
     if c.subs.any() {
@@ -332,25 +366,13 @@ fn client_flags(c: &Client) -> String {
     if c.multi.is_some() {
         f.push('x');
     }
+    if c.blocked.is_some() {
+        f.push('b');
+    }
     if f.is_empty() {
         f.push('N');
     }
     f
-}
-
-/// A `TYPE` argument: `Some(None)` for pubsub (no such clients here).
-fn client_kind_arg(t: &[u8]) -> Option<Option<ClientKind>> {
-    if is(t, "normal") {
-        Some(Some(ClientKind::Normal))
-    } else if is(t, "master") {
-        Some(Some(ClientKind::Master))
-    } else if is(t, "replica") || is(t, "slave") {
-        Some(Some(ClientKind::Replica))
-    } else if is(t, "pubsub") {
-        Some(None)
-    } else {
-        None
-    }
 }
 
 /// One line of `CLIENT LIST` / `CLIENT INFO`, in Redis's field order.
@@ -396,11 +418,11 @@ pub fn client_line(c: &Client, current: bool) -> String {
 fn client_list(ctx: &mut Ctx, args: Args) {
     // One filter at most, as Redis 7.0: `TYPE t` alone, or `ID id [id ...]`.
     let mut ids: Option<Vec<u64>> = None;
-    let mut only_kind = None;
+    let mut only_type = None;
     if args.len() == 4 && is(args.get(2), "type") {
         let t = args.get(3);
-        if let Some(k) = client_kind_arg(t) {
-            only_kind = Some(k);
+        if let Some(f) = type_filter(t) {
+            only_type = Some(f);
         } else {
             ctx.error(&format!(
                 "ERR Unknown client type '{}'",
@@ -431,16 +453,8 @@ fn client_list(ctx: &mut Ctx, args: Args) {
     all.sort_by_key(|c| c.id);
     let mut text = String::new();
     for c in all {
-        if let Some(want) = only_kind {
-            let kind = ctx.srv.repl.client_kind(c.id);
-            let keep = match want {
-                None => c.subs.any(),
-                Some(ClientKind::Normal) => kind == ClientKind::Normal && !c.subs.any(),
-                Some(k) => kind == k,
-            };
-            if !keep {
-                continue;
-            }
+        if only_type.is_some_and(|f| !type_matches(ctx.srv, c, f)) {
+            continue;
         }
         if let Some(ids) = &ids {
             if !ids.contains(&c.id) {
@@ -467,7 +481,7 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
         id: Option<u64>,
         addr: Option<String>,
         laddr: Option<String>,
-        kind: Option<Option<ClientKind>>,
+        kind: Option<TypeFilter>,
         user_ok: bool,
         maxage: Option<u64>,
     }
@@ -497,7 +511,7 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
                     }
                 }
             } else if is(k, "type") {
-                if let Some(k) = client_kind_arg(v) {
+                if let Some(k) = type_filter(v) {
                     f.kind = Some(k);
                 } else {
                     ctx.error(&format!("ERR Unknown client type '{vs}'"));
@@ -541,8 +555,7 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
             && f.laddr
                 .as_ref()
                 .is_none_or(|a| c.local_addr.to_string() == *a)
-            && f.kind
-                .is_none_or(|k| k == Some(ctx.srv.repl.client_kind(c.id)))
+            && f.kind.is_none_or(|k| type_matches(ctx.srv, c, k))
             && f.user_ok
             && f.maxage.is_none_or(|m| c.created.elapsed().as_secs() >= m)
     };
@@ -556,8 +569,9 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
         }
     }
     killed += doomed.len();
+    let me = !skipme && matches(ctx.client);
     ctx.srv.close_queue.extend(doomed);
-    if !skipme && matches(ctx.client) {
+    if me {
         ctx.client.close_after_reply = true;
         killed += 1;
     }

@@ -247,7 +247,7 @@ fn acl_categories(spec: &CommandSpec) -> Vec<String> {
         v.push("@read".into());
     }
     let g = spec.group;
-    if g != "server" && g != "connection" {
+    if g != "server" && g != "connection" && g != "transactions" {
         v.push(format!("@{g}"));
     }
     if spec.keys.0 > 0 || g == "generic" {
@@ -268,6 +268,10 @@ fn acl_categories(spec: &CommandSpec) -> Vec<String> {
         }
         .into(),
     );
+    // Redis lists its explicit `@transaction` after the flag-derived ones.
+    if g == "transactions" {
+        v.push("@transaction".into());
+    }
     v
 }
 

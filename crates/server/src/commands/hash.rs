@@ -9,6 +9,7 @@
 use super::flags::*;
 use super::long_double::LongDouble;
 use super::{err, is, parse_f64, parse_int, CommandSpec, Ctx};
+use crate::notify::{NOTIFY_GENERIC, NOTIFY_HASH, NOTIFY_NEW};
 use crate::server::Server;
 use ferrokv_resp::encode::Protocol;
 use ferrokv_resp::Args;
@@ -60,6 +61,19 @@ fn read<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Read<'a> {
     }
 }
 
+/// A read inside a write command (HSETNX, HINCRBY*): a write lookup, as
+/// Redis's `hashTypeLookupWriteOrCreate`, so a missing key is no keyspace
+/// miss (no `keymiss` event, no `keyspace_misses`).
+fn read_for_write<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Read<'a> {
+    match srv.lookup_write(db, key, now) {
+        None => Read::Missing,
+        Some(e) => match e.value() {
+            ValueRef::Hash(h) => Read::Hash(h),
+            _ => Read::WrongType,
+        },
+    }
+}
+
 /// A key looked up for a hash write.
 enum Write<'a> {
     Missing,
@@ -93,23 +107,22 @@ fn set_pairs(ctx: &mut Ctx, args: &Args, first: usize) -> Option<i64> {
     let db = ctx.client.db;
     let key = args.get(1);
     let limits = ctx.srv.config.hash_limits();
-    let mut added = 0;
-    match write(ctx.srv, db, key, ctx.now_ms) {
+    let added = match write(ctx.srv, db, key, ctx.now_ms) {
         Write::WrongType => {
             ctx.error(err::WRONGTYPE);
             return None;
         }
-        Write::Hash(h) => {
-            added = h.insert_many(pairs(args, first), limits) as i64;
-        }
+        Write::Hash(h) => h.insert_many(pairs(args, first), limits) as i64,
         Write::Missing => {
-            let mut h = Hash::new();
-            added = h.insert_many(pairs(args, first), limits) as i64;
+            let (h, added) = Hash::from_new_pairs(pairs(args, first), limits);
             let lru = ctx.srv.lru_clock;
             ctx.srv.keyspace.dbs[db].upsert(key, Value::Hash(h), NO_EXPIRE, lru);
+            ctx.notify(NOTIFY_NEW, "new", key);
+            added as i64
         }
-    }
+    };
     ctx.modified(((args.len() - first) / 2) as u64);
+    ctx.notify(NOTIFY_HASH, "hset", key);
     Some(added)
 }
 
@@ -138,7 +151,7 @@ fn hmset(ctx: &mut Ctx, args: Args) {
 /// HSETNX key field value
 fn hsetnx(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
-    match read(ctx.srv, db, args.get(1), ctx.now_ms) {
+    match read_for_write(ctx.srv, db, args.get(1), ctx.now_ms) {
         Read::WrongType => return ctx.error(err::WRONGTYPE),
         Read::Hash(h) if h.contains(args.get(2)) => return ctx.client.out.int(0),
         _ => {}
@@ -205,8 +218,12 @@ fn hdel(ctx: &mut Ctx, args: Args) {
             (n, h.is_empty())
         }
     };
+    if removed > 0 {
+        ctx.notify(NOTIFY_HASH, "hdel", key);
+    }
     if empty {
         ctx.srv.keyspace.dbs[db].remove(key);
+        ctx.notify(NOTIFY_GENERIC, "del", key);
     }
     ctx.modified(removed as u64);
     ctx.client.out.int(removed);
@@ -306,6 +323,7 @@ fn store_field(ctx: &mut Ctx, key: &[u8], field: &[u8], value: &[u8]) {
             h.insert(field, value, limits);
             let lru = ctx.srv.lru_clock;
             ctx.srv.keyspace.dbs[db].upsert(key, Value::Hash(h), NO_EXPIRE, lru);
+            ctx.notify(NOTIFY_NEW, "new", key);
         }
     }
     ctx.modified(1);
@@ -318,7 +336,7 @@ fn hincrby(ctx: &mut Ctx, args: Args) {
     };
     let db = ctx.client.db;
     let (key, field) = (args.get(1), args.get(2));
-    let cur = match read(ctx.srv, db, key, ctx.now_ms) {
+    let cur = match read_for_write(ctx.srv, db, key, ctx.now_ms) {
         Read::WrongType => return ctx.error(err::WRONGTYPE),
         Read::Missing => 0,
         Read::Hash(h) => match h.get(field) {
@@ -334,6 +352,7 @@ fn hincrby(ctx: &mut Ctx, args: Args) {
     };
     let mut buf = ferrokv_store::value::itoa_buf::Buf::new();
     store_field(ctx, key, field, buf.format(n));
+    ctx.notify(NOTIFY_HASH, "hincrby", key);
     ctx.client.out.int(n);
 }
 
@@ -353,7 +372,7 @@ fn hincrbyfloat(ctx: &mut Ctx, args: Args) {
     };
     let db = ctx.client.db;
     let (key, field) = (args.get(1), args.get(2));
-    let cur = match read(ctx.srv, db, key, ctx.now_ms) {
+    let cur = match read_for_write(ctx.srv, db, key, ctx.now_ms) {
         Read::WrongType => return ctx.error(err::WRONGTYPE),
         Read::Missing => Some(LongDouble::ZERO),
         Read::Hash(h) => match h.get(field) {
@@ -369,6 +388,7 @@ fn hincrbyfloat(ctx: &mut Ctx, args: Args) {
     };
     let text = n.to_human_string();
     store_field(ctx, key, field, text.as_bytes());
+    ctx.notify(NOTIFY_HASH, "hincrbyfloat", key);
     ctx.rewrite(&[&b"HSET"[..], key, field, text.as_bytes()]);
     ctx.client.out.bulk(text.as_bytes());
 }

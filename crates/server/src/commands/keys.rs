@@ -77,6 +77,7 @@ fn delete_keys(ctx: &mut Ctx, args: Args, lazy: bool) {
                     ctx.srv.drop_value(e);
                 }
             }
+            ctx.srv.touch_watched_key(db, key);
             ctx.notify(NOTIFY_GENERIC, "del", key);
             n += 1;
         }

@@ -14,6 +14,7 @@
 
 use super::flags::*;
 use super::{err, is, parse_int, CommandSpec, Ctx};
+use crate::notify::{NOTIFY_GENERIC, NOTIFY_LIST, NOTIFY_NEW};
 use crate::server::Server;
 use ferrokv_resp::Args;
 use ferrokv_store::list::List;
@@ -89,21 +90,31 @@ pub fn write_list<'s>(
     }
 }
 
-/// Stores a new list under `key` (which must not exist).
-fn create_list(srv: &mut Server, db: usize, key: &[u8], list: List) {
-    let lru = srv.lru_clock;
-    srv.keyspace.dbs[db].upsert(key, Value::List(Arc::new(list)), NO_EXPIRE, lru);
+/// Stores a new list under `key` (which must not exist) and announces it.
+fn create_list(ctx: &mut Ctx, key: &[u8], list: List) {
+    let (db, lru) = (ctx.client.db, ctx.srv.lru_clock);
+    ctx.srv.keyspace.dbs[db].upsert(key, Value::List(Arc::new(list)), NO_EXPIRE, lru);
+    ctx.notify(NOTIFY_NEW, "new", key);
 }
 
-/// Deletes `key` when its list has become empty.
-fn delete_if_empty(srv: &mut Server, db: usize, key: &[u8], now: i64) {
-    if let Ok(Some(l)) = write_list(srv, db, key, now) {
+/// Deletes `key` when its list has become empty (announced as `del`).
+fn delete_if_empty(ctx: &mut Ctx, key: &[u8]) {
+    let (db, now) = (ctx.client.db, ctx.now_ms);
+    if let Ok(Some(l)) = write_list(ctx.srv, db, key, now) {
         if l.is_empty() {
-            if let Some(e) = srv.keyspace.dbs[db].remove(key) {
-                srv.drop_value(e);
+            if let Some(e) = ctx.srv.keyspace.dbs[db].remove(key) {
+                ctx.srv.drop_value(e);
             }
+            ctx.notify(NOTIFY_GENERIC, "del", key);
         }
     }
+}
+
+/// After elements left one end of `key`: the pop event, then `del` if
+/// that emptied it (Redis's `listElementsRemoved`).
+fn elements_removed(ctx: &mut Ctx, key: &[u8], end: End) {
+    ctx.notify(NOTIFY_LIST, end.pop_event(), key);
+    delete_if_empty(ctx, key);
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -113,6 +124,20 @@ enum End {
 }
 
 impl End {
+    fn pop_event(self) -> &'static str {
+        match self {
+            End::Left => "lpop",
+            End::Right => "rpop",
+        }
+    }
+
+    fn push_event(self) -> &'static str {
+        match self {
+            End::Left => "lpush",
+            End::Right => "rpush",
+        }
+    }
+
     fn name(self) -> &'static [u8] {
         match self {
             End::Left => b"LEFT",
@@ -205,10 +230,11 @@ fn push_generic(ctx: &mut Ctx, args: Args, end: End, only_existing: bool) {
                 push_end(&mut l, end, v);
             }
             let n = l.len();
-            create_list(ctx.srv, db, key, l);
+            create_list(ctx, key, l);
             n
         }
     };
+    ctx.notify(NOTIFY_LIST, end.push_event(), key);
     ctx.modified(args.len() as u64 - 2);
     ctx.out().int(len as i64);
 }
@@ -262,7 +288,7 @@ fn pop_generic(ctx: &mut Ctx, args: Args, end: End) {
             Some(n) => pop_into(l, end, n, out, true),
         },
     };
-    delete_if_empty(ctx.srv, db, key, now);
+    elements_removed(ctx, key, end);
     ctx.modified(popped as u64);
 }
 
@@ -402,8 +428,10 @@ fn lpos(ctx: &mut Ctx, args: Args) {
     }
     let from_tail = rank < 0;
     // Redis negates a negative rank; LONG_MIN stays negative there, so
-    // every match satisfies it: the same as -1.
-    let rank = if rank == i64::MIN { 1 } else { rank.abs() };
+    // every match satisfies it (as -1 would) and, with COUNT, its
+    // `matches - rank + 1 >= count` overflows and never stops the scan.
+    let rank_overflows = rank == i64::MIN;
+    let rank = if rank_overflows { 1 } else { rank.abs() };
     let db = ctx.client.db;
     let elem = args.get(2);
     let out = &mut ctx.client.out;
@@ -425,7 +453,13 @@ fn lpos(ctx: &mut Ctx, args: Args) {
     };
     let mut found: Vec<i64> = Vec::new();
     let mut matches: i64 = 0;
-    let want = count.map(|c| if c == 0 { i64::MAX } else { c });
+    let want = count.map(|c| {
+        if c == 0 || rank_overflows {
+            i64::MAX
+        } else {
+            c
+        }
+    });
     let mut visit = |index: usize, v: &[u8]| -> bool {
         if v == elem {
             matches += 1;
@@ -490,6 +524,7 @@ fn lset(ctx: &mut Ctx, args: Args) {
         return ctx.error("ERR index out of range");
     }
     l.set(i as usize, args.get(3));
+    ctx.notify(NOTIFY_LIST, "lset", args.get(1));
     ctx.modified(1);
     ctx.out().ok();
 }
@@ -516,6 +551,7 @@ fn linsert(ctx: &mut Ctx, args: Args) {
         },
     };
     if reply > 0 {
+        ctx.notify(NOTIFY_LIST, "linsert", args.get(1));
         ctx.modified(1);
     }
     ctx.out().int(reply);
@@ -538,7 +574,8 @@ fn lrem(ctx: &mut Ctx, args: Args) {
         }
     };
     if removed > 0 {
-        delete_if_empty(ctx.srv, db, key, now);
+        ctx.notify(NOTIFY_LIST, "lrem", key);
+        delete_if_empty(ctx, key);
         ctx.modified(removed as u64);
     }
     ctx.out().int(removed as i64);
@@ -557,7 +594,7 @@ fn ltrim(ctx: &mut Ctx, args: Args) {
     let now = ctx.now_ms;
     let removed = match write_list(ctx.srv, db, key, now) {
         Err(WrongType) => return ctx.error(err::WRONGTYPE),
-        Ok(None) => 0,
+        Ok(None) => return ctx.out().ok(),
         Ok(Some(l)) => {
             let len = l.len();
             let keep = clamp_range(start, stop, len);
@@ -571,10 +608,9 @@ fn ltrim(ctx: &mut Ctx, args: Args) {
             left + right
         }
     };
-    if removed > 0 {
-        delete_if_empty(ctx.srv, db, key, now);
-        ctx.modified(removed as u64);
-    }
+    ctx.notify(NOTIFY_LIST, "ltrim", key);
+    delete_if_empty(ctx, key);
+    ctx.modified(removed as u64);
     ctx.out().ok();
 }
 
@@ -618,19 +654,21 @@ fn lmove_generic(ctx: &mut Ctx, args: Args, from: End, to: End) {
         End::Right => l.pop_back(),
     }
     .expect("a stored list is never empty");
+    // As Redis: the push (and its events) first, then the pop's.
     if src == dst {
         push_end(l, to, &v);
     } else {
-        delete_if_empty(ctx.srv, db, src, now);
         match write_list(ctx.srv, db, dst, now) {
             Ok(Some(d)) => push_end(d, to, &v),
             _ => {
                 let mut d = List::new();
                 d.push_back(&v);
-                create_list(ctx.srv, db, dst, d);
+                create_list(ctx, dst, d);
             }
         }
     }
+    ctx.notify(NOTIFY_LIST, to.push_event(), dst);
+    elements_removed(ctx, src, from);
     ctx.modified(1);
     ctx.out().bulk(&v);
 }
@@ -692,7 +730,7 @@ fn parse_mpop(ctx: &mut Ctx, args: Args, at: usize) -> Option<MPop> {
 fn mpop_now(ctx: &mut Ctx, args: Args, p: &MPop) -> bool {
     let db = ctx.client.db;
     let now = ctx.now_ms;
-    for i in p.keys.clone() {
+    for i in key_order(ctx, args, p.keys.clone()) {
         let key = args.get(i);
         let out = &mut ctx.client.out;
         let n = match write_list(ctx.srv, db, key, now) {
@@ -707,7 +745,7 @@ fn mpop_now(ctx: &mut Ctx, args: Args, p: &MPop) -> bool {
                 pop_into(l, p.end, p.count, out, true)
             }
         };
-        delete_if_empty(ctx.srv, db, key, now);
+        elements_removed(ctx, key, p.end);
         ctx.modified(n as u64);
         let op: &[u8] = if p.end == End::Left { b"LPOP" } else { b"RPOP" };
         ctx.rewrite(&[op, key, n.to_string().as_bytes()]);
@@ -773,7 +811,7 @@ fn blocking_pop(ctx: &mut Ctx, args: Args, end: End) {
     let db = ctx.client.db;
     let now = ctx.now_ms;
     let keys = 1..args.len() - 1;
-    for i in keys.clone() {
+    for i in key_order(ctx, args, keys.clone()) {
         let key = args.get(i);
         let out = &mut ctx.client.out;
         match write_list(ctx.srv, db, key, now) {
@@ -785,13 +823,26 @@ fn blocking_pop(ctx: &mut Ctx, args: Args, end: End) {
                 pop_into(l, end, 1, out, false);
             }
         }
-        delete_if_empty(ctx.srv, db, key, now);
+        elements_removed(ctx, key, end);
         ctx.modified(1);
         let op: &[u8] = if end == End::Left { b"LPOP" } else { b"RPOP" };
         ctx.rewrite(&[op, key]);
         return;
     }
     block_or_give_up(ctx, args, keys, deadline, false);
+}
+
+/// The order in which a multi-key pop tries its keys: argument order, but
+/// when it runs again to be served, the key that became ready first.
+fn key_order(ctx: &Ctx, args: Args, keys: std::ops::Range<usize>) -> Vec<usize> {
+    let mut order: Vec<usize> = keys.collect();
+    if let Some(ready) = ctx.srv.blocking.serving_key() {
+        if let Some(p) = order.iter().position(|&i| args.get(i) == ready) {
+            let i = order.remove(p);
+            order.insert(0, i);
+        }
+    }
+    order
 }
 
 /// Blocks the client on `keys`, or — inside MULTI/EXEC, where nothing may

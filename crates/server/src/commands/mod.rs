@@ -50,6 +50,8 @@ pub mod flags {
     pub const MAY_REPLICATE: u32 = 1 << 12;
     pub const NO_MULTI: u32 = 1 << 13;
     pub const ALLOW_BUSY: u32 = 1 << 14;
+    /// Never in the slow log (EXEC: its commands are logged one by one).
+    pub const SKIP_SLOWLOG: u32 = 1 << 15;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -62,6 +64,7 @@ pub mod flags {
         (LOADING, "loading"),
         (STALE, "stale"),
         (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
         (FAST, "fast"),
         (NO_AUTH, "no_auth"),
         (MAY_REPLICATE, "may_replicate"),

@@ -42,7 +42,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     )
     .since("1.2.0")
     .doc("Starts a transaction.", ""),
-    cmd("exec", 1, NOSCRIPT | LOADING | STALE, exec)
+    cmd("exec", 1, NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG, exec)
         .since("1.2.0")
         .complexity("Depends on commands in the transaction")
         .doc("Executes all commands in a transaction.", ""),
@@ -228,6 +228,20 @@ impl Watches {
     }
 }
 
+/// Of a write command's key positions, those it may write: a command that
+/// also reads keys (the sources of a `*STORE` or of `BITOP`) touches only
+/// its destination, the first key; COPY (whose destination may be in
+/// another database), DEL/UNLINK (which change only the keys that existed)
+/// and SMOVE (whose destination may already hold the member) touch what
+/// they changed themselves.
+fn written_keys(name: &str, keys: (i32, i32, i32)) -> Option<(i32, i32, i32)> {
+    match name {
+        "copy" | "del" | "unlink" | "smove" => None,
+        n if n.ends_with("store") || n == "bitop" => Some((keys.0, keys.0, 1)),
+        _ => Some(keys),
+    }
+}
+
 impl Server {
     /// A key changed: WATCHes on it are broken (Redis's `signalModifiedKey`
     /// as far as WATCH goes). Eviction and any other deletion call this too.
@@ -260,7 +274,10 @@ impl Server {
         if self.watches.is_empty() {
             return;
         }
-        let (first, last, step) = self.commands.specs[idx].keys;
+        let spec = self.commands.specs[idx];
+        let Some((first, last, step)) = written_keys(spec.name, spec.keys) else {
+            return;
+        };
         if first <= 0 || step <= 0 {
             return;
         }
@@ -346,6 +363,7 @@ fn exec(ctx: &mut Ctx, _args: Args) {
         ctx.srv.call(ctx.client, q.idx, q.args());
     }
     ctx.client.in_exec = false;
+    ctx.client.last_cmd = "exec";
     ctx.srv.end_exec_propagation();
 }
 

@@ -247,10 +247,15 @@ pub fn unsubscribe_all_silently(ctx: &mut Ctx) {
 }
 
 /// PUBLISH channel message
+///
+/// Like Redis outside a cluster, the message also goes to the replicas
+/// (not to the AOF), so their subscribers receive it too.
 fn publish(ctx: &mut Ctx, args: Args) {
     let n = ctx
         .srv
         .publish_kind(Some(ctx.client), Kind::Channel, args.get(1), args.get(2));
+    ctx.srv
+        .repl_feed(ctx.client.db, &[&b"PUBLISH"[..], args.get(1), args.get(2)]);
     ctx.client.out.int(n as i64);
 }
 
@@ -259,6 +264,8 @@ fn spublish(ctx: &mut Ctx, args: Args) {
     let n = ctx
         .srv
         .publish_kind(Some(ctx.client), Kind::Shard, args.get(1), args.get(2));
+    ctx.srv
+        .repl_feed(ctx.client.db, &[&b"SPUBLISH"[..], args.get(1), args.get(2)]);
     ctx.client.out.int(n as i64);
 }
 

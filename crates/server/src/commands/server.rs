@@ -909,10 +909,12 @@ fn swapdb(ctx: &mut Ctx, args: Args) {
         ctx.error(err::DB_RANGE);
         return;
     }
-    ctx.srv
-        .touch_watched_keys_in_db(a as usize, Some(b as usize));
-    ctx.srv
-        .touch_watched_keys_in_db(b as usize, Some(a as usize));
+    if a != b {
+        ctx.srv
+            .touch_watched_keys_in_db(a as usize, Some(b as usize));
+        ctx.srv
+            .touch_watched_keys_in_db(b as usize, Some(a as usize));
+    }
     ctx.srv.keyspace.dbs.swap(a as usize, b as usize);
     if let Some(job) = ctx.srv.persistence.job.as_mut() {
         job.swapdb(a as usize, b as usize);

@@ -10,6 +10,7 @@
 use super::flags::*;
 use super::hash::{parse_scan_options, reply_scan};
 use super::{err, parse_int, CommandSpec, Ctx};
+use crate::notify::{NOTIFY_GENERIC, NOTIFY_NEW, NOTIFY_SET};
 use crate::server::Server;
 use ferrokv_resp::Args;
 use ferrokv_store::pattern::glob_match;
@@ -53,6 +54,19 @@ enum Read<'a> {
 
 fn read<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Read<'a> {
     match srv.lookup_read(db, key, now) {
+        None => Read::Missing,
+        Some(e) => match e.value() {
+            ValueRef::Set(s) => Read::Set(s),
+            _ => Read::WrongType,
+        },
+    }
+}
+
+/// A read inside a write command (SPOP, SMOVE): a write lookup, as Redis's
+/// `lookupKeyWrite`, so a missing key is no keyspace miss (no `keymiss`
+/// event, no `keyspace_misses`).
+fn read_for_write<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Read<'a> {
+    match srv.lookup_write(db, key, now) {
         None => Read::Missing,
         Some(e) => match e.value() {
             ValueRef::Set(s) => Read::Set(s),
@@ -109,16 +123,22 @@ fn sadd(ctx: &mut Ctx, args: Args) {
             }
             let lru = ctx.srv.lru_clock;
             ctx.srv.keyspace.dbs[db].upsert(key, Value::Set(s), NO_EXPIRE, lru);
+            ctx.notify(NOTIFY_NEW, "new", key);
         }
     }
     ctx.modified(added as u64);
+    if added > 0 {
+        ctx.notify(NOTIFY_SET, "sadd", key);
+    }
     ctx.client.out.int(added);
 }
 
 /// Removes members from the set at `key`, deleting the key when it
-/// empties. Returns the number removed, or None after WRONGTYPE.
+/// empties, and announces `event` (`srem`, `spop`) and the deletion.
+/// Returns the number removed, or None after WRONGTYPE.
 fn remove_members<'m>(
     ctx: &mut Ctx,
+    event: &str,
     key: &[u8],
     members: impl Iterator<Item = &'m [u8]>,
 ) -> Option<usize> {
@@ -142,8 +162,12 @@ fn remove_members<'m>(
             (n, s.is_empty())
         }
     };
+    if n > 0 {
+        ctx.notify(NOTIFY_SET, event, key);
+    }
     if empty {
         ctx.srv.keyspace.dbs[db].remove(key);
+        ctx.notify(NOTIFY_GENERIC, "del", key);
     }
     ctx.modified(n as u64);
     Some(n)
@@ -151,7 +175,7 @@ fn remove_members<'m>(
 
 /// SREM key member [member ...]
 fn srem(ctx: &mut Ctx, args: Args) {
-    if let Some(n) = remove_members(ctx, args.get(1), args.iter().skip(2)) {
+    if let Some(n) = remove_members(ctx, "srem", args.get(1), args.iter().skip(2)) {
         ctx.client.out.int(n as i64);
     }
 }
@@ -232,7 +256,7 @@ fn spop(ctx: &mut Ctx, args: Args) {
     };
     // A handle on the set (a reference count) while the random picks are
     // made; dropped before the set is changed, so nothing is copied.
-    let s = match read(ctx.srv, db, key, ctx.now_ms) {
+    let s = match read_for_write(ctx.srv, db, key, ctx.now_ms) {
         Read::WrongType => return ctx.error(err::WRONGTYPE),
         Read::Missing if count.is_some() => return ctx.client.out.set(0),
         Read::Missing => return ctx.client.out.null(),
@@ -242,7 +266,7 @@ fn spop(ctx: &mut Ctx, args: Args) {
     let Some(count) = count else {
         let m = s.nth(ctx.srv.rng.gen_range(0..size)).to_vec();
         drop(s);
-        remove_members(ctx, key, std::iter::once(&m[..]));
+        remove_members(ctx, "spop", key, std::iter::once(&m[..]));
         ctx.rewrite(&[&b"SREM"[..], key, &m]);
         ctx.client.out.bulk(&m);
         return;
@@ -256,13 +280,15 @@ fn spop(ctx: &mut Ctx, args: Args) {
         drop(s);
         ctx.srv.keyspace.dbs[db].remove(key);
         ctx.modified(1);
+        ctx.notify(NOTIFY_SET, "spop", key);
+        ctx.notify(NOTIFY_GENERIC, "del", key);
         ctx.rewrite(&[&b"DEL"[..], key]);
         return;
     }
     let picks = rand::seq::index::sample(&mut ctx.srv.rng, size, count as usize);
     let popped: Vec<Vec<u8>> = picks.iter().map(|i| s.nth(i).to_vec()).collect();
     drop(s);
-    remove_members(ctx, key, popped.iter().map(|m| &m[..]));
+    remove_members(ctx, "spop", key, popped.iter().map(|m| &m[..]));
     let mut srem: Vec<&[u8]> = Vec::with_capacity(popped.len() + 2);
     srem.push(b"SREM");
     srem.push(key);
@@ -320,31 +346,36 @@ fn smove(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
     let (src, dst, member) = (args.get(1), args.get(2), args.get(3));
     let now = ctx.now_ms;
-    let is_member = match read(ctx.srv, db, src, now) {
+    let is_member = match read_for_write(ctx.srv, db, src, now) {
         Read::Missing => return ctx.client.out.int(0),
         Read::WrongType => return ctx.error(err::WRONGTYPE),
         Read::Set(s) => s.contains(member),
     };
-    if let Read::WrongType = read(ctx.srv, db, dst, now) {
+    if let Read::WrongType = read_for_write(ctx.srv, db, dst, now) {
         return ctx.error(err::WRONGTYPE);
     }
     if src == dst || !is_member {
         return ctx.client.out.int(is_member as i64);
     }
-    remove_members(ctx, src, std::iter::once(member));
+    remove_members(ctx, "srem", src, std::iter::once(member));
+    ctx.srv.touch_watched_key(db, src);
     let max = ctx.srv.config.set_max_intset();
-    match write(ctx.srv, db, dst, now) {
-        Write::Set(s) => {
-            s.insert(member, max);
-        }
+    let added = match write(ctx.srv, db, dst, now) {
+        Write::Set(s) => s.insert(member, max),
         _ => {
             let mut s = Set::new();
             s.insert(member, max);
             let lru = ctx.srv.lru_clock;
             ctx.srv.keyspace.dbs[db].upsert(dst, Value::Set(s), NO_EXPIRE, lru);
+            ctx.notify(NOTIFY_NEW, "new", dst);
+            true
         }
-    }
+    };
     ctx.modified(1);
+    if added {
+        ctx.srv.touch_watched_key(db, dst);
+        ctx.notify(NOTIFY_SET, "sadd", dst);
+    }
     ctx.client.out.int(1);
 }
 
@@ -454,14 +485,21 @@ fn algebra_store(ctx: &mut Ctx, args: Args, op: Op) {
         if ctx.srv.exists(db, dst, ctx.now_ms) {
             ctx.srv.keyspace.dbs[db].remove(dst);
             ctx.modified(1);
+            ctx.notify(NOTIFY_GENERIC, "del", dst);
         }
     } else {
         let lru = ctx.srv.lru_clock;
-        if let Some(old) = ctx.srv.keyspace.dbs[db].upsert(dst, Value::Set(result), NO_EXPIRE, lru)
-        {
-            ctx.srv.drop_value(old);
+        match ctx.srv.keyspace.dbs[db].upsert(dst, Value::Set(result), NO_EXPIRE, lru) {
+            Some(old) => ctx.srv.drop_value(old),
+            None => ctx.notify(NOTIFY_NEW, "new", dst),
         }
         ctx.modified(1);
+        let event = match op {
+            Op::Inter => "sinterstore",
+            Op::Union => "sunionstore",
+            Op::Diff => "sdiffstore",
+        };
+        ctx.notify(NOTIFY_SET, event, dst);
     }
     ctx.client.out.int(n as i64);
 }

@@ -222,6 +222,11 @@ fn set(ctx: &mut Ctx, args: Args) {
         ctx.client.out.ok();
         return;
     }
+    if get {
+        // Redis reads the old value with a read lookup (`getGenericCommand`):
+        // a hit or a miss is counted, a miss announced as `keymiss`.
+        let _ = ctx.srv.lookup_read(db, key, now);
+    }
     let existing = ctx.srv.lookup_write(db, key, now);
     let found = existing.is_some();
     let mut old_ttl = NO_EXPIRE;

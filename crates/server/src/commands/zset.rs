@@ -49,6 +49,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("zpopmin", -2, WRITE | FAST, zpopmin).since("5.0.0").complexity("O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.").doc("Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "key [count]"),
     cmd("zpopmax", -2, WRITE | FAST, zpopmax).since("5.0.0").complexity("O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped.").doc("Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", "key [count]"),
     cmd("zmpop", -4, WRITE, zmpop).keys(0, 0, 0).since("7.0.0").complexity("O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.").doc("Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", "numkeys key [key ...] MIN|MAX [COUNT count]"),
+    cmd("bzpopmin", -3, WRITE | NOSCRIPT | FAST | BLOCKING, bzpopmin).keys(1, -2, 1).since("5.0.0").complexity("O(log(N)) with N being the number of elements in the sorted set.").doc("Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "key [key ...] timeout"),
+    cmd("bzpopmax", -3, WRITE | NOSCRIPT | FAST | BLOCKING, bzpopmax).keys(1, -2, 1).since("5.0.0").complexity("O(log(N)) with N being the number of elements in the sorted set.").doc("Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.", "key [key ...] timeout"),
+    cmd("bzmpop", -5, WRITE | BLOCKING, bzmpop).keys(0, 0, 0).since("7.0.0").complexity("O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.").doc("Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "timeout numkeys key [key ...] MIN|MAX [COUNT count]"),
     cmd("zunionstore", -4, WRITE | DENYOOM, zunionstore).since("2.0.0").complexity("O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.").doc("Stores the union of multiple sorted sets in a key.", "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]"),
     cmd("zinterstore", -4, WRITE | DENYOOM, zinterstore).since("2.0.0").complexity("O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.").doc("Stores the intersect of multiple sorted sets in a key.", "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]"),
     cmd("zdiffstore", -4, WRITE | DENYOOM, zdiffstore).since("6.2.0").complexity("O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.").doc("Stores the difference of multiple sorted sets in a key.", "destination numkeys key [key ...]"),
@@ -1085,6 +1088,98 @@ fn zmpop(ctx: &mut Ctx, args: Args) {
     }
 }
 
+/// BZPOPMIN key [key ...] timeout
+fn bzpopmin(ctx: &mut Ctx, args: Args) {
+    bzpop(ctx, args, false)
+}
+
+/// BZPOPMAX key [key ...] timeout
+fn bzpopmax(ctx: &mut Ctx, args: Args) {
+    bzpop(ctx, args, true)
+}
+
+fn bzpop(ctx: &mut Ctx, args: Args, max: bool) {
+    let Some(deadline) = super::list::parse_timeout(ctx, args.get(args.len() - 1)) else {
+        return;
+    };
+    let keys = 1..args.len() - 1;
+    if pop_first_ready(ctx, &args, keys.clone(), max, -1, false) {
+        return;
+    }
+    block_or_give_up(ctx, args, keys, deadline);
+}
+
+/// BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]
+fn bzmpop(ctx: &mut Ctx, args: Args) {
+    let Some((keys_at, numkeys, max, count)) = parse_mpop(ctx, &args, 2) else {
+        return;
+    };
+    let Some(deadline) = super::list::parse_timeout(ctx, args.get(1)) else {
+        return;
+    };
+    let keys = keys_at..keys_at + numkeys;
+    if pop_first_ready(ctx, &args, keys.clone(), max, count, true) {
+        return;
+    }
+    block_or_give_up(ctx, args, keys, deadline);
+}
+
+/// Redis's `blockingGenericZpopCommand` before it blocks: pops from the
+/// first key holding a zset (true: replied, popped or WRONGTYPE), and
+/// propagates ZPOPMIN/ZPOPMAX (with the count when one was given).
+fn pop_first_ready(
+    ctx: &mut Ctx,
+    args: &Args,
+    keys: std::ops::Range<usize>,
+    max: bool,
+    count: i64,
+    nested: bool,
+) -> bool {
+    let db = ctx.client.db;
+    for i in keys {
+        let key = args.get(i);
+        match ctx.srv.lookup_write(db, key, ctx.now_ms) {
+            None => continue,
+            Some(e) if !matches!(e.value(), ValueRef::ZSet(_)) => {
+                ctx.error(err::WRONGTYPE);
+                return true;
+            }
+            Some(_) => {}
+        }
+        zpop_generic(ctx, &[key], max, true, count, nested, true);
+        let name: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+        if count == -1 {
+            ctx.rewrite(&[name, key]);
+        } else {
+            let c = count.to_string();
+            ctx.rewrite(&[name, key, c.as_bytes()]);
+        }
+        return true;
+    }
+    false
+}
+
+/// Blocks the client on `keys` until one holds a zset, or — where nothing
+/// may block (MULTI/EXEC) — answers as a timeout would: a null array.
+fn block_or_give_up(
+    ctx: &mut Ctx,
+    args: Args,
+    keys: std::ops::Range<usize>,
+    deadline: Option<i64>,
+) {
+    if !crate::blocking::may_block(ctx) {
+        ctx.client.out.null_array();
+        return;
+    }
+    crate::blocking::block_for_keys(
+        ctx,
+        args,
+        keys.map(|i| args.get(i)),
+        ferrokv_store::ValueType::ZSet,
+        deadline,
+    );
+}
+
 /// Parses `numkeys key... MIN|MAX [COUNT count]` from `args[at..]`:
 /// (index of the first key, numkeys, max?, count).
 fn parse_mpop(ctx: &mut Ctx, args: &Args, at: usize) -> Option<(usize, usize, bool, i64)> {
@@ -1207,6 +1302,35 @@ fn zdiff(ctx: &mut Ctx, args: Args) {
     setop_generic(ctx, args, false, SetOp::Diff, "zdiff")
 }
 
+/// An input of ZUNION/ZINTER/ZDIFF: a sorted set, or a set whose members
+/// all score 1 (Redis accepts both).
+#[derive(Clone, Copy)]
+enum Src<'a> {
+    Z(&'a ZSet),
+    S(&'a ferrokv_store::set::Set),
+}
+
+impl Src<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Src::Z(z) => z.len(),
+            Src::S(s) => s.len(),
+        }
+    }
+    fn score(&self, m: &[u8]) -> Option<f64> {
+        match self {
+            Src::Z(z) => z.score(m),
+            Src::S(s) => s.contains(m).then_some(1.0),
+        }
+    }
+    fn each(&self, f: &mut dyn FnMut(&[u8], f64)) {
+        match self {
+            Src::Z(z) => z.iter().for_each(|(m, s)| f(m, s)),
+            Src::S(s) => s.iter().for_each(|m| m.with_bytes(|b| f(b, 1.0))),
+        }
+    }
+}
+
 /// Redis's `zunionInterDiffGenericCommand`.
 fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) {
     let numkeys_at = if store { 2 } else { 1 };
@@ -1229,7 +1353,7 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
     let db = ctx.client.db;
     for i in 0..setnum {
         if let Some(e) = ctx.srv.lookup_read(db, args.get(first + i), ctx.now_ms) {
-            if !matches!(e.value(), ValueRef::ZSet(_)) {
+            if !matches!(e.value(), ValueRef::ZSet(_) | ValueRef::Set(_)) {
                 ctx.error(err::WRONGTYPE);
                 return;
             }
@@ -1275,18 +1399,19 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
             return;
         }
     }
+    let now = ctx.now_ms;
     // Sources in Redis's order: by cardinality for union and inter (a
     // stable sort, as glibc's qsort), as given for diff.
-    let mut srcs: Vec<(Option<&ZSet>, f64, usize)> = Vec::with_capacity(setnum);
+    let mut srcs: Vec<(Option<Src>, f64, usize)> = Vec::with_capacity(setnum);
     let dbref = &ctx.srv.keyspace.dbs[db];
-    let now = ctx.now_ms;
     for (i, &weight) in weights.iter().enumerate() {
         let z = dbref.get(args.get(first + i)).and_then(|e| {
             if e.expire_at != NO_EXPIRE && e.expire_at <= now {
                 return None;
             }
             match e.value() {
-                ValueRef::ZSet(z) => Some(z),
+                ValueRef::ZSet(z) => Some(Src::Z(z)),
+                ValueRef::Set(s) => Some(Src::S(s)),
                 _ => None,
             }
         });
@@ -1298,10 +1423,10 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
     let mut result: Vec<(Vec<u8>, f64)> = Vec::new();
     match op {
         SetOp::Union => {
-            let mut acc: hashbrown::HashMap<&[u8], usize> = hashbrown::HashMap::new();
+            let mut acc: hashbrown::HashMap<Vec<u8>, usize> = hashbrown::HashMap::new();
             for (z, w, _) in &srcs {
                 let Some(z) = z else { continue };
-                for (m, s) in z.iter() {
+                z.each(&mut |m, s| {
                     let mut score = w * s;
                     if score.is_nan() {
                         score = 0.0;
@@ -1309,46 +1434,46 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
                     match acc.get(m) {
                         Some(&i) => aggregate(&mut result[i].1, score, agg),
                         None => {
-                            acc.insert(m, result.len());
+                            acc.insert(m.to_vec(), result.len());
                             result.push((m.to_vec(), score));
                         }
                     }
-                }
+                });
             }
         }
         SetOp::Inter => {
             if let Some((Some(z0), w0, i0)) = srcs.first().copied() {
-                'members: for (m, s) in z0.iter() {
+                z0.each(&mut |m, s| {
                     let mut score = w0 * s;
                     if score.is_nan() {
                         score = 0.0;
                     }
                     for (z, w, i) in &srcs[1..] {
-                        let Some(z) = z else { continue 'members };
+                        let Some(z) = z else { return };
                         let v = if args.get(first + *i) == args.get(first + i0) {
                             s * w
                         } else {
                             match z.score(m) {
                                 Some(v) => v * w,
-                                None => continue 'members,
+                                None => return,
                             }
                         };
                         aggregate(&mut score, v, agg);
                     }
                     result.push((m.to_vec(), score));
-                }
+                });
             }
         }
         SetOp::Diff => {
             if let Some((Some(z0), _, _)) = srcs.first().copied() {
-                for (m, s) in z0.iter() {
+                z0.each(&mut |m, s| {
                     if srcs[1..]
                         .iter()
                         .all(|(z, _, _)| z.is_none_or(|z| z.score(m).is_none()))
                     {
                         result.push((m.to_vec(), s));
                     }
-                }
+                });
             }
         }
     }

@@ -24,31 +24,24 @@ struct Loader<'k> {
     key_delay_us: u64,
     hash_limits: ferrokv_store::hash::HashLimits,
     set_max_intset: usize,
-    limits: ferrokv_rdb::EncodingLimits,
+    zset_limits: ferrokv_store::ZsetLimits,
 }
 
 /// A sorted set from a file, in the encoding Redis 7.0's loader picks: a
 /// set within both listpack limits is a listpack, anything else a skiplist.
 fn load_zset(
     pairs: &[(std::borrow::Cow<'_, [u8]>, f64)],
-    limits: &ferrokv_rdb::EncodingLimits,
+    lim: &ferrokv_store::ZsetLimits,
 ) -> Result<ferrokv_store::ZSet, String> {
-    let lim = ferrokv_store::ZsetLimits {
-        max_listpack_entries: limits.zset_max_listpack_entries,
-        max_listpack_value: limits.zset_max_listpack_value,
-    };
     let longest = pairs.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
     let z = ferrokv_store::ZSet::from_pairs(
         pairs.iter().map(|(m, s)| (m.as_ref(), *s)),
         pairs.len(),
         longest,
-        &lim,
+        lim,
     );
     if z.len() != pairs.len() {
         return Err("duplicate member".into());
-    }
-    if z.is_empty() {
-        return Err("empty set".into());
     }
     Ok(z)
 }
@@ -89,6 +82,18 @@ impl RdbVisitor for Loader<'_> {
             RdbValue::String(s) => {
                 self.ks.dbs[db].set_str(&e.key, s, e.expire_ms.unwrap_or(NO_EXPIRE), 0);
             }
+            RdbValue::SortedSet(pairs) if !pairs.is_empty() => {
+                let z = load_zset(pairs, &self.zset_limits).map_err(|m| {
+                    format!("{m} in sorted set '{}'", String::from_utf8_lossy(&e.key))
+                })?;
+                let v = ferrokv_store::Value::ZSet(std::sync::Arc::new(z));
+                self.ks.dbs[db].upsert(&e.key, v, e.expire_ms.unwrap_or(NO_EXPIRE), 0);
+            }
+            RdbValue::List(items) if !items.is_empty() => {
+                let list: ferrokv_store::list::List = items.iter().collect();
+                let value = ferrokv_store::Value::List(std::sync::Arc::new(list));
+                self.ks.dbs[db].upsert(&e.key, value, e.expire_ms.unwrap_or(NO_EXPIRE), 0);
+            }
             // Encodings are chosen by the configured thresholds, as Redis
             // does on load (whatever encoding the file used).
             RdbValue::Hash(pairs) if !pairs.is_empty() => {
@@ -108,18 +113,8 @@ impl RdbVisitor for Loader<'_> {
                 self.ks.dbs[db].upsert(&e.key, ferrokv_store::Value::Set(s), expire, 0);
             }
             // Redis skips an empty collection on load.
-            RdbValue::Hash(_) | RdbValue::Set(_) => return Ok(()),
-            RdbValue::List(items) => {
-                let list: ferrokv_store::list::List = items.iter().collect();
-                let value = ferrokv_store::Value::List(std::sync::Arc::new(list));
-                self.ks.dbs[db].upsert(&e.key, value, e.expire_ms.unwrap_or(NO_EXPIRE), 0);
-            }
-            RdbValue::SortedSet(pairs) => {
-                let z = load_zset(pairs, &self.limits).map_err(|m| {
-                    format!("{m} in sorted set '{}'", String::from_utf8_lossy(&e.key))
-                })?;
-                let v = ferrokv_store::Value::ZSet(std::sync::Arc::new(z));
-                self.ks.dbs[db].upsert(&e.key, v, e.expire_ms.unwrap_or(NO_EXPIRE), 0);
+            RdbValue::Hash(_) | RdbValue::Set(_) | RdbValue::List(_) | RdbValue::SortedSet(_) => {
+                return Ok(())
             }
         }
         self.stats.keys += 1;
@@ -161,7 +156,7 @@ pub fn load_rdb(
         key_delay_us: config.key_load_delay,
         hash_limits: config.hash_limits(),
         set_max_intset: config.set_max_intset(),
-        limits: config.encoding_limits(),
+        zset_limits: config.zset_limits(),
     };
     // The trailer's CRC64 is checked by a second thread over the same
     // mapping while this one decodes (a 1 GB file: 0.3 s of CRC off the

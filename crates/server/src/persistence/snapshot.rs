@@ -31,6 +31,27 @@ pub enum SnapshotChunk {
 }
 use SnapshotChunk as Msg;
 
+/// A subscriber's end of the snapshot stream. It counts the chunks it has
+/// not taken yet, so the producer — which runs on the event loop — can
+/// pause when a subscriber (a replica socket) falls behind instead of
+/// blocking the loop on a full channel.
+pub struct Subscription {
+    rx: Receiver<Msg>,
+    inflight: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Subscription {
+    /// The next chunk, waiting for it; `Err` when the snapshot was abandoned.
+    pub fn recv(&self) -> Result<SnapshotChunk, std::sync::mpsc::RecvError> {
+        let m = self.rx.recv()?;
+        if matches!(m, Msg::Data(_)) {
+            self.inflight
+                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(m)
+    }
+}
+
 /// One snapshot in progress.
 pub struct SnapshotJob {
     pub kind: SaveKind,
@@ -44,6 +65,8 @@ pub struct SnapshotJob {
     /// The consumers: the file writer, and any that subscribed before the
     /// first chunk went out (a replica's diskless sync).
     consumers: Vec<SyncSender<Msg>>,
+    /// Chunks each live subscriber has not taken yet.
+    subscriber_inflight: Vec<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
     chunks_sent: u64,
     bytes_sent: u64,
     result: Receiver<Result<u64, String>>,
@@ -185,6 +208,7 @@ impl SnapshotJob {
             db_started: false,
             chunk,
             consumers,
+            subscriber_inflight: Vec::new(),
             chunks_sent: 0,
             bytes_sent: 0,
             result,
@@ -226,6 +250,10 @@ impl SnapshotJob {
     pub fn step(&mut self, ks: &mut Keyspace, max_keys: u64) -> bool {
         if self.finished_producing {
             return true;
+        }
+        if self.subscriber_behind() {
+            // Wait for the slowest subscriber rather than block the loop.
+            return false;
         }
         let limit = self
             .allowed_keys()
@@ -271,11 +299,11 @@ impl SnapshotJob {
                         let mut b = ferrokv_store::value::itoa_buf::Buf::new();
                         enc.string_entry(chunk, e.key(), b.format(i), expire)
                     }
+                    ValueRef::List(l) => enc.list_entry(chunk, e.key(), l.iter(), expire),
                     ValueRef::Hash(h) => enc.hash_entry(chunk, e.key(), h.iter(), expire),
                     ValueRef::Set(s) => {
                         enc.set_entry(chunk, e.key(), s.iter().map(|m| m.text()), expire)
                     }
-                    ValueRef::List(l) => enc.list_entry(chunk, e.key(), l.iter(), expire),
                     ValueRef::ZSet(z) => enc.zset_entry(chunk, e.key(), z.iter(), expire),
                 }
                 n += 1;
@@ -287,6 +315,17 @@ impl SnapshotJob {
             }
         }
         false
+    }
+
+    /// Whether a live subscriber has half its queue waiting.
+    fn subscriber_behind(&mut self) -> bool {
+        use std::sync::atomic::Ordering;
+        // A subscription dropped by its consumer no longer counts.
+        self.subscriber_inflight
+            .retain(|c| std::sync::Arc::strong_count(c) > 1);
+        self.subscriber_inflight
+            .iter()
+            .any(|c| c.load(Ordering::Relaxed) >= QUEUE / 2)
     }
 
     fn flush(&mut self) {
@@ -303,18 +342,23 @@ impl SnapshotJob {
         // is dropped; the file writer's own result says why it stopped.
         self.consumers
             .retain(|tx| tx.send(Msg::Data(data.clone())).is_ok());
+        for c in &self.subscriber_inflight {
+            c.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     /// Adds a consumer of the stream, e.g. a replica socket for a diskless
     /// full sync. Only before the first chunk has gone out, so that every
     /// consumer gets the whole file; `None` after that.
-    pub fn subscribe(&mut self) -> Option<std::sync::mpsc::Receiver<SnapshotChunk>> {
+    pub fn subscribe(&mut self) -> Option<Subscription> {
         if self.chunks_sent > 0 || self.finished_producing {
             return None;
         }
         let (tx, rx) = sync_channel(QUEUE);
         self.consumers.push(tx);
-        Some(rx)
+        let inflight = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        self.subscriber_inflight.push(inflight.clone());
+        Some(Subscription { rx, inflight })
     }
 
     /// Polls (or, with `wait`, waits for) the writer's result.
@@ -422,7 +466,7 @@ mod tests {
         let replica = job.subscribe().expect("before the first chunk");
         let reader = std::thread::spawn(move || {
             let mut got = Vec::new();
-            for m in replica {
+            while let Ok(m) = replica.recv() {
                 match m {
                     SnapshotChunk::Data(d) => got.extend_from_slice(&d),
                     SnapshotChunk::End => return (got, true),

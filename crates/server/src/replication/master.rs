@@ -316,7 +316,7 @@ impl Server {
                     let off = std::str::from_utf8(v)
                         .ok()
                         .and_then(|s| s.parse::<i64>().ok());
-                    self.replica_acked(c.id, off);
+                    self.replica_acked(c, off);
                     return;
                 }
                 b"getack" => {
@@ -337,8 +337,10 @@ impl Server {
         c.out.ok();
     }
 
-    fn replica_acked(&mut self, id: u64, off: Option<i64>) {
-        let Some(r) = self.repl.master.get(id) else {
+    /// `REPLCONF ACK` from replica `c` (which is running this command, so
+    /// it is out of the client table: its output is written directly).
+    fn replica_acked(&mut self, c: &mut Client, off: Option<i64>) {
+        let Some(r) = self.repl.master.get(c.id) else {
             return;
         };
         if let Some(off) = off {
@@ -349,15 +351,7 @@ impl Server {
             // The replica loaded the payload: now the stream may flow.
             r.state = ReplicaState::Online;
             let pending = std::mem::take(&mut r.pending);
-            if let Some(t) = token_of(self, id) {
-                if let Some(Some(c)) = self.clients.get_mut(t) {
-                    c.out.buf.extend_from_slice(&pending);
-                    if !c.pending_write {
-                        c.pending_write = true;
-                        self.pending_writes.push(t);
-                    }
-                }
-            }
+            c.out.buf.extend_from_slice(&pending);
         }
     }
 
@@ -393,7 +387,7 @@ impl Server {
             ack_time: Instant::now(),
             since: Instant::now(),
             socket: None,
-            token: None,
+            token: (c.token != usize::MAX).then_some(c.token),
             head: Vec::new(),
             soft_limit_since: None,
             diskless: false,
@@ -963,7 +957,7 @@ fn token_of_in(clients: &slab::Slab<Option<Box<Client>>>, id: u64) -> Option<usi
 /// What a sender thread sends after the head.
 pub enum Payload {
     /// Diskless: the snapshot producer's chunks as they come.
-    Chunks(Receiver<SnapshotChunk>),
+    Chunks(crate::persistence::snapshot::Subscription),
     /// Disk-based: the finished file, mapped.
     File(Arc<memmap2::Mmap>),
 }
@@ -1019,5 +1013,25 @@ impl ReplState {
             .iter()
             .any(|r| matches!(r.state, ReplicaState::Sending | ReplicaState::WaitStart))
             || self.rdma.master.as_ref().is_some_and(|m| m.busy())
+    }
+}
+
+impl Server {
+    /// Bytes waiting for replicas (their output buffers and the stream
+    /// held during their syncs): not counted for `maxmemory`, as in Redis.
+    pub fn replica_buffered_bytes(&self) -> usize {
+        self.repl
+            .master
+            .replicas
+            .iter()
+            .map(|r| {
+                r.pending.len()
+                    + r.token
+                        .and_then(|t| self.clients.get(t))
+                        .and_then(|c| c.as_ref())
+                        .filter(|c| c.id == r.client_id)
+                        .map_or(0, |c| c.pending_output())
+            })
+            .sum()
     }
 }

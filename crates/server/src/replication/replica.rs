@@ -388,6 +388,7 @@ impl Server {
             reg.register(&mut stream, mio::Token(token), mio::Interest::READABLE)?;
         }
         let mut c = Client::new(id, stream, addr, &mut self.pool, true);
+        c.token = token;
         if c.inbuf.len() < leftover.len() {
             c.inbuf.resize(leftover.len(), 0);
         }
@@ -420,10 +421,7 @@ impl Server {
         let Some(Some(c)) = self.clients.get_mut(token) else {
             return;
         };
-        ferrokv_resp::encode::array(&mut c.out.buf, 3);
-        ferrokv_resp::encode::bulk(&mut c.out.buf, b"REPLCONF");
-        ferrokv_resp::encode::bulk(&mut c.out.buf, b"ACK");
-        ferrokv_resp::encode::bulk(&mut c.out.buf, off.as_bytes());
+        encode_ack(&mut c.out.buf, &off);
         if !c.pending_write {
             c.pending_write = true;
             self.pending_writes.push(token);
@@ -496,7 +494,12 @@ pub fn process_master_input(srv: &mut Server, c: &mut Client) {
                         && args.len() >= 2
                         && args.get(1).eq_ignore_ascii_case(b"GETACK")
                     {
-                        srv.send_ack();
+                        // The master client is out of the table while its
+                        // input runs: the answer goes straight to its buffer.
+                        encode_ack(&mut c.out.buf, &srv.repl.master_repl_offset.to_string());
+                        if let Some(l) = srv.repl.link.as_mut() {
+                            l.last_ack = Instant::now();
+                        }
                     } else if srv.commands.lookup(name).is_none() {
                         stop_link(
                             srv,
@@ -551,6 +554,14 @@ pub fn process_master_input(srv: &mut Server, c: &mut Client) {
     }
     c.inbuf = inbuf;
     c.decoder = decoder;
+}
+
+/// `REPLCONF ACK <offset>`.
+fn encode_ack(out: &mut Vec<u8>, off: &str) {
+    ferrokv_resp::encode::array(out, 3);
+    ferrokv_resp::encode::bulk(out, b"REPLCONF");
+    ferrokv_resp::encode::bulk(out, b"ACK");
+    ferrokv_resp::encode::bulk(out, off.as_bytes());
 }
 
 fn stop_link(srv: &mut Server, c: &mut Client, reason: String) {

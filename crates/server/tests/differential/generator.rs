@@ -346,6 +346,10 @@ pub struct Generator {
     rng: StdRng,
     /// Relative expiries not yet used in this sequence (seconds).
     relative_pool: Vec<i64>,
+    /// Whether each connection is between MULTI and EXEC/DISCARD: inside,
+    /// only commands whose replies compare exactly are generated (EXEC's
+    /// array holds their replies).
+    in_multi: [bool; 2],
 }
 
 impl Generator {
@@ -353,7 +357,11 @@ impl Generator {
         let mut relative_pool: Vec<i64> = (0..2000).map(|j| 1000 + 97 * j).collect();
         let mut rng = StdRng::seed_from_u64(seed);
         relative_pool.shuffle(&mut rng);
-        Generator { rng, relative_pool }
+        Generator {
+            rng,
+            relative_pool,
+            in_multi: [false; 2],
+        }
     }
 
     pub fn chance(&mut self, p: f64) -> bool {
@@ -510,10 +518,20 @@ impl Generator {
 
     /// One command.
     pub fn command(&mut self) -> Command {
-        let mut c = self.command_inner();
-        if self.chance(0.2) {
-            c.conn = 1;
-        }
+        let conn = usize::from(self.chance(0.2));
+        let mut c = match self.transaction_command(conn) {
+            Some(c) => c,
+            None => loop {
+                let c = self.command_inner();
+                if !self.in_multi[conn] || c.check == Check::Exact {
+                    break c;
+                }
+            },
+        };
+        c.conn = conn;
+        // MULTI/EXEC/DISCARD keep their arity: the generator tracks
+        // whether a connection is inside a transaction.
+        let keeps_arity = matches!(&c.args[0][..], b"MULTI" | b"EXEC" | b"DISCARD");
         let name = String::from_utf8_lossy(&c.args[0]).to_string();
         c.args[0] = self.case(&name);
         for i in 1..c.args.len() {
@@ -523,7 +541,7 @@ impl Generator {
             }
         }
         // Wrong arity now and then: one argument too few or too many.
-        if self.chance(0.03) && c.check == Check::Exact {
+        if !keeps_arity && self.chance(0.03) && c.check == Check::Exact {
             // Never a number: an extra `SET k v PX` + `7` would expire
             // during the test.
             if self.chance(0.5) && c.args.len() > 1 {
@@ -533,6 +551,50 @@ impl Generator {
             }
         }
         c
+    }
+
+    /// Now and then a transaction command: MULTI, EXEC, DISCARD, WATCH,
+    /// UNWATCH, also where Redis refuses them (nested MULTI, EXEC without
+    /// MULTI, WATCH inside MULTI).
+    fn transaction_command(&mut self, conn: usize) -> Option<Command> {
+        let b = |s: &str| s.as_bytes().to_vec();
+        let p = if self.in_multi[conn] { 0.15 } else { 0.04 };
+        if !self.chance(p) {
+            return None;
+        }
+        let args = if self.in_multi[conn] {
+            match self.rng.gen_range(0..10) {
+                0..=5 => {
+                    self.in_multi[conn] = false;
+                    vec![b("EXEC")]
+                }
+                6..=7 => {
+                    self.in_multi[conn] = false;
+                    vec![b("DISCARD")]
+                }
+                8 => vec![b("MULTI")],
+                _ => {
+                    let mut a = vec![b("WATCH")];
+                    a.extend(self.keys(2));
+                    a
+                }
+            }
+        } else {
+            match self.rng.gen_range(0..10) {
+                0..=4 => {
+                    self.in_multi[conn] = true;
+                    vec![b("MULTI")]
+                }
+                5..=7 => {
+                    let mut a = vec![b("WATCH")];
+                    a.extend(self.keys(3));
+                    a
+                }
+                8 => vec![b("UNWATCH")],
+                _ => vec![b(self.pick(&["EXEC", "DISCARD"]))],
+            }
+        };
+        Some(Command::new(args, Check::Exact))
     }
 
     fn command_inner(&mut self) -> Command {
