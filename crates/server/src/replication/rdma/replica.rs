@@ -8,9 +8,12 @@
 //!
 //! Ring: K slots × C bytes registered once (`rdma-ring-slots`,
 //! `rdma-chunk-size`, K shrunk for small snapshots). For each write that
-//! lands (immediate = its 32-bit sequence) the slot is written to the temp
-//! file — a completed `write(2)` — folded into the CRC64, and only then is
-//! its credit returned with an 8-byte `fi_send`. The master never has more
+//! lands (immediate = its 32-bit sequence) the slot goes to a writer
+//! thread, which writes it to the temp file — a completed `write(2)` — and
+//! folds it into the CRC64; only then is its credit returned with an
+//! 8-byte `fi_send`. The writer exists because the tcp provider moves data
+//! only while the target reads its CQ: consuming on the reading thread
+//! serialised transfer and disk (measured in docs/rdma.md). The master never has more
 //! than K writes in flight, so a slot is never overwritten before it has
 //! been consumed.
 
@@ -140,125 +143,67 @@ pub fn receive(
     }
     set_state(&rdma.stats, SyncState::Transferring);
     let slots = u64::from(k);
-    let (mut seq, mut credits_sent, mut credits_done) = (0u64, 0u64, 0u64);
-    let mut crc = 0u64;
-    let mut batch: Vec<Completion> = Vec::with_capacity(64);
-    let mut pending: VecDeque<Completion> = VecDeque::new();
-    let mut last_progress = Instant::now();
-    while seq < chunks {
-        if pending.is_empty() {
-            batch.clear();
-            conn.cq.read(&mut batch, 64).map_err(fabric_failure)?;
-            pending.extend(batch.drain(..));
-        }
-        let Some(comp) = pending.pop_front() else {
-            loop {
-                match conn.eq.read().map_err(fabric_failure)? {
-                    None => break,
-                    Some(CmEvent::Shutdown { .. }) => {
-                        return Err((
-                            "peer-shutdown",
-                            format!("the master went away after {seq} of {chunks} chunks"),
-                        ))
-                    }
-                    Some(_) => {}
+    // A writer thread consumes the slots (file write, CRC64) while this
+    // one keeps reading the CQ: with the tcp provider data only lands
+    // while the target reads its CQ, so consuming here would stall it.
+    let (wake_rx, wake_tx) =
+        std::os::unix::net::UnixStream::pair().map_err(|e| ("io", format!("wake-up pair: {e}")))?;
+    wake_rx
+        .set_nonblocking(true)
+        .map_err(|e| ("io", format!("wake-up pair: {e}")))?;
+    let ring_ref = &ring;
+    let crc = std::thread::scope(|scope| -> Result<u64, Failure> {
+        let (job_tx, job_rx) = std::sync::mpsc::channel::<(u64, usize, usize)>();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<Result<u64, String>>();
+        let file = &mut *file;
+        let writer = scope.spawn(move || {
+            let mut crc = 0u64;
+            let mut wake = &wake_tx;
+            for (seq, at, len) in job_rx {
+                let data = ring_ref.bytes(at..at + len);
+                let res = file
+                    .write_all(data)
+                    .map(|_| seq)
+                    .map_err(|e| format!("writing the temp file: {e}"));
+                if res.is_ok() {
+                    crc = ferrokv_rdb::crc64::crc64(crc, data);
+                    progress.read.fetch_add(len as u64, Ordering::Relaxed);
                 }
-            }
-            sleep(&conn, cancel)?;
-            if last_progress.elapsed() > timeout {
-                return Err((
-                    "timeout",
-                    format!("no chunk within {timeout:?} ({seq} of {chunks} received)"),
-                ));
-            }
-            continue;
-        };
-        match comp.kind() {
-            CompletionKind::Send => credits_done += 1,
-            CompletionKind::RemoteWrite => {
-                let imm = comp
-                    .immediate
-                    .ok_or(("protocol", "a write without immediate".to_string()))?;
-                if imm != seq & 0xffff_ffff {
-                    return Err(("protocol", format!("chunk {imm} arrived, expected {seq}")));
-                }
-                let at = (seq % slots) as usize * c as usize;
-                let len = (offer.length - seq * c).min(c) as usize;
-                let data = ring.bytes(at..at + len);
-                file.write_all(data)
-                    .map_err(|e| ("io", format!("writing the temp file: {e}")))?;
-                crc = ferrokv_rdb::crc64::crc64(crc, data);
-                progress.read.fetch_add(len as u64, Ordering::Relaxed);
-                if prepost {
-                    conn.endpoint
-                        .recv_for_immediate(comp.tag)
-                        .map_err(fabric_failure)?;
-                }
-                // The slot is on its way to disk: return its credit. A
-                // credit buffer is reused only once its send completed.
-                let cat = (credits_sent % (2 * slots)) as usize * CREDIT_BYTES;
-                loop {
-                    if credits_sent - credits_done < 2 * slots {
-                        credits
-                            .bytes_mut(cat..cat + CREDIT_BYTES)
-                            .expect("owned")
-                            .copy_from_slice(&seq.to_le_bytes());
-                        match conn.endpoint.send(&credits, cat..cat + CREDIT_BYTES, seq) {
-                            Ok(()) => break,
-                            Err(e) if e.is_would_block() => {}
-                            Err(e) => return Err(fabric_failure(e)),
-                        }
-                    }
-                    batch.clear();
-                    conn.cq.read(&mut batch, 64).map_err(fabric_failure)?;
-                    if batch.is_empty() {
-                        sleep(&conn, cancel)?;
-                    }
-                    for m in batch.drain(..) {
-                        if m.kind() == CompletionKind::Send {
-                            credits_done += 1;
-                        } else {
-                            pending.push_back(m);
-                        }
-                    }
-                }
-                credits_sent += 1;
-                seq += 1;
-                last_progress = Instant::now();
-            }
-            other => {
-                return Err(("protocol", format!("unexpected completion {other:?}")));
-            }
-        }
-    }
-    // Let the last credits leave before closing: an endpoint closed with a
-    // send still queued may cancel it, and the master would then see the
-    // connection end one credit short.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while credits_done < credits_sent && Instant::now() < deadline {
-        batch.clear();
-        match conn.cq.read(&mut batch, 64) {
-            Ok(0) => {
-                if sleep(&conn, cancel).is_err() {
+                let failed = res.is_err();
+                let _ = done_tx.send(res);
+                let _ = wake.write(&[1]);
+                if failed {
                     break;
                 }
             }
-            Ok(_) => {
-                credits_done += batch
-                    .iter()
-                    .filter(|c| c.kind() == CompletionKind::Send)
-                    .count() as u64
-            }
-            // The data is all here; a late error changes nothing.
-            Err(_) => break,
-        }
-    }
+            crc
+        });
+        let res = drive(
+            &conn,
+            &mut credits,
+            offer,
+            c,
+            slots,
+            chunks,
+            prepost,
+            cancel,
+            timeout,
+            &job_tx,
+            &done_rx,
+            &wake_rx,
+        );
+        drop(job_tx);
+        let crc = writer
+            .join()
+            .map_err(|_| ("io", "the writer thread panicked".to_string()))?;
+        res.map(|()| crc)
+    })?;
     // Every chunk is in: release the RDMA side before verifying and loading.
     drop(ring);
     drop(credits);
     drop(conn);
     set_state(&rdma.stats, SyncState::Verifying);
-    let received = seq.saturating_mul(c).min(offer.length);
+    let received = progress.read.load(Ordering::Relaxed);
     if received != offer.length {
         return Err((
             "length-mismatch",
@@ -288,8 +233,141 @@ pub fn receive(
     Ok(())
 }
 
-/// Sleeps on the connection's fds until something may have arrived.
-fn sleep(conn: &Connection, cancel: &AtomicBool) -> Result<(), Failure> {
+/// The receive loop: remote writes go to the writer as jobs (in order,
+/// immediates checked), finished jobs get their credit, until every chunk
+/// is written and its credit sent.
+#[allow(clippy::too_many_arguments)]
+fn drive(
+    conn: &Connection,
+    credits: &mut ferrokv_fabric::MemoryRegion,
+    offer: &RdmaOffer,
+    c: u64,
+    slots: u64,
+    chunks: u64,
+    prepost: bool,
+    cancel: &AtomicBool,
+    timeout: Duration,
+    jobs: &std::sync::mpsc::Sender<(u64, usize, usize)>,
+    done: &std::sync::mpsc::Receiver<Result<u64, String>>,
+    wake: &std::os::unix::net::UnixStream,
+) -> Result<(), Failure> {
+    let (mut seq, mut written, mut credits_sent, mut credits_done) = (0u64, 0u64, 0u64, 0u64);
+    let mut batch: Vec<Completion> = Vec::with_capacity(64);
+    let mut last_progress = Instant::now();
+    let mut finished: VecDeque<u64> = VecDeque::new();
+    while written < chunks || credits_done < credits_sent {
+        let mut busy = false;
+        batch.clear();
+        let read = conn.cq.read(&mut batch, 64);
+        if let Err(e) = read {
+            if written == chunks {
+                // Every credit is posted: a late error changes nothing.
+                return Ok(());
+            }
+            return Err(fabric_failure(e));
+        }
+        for comp in batch.drain(..) {
+            busy = true;
+            match comp.kind() {
+                CompletionKind::Send => credits_done += 1,
+                CompletionKind::RemoteWrite => {
+                    let imm = comp
+                        .immediate
+                        .ok_or(("protocol", "a write without immediate".to_string()))?;
+                    if imm != seq & 0xffff_ffff || seq >= chunks {
+                        return Err(("protocol", format!("chunk {imm} arrived, expected {seq}")));
+                    }
+                    let at = (seq % slots) as usize * c as usize;
+                    let len = (offer.length - seq * c).min(c) as usize;
+                    jobs.send((seq, at, len))
+                        .map_err(|_| ("io", "the writer thread stopped".to_string()))?;
+                    if prepost {
+                        conn.endpoint
+                            .recv_for_immediate(comp.tag)
+                            .map_err(fabric_failure)?;
+                    }
+                    seq += 1;
+                    last_progress = Instant::now();
+                }
+                other => {
+                    return Err(("protocol", format!("unexpected completion {other:?}")));
+                }
+            }
+        }
+        while let Ok(r) = done.try_recv() {
+            busy = true;
+            finished.push_back(r.map_err(|e| ("io", e))?);
+        }
+        // Each slot written to the file gets its credit back. A credit
+        // buffer is reused only once its previous send completed.
+        while let Some(&s) = finished.front() {
+            if credits_sent - credits_done >= 2 * slots {
+                break;
+            }
+            let cat = (credits_sent % (2 * slots)) as usize * CREDIT_BYTES;
+            credits
+                .bytes_mut(cat..cat + CREDIT_BYTES)
+                .expect("owned")
+                .copy_from_slice(&s.to_le_bytes());
+            match conn.endpoint.send(credits, cat..cat + CREDIT_BYTES, s) {
+                Ok(()) => {
+                    finished.pop_front();
+                    credits_sent += 1;
+                    written += 1;
+                    busy = true;
+                    last_progress = Instant::now();
+                }
+                Err(e) if e.is_would_block() => break,
+                Err(e) => return Err(fabric_failure(e)),
+            }
+        }
+        if busy {
+            continue;
+        }
+        if written == chunks {
+            // Only the last credits' sends are outstanding: let them leave
+            // (an endpoint closed with a send queued may cancel it), within
+            // reason — the data is all here.
+            if last_progress.elapsed() > Duration::from_secs(5) {
+                return Ok(());
+            }
+        } else {
+            loop {
+                match conn.eq.read().map_err(fabric_failure)? {
+                    None => break,
+                    Some(CmEvent::Shutdown { .. }) => {
+                        return Err((
+                            "peer-shutdown",
+                            format!("the master went away after {seq} of {chunks} chunks"),
+                        ))
+                    }
+                    Some(_) => {}
+                }
+            }
+            if last_progress.elapsed() > timeout {
+                return Err((
+                    "timeout",
+                    format!("no chunk within {timeout:?} ({seq} of {chunks} received)"),
+                ));
+            }
+        }
+        if let Err(e) = sleep(conn, cancel, wake) {
+            if written == chunks {
+                return Ok(());
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Sleeps on the connection's fds (and the writer's wake-up) until
+/// something may have arrived.
+fn sleep(
+    conn: &Connection,
+    cancel: &AtomicBool,
+    wake: &std::os::unix::net::UnixStream,
+) -> Result<(), Failure> {
     if cancel.load(Ordering::Relaxed) {
         return Err(("cancelled", "the sync was cancelled".into()));
     }
@@ -309,9 +387,18 @@ fn sleep(conn: &Connection, cancel: &AtomicBool) -> Result<(), Failure> {
             events: libc::POLLIN,
             revents: 0,
         },
+        libc::pollfd {
+            fd: wake.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
     ];
-    // SAFETY: two valid pollfds that live across the call.
-    let ret = unsafe { libc::poll(fds.as_mut_ptr(), 2, POLL_SLICE_MS) };
+    // SAFETY: three valid pollfds that live across the call.
+    let ret = unsafe { libc::poll(fds.as_mut_ptr(), 3, POLL_SLICE_MS) };
+    // Drain the writer's wake-ups (its results are read after this).
+    let mut sink = [0u8; 64];
+    let mut w = wake;
+    while matches!(std::io::Read::read(&mut w, &mut sink), Ok(n) if n > 0) {}
     if ret < 0 {
         let e = std::io::Error::last_os_error();
         if e.kind() != std::io::ErrorKind::Interrupted {
