@@ -338,9 +338,9 @@ pub fn collect_rdma(srv: &crate::server::Server, r: &mut crate::metrics::Registr
         s.bytes as f64,
     );
     r.gauge(
-        "ferrokv_rdma_last_sync_megabytes_per_second",
-        "Throughput of the last RDMA transfer, 10^6 bytes/s (INFO rdma_last_sync_mbps).",
-        s.last_sync_mbps,
+        "ferrokv_rdma_last_sync_bytes_per_second",
+        "Throughput of the last RDMA transfer (INFO rdma_last_sync_mbps × 10^6).",
+        s.last_sync_mbps * 1e6,
     );
     r.counter(
         "ferrokv_rdma_credit_stalls_total",
