@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """The data-type commands and the memory of small hashes, ferrokv beside redis-server.
 
-  python3 scripts/bench_types_vs_redis.py [--rounds 5] [--requests 1000000] [--hashes 1000000]
+  python3 scripts/bench_types_vs_redis.py [--rounds 5] [--requests 1000000]
+      [--keyspace N] [--hashes 1000000]
 
 Throughput: one redis-benchmark run per server and round with
-`-t lpush,lpop,sadd,hset,spop,zadd,zpopmin,lrange_100,mset -c 50 -P 16 -r 1000000`
-(the tests run in that order, so LPOP, SPOP and ZPOPMIN pop what the pushes
+`-t lpush,lpop,sadd,hset,spop,zadd,zpopmin,lrange_100,mset -c 50 -P 16`, the
+command the data-types issue names (its SADD/HSET/ZADD then touch one
+member; `--keyspace 1000000` adds `-r 1000000`, so the set, hash and sorted
+set grow to ~630k members and the figures measure big collections, where
+both servers wait on cache misses). The tests run in that order, so LPOP, SPOP and ZPOPMIN pop what the pushes
 made), the servers in turns (ferrokv, redis, ferrokv, ...) and a FLUSHALL
 between runs, so drifts in machine load hit both alike. Figures are medians
 over rounds; the ratios are what to quote.
@@ -22,23 +26,34 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, cli, free_port, rss_bytes  # noqa: E402
+from benchlib import ROOT, cli, cpu_seconds, free_port, rss_bytes  # noqa: E402
 from bench_vs_redis import start  # noqa: E402
 
 TESTS = "lpush,lpop,sadd,hset,spop,zadd,zpopmin,lrange_100,mset"
 
 
-def bench(port, n):
-    out = subprocess.run(
-        ["redis-benchmark", "-p", str(port), "-t", TESTS, "-n", str(n), "-r", "1000000",
-         "-c", "50", "-P", "16", "-d", "32", "--csv"],
-        capture_output=True, text=True, check=True).stdout
-    rps = {}
-    for line in out.splitlines()[1:]:
-        cols = [c.strip('"') for c in line.split(",")]
-        if len(cols) > 1:
-            rps[cols[0].split(" ")[0]] = float(cols[1])
-    return rps
+def bench(port, pid, n, keyspace):
+    """Each test in turn (so the pops find what the pushes made), with the
+    server's CPU time per request: on a 2-core machine redis-benchmark can
+    be the bottleneck, and CPU per request is then the figure that shows
+    the server's own cost."""
+    rand = ["-r", str(keyspace)] if keyspace else []
+    res = {}
+    for test in TESTS.split(","):
+        c0 = cpu_seconds(pid)
+        out = subprocess.run(
+            ["redis-benchmark", "-p", str(port), "-t", test, "-n", str(n)] + rand +
+            ["-c", "50", "-P", "16", "-d", "32", "--csv"],
+            capture_output=True, text=True, check=True).stdout
+        c1 = cpu_seconds(pid)
+        for line in out.splitlines()[1:]:
+            cols = [c.strip('"') for c in line.split(",")]
+            name = cols[0].split(" ")[0]
+            if len(cols) > 1 and name == test.upper():
+                # LRANGE_100 runs its LPUSH prefill too: CPU is per request of both.
+                reqs = n * (2 if test == "lrange_100" else 1)
+                res[name] = (float(cols[1]), (c1 - c0) / reqs * 1e6)
+    return res
 
 
 def load_hashes(port, n):
@@ -70,6 +85,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--requests", type=int, default=1_000_000)
     ap.add_argument("--hashes", type=int, default=1_000_000)
+    ap.add_argument("--keyspace", type=int, default=0)
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--ferrokv", default=os.path.join(ROOT, "target/release/ferrokv-server"))
     a = ap.parse_args()
@@ -84,19 +100,24 @@ def main():
         for rnd in range(0 if a.skip_throughput else a.rounds):
             order = ["ferrokv", "redis"] if rnd % 2 == 0 else ["redis", "ferrokv"]
             for name in order:
-                port, _ = servers[name]
+                port, proc = servers[name]
                 cli(port, "flushall")
-                for test, rps in bench(port, a.requests).items():
-                    results.setdefault((test, name), []).append(rps)
+                for test, r in bench(port, proc.pid, a.requests, a.keyspace).items():
+                    results.setdefault((test, name), []).append(r)
                 print(f"round {rnd} {name} done", file=sys.stderr)
         if results:
-            print("| test (-c 50 -P 16) | ferrokv req/s | redis req/s | ratio |")
-            print("|---|---|---|---|")
-            for test in sorted({t for t, _ in results}, key=lambda t: TESTS.upper().find(t.split("_")[0])):
-                f = statistics.median(results.get((test, "ferrokv"), [0]))
-                r = statistics.median(results.get((test, "redis"), [0]))
-                ratio = f"{f / r:.2f}x" if r else "-"
-                print(f"| {test} | {f:,.0f} | {r:,.0f} | {ratio} |")
+            rnd = f" -r {a.keyspace}" if a.keyspace else ""
+            print(f"| test (-c 50 -P 16{rnd}) | ferrokv req/s | redis req/s | throughput ratio "
+                  "| ferrokv CPU us/req | redis CPU us/req | CPU ratio |")
+            print("|---|---|---|---|---|---|---|")
+            for test in [t.upper() for t in TESTS.split(",")]:
+                f, r = results.get((test, "ferrokv")), results.get((test, "redis"))
+                if not f or not r:
+                    continue
+                frps, rrps = statistics.median(x[0] for x in f), statistics.median(x[0] for x in r)
+                fus, rus = statistics.median(x[1] for x in f), statistics.median(x[1] for x in r)
+                print(f"| {test} | {frps:,.0f} | {rrps:,.0f} | {frps / rrps:.2f}x "
+                      f"| {fus:.3f} | {rus:.3f} | {fus / rus:.2f}x |")
         for name in list(servers):
             servers[name][1].kill()
             servers[name][1].wait()
