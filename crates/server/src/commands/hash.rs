@@ -8,7 +8,9 @@
 
 use super::flags::*;
 use super::long_double::LongDouble;
-use super::{err, is, parse_f64, parse_int, CommandSpec, Ctx};
+use super::{
+    err, is, parse_f64, parse_int, read_as, read_for_write_as, write_as, CommandSpec, Ctx, Typed,
+};
 use crate::notify::{NOTIFY_GENERIC, NOTIFY_HASH, NOTIFY_NEW};
 use crate::server::Server;
 use ferrokv_resp::encode::Protocol;
@@ -44,51 +46,31 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("hscan", -3, READONLY, hscan).since("2.8.0").complexity("O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.").doc("Iterates over fields and values of a hash.", "key cursor [MATCH pattern] [COUNT count]"),
 ];
 
-/// A key looked up for a hash read.
-enum Read<'a> {
-    Missing,
-    WrongType,
-    Hash(&'a Hash),
-}
+/// A key looked up for a hash read or write.
+type Read<'a> = Typed<&'a Hash>;
+type Write<'a> = Typed<&'a mut Hash>;
 
 fn read<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Read<'a> {
-    match srv.lookup_read(db, key, now) {
-        None => Read::Missing,
-        Some(e) => match e.value() {
-            ValueRef::Hash(h) => Read::Hash(h),
-            _ => Read::WrongType,
-        },
-    }
+    read_as(srv, db, key, now, |v| match v {
+        ValueRef::Hash(x) => Some(x),
+        _ => None,
+    })
 }
 
-/// A read inside a write command (HSETNX, HINCRBY*): a write lookup, as
-/// Redis's `hashTypeLookupWriteOrCreate`, so a missing key is no keyspace
-/// miss (no `keymiss` event, no `keyspace_misses`).
+/// A read inside a write command (HSETNX, HINCRBY*), as Redis's
+/// `hashTypeLookupWriteOrCreate`.
 fn read_for_write<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Read<'a> {
-    match srv.lookup_write(db, key, now) {
-        None => Read::Missing,
-        Some(e) => match e.value() {
-            ValueRef::Hash(h) => Read::Hash(h),
-            _ => Read::WrongType,
-        },
-    }
-}
-
-/// A key looked up for a hash write.
-enum Write<'a> {
-    Missing,
-    WrongType,
-    Hash(&'a mut Hash),
+    read_for_write_as(srv, db, key, now, |v| match v {
+        ValueRef::Hash(x) => Some(x),
+        _ => None,
+    })
 }
 
 fn write<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Write<'a> {
-    match srv.lookup_write(db, key, now) {
-        None => Write::Missing,
-        Some(e) => match e.value_mut() {
-            Some(Value::Hash(h)) => Write::Hash(h),
-            _ => Write::WrongType,
-        },
-    }
+    write_as(srv, db, key, now, |v| match v {
+        Value::Hash(x) => Some(x),
+        _ => None,
+    })
 }
 
 /// The (field, value) pairs of `args[first..]`.
@@ -112,7 +94,7 @@ fn set_pairs(ctx: &mut Ctx, args: &Args, first: usize) -> Option<i64> {
             ctx.error(err::WRONGTYPE);
             return None;
         }
-        Write::Hash(h) => h.insert_many(pairs(args, first), limits) as i64,
+        Write::Found(h) => h.insert_many(pairs(args, first), limits) as i64,
         Write::Missing => {
             let (h, added) = Hash::from_new_pairs(pairs(args, first), limits);
             let lru = ctx.srv.lru_clock;
@@ -153,7 +135,7 @@ fn hsetnx(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
     match read_for_write(ctx.srv, db, args.get(1), ctx.now_ms) {
         Read::WrongType => return ctx.error(err::WRONGTYPE),
-        Read::Hash(h) if h.contains(args.get(2)) => return ctx.client.out.int(0),
+        Read::Found(h) if h.contains(args.get(2)) => return ctx.client.out.int(0),
         _ => {}
     }
     if set_pairs(ctx, &args, 2).is_some() {
@@ -166,7 +148,7 @@ fn hget(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
     match read(ctx.srv, db, args.get(1), ctx.now_ms) {
         Read::WrongType => ctx.client.out.error(err::WRONGTYPE),
-        Read::Hash(h) => match h.get(args.get(2)) {
+        Read::Found(h) => match h.get(args.get(2)) {
             Some(v) => ctx.client.out.bulk(v),
             None => ctx.client.out.null(),
         },
@@ -180,7 +162,7 @@ fn hmget(ctx: &mut Ctx, args: Args) {
     let out = &mut ctx.client.out;
     match read(ctx.srv, db, args.get(1), ctx.now_ms) {
         Read::WrongType => out.error(err::WRONGTYPE),
-        Read::Hash(h) => {
+        Read::Found(h) => {
             out.array(args.len() - 2);
             for f in args.iter().skip(2) {
                 match h.get(f) {
@@ -205,7 +187,7 @@ fn hdel(ctx: &mut Ctx, args: Args) {
     let (removed, empty) = match write(ctx.srv, db, key, ctx.now_ms) {
         Write::WrongType => return ctx.error(err::WRONGTYPE),
         Write::Missing => return ctx.client.out.int(0),
-        Write::Hash(h) => {
+        Write::Found(h) => {
             let mut n = 0;
             for f in args.iter().skip(2) {
                 if h.remove(f) {
@@ -234,7 +216,7 @@ fn hexists(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
     match read(ctx.srv, db, args.get(1), ctx.now_ms) {
         Read::WrongType => ctx.client.out.error(err::WRONGTYPE),
-        Read::Hash(h) => ctx.client.out.int(h.contains(args.get(2)) as i64),
+        Read::Found(h) => ctx.client.out.int(h.contains(args.get(2)) as i64),
         Read::Missing => ctx.client.out.int(0),
     }
 }
@@ -244,7 +226,7 @@ fn hlen(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
     match read(ctx.srv, db, args.get(1), ctx.now_ms) {
         Read::WrongType => ctx.client.out.error(err::WRONGTYPE),
-        Read::Hash(h) => ctx.client.out.int(h.len() as i64),
+        Read::Found(h) => ctx.client.out.int(h.len() as i64),
         Read::Missing => ctx.client.out.int(0),
     }
 }
@@ -254,7 +236,7 @@ fn hstrlen(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
     match read(ctx.srv, db, args.get(1), ctx.now_ms) {
         Read::WrongType => ctx.client.out.error(err::WRONGTYPE),
-        Read::Hash(h) => ctx
+        Read::Found(h) => ctx
             .client
             .out
             .int(h.get(args.get(2)).map_or(0, |v| v.len() as i64)),
@@ -277,7 +259,7 @@ fn get_all(ctx: &mut Ctx, args: Args, parts: Parts) {
         Read::WrongType => out.error(err::WRONGTYPE),
         Read::Missing if parts == Parts::Both => out.map(0),
         Read::Missing => out.array(0),
-        Read::Hash(h) => {
+        Read::Found(h) => {
             match parts {
                 Parts::Both => out.map(h.len()),
                 _ => out.array(h.len()),
@@ -315,7 +297,7 @@ fn store_field(ctx: &mut Ctx, key: &[u8], field: &[u8], value: &[u8]) {
     let db = ctx.client.db;
     let limits = ctx.srv.config.hash_limits();
     match write(ctx.srv, db, key, ctx.now_ms) {
-        Write::Hash(h) => {
+        Write::Found(h) => {
             h.insert(field, value, limits);
         }
         _ => {
@@ -339,7 +321,7 @@ fn hincrby(ctx: &mut Ctx, args: Args) {
     let cur = match read_for_write(ctx.srv, db, key, ctx.now_ms) {
         Read::WrongType => return ctx.error(err::WRONGTYPE),
         Read::Missing => 0,
-        Read::Hash(h) => match h.get(field) {
+        Read::Found(h) => match h.get(field) {
             None => 0,
             Some(v) => match parse_canonical_i64(v) {
                 Some(i) => i,
@@ -375,7 +357,7 @@ fn hincrbyfloat(ctx: &mut Ctx, args: Args) {
     let cur = match read_for_write(ctx.srv, db, key, ctx.now_ms) {
         Read::WrongType => return ctx.error(err::WRONGTYPE),
         Read::Missing => Some(LongDouble::ZERO),
-        Read::Hash(h) => match h.get(field) {
+        Read::Found(h) => match h.get(field) {
             None => Some(LongDouble::ZERO),
             Some(v) => match parse(v) {
                 Ok(v) => v,
@@ -401,7 +383,7 @@ fn hrandfield(ctx: &mut Ctx, args: Args) {
         let h = match read(ctx.srv, db, key, ctx.now_ms) {
             Read::WrongType => return ctx.error(err::WRONGTYPE),
             Read::Missing => return ctx.client.out.null(),
-            Read::Hash(h) => h.clone(),
+            Read::Found(h) => h.clone(),
         };
         use rand::Rng;
         let i = ctx.srv.rng.gen_range(0..h.len());
@@ -424,7 +406,7 @@ fn hrandfield(ctx: &mut Ctx, args: Args) {
     let h = match read(ctx.srv, db, key, ctx.now_ms) {
         Read::WrongType => return ctx.error(err::WRONGTYPE),
         Read::Missing => return ctx.client.out.array(0),
-        Read::Hash(h) => h.clone(),
+        Read::Found(h) => h.clone(),
     };
     if count == 0 {
         return ctx.client.out.array(0);
@@ -525,7 +507,7 @@ fn hscan(ctx: &mut Ctx, args: Args) {
     let h = match read(ctx.srv, db, args.get(1), ctx.now_ms) {
         Read::WrongType => return ctx.error(err::WRONGTYPE),
         Read::Missing => return reply_scan(&mut ctx.client.out, 0, &[]),
-        Read::Hash(h) => h.clone(),
+        Read::Found(h) => h.clone(),
     };
     let Some(opts) = parse_scan_options(ctx, &args, 3) else {
         return;

@@ -310,6 +310,62 @@ impl Ctx<'_> {
     }
 }
 
+/// A key looked up by a command of one type: missing, of another type, or
+/// the value it works on.
+pub enum Typed<T> {
+    Missing,
+    WrongType,
+    Found(T),
+}
+
+/// Looks `key` up for reading (a keyspace hit or miss) and picks its value
+/// with `pick` (`None`: another type).
+pub fn read_as<'a, T: ?Sized>(
+    srv: &'a mut crate::server::Server,
+    db: usize,
+    key: &[u8],
+    now: i64,
+    pick: impl FnOnce(ferrokv_store::ValueRef<'a>) -> Option<&'a T>,
+) -> Typed<&'a T> {
+    match srv.lookup_read(db, key, now) {
+        None => Typed::Missing,
+        Some(e) => pick(e.value()).map_or(Typed::WrongType, Typed::Found),
+    }
+}
+
+/// Like [`read_as`] through a write lookup, for the reads of write
+/// commands (Redis's `lookupKeyWrite`: a missing key is no keyspace miss,
+/// no `keymiss` event).
+pub fn read_for_write_as<'a, T: ?Sized>(
+    srv: &'a mut crate::server::Server,
+    db: usize,
+    key: &[u8],
+    now: i64,
+    pick: impl FnOnce(ferrokv_store::ValueRef<'a>) -> Option<&'a T>,
+) -> Typed<&'a T> {
+    match srv.lookup_write(db, key, now) {
+        None => Typed::Missing,
+        Some(e) => pick(e.value()).map_or(Typed::WrongType, Typed::Found),
+    }
+}
+
+/// Looks `key` up for writing and picks its value to change in place.
+pub fn write_as<'a, T: ?Sized>(
+    srv: &'a mut crate::server::Server,
+    db: usize,
+    key: &[u8],
+    now: i64,
+    pick: impl FnOnce(&'a mut ferrokv_store::Value) -> Option<&'a mut T>,
+) -> Typed<&'a mut T> {
+    match srv.lookup_write(db, key, now) {
+        None => Typed::Missing,
+        Some(e) => e
+            .value_mut()
+            .and_then(pick)
+            .map_or(Typed::WrongType, Typed::Found),
+    }
+}
+
 /// Parses an integer argument, replying with Redis's error when it is not one.
 pub fn parse_int(ctx: &mut Ctx, a: &[u8]) -> Option<i64> {
     match ferrokv_resp::parse_i64(a) {

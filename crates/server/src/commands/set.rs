@@ -9,7 +9,7 @@
 
 use super::flags::*;
 use super::hash::{parse_scan_options, reply_scan};
-use super::{err, parse_int, CommandSpec, Ctx};
+use super::{err, parse_int, read_as, read_for_write_as, write_as, CommandSpec, Ctx, Typed};
 use crate::notify::{NOTIFY_GENERIC, NOTIFY_NEW, NOTIFY_SET};
 use crate::server::Server;
 use ferrokv_resp::Args;
@@ -45,51 +45,30 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("sscan", -3, READONLY, sscan).since("2.8.0").complexity("O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.").doc("Iterates over members of a set.", "key cursor [MATCH pattern] [COUNT count]"),
 ];
 
-/// A key looked up for a set read.
-enum Read<'a> {
-    Missing,
-    WrongType,
-    Set(&'a Set),
-}
+/// A key looked up for a set read or write.
+type Read<'a> = Typed<&'a Set>;
+type Write<'a> = Typed<&'a mut Set>;
 
 fn read<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Read<'a> {
-    match srv.lookup_read(db, key, now) {
-        None => Read::Missing,
-        Some(e) => match e.value() {
-            ValueRef::Set(s) => Read::Set(s),
-            _ => Read::WrongType,
-        },
-    }
+    read_as(srv, db, key, now, |v| match v {
+        ValueRef::Set(x) => Some(x),
+        _ => None,
+    })
 }
 
-/// A read inside a write command (SPOP, SMOVE): a write lookup, as Redis's
-/// `lookupKeyWrite`, so a missing key is no keyspace miss (no `keymiss`
-/// event, no `keyspace_misses`).
+/// A read inside a write command (SPOP, SMOVE).
 fn read_for_write<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Read<'a> {
-    match srv.lookup_write(db, key, now) {
-        None => Read::Missing,
-        Some(e) => match e.value() {
-            ValueRef::Set(s) => Read::Set(s),
-            _ => Read::WrongType,
-        },
-    }
-}
-
-/// A key looked up for a set write.
-enum Write<'a> {
-    Missing,
-    WrongType,
-    Set(&'a mut Set),
+    read_for_write_as(srv, db, key, now, |v| match v {
+        ValueRef::Set(x) => Some(x),
+        _ => None,
+    })
 }
 
 fn write<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Write<'a> {
-    match srv.lookup_write(db, key, now) {
-        None => Write::Missing,
-        Some(e) => match e.value_mut() {
-            Some(Value::Set(s)) => Write::Set(s),
-            _ => Write::WrongType,
-        },
-    }
+    write_as(srv, db, key, now, |v| match v {
+        Value::Set(x) => Some(x),
+        _ => None,
+    })
 }
 
 /// Parses a count in `-LONG_MAX..=LONG_MAX` as Redis's
@@ -111,7 +90,7 @@ fn sadd(ctx: &mut Ctx, args: Args) {
     let mut added = 0;
     match write(ctx.srv, db, key, ctx.now_ms) {
         Write::WrongType => return ctx.error(err::WRONGTYPE),
-        Write::Set(s) => {
+        Write::Found(s) => {
             for m in args.iter().skip(2) {
                 added += s.insert(m, max) as i64;
             }
@@ -149,7 +128,7 @@ fn remove_members<'m>(
             return None;
         }
         Write::Missing => return Some(0),
-        Write::Set(s) => {
+        Write::Found(s) => {
             let mut n = 0;
             for m in members {
                 if s.remove(m) {
@@ -185,7 +164,7 @@ fn sismember(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
     match read(ctx.srv, db, args.get(1), ctx.now_ms) {
         Read::WrongType => ctx.client.out.error(err::WRONGTYPE),
-        Read::Set(s) => ctx.client.out.int(s.contains(args.get(2)) as i64),
+        Read::Found(s) => ctx.client.out.int(s.contains(args.get(2)) as i64),
         Read::Missing => ctx.client.out.int(0),
     }
 }
@@ -196,7 +175,7 @@ fn smismember(ctx: &mut Ctx, args: Args) {
     let out = &mut ctx.client.out;
     let s = match read(ctx.srv, db, args.get(1), ctx.now_ms) {
         Read::WrongType => return out.error(err::WRONGTYPE),
-        Read::Set(s) => Some(s),
+        Read::Found(s) => Some(s),
         Read::Missing => None,
     };
     out.array(args.len() - 2);
@@ -222,7 +201,7 @@ fn smembers(ctx: &mut Ctx, args: Args) {
     let out = &mut ctx.client.out;
     match read(ctx.srv, db, args.get(1), ctx.now_ms) {
         Read::WrongType => out.error(err::WRONGTYPE),
-        Read::Set(s) => reply_members(out, s),
+        Read::Found(s) => reply_members(out, s),
         Read::Missing => out.set(0),
     }
 }
@@ -232,7 +211,7 @@ fn scard(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
     match read(ctx.srv, db, args.get(1), ctx.now_ms) {
         Read::WrongType => ctx.client.out.error(err::WRONGTYPE),
-        Read::Set(s) => ctx.client.out.int(s.len() as i64),
+        Read::Found(s) => ctx.client.out.int(s.len() as i64),
         Read::Missing => ctx.client.out.int(0),
     }
 }
@@ -260,7 +239,7 @@ fn spop(ctx: &mut Ctx, args: Args) {
         Read::WrongType => return ctx.error(err::WRONGTYPE),
         Read::Missing if count.is_some() => return ctx.client.out.set(0),
         Read::Missing => return ctx.client.out.null(),
-        Read::Set(s) => s.clone(),
+        Read::Found(s) => s.clone(),
     };
     let size = s.len();
     let Some(count) = count else {
@@ -319,7 +298,7 @@ fn srandmember(ctx: &mut Ctx, args: Args) {
         Read::WrongType => return ctx.error(err::WRONGTYPE),
         Read::Missing if count.is_some() => return ctx.client.out.array(0),
         Read::Missing => return ctx.client.out.null(),
-        Read::Set(s) => s.clone(),
+        Read::Found(s) => s.clone(),
     };
     let size = s.len();
     let Some(count) = count else {
@@ -349,7 +328,7 @@ fn smove(ctx: &mut Ctx, args: Args) {
     let is_member = match read_for_write(ctx.srv, db, src, now) {
         Read::Missing => return ctx.client.out.int(0),
         Read::WrongType => return ctx.error(err::WRONGTYPE),
-        Read::Set(s) => s.contains(member),
+        Read::Found(s) => s.contains(member),
     };
     if let Read::WrongType = read_for_write(ctx.srv, db, dst, now) {
         return ctx.error(err::WRONGTYPE);
@@ -361,7 +340,7 @@ fn smove(ctx: &mut Ctx, args: Args) {
     ctx.srv.touch_watched_key(db, src);
     let max = ctx.srv.config.set_max_intset();
     let added = match write(ctx.srv, db, dst, now) {
-        Write::Set(s) => s.insert(member, max),
+        Write::Found(s) => s.insert(member, max),
         _ => {
             let mut s = Set::new();
             s.insert(member, max);
@@ -393,7 +372,7 @@ fn load_sets<'k>(ctx: &mut Ctx, keys: impl Iterator<Item = &'k [u8]>) -> Option<
                 return None;
             }
             Read::Missing => sets.push(None),
-            Read::Set(s) => sets.push(Some(s.clone())),
+            Read::Found(s) => sets.push(Some(s.clone())),
         }
     }
     Some(sets)
@@ -575,7 +554,7 @@ fn sscan(ctx: &mut Ctx, args: Args) {
     let s = match read(ctx.srv, db, args.get(1), ctx.now_ms) {
         Read::WrongType => return ctx.error(err::WRONGTYPE),
         Read::Missing => return reply_scan(&mut ctx.client.out, 0, &[]),
-        Read::Set(s) => s.clone(),
+        Read::Found(s) => s.clone(),
     };
     let Some(opts) = parse_scan_options(ctx, &args, 3) else {
         return;
