@@ -776,6 +776,50 @@ impl Server {
         self.start_snapshot_to(kind, &path, false)
     }
 
+    /// The header every snapshot gets, as Redis's `rdbSaveInfoAuxFields`
+    /// writes it: with the replication id and offset when `repl_info` (a
+    /// replica sync, or a server with replication history), `aof-base 1`
+    /// for the base of an AOF.
+    pub fn snapshot_meta(
+        &self,
+        repl_info: bool,
+        aof_base: bool,
+        key_delay_us: u64,
+    ) -> crate::persistence::snapshot::SnapshotMeta<'static> {
+        let now_unix = (self.now_ms / 1000) as u64;
+        let mut aux = vec![
+            (
+                &b"redis-ver"[..],
+                crate::REDIS_COMPAT_VERSION.as_bytes().to_vec(),
+            ),
+            (&b"redis-bits"[..], b"64".to_vec()),
+            (&b"ctime"[..], now_unix.to_string().into_bytes()),
+            (
+                &b"used-mem"[..],
+                crate::alloc::used_memory().to_string().into_bytes(),
+            ),
+        ];
+        if repl_info {
+            aux.push((&b"repl-stream-db"[..], b"0".to_vec()));
+            aux.push((&b"repl-id"[..], self.repl.replid.clone().into_bytes()));
+            aux.push((
+                &b"repl-offset"[..],
+                self.repl.master_repl_offset.to_string().into_bytes(),
+            ));
+        }
+        aux.push((
+            &b"aof-base"[..],
+            if aof_base { b"1" } else { b"0" }.to_vec(),
+        ));
+        crate::persistence::snapshot::SnapshotMeta {
+            aux,
+            compression: self.config.rdbcompression,
+            checksum: self.config.rdbchecksum,
+            limits: self.config.encoding_limits(),
+            key_delay_us,
+        }
+    }
+
     /// Starts a snapshot job writing to `path` (`for_aof`: the new base of
     /// an AOF rewrite rather than `dump.rdb`).
     fn start_snapshot_to(
@@ -784,35 +828,17 @@ impl Server {
         path: &std::path::Path,
         for_aof: bool,
     ) -> Result<(), String> {
-        use crate::persistence::snapshot::SnapshotMeta;
         if self.persistence.job.is_some() {
             return Err("ERR Background save already in progress".into());
         }
-        let now_unix = (self.now_ms / 1000) as u64;
-        self.persistence.last_attempt_unix = now_unix;
-        let meta = SnapshotMeta {
-            aux: vec![
-                (
-                    &b"redis-ver"[..],
-                    crate::REDIS_COMPAT_VERSION.as_bytes().to_vec(),
-                ),
-                (&b"redis-bits"[..], b"64".to_vec()),
-                (&b"ctime"[..], now_unix.to_string().into_bytes()),
-                (
-                    &b"used-mem"[..],
-                    crate::alloc::used_memory().to_string().into_bytes(),
-                ),
-                (&b"aof-base"[..], b"0".to_vec()),
-            ],
-            compression: self.config.rdbcompression,
-            checksum: self.config.rdbchecksum,
-            limits: self.config.encoding_limits(),
-            key_delay_us: if kind == crate::persistence::SaveKind::Background {
-                self.config.rdb_key_save_delay
-            } else {
-                0
-            },
+        self.persistence.last_attempt_unix = (self.now_ms / 1000) as u64;
+        let key_delay_us = if kind == crate::persistence::SaveKind::Background {
+            self.config.rdb_key_save_delay
+        } else {
+            0
         };
+        let repl_info = self.repl.backlog.is_some() || self.repl.is_replica();
+        let meta = self.snapshot_meta(repl_info, for_aof, key_delay_us);
         let job = crate::persistence::SnapshotJob::start(
             &mut self.keyspace,
             path,

@@ -20,7 +20,7 @@
 
 use super::ReplState;
 use crate::net::client::Client;
-use crate::persistence::snapshot::{SnapshotChunk, SnapshotMeta};
+use crate::persistence::snapshot::SnapshotChunk;
 use crate::persistence::{SaveKind, SnapshotJob};
 use crate::server::Server;
 use std::collections::HashMap;
@@ -624,32 +624,7 @@ impl Server {
     /// A snapshot for replica sockets only (no file), with the replication
     /// id and offset in its header as Redis writes them.
     fn start_streaming_snapshot(&mut self) -> Result<(), String> {
-        let now_unix = (self.now_ms / 1000) as u64;
-        let meta = SnapshotMeta {
-            aux: vec![
-                (
-                    &b"redis-ver"[..],
-                    crate::REDIS_COMPAT_VERSION.as_bytes().to_vec(),
-                ),
-                (&b"redis-bits"[..], b"64".to_vec()),
-                (&b"ctime"[..], now_unix.to_string().into_bytes()),
-                (
-                    &b"used-mem"[..],
-                    crate::alloc::used_memory().to_string().into_bytes(),
-                ),
-                (&b"repl-stream-db"[..], b"0".to_vec()),
-                (&b"repl-id"[..], self.repl.replid.clone().into_bytes()),
-                (
-                    &b"repl-offset"[..],
-                    self.repl.master_repl_offset.to_string().into_bytes(),
-                ),
-                (&b"aof-base"[..], b"0".to_vec()),
-            ],
-            compression: self.config.rdbcompression,
-            limits: self.config.encoding_limits(),
-            checksum: self.config.rdbchecksum,
-            key_delay_us: self.config.rdb_key_save_delay,
-        };
+        let meta = self.snapshot_meta(true, false, self.config.rdb_key_save_delay);
         let job = SnapshotJob::start_streaming(&mut self.keyspace, self.dirty, meta);
         self.persistence.job = Some(job);
         Ok(())
