@@ -8,30 +8,12 @@
 //! chained replica behave as Redis's do. Iteration counts are fixed.
 mod common;
 
+use common::repl::*;
 use common::{wait_for, ServerProcess};
 use std::time::{Duration, Instant};
 
-fn ferrokv(extra: &[&str]) -> ServerProcess {
-    let mut args = vec!["--enable-debug-command", "yes"];
-    args.extend_from_slice(extra);
-    ServerProcess::ferrokv(&args)
-}
-
 fn redis(extra: &[&str]) -> ServerProcess {
     ServerProcess::redis(extra)
-}
-
-fn info(p: &ServerProcess, section: &str, field: &str) -> String {
-    p.info_field(section, field).unwrap_or_default()
-}
-
-fn num(p: &ServerProcess, section: &str, field: &str) -> i64 {
-    info(p, section, field).trim().parse().unwrap_or(-1)
-}
-
-fn digest(p: &ServerProcess) -> String {
-    let mut c = p.client();
-    redis::cmd("DEBUG").arg("DIGEST").query(&mut c).unwrap()
 }
 
 /// A command's error reply, byte for byte.
@@ -40,30 +22,6 @@ fn error_of(p: &ServerProcess, args: &[&str]) -> String {
         ferrokv_resp::Frame::Error(e) => String::from_utf8_lossy(&e).into_owned(),
         other => panic!("{args:?} gave {other:?}, not an error"),
     }
-}
-
-fn replicaof(replica: &ServerProcess, master: &ServerProcess) {
-    let mut c = replica.client();
-    let _: String = redis::cmd("REPLICAOF")
-        .arg("127.0.0.1")
-        .arg(master.port)
-        .query(&mut c)
-        .unwrap();
-}
-
-/// Waits until the replica's link is up, it has applied everything the
-/// master wrote, and both hold the same data.
-fn wait_converged(master: &ServerProcess, replica: &ServerProcess, secs: u64) {
-    wait_for(
-        &format!("{} replica of {} to converge", replica.name, master.name),
-        secs,
-        || {
-            let up = info(replica, "replication", "master_link_status") == "up";
-            let m = num(master, "replication", "master_repl_offset");
-            let r = num(replica, "replication", "slave_repl_offset");
-            (up && m == r && digest(master) == digest(replica)).then_some(())
-        },
-    );
 }
 
 /// Runs a command that may not exist yet in ferrokv (the collection types
@@ -77,125 +35,6 @@ fn try_cmd(c: &mut redis::Connection, args: &[&[u8]]) -> bool {
         Ok(_) => true,
         Err(e) if e.to_string().contains("unknown command") => false,
         Err(e) => panic!("{:?} failed: {e}", String::from_utf8_lossy(args[0])),
-    }
-}
-
-/// The collection types ferrokv has at the time (they land in parallel):
-/// a data set only uses what the replica can load.
-#[derive(Clone, Copy)]
-struct Types {
-    hash: bool,
-    list: bool,
-    set: bool,
-    zset: bool,
-}
-
-fn types_of(ferrokv: &ServerProcess) -> Types {
-    let mut r = ferrokv.raw();
-    let mut has = |name: &str| {
-        !matches!(
-            r.cmd(&["COMMAND", "INFO", name]),
-            ferrokv_resp::Frame::Array(ref v) if v.first() == Some(&ferrokv_resp::Frame::Null)
-        )
-    };
-    Types {
-        hash: has("hset"),
-        list: has("rpush") && has("lpush"),
-        set: has("sadd"),
-        zset: has("zadd") && has("zincrby"),
-    }
-}
-
-/// The data set of a full sync: strings (ints, binary, large), expiries,
-/// several databases, every collection type the server supports, and one
-/// 50 MB value.
-fn fill_dataset(p: &ServerProcess, n: usize, huge: bool, t: Types) {
-    let mut c = p.client();
-    let mut pipe = redis::pipe();
-    for i in 0..n {
-        pipe.cmd("SET")
-            .arg(format!("k:{i}"))
-            .arg(format!("v-{i}-{}", "y".repeat(i % 70)))
-            .ignore();
-        if i % 5 == 0 {
-            pipe.cmd("PEXPIRE")
-                .arg(format!("k:{i}"))
-                .arg(50_000_000)
-                .ignore();
-        }
-        if i % 3 == 0 {
-            pipe.cmd("SET")
-                .arg(format!("n:{i}"))
-                .arg(i as i64 * 1_000_003 - 77)
-                .ignore();
-        }
-    }
-    pipe.cmd("SET")
-        .arg(b"bin\x00key\r\n\xff".as_slice())
-        .arg(vec![0u8, 1, 2, 13, 10, 255, 0])
-        .ignore();
-    pipe.cmd("SELECT").arg(5).ignore();
-    pipe.cmd("SET").arg("in-db5").arg("five").ignore();
-    pipe.cmd("SET").arg("big").arg(vec![7u8; 300_000]).ignore();
-    pipe.cmd("SELECT").arg(0).ignore();
-    pipe.query::<()>(&mut c).unwrap();
-    for i in 0..20 {
-        let k = format!("{i}");
-        if t.hash {
-            try_cmd(
-                &mut c,
-                &[
-                    b"HSET",
-                    format!("h:{k}").as_bytes(),
-                    b"f1",
-                    b"v1",
-                    b"f2",
-                    k.as_bytes(),
-                ],
-            );
-        }
-        if t.list {
-            try_cmd(
-                &mut c,
-                &[
-                    b"RPUSH",
-                    format!("l:{k}").as_bytes(),
-                    b"a",
-                    b"b",
-                    k.as_bytes(),
-                ],
-            );
-        }
-        if t.set {
-            try_cmd(
-                &mut c,
-                &[
-                    b"SADD",
-                    format!("s:{k}").as_bytes(),
-                    b"1",
-                    b"2",
-                    b"x",
-                    k.as_bytes(),
-                ],
-            );
-        }
-        if t.zset {
-            try_cmd(
-                &mut c,
-                &[
-                    b"ZADD",
-                    format!("z:{k}").as_bytes(),
-                    b"1.5",
-                    b"a",
-                    b"2",
-                    k.as_bytes(),
-                ],
-            );
-        }
-    }
-    if huge {
-        let v: Vec<u8> = (0..50 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
-        let _: () = redis::cmd("SET").arg("huge").arg(v).query(&mut c).unwrap();
     }
 }
 

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod node;
+pub mod repl;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
