@@ -203,6 +203,9 @@ impl Default for Config {
             zset_max_listpack_value: 0,
         };
         for o in OPTIONS.iter().chain(REPL_OPTIONS) {
+            if o.alias_of.is_some() {
+                continue;
+            }
             let args = split(o.default);
             (o.set)(&mut c, &args).expect("default config values parse");
         }
@@ -236,6 +239,9 @@ pub struct ConfigOption {
     pub mutable: bool,
     pub set: Setter,
     pub get: Getter,
+    /// For another name of an option (`hash-max-ziplist-entries`), the
+    /// option it names; it has no default of its own.
+    pub alias_of: Option<&'static str>,
 }
 
 /// Parses a memory size as Redis's `memtoull`: `1k`=1000, `1kb`=1024, `m`, `mb`, `g`, `gb`.
@@ -376,6 +382,41 @@ fn fmt_limits(c: &Config) -> String {
     s
 }
 
+/// `*-max-listpack-value`: a memory size (`1kb` allowed), as Redis 7.0's.
+fn parse_listpack_value(a: &[String]) -> Result<u64, String> {
+    let v = parse_memory(one(a)?)?;
+    if v > i64::MAX as u64 {
+        return Err(format!(
+            "argument must be between 0 and {} inclusive",
+            i64::MAX
+        ));
+    }
+    Ok(v)
+}
+
+/// The option an alias row stands for.
+fn aliased(name: &str) -> &'static ConfigOption {
+    OPTIONS
+        .iter()
+        .find(|o| o.name == name)
+        .expect("an alias names an option of the table")
+}
+
+/// Another name of an option (Redis's `*-ziplist-*` aliases): the same
+/// setting, set and read through the option it names.
+macro_rules! alias {
+    ($alias:literal, $of:literal) => {
+        ConfigOption {
+            name: $alias,
+            default: "",
+            mutable: true,
+            set: |c: &mut Config, a: &[String]| -> Result<(), String> { (aliased($of).set)(c, a) },
+            get: |c: &Config| -> String { (aliased($of).get)(c) },
+            alias_of: Some($of),
+        }
+    };
+}
+
 macro_rules! opt {
     ($name:literal, $default:literal, $mutable:expr, |$c:ident, $a:ident| $set:expr, |$g:ident| $get:expr) => {
         ConfigOption {
@@ -384,6 +425,7 @@ macro_rules! opt {
             mutable: $mutable,
             set: |$c: &mut Config, $a: &[String]| -> Result<(), String> { $set },
             get: |$g: &Config| -> String { $get },
+            alias_of: None,
         }
     };
 }
@@ -893,50 +935,20 @@ pub static OPTIONS: &[ConfigOption] = &[
         },
         |c| c.zset_max_listpack_entries.to_string()
     ),
-    opt!(
-        "zset-max-ziplist-entries",
-        "128",
-        true,
-        |c, a| {
-            c.zset_max_listpack_entries = parse_int(a, 0, i64::MAX as u64)?;
-            Ok(())
-        },
-        |c| c.zset_max_listpack_entries.to_string()
-    ),
+    // Redis's pre-7.0 name of `zset-max-listpack-entries`: the same setting.
+    alias!("zset-max-ziplist-entries", "zset-max-listpack-entries"),
     opt!(
         "zset-max-listpack-value",
         "64",
         true,
         |c, a| {
-            let v = parse_memory(one(a)?)?;
-            if v > i64::MAX as u64 {
-                return Err(format!(
-                    "argument must be between 0 and {} inclusive",
-                    i64::MAX
-                ));
-            }
-            c.zset_max_listpack_value = v;
+            c.zset_max_listpack_value = parse_listpack_value(a)?;
             Ok(())
         },
         |c| c.zset_max_listpack_value.to_string()
     ),
-    opt!(
-        "zset-max-ziplist-value",
-        "64",
-        true,
-        |c, a| {
-            let v = parse_memory(one(a)?)?;
-            if v > i64::MAX as u64 {
-                return Err(format!(
-                    "argument must be between 0 and {} inclusive",
-                    i64::MAX
-                ));
-            }
-            c.zset_max_listpack_value = v;
-            Ok(())
-        },
-        |c| c.zset_max_listpack_value.to_string()
-    ),
+    // Redis's pre-7.0 name of `zset-max-listpack-value`: the same setting.
+    alias!("zset-max-ziplist-value", "zset-max-listpack-value"),
     opt!(
         "slowlog-max-len",
         "128",
@@ -1019,36 +1031,20 @@ pub static OPTIONS: &[ConfigOption] = &[
         },
         |c| c.hash_max_listpack_entries.to_string()
     ),
+    // Redis's pre-7.0 name of `hash-max-listpack-entries`: the same setting.
+    alias!("hash-max-ziplist-entries", "hash-max-listpack-entries"),
     opt!(
         "hash-max-listpack-value",
         "64",
         true,
         |c, a| {
-            c.hash_max_listpack_value = parse_int(a, 0, i64::MAX as u64)?;
+            c.hash_max_listpack_value = parse_listpack_value(a)?;
             Ok(())
         },
         |c| c.hash_max_listpack_value.to_string()
     ),
-    opt!(
-        "hash-max-ziplist-entries",
-        "128",
-        true,
-        |c, a| {
-            c.hash_max_listpack_entries = parse_int(a, 0, i64::MAX as u64)?;
-            Ok(())
-        },
-        |c| c.hash_max_listpack_entries.to_string()
-    ),
-    opt!(
-        "hash-max-ziplist-value",
-        "64",
-        true,
-        |c, a| {
-            c.hash_max_listpack_value = parse_int(a, 0, i64::MAX as u64)?;
-            Ok(())
-        },
-        |c| c.hash_max_listpack_value.to_string()
-    ),
+    // Redis's pre-7.0 name of `hash-max-listpack-value`: the same setting.
+    alias!("hash-max-ziplist-value", "hash-max-listpack-value"),
     opt!(
         "set-max-intset-entries",
         "512",
@@ -1095,17 +1091,8 @@ pub static OPTIONS: &[ConfigOption] = &[
         },
         |c| c.list_max_listpack_size.to_string()
     ),
-    // The pre-7.0 name of the same option.
-    opt!(
-        "list-max-ziplist-size",
-        "-2",
-        true,
-        |c, a| {
-            c.list_max_listpack_size = parse_i32(a)?;
-            Ok(())
-        },
-        |c| c.list_max_listpack_size.to_string()
-    ),
+    // Redis's pre-7.0 name of `list-max-listpack-size`: the same setting.
+    alias!("list-max-ziplist-size", "list-max-listpack-size"),
     opt!(
         "list-compress-depth",
         "0",

@@ -293,7 +293,8 @@ fn rewrite_config_file(path: &str, cfg: &crate::config::Config) -> std::io::Resu
         }
     }
     for o in OPTIONS {
-        if !written.contains(&o.name) && (o.get)(cfg) != (o.get)(&defaults) {
+        if o.alias_of.is_none() && !written.contains(&o.name) && (o.get)(cfg) != (o.get)(&defaults)
+        {
             lines.push(format!("{} {}", o.name, quote_value(&(o.get)(cfg))));
         }
     }
