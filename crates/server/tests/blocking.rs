@@ -8,13 +8,11 @@
 //! Set `FERROKV_TESTS_TARGET=redis` to run the same checks against the real
 //! `redis-server`.
 mod common;
+#[allow(unused_imports)]
+use common::reply::*;
 use common::{wait_for, Raw, ServerProcess};
 use ferrokv_resp::Frame;
 use std::time::{Duration, Instant};
-
-fn against_redis() -> bool {
-    std::env::var("FERROKV_TESTS_TARGET").as_deref() == Ok("redis")
-}
 
 fn server(extra: &[&str]) -> ServerProcess {
     if against_redis() {
@@ -24,12 +22,6 @@ fn server(extra: &[&str]) -> ServerProcess {
     }
 }
 
-fn bulk(s: &str) -> Frame {
-    Frame::Bulk(s.as_bytes().to_vec())
-}
-fn int(i: i64) -> Frame {
-    Frame::Integer(i)
-}
 fn arr(v: &[&str]) -> Frame {
     Frame::Array(v.iter().map(|s| bulk(s)).collect())
 }

@@ -9,14 +9,12 @@
 //! the real `redis-server`.
 mod common;
 use common::node::{digest, Node};
+#[allow(unused_imports)]
+use common::reply::*;
 use common::{Raw, ServerProcess};
 use ferrokv_resp::Frame;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-
-fn against_redis() -> bool {
-    std::env::var("FERROKV_TESTS_TARGET").as_deref() == Ok("redis")
-}
 
 /// Redis with the thresholds ferrokv defaults to (Debian's redis-server
 /// starts with 512 entries when no config file is given).
@@ -28,29 +26,6 @@ fn server() -> Arc<ServerProcess> {
         ]))
     } else {
         common::shared_ferrokv()
-    }
-}
-
-fn bulk(s: &str) -> Frame {
-    Frame::Bulk(s.as_bytes().to_vec())
-}
-fn int(i: i64) -> Frame {
-    Frame::Integer(i)
-}
-fn err(s: &str) -> Frame {
-    Frame::Error(s.as_bytes().to_vec())
-}
-fn arr(v: Vec<Frame>) -> Frame {
-    Frame::Array(v)
-}
-fn bulks(v: &[&str]) -> Frame {
-    arr(v.iter().map(|s| bulk(s)).collect())
-}
-
-fn check(r: &mut Raw, cases: &[(&[&str], Frame)]) {
-    for (args, expected) in cases {
-        let got = r.cmd(args);
-        assert_eq!(&got, expected, "{args:?}");
     }
 }
 

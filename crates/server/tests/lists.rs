@@ -6,44 +6,16 @@
 //! Set `FERROKV_TESTS_TARGET=redis` to run the reply tests against the real
 //! `redis-server` (that is how the expected replies were checked).
 mod common;
+#[allow(unused_imports)]
+use common::reply::*;
 use common::{Raw, ServerProcess};
 use ferrokv_resp::Frame;
-use std::sync::Arc;
 
-fn against_redis() -> bool {
-    std::env::var("FERROKV_TESTS_TARGET").as_deref() == Ok("redis")
-}
-
-fn server() -> Arc<ServerProcess> {
-    if against_redis() {
-        Arc::new(ServerProcess::redis(&[]))
-    } else {
-        common::shared_ferrokv()
-    }
-}
-
-fn bulk(s: &str) -> Frame {
-    Frame::Bulk(s.as_bytes().to_vec())
-}
-fn int(i: i64) -> Frame {
-    Frame::Integer(i)
-}
-fn err(s: &str) -> Frame {
-    Frame::Error(s.as_bytes().to_vec())
-}
 fn arr(v: &[&str]) -> Frame {
     Frame::Array(v.iter().map(|s| bulk(s)).collect())
 }
 fn ok() -> Frame {
     Frame::Simple(b"OK".to_vec())
-}
-
-/// Runs each command and asserts its exact reply.
-fn check(r: &mut Raw, cases: &[(&[&str], Frame)]) {
-    for (args, expected) in cases {
-        let got = r.cmd(args);
-        assert_eq!(&got, expected, "{args:?}");
-    }
 }
 
 /// A fresh key name per test, so tests can share one server.

@@ -5,6 +5,8 @@
 //! generic commands — the same events, in the same order, as the real
 //! redis-server publishes, expiry by the active cycle included.
 mod common;
+#[allow(unused_imports)]
+use common::reply::*;
 
 use common::{wait_for, ServerProcess};
 use ferrokv_resp::Frame;
@@ -46,10 +48,6 @@ impl Subscriber {
             self.buf.extend_from_slice(&chunk[..n]);
         }
     }
-}
-
-fn bulk(s: &str) -> Frame {
-    Frame::Bulk(s.as_bytes().to_vec())
 }
 
 /// Runs `script` on one connection; each reply's exact bytes.

@@ -9,45 +9,11 @@
 //! the real `redis-server`.
 mod common;
 use common::node::{digest, Node};
-use common::{Raw, ServerProcess};
+#[allow(unused_imports)]
+use common::reply::*;
+use common::ServerProcess;
 use ferrokv_resp::Frame;
 use std::collections::BTreeSet;
-use std::sync::Arc;
-
-fn against_redis() -> bool {
-    std::env::var("FERROKV_TESTS_TARGET").as_deref() == Ok("redis")
-}
-
-fn server() -> Arc<ServerProcess> {
-    if against_redis() {
-        Arc::new(ServerProcess::redis(&[]))
-    } else {
-        common::shared_ferrokv()
-    }
-}
-
-fn bulk(s: &str) -> Frame {
-    Frame::Bulk(s.as_bytes().to_vec())
-}
-fn int(i: i64) -> Frame {
-    Frame::Integer(i)
-}
-fn err(s: &str) -> Frame {
-    Frame::Error(s.as_bytes().to_vec())
-}
-fn arr(v: Vec<Frame>) -> Frame {
-    Frame::Array(v)
-}
-fn bulks(v: &[&str]) -> Frame {
-    arr(v.iter().map(|s| bulk(s)).collect())
-}
-
-fn check(r: &mut Raw, cases: &[(&[&str], Frame)]) {
-    for (args, expected) in cases {
-        let got = r.cmd(args);
-        assert_eq!(&got, expected, "{args:?}");
-    }
-}
 
 /// The members of an array or set reply, sorted.
 fn members(f: Frame) -> BTreeSet<Vec<u8>> {

@@ -5,6 +5,7 @@
 
 pub mod node;
 pub mod repl;
+pub mod reply;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
