@@ -8,17 +8,14 @@
 
 use super::flags::*;
 use super::long_double::LongDouble;
-use super::{
-    err, is, parse_f64, parse_int, read_as, read_for_write_as, write_as, CommandSpec, Ctx, Typed,
-};
+use super::{err, is, parse_f64, parse_int, CommandSpec, Ctx};
 use crate::notify::{NOTIFY_GENERIC, NOTIFY_HASH, NOTIFY_NEW};
-use crate::server::Server;
 use ferrokv_resp::encode::Protocol;
 use ferrokv_resp::Args;
 use ferrokv_store::hash::Hash;
 use ferrokv_store::pattern::glob_match;
 use ferrokv_store::value::parse_canonical_i64;
-use ferrokv_store::{Value, ValueRef, NO_EXPIRE};
+use ferrokv_store::{Value, NO_EXPIRE};
 
 const fn cmd(name: &'static str, arity: i32, flags: u32, h: super::Handler) -> CommandSpec {
     CommandSpec::new(name, arity, flags, h)
@@ -46,32 +43,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("hscan", -3, READONLY, hscan).since("2.8.0").complexity("O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.").doc("Iterates over fields and values of a hash.", "key cursor [MATCH pattern] [COUNT count]"),
 ];
 
-/// A key looked up for a hash read or write.
-type Read<'a> = Typed<&'a Hash>;
-type Write<'a> = Typed<&'a mut Hash>;
-
-fn read<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Read<'a> {
-    read_as(srv, db, key, now, |v| match v {
-        ValueRef::Hash(x) => Some(x),
-        _ => None,
-    })
-}
-
-/// A read inside a write command (HSETNX, HINCRBY*), as Redis's
-/// `hashTypeLookupWriteOrCreate`.
-fn read_for_write<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Read<'a> {
-    read_for_write_as(srv, db, key, now, |v| match v {
-        ValueRef::Hash(x) => Some(x),
-        _ => None,
-    })
-}
-
-fn write<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Write<'a> {
-    write_as(srv, db, key, now, |v| match v {
-        Value::Hash(x) => Some(x),
-        _ => None,
-    })
-}
+super::typed_lookups!(Hash, Hash);
 
 /// The (field, value) pairs of `args[first..]`.
 fn pairs<'a>(

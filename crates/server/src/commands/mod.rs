@@ -366,6 +366,54 @@ pub fn write_as<'a, T: ?Sized>(
     }
 }
 
+/// Declares a family's typed lookups — `read`, `read_for_write` and
+/// `write` returning `Typed` of the family's value — for a `Value`
+/// variant (`typed_lookups!(Hash, Hash)`).
+macro_rules! typed_lookups {
+    ($t:ty, $variant:ident) => {
+        type Read<'a> = $crate::commands::Typed<&'a $t>;
+        type Write<'a> = $crate::commands::Typed<&'a mut $t>;
+
+        fn read<'a>(
+            srv: &'a mut $crate::server::Server,
+            db: usize,
+            key: &[u8],
+            now: i64,
+        ) -> Read<'a> {
+            $crate::commands::read_as(srv, db, key, now, |v| match v {
+                ferrokv_store::ValueRef::$variant(x) => Some(x),
+                _ => None,
+            })
+        }
+
+        /// The reads of write commands (no keyspace miss counted).
+        fn read_for_write<'a>(
+            srv: &'a mut $crate::server::Server,
+            db: usize,
+            key: &[u8],
+            now: i64,
+        ) -> Read<'a> {
+            $crate::commands::read_for_write_as(srv, db, key, now, |v| match v {
+                ferrokv_store::ValueRef::$variant(x) => Some(x),
+                _ => None,
+            })
+        }
+
+        fn write<'a>(
+            srv: &'a mut $crate::server::Server,
+            db: usize,
+            key: &[u8],
+            now: i64,
+        ) -> Write<'a> {
+            $crate::commands::write_as(srv, db, key, now, |v| match v {
+                ferrokv_store::Value::$variant(x) => Some(x),
+                _ => None,
+            })
+        }
+    };
+}
+pub(crate) use typed_lookups;
+
 /// Parses an integer argument, replying with Redis's error when it is not one.
 pub fn parse_int(ctx: &mut Ctx, a: &[u8]) -> Option<i64> {
     match ferrokv_resp::parse_i64(a) {

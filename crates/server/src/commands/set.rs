@@ -9,13 +9,12 @@
 
 use super::flags::*;
 use super::hash::{parse_scan_options, reply_scan};
-use super::{err, parse_int, read_as, read_for_write_as, write_as, CommandSpec, Ctx, Typed};
+use super::{err, parse_int, CommandSpec, Ctx};
 use crate::notify::{NOTIFY_GENERIC, NOTIFY_NEW, NOTIFY_SET};
-use crate::server::Server;
 use ferrokv_resp::Args;
 use ferrokv_store::pattern::glob_match;
 use ferrokv_store::set::Set;
-use ferrokv_store::{Value, ValueRef, NO_EXPIRE};
+use ferrokv_store::{Value, NO_EXPIRE};
 use rand::Rng;
 
 const fn cmd(name: &'static str, arity: i32, flags: u32, h: super::Handler) -> CommandSpec {
@@ -45,31 +44,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("sscan", -3, READONLY, sscan).since("2.8.0").complexity("O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.").doc("Iterates over members of a set.", "key cursor [MATCH pattern] [COUNT count]"),
 ];
 
-/// A key looked up for a set read or write.
-type Read<'a> = Typed<&'a Set>;
-type Write<'a> = Typed<&'a mut Set>;
-
-fn read<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Read<'a> {
-    read_as(srv, db, key, now, |v| match v {
-        ValueRef::Set(x) => Some(x),
-        _ => None,
-    })
-}
-
-/// A read inside a write command (SPOP, SMOVE).
-fn read_for_write<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Read<'a> {
-    read_for_write_as(srv, db, key, now, |v| match v {
-        ValueRef::Set(x) => Some(x),
-        _ => None,
-    })
-}
-
-fn write<'a>(srv: &'a mut Server, db: usize, key: &[u8], now: i64) -> Write<'a> {
-    write_as(srv, db, key, now, |v| match v {
-        Value::Set(x) => Some(x),
-        _ => None,
-    })
-}
+super::typed_lookups!(Set, Set);
 
 /// Parses a count in `-LONG_MAX..=LONG_MAX` as Redis's
 /// `getRangeLongFromObjectOrReply` (SRANDMEMBER, HRANDFIELD).
