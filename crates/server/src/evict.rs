@@ -124,8 +124,6 @@ pub struct Eviction {
     next_db: usize,
     /// `evicted_keys`.
     pub evicted_keys: u64,
-    /// Rounds that ran out of time and went on at a later loop turn.
-    pub rounds_cut_short: u64,
 }
 
 impl Eviction {
@@ -237,7 +235,6 @@ impl Server {
                 if let Some(limit) = limit {
                     if t0.elapsed() > limit {
                         self.eviction.pending = true;
-                        self.eviction.rounds_cut_short += 1;
                         return Evict::Running;
                     }
                 }

@@ -8,7 +8,7 @@
 //! Set `FERROKV_TESTS_TARGET=redis` to run the protocol assertions against
 //! the real `redis-server`.
 mod common;
-use common::node::{digest, Node};
+use common::node::{digest, Node, AOF_ALWAYS};
 #[allow(unused_imports)]
 use common::reply::*;
 use common::{Raw, ServerProcess};
@@ -475,17 +475,7 @@ fn hincrbyfloat_propagates_as_hset_of_its_result() {
     let dir = tempfile::tempdir().unwrap();
     let before;
     {
-        let n = Node::start(
-            dir.path(),
-            &[
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-            ],
-        );
+        let n = Node::start(dir.path(), AOF_ALWAYS);
         let mut c = n.client();
         let _: String = redis::cmd("HINCRBYFLOAT")
             .arg("h")

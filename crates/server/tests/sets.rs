@@ -8,7 +8,7 @@
 //! Set `FERROKV_TESTS_TARGET=redis` to run the protocol assertions against
 //! the real `redis-server`.
 mod common;
-use common::node::{digest, Node};
+use common::node::{digest, Node, AOF_ALWAYS};
 #[allow(unused_imports)]
 use common::reply::*;
 use common::ServerProcess;
@@ -332,17 +332,7 @@ fn spop_propagates_as_srem_and_del() {
     let dir = tempfile::tempdir().unwrap();
     let before;
     {
-        let n = Node::start(
-            dir.path(),
-            &[
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-            ],
-        );
+        let n = Node::start(dir.path(), AOF_ALWAYS);
         let mut c = n.client();
         let _: i64 = redis::cmd("SADD")
             .arg("s")

@@ -6,7 +6,7 @@
 //! (ZMPOP replayed as ZPOPMIN/ZPOPMAX), and ZSCAN over a changing skiplist.
 mod common;
 
-use common::node::{digest, Node};
+use common::node::{digest, Node, AOF_ALWAYS};
 use common::{Raw, ServerProcess};
 use ferrokv_resp::Frame;
 use std::process::Command;
@@ -317,17 +317,7 @@ fn aof_replays_pops_and_stores_to_the_same_data() {
     let dir = tempfile::tempdir().unwrap();
     let before;
     {
-        let n = Node::start(
-            dir.path(),
-            &[
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-            ],
-        );
+        let n = Node::start(dir.path(), AOF_ALWAYS);
         let mut c = n.client();
         fill_both_encodings(&mut c);
         let mut p = redis::pipe();
@@ -587,17 +577,7 @@ fn blocking_pops_reach_the_aof_as_zpop() {
     let dir = tempfile::tempdir().unwrap();
     let before;
     {
-        let n = Node::start(
-            dir.path(),
-            &[
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-            ],
-        );
+        let n = Node::start(dir.path(), AOF_ALWAYS);
         let mut c = n.client();
         let mut p = redis::pipe();
         p.cmd("ZADD")

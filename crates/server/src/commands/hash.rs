@@ -7,6 +7,7 @@
 //! .. WITHVALUES` an array of pairs).
 
 use super::flags::*;
+use super::keys::{parse_scan_options, reply_scan};
 use super::long_double::LongDouble;
 use super::{err, is, parse_f64, parse_int, CommandSpec, Ctx};
 use crate::notify::{NOTIFY_GENERIC, NOTIFY_HASH, NOTIFY_NEW};
@@ -414,60 +415,6 @@ fn hrandfield(ctx: &mut Ctx, args: Args) {
     }
 }
 
-/// The options of HSCAN/SSCAN after the cursor: `MATCH pattern`, `COUNT n`.
-pub(super) struct ScanOptions<'a> {
-    pub pattern: Option<&'a [u8]>,
-    pub count: usize,
-}
-
-/// Parses `[MATCH pattern] [COUNT count]` from `args[first..]`, replying
-/// with Redis's errors.
-pub(super) fn parse_scan_options<'a>(
-    ctx: &mut Ctx,
-    args: &Args<'a>,
-    first: usize,
-) -> Option<ScanOptions<'a>> {
-    let mut o = ScanOptions {
-        pattern: None,
-        count: 10,
-    };
-    let mut i = first;
-    while i < args.len() {
-        if i + 1 >= args.len() {
-            ctx.error(err::SYNTAX);
-            return None;
-        }
-        let a = args.get(i);
-        if is(a, "match") {
-            let p = args.get(i + 1);
-            o.pattern = (p != b"*").then_some(p);
-        } else if is(a, "count") {
-            let c = parse_int(ctx, args.get(i + 1))?;
-            if c < 1 {
-                ctx.error(err::SYNTAX);
-                return None;
-            }
-            o.count = c as usize;
-        } else {
-            ctx.error(err::SYNTAX);
-            return None;
-        }
-        i += 2;
-    }
-    Some(o)
-}
-
-/// Writes a SCAN-shaped reply: the next cursor, then the elements.
-pub(super) fn reply_scan(out: &mut crate::net::client::Reply, next: u64, items: &[Vec<u8>]) {
-    out.array(2);
-    let mut buf = itoa::Buffer::new();
-    out.bulk(buf.format(next).as_bytes());
-    out.array(items.len());
-    for it in items {
-        out.bulk(it);
-    }
-}
-
 /// HSCAN key cursor [MATCH pattern] [COUNT count]
 fn hscan(ctx: &mut Ctx, args: Args) {
     let Some(cursor) = super::keys::parse_cursor(args.get(2)) else {
@@ -481,7 +428,7 @@ fn hscan(ctx: &mut Ctx, args: Args) {
         Read::Missing => return reply_scan(&mut ctx.client.out, 0, &[]),
         Read::Found(h) => h.clone(),
     };
-    let Some(opts) = parse_scan_options(ctx, &args, 3) else {
+    let Some(opts) = parse_scan_options(ctx, &args, 3, false) else {
         return;
     };
     let mut items = Vec::new();

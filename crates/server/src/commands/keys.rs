@@ -290,67 +290,93 @@ pub(crate) fn parse_cursor(a: &[u8]) -> Option<u64> {
     Some(if neg { v.wrapping_neg() } else { v })
 }
 
+/// The options of the SCAN family: `[MATCH pattern] [COUNT count]`, and
+/// `[TYPE type]` for SCAN itself. `MATCH *` is no filter.
+pub(super) struct ScanOptions<'a> {
+    pub pattern: Option<&'a [u8]>,
+    pub count: usize,
+    pub type_filter: Option<&'a [u8]>,
+}
+
+/// Parses the SCAN-family options from `args[first..]`, replying with
+/// Redis's errors (a COUNT below 1 is a syntax error, as in Redis).
+pub(super) fn parse_scan_options<'a>(
+    ctx: &mut Ctx,
+    args: &Args<'a>,
+    first: usize,
+    with_type: bool,
+) -> Option<ScanOptions<'a>> {
+    let mut o = ScanOptions {
+        pattern: None,
+        count: 10,
+        type_filter: None,
+    };
+    let mut i = first;
+    while i < args.len() {
+        if i + 1 >= args.len() {
+            ctx.error(err::SYNTAX);
+            return None;
+        }
+        let a = args.get(i);
+        if is(a, "match") {
+            let p = args.get(i + 1);
+            o.pattern = (p != b"*").then_some(p);
+        } else if is(a, "count") {
+            let c = parse_int(ctx, args.get(i + 1))?;
+            if c < 1 {
+                ctx.error(err::SYNTAX);
+                return None;
+            }
+            o.count = c as usize;
+        } else if with_type && is(a, "type") {
+            o.type_filter = Some(args.get(i + 1));
+        } else {
+            ctx.error(err::SYNTAX);
+            return None;
+        }
+        i += 2;
+    }
+    Some(o)
+}
+
+/// Writes a SCAN-shaped reply: the next cursor, then the elements.
+pub(super) fn reply_scan(out: &mut crate::net::client::Reply, next: u64, items: &[Vec<u8>]) {
+    out.array(2);
+    let mut buf = itoa::Buffer::new();
+    out.bulk(buf.format(next).as_bytes());
+    out.array(items.len());
+    for it in items {
+        out.bulk(it);
+    }
+}
+
 /// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
 fn scan(ctx: &mut Ctx, args: Args) {
     let Some(cursor) = parse_cursor(args.get(1)) else {
         ctx.error("ERR invalid cursor");
         return;
     };
-    let mut pattern: Option<&[u8]> = None;
-    let mut count = 10usize;
-    let mut type_filter: Option<&[u8]> = None;
-    let mut i = 2;
-    while i < args.len() {
-        let a = args.get(i);
-        if i + 1 >= args.len() {
-            ctx.error(err::SYNTAX);
-            return;
-        }
-        if is(a, "match") {
-            pattern = Some(args.get(i + 1));
-        } else if is(a, "count") {
-            let Some(c) = parse_int(ctx, args.get(i + 1)) else {
-                return;
-            };
-            if c < 1 {
-                ctx.error(err::SYNTAX);
-                return;
-            }
-            count = c as usize;
-        } else if is(a, "type") {
-            type_filter = Some(args.get(i + 1));
-        } else {
-            ctx.error(err::SYNTAX);
-            return;
-        }
-        i += 2;
-    }
+    let Some(opts) = parse_scan_options(ctx, &args, 2, true) else {
+        return;
+    };
     let db = ctx.client.db;
     let now = ctx.now_ms;
     let mut found: Vec<Vec<u8>> = Vec::new();
-    let next = ctx.srv.keyspace.dbs[db].scan(cursor, count, |e| {
+    let next = ctx.srv.keyspace.dbs[db].scan(cursor, opts.count, |e| {
         if !live(e, now) {
             return;
         }
-        if let Some(p) = pattern {
-            if p != b"*" && !glob_match(p, e.key()) {
-                return;
-            }
+        if opts.pattern.is_some_and(|p| !glob_match(p, e.key())) {
+            return;
         }
-        if let Some(t) = type_filter {
+        if let Some(t) = opts.type_filter {
             if !t.eq_ignore_ascii_case(e.value().value_type().name().as_bytes()) {
                 return;
             }
         }
         found.push(e.key().to_vec());
     });
-    let out = &mut ctx.client.out;
-    out.array(2);
-    out.bulk(next.to_string().as_bytes());
-    out.array(found.len());
-    for k in &found {
-        out.bulk(k);
-    }
+    reply_scan(&mut ctx.client.out, next, &found);
 }
 
 /// RANDOMKEY

@@ -327,10 +327,7 @@ pub fn read_as<'a, T: ?Sized>(
     now: i64,
     pick: impl FnOnce(ferrokv_store::ValueRef<'a>) -> Option<&'a T>,
 ) -> Typed<&'a T> {
-    match srv.lookup_read(db, key, now) {
-        None => Typed::Missing,
-        Some(e) => pick(e.value()).map_or(Typed::WrongType, Typed::Found),
-    }
+    typed(srv.lookup_read(db, key, now), pick)
 }
 
 /// Like [`read_as`] through a write lookup, for the reads of write
@@ -343,7 +340,15 @@ pub fn read_for_write_as<'a, T: ?Sized>(
     now: i64,
     pick: impl FnOnce(ferrokv_store::ValueRef<'a>) -> Option<&'a T>,
 ) -> Typed<&'a T> {
-    match srv.lookup_write(db, key, now) {
+    typed(srv.lookup_write(db, key, now).map(|e| &*e), pick)
+}
+
+/// A looked-up entry as the type `pick` wants.
+fn typed<'a, T: ?Sized>(
+    e: Option<&'a ferrokv_store::Entry>,
+    pick: impl FnOnce(ferrokv_store::ValueRef<'a>) -> Option<&'a T>,
+) -> Typed<&'a T> {
+    match e {
         None => Typed::Missing,
         Some(e) => pick(e.value()).map_or(Typed::WrongType, Typed::Found),
     }

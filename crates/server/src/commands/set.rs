@@ -8,7 +8,7 @@
 //! algebra and SPOP with a count answer sets; SRANDMEMBER an array.
 
 use super::flags::*;
-use super::hash::{parse_scan_options, reply_scan};
+use super::keys::{parse_scan_options, reply_scan};
 use super::{err, parse_int, CommandSpec, Ctx};
 use crate::notify::{NOTIFY_GENERIC, NOTIFY_NEW, NOTIFY_SET};
 use ferrokv_resp::Args;
@@ -531,7 +531,7 @@ fn sscan(ctx: &mut Ctx, args: Args) {
         Read::Missing => return reply_scan(&mut ctx.client.out, 0, &[]),
         Read::Found(s) => s.clone(),
     };
-    let Some(opts) = parse_scan_options(ctx, &args, 3) else {
+    let Some(opts) = parse_scan_options(ctx, &args, 3, false) else {
         return;
     };
     let mut items = Vec::new();

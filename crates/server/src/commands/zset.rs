@@ -1612,51 +1612,22 @@ fn zscan(ctx: &mut Ctx, args: Args) {
     // scan, a wrong type errs) before the options are parsed.
     let db = ctx.client.db;
     match ctx.srv.lookup_read(db, args.get(1), ctx.now_ms) {
-        None => {
-            let out = &mut ctx.client.out;
-            out.array(2);
-            out.bulk(b"0");
-            out.array(0);
-            return;
-        }
+        None => return super::keys::reply_scan(&mut ctx.client.out, 0, &[]),
         Some(e) if !matches!(e.value(), ValueRef::ZSet(_)) => {
             ctx.error(err::WRONGTYPE);
             return;
         }
         Some(_) => {}
     }
-    let mut pattern: Option<&[u8]> = None;
-    let mut count = 10usize;
-    let mut i = 3;
-    while i < args.len() {
-        if i + 1 >= args.len() {
-            ctx.error(err::SYNTAX);
-            return;
-        }
-        let a = args.get(i);
-        if is(a, "match") {
-            pattern = Some(args.get(i + 1));
-        } else if is(a, "count") {
-            let Some(c) = parse_int(ctx, args.get(i + 1)) else {
-                return;
-            };
-            if c < 1 {
-                ctx.error(err::SYNTAX);
-                return;
-            }
-            count = c as usize;
-        } else {
-            ctx.error(err::SYNTAX);
-            return;
-        }
-        i += 2;
-    }
+    let Some(opts) = super::keys::parse_scan_options(ctx, &args, 3, false) else {
+        return;
+    };
     let Ok((Some(z), out)) = read_zset(ctx, args.get(1)) else {
         return;
     };
     let mut found: Vec<(&[u8], f64)> = Vec::new();
-    let next = z.scan(cursor, count, |m, s| {
-        if pattern.is_none_or(|p| p == b"*" || glob_match(p, m)) {
+    let next = z.scan(cursor, opts.count, |m, s| {
+        if opts.pattern.is_none_or(|p| glob_match(p, m)) {
             found.push((m, s));
         }
     });

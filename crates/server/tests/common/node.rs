@@ -11,6 +11,17 @@ pub struct Node {
     pub port: u16,
 }
 
+/// No snapshots, the AOF on and synced before each reply: every
+/// acknowledged write is in the file.
+pub const AOF_ALWAYS: &[&str] = &[
+    "--save",
+    "",
+    "--appendonly",
+    "yes",
+    "--appendfsync",
+    "always",
+];
+
 impl Node {
     pub fn start(dir: &Path, extra: &[&str]) -> Node {
         Self::try_start(dir, extra).unwrap_or_else(|log| panic!("ferrokv did not start: {log}"))
