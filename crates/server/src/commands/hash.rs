@@ -421,15 +421,18 @@ fn hscan(ctx: &mut Ctx, args: Args) {
         return ctx.error("ERR invalid cursor");
     };
     let db = ctx.client.db;
-    // As Redis: the key is looked up (and its type checked) before the
-    // options are parsed.
+    let opts = parse_scan_options(&args, 3, false);
+    let out = &mut ctx.client.out;
+    // As Redis: the key is looked up (and its type checked) before an
+    // error in the options is reported.
     let h = match read(ctx.srv, db, args.get(1), ctx.now_ms) {
-        Read::WrongType => return ctx.error(err::WRONGTYPE),
-        Read::Missing => return reply_scan(&mut ctx.client.out, 0, &[]),
-        Read::Found(h) => h.clone(),
+        Read::WrongType => return out.error(err::WRONGTYPE),
+        Read::Missing => return reply_scan(out, 0, &[]),
+        Read::Found(h) => h,
     };
-    let Some(opts) = parse_scan_options(ctx, &args, 3, false) else {
-        return;
+    let opts = match opts {
+        Ok(o) => o,
+        Err(e) => return out.error(e),
     };
     let mut items = Vec::new();
     let next = h.scan(cursor, opts.count, |f, v| {
@@ -438,5 +441,5 @@ fn hscan(ctx: &mut Ctx, args: Args) {
             items.push(v.to_vec());
         }
     });
-    reply_scan(&mut ctx.client.out, next, &items);
+    reply_scan(out, next, &items);
 }

@@ -298,14 +298,14 @@ pub(super) struct ScanOptions<'a> {
     pub type_filter: Option<&'a [u8]>,
 }
 
-/// Parses the SCAN-family options from `args[first..]`, replying with
-/// Redis's errors (a COUNT below 1 is a syntax error, as in Redis).
+/// Parses the SCAN-family options from `args[first..]`. The error is
+/// Redis's text, for the caller to reply once it has looked the key up
+/// (Redis checks the key's type first). A COUNT below 1 is a syntax error.
 pub(super) fn parse_scan_options<'a>(
-    ctx: &mut Ctx,
     args: &Args<'a>,
     first: usize,
     with_type: bool,
-) -> Option<ScanOptions<'a>> {
+) -> Result<ScanOptions<'a>, &'static str> {
     let mut o = ScanOptions {
         pattern: None,
         count: 10,
@@ -314,29 +314,26 @@ pub(super) fn parse_scan_options<'a>(
     let mut i = first;
     while i < args.len() {
         if i + 1 >= args.len() {
-            ctx.error(err::SYNTAX);
-            return None;
+            return Err(err::SYNTAX);
         }
         let a = args.get(i);
         if is(a, "match") {
             let p = args.get(i + 1);
             o.pattern = (p != b"*").then_some(p);
         } else if is(a, "count") {
-            let c = parse_int(ctx, args.get(i + 1))?;
+            let c = ferrokv_resp::parse_i64(args.get(i + 1)).ok_or(err::NOT_INTEGER)?;
             if c < 1 {
-                ctx.error(err::SYNTAX);
-                return None;
+                return Err(err::SYNTAX);
             }
             o.count = c as usize;
         } else if with_type && is(a, "type") {
             o.type_filter = Some(args.get(i + 1));
         } else {
-            ctx.error(err::SYNTAX);
-            return None;
+            return Err(err::SYNTAX);
         }
         i += 2;
     }
-    Some(o)
+    Ok(o)
 }
 
 /// Writes a SCAN-shaped reply: the next cursor, then the elements.
@@ -356,8 +353,9 @@ fn scan(ctx: &mut Ctx, args: Args) {
         ctx.error("ERR invalid cursor");
         return;
     };
-    let Some(opts) = parse_scan_options(ctx, &args, 2, true) else {
-        return;
+    let opts = match parse_scan_options(&args, 2, true) {
+        Ok(o) => o,
+        Err(e) => return ctx.error(e),
     };
     let db = ctx.client.db;
     let now = ctx.now_ms;

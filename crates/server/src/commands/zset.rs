@@ -1619,8 +1619,9 @@ fn zscan(ctx: &mut Ctx, args: Args) {
         }
         Some(_) => {}
     }
-    let Some(opts) = super::keys::parse_scan_options(ctx, &args, 3, false) else {
-        return;
+    let opts = match super::keys::parse_scan_options(&args, 3, false) {
+        Ok(o) => o,
+        Err(e) => return ctx.error(e),
     };
     let Ok((Some(z), out)) = read_zset(ctx, args.get(1)) else {
         return;
