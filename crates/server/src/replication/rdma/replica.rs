@@ -160,6 +160,7 @@ pub fn receive(
             let mut crc = 0u64;
             let mut wake = &wake_tx;
             let (mut write_time, mut crc_time) = (Duration::ZERO, Duration::ZERO);
+            let mut writeback = crate::persistence::writeback::Writeback::new(file);
             for (seq, at, len) in job_rx {
                 let data = ring_ref.bytes(at..at + len);
                 let t0 = Instant::now();
@@ -170,6 +171,7 @@ pub fn receive(
                 let t1 = Instant::now();
                 write_time += t1 - t0;
                 if res.is_ok() {
+                    writeback.wrote(len);
                     crc = ferrokv_rdb::crc64::crc64(crc, data);
                     crc_time += t1.elapsed();
                     progress.read.fetch_add(len as u64, Ordering::Relaxed);
