@@ -462,7 +462,7 @@ fn min_replicas_to_write_refuses_writes_without_good_replicas() {
 }
 
 #[test]
-fn failover_promoted_replica_keeps_partial_resync_for_its_sibling() {
+fn failover_promoted_replica_keeps_partial_resync_for_its_sibling_and_old_master() {
     let master = ferrokv(&["--repl-diskless-sync-delay", "0"]);
     let t = types_of(&master);
     fill_dataset(&master, 1000, false, t);
@@ -476,7 +476,8 @@ fn failover_promoted_replica_keeps_partial_resync_for_its_sibling() {
     wait_converged(&master, &r1, 30);
     wait_converged(&master, &r2, 30);
     let old_id = info(&master, "replication", "master_replid");
-    drop(master);
+    // A planned failover: the old master stops taking writes, the replica
+    // is promoted, the sibling and then the old master follow it.
     let mut c1 = r1.client();
     let _: String = redis::cmd("REPLICAOF")
         .arg("NO")
@@ -498,8 +499,16 @@ fn failover_promoted_replica_keeps_partial_resync_for_its_sibling() {
         .arg("1")
         .query(&mut c1)
         .unwrap();
+    // The old master, demoted, continues from its own history: a partial
+    // resync too.
+    replicaof(&master, &r1);
+    wait_converged(&r1, &master, 30);
+    assert_eq!(num(&r1, "stats", "sync_partial_ok"), 2, "{}", r1.log());
+    assert_eq!(num(&r1, "stats", "sync_full"), 0);
+    assert_eq!(info(&master, "replication", "role"), "slave");
     write_load(r1.port, 5, 8, t);
     wait_converged(&r1, &r2, 30);
+    wait_converged(&r1, &master, 30);
 }
 
 #[test]
