@@ -864,3 +864,37 @@ fn master_restarted_from_its_shutdown_snapshot_continues_its_history() {
         );
     }
 }
+
+#[test]
+fn a_partial_resync_continues_in_the_database_the_stream_had_selected() {
+    // The master emits SELECT only when the stream's database changes, so
+    // after a partial resync the replica must apply the next commands in
+    // the database selected before the drop (Redis keeps it in the cached
+    // master client). Both masters: ours and a real redis-server.
+    for master in [
+        ferrokv(&["--repl-diskless-sync-delay", "0"]),
+        redis(&["--repl-diskless-sync-delay", "0"]),
+    ] {
+        let replica = ferrokv(&[]);
+        replicaof(&replica, &master);
+        wait_converged(&master, &replica, 30);
+        let mut c = master.client();
+        let _: () = redis::cmd("SELECT").arg(3).query(&mut c).unwrap();
+        let _: () = redis::cmd("SET").arg("a").arg("1").query(&mut c).unwrap();
+        wait_converged(&master, &replica, 30);
+        let partial = num(&master, "stats", "sync_partial_ok");
+        assert_eq!(client_kill(&replica, "master"), 1);
+        wait_for("the partial resync", 20, || {
+            (num(&master, "stats", "sync_partial_ok") == partial + 1
+                && info(&replica, "replication", "master_link_status") == "up")
+                .then_some(())
+        });
+        // Still database 3 on the master's side: no SELECT in the stream.
+        let _: () = redis::cmd("SET").arg("b").arg("2").query(&mut c).unwrap();
+        wait_converged(&master, &replica, 30);
+        let mut rc = replica.client();
+        let _: () = redis::cmd("SELECT").arg(3).query(&mut rc).unwrap();
+        let b: Option<String> = redis::cmd("GET").arg("b").query(&mut rc).unwrap();
+        assert_eq!(b.as_deref(), Some("2"), "{}", master.name);
+    }
+}

@@ -488,7 +488,7 @@ impl Reactor {
 
     pub fn close_client(&mut self, t: usize) {
         if let Some(Some(mut c)) = self.srv.clients.try_remove(t) {
-            self.srv.repl_client_closed(c.id);
+            self.srv.repl_client_closed(c.id, c.db);
             crate::blocking::forget(&mut self.srv, t, &mut c);
             if let Some(stream) = c.stream.as_mut() {
                 let _ = self.poll.registry().deregister(stream);

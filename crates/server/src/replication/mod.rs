@@ -410,10 +410,11 @@ impl Server {
         self.master_cron();
     }
 
-    /// A client connection closed: it may have been a replica or our master.
-    pub fn repl_client_closed(&mut self, id: u64) {
+    /// A client connection closed (with `db` selected): it may have been a
+    /// replica or our master.
+    pub fn repl_client_closed(&mut self, id: u64, db: usize) {
         if self.repl.master_client_id() == Some(id) {
-            self.master_link_closed();
+            self.master_link_closed(db);
         } else {
             self.replica_closed(id);
         }

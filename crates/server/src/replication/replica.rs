@@ -47,6 +47,10 @@ pub struct MasterLink {
     pub state: LinkState,
     /// `(replid, offset)` of the history we hold, for `PSYNC`.
     pub cached: Option<(String, i64)>,
+    /// The database the master's stream had selected when the link went
+    /// down (Redis keeps it in the cached master client): a partial resync
+    /// continues the stream there, without a new `SELECT`.
+    pub stream_db: usize,
     pub last_io: Instant,
     pub down_since: Option<Instant>,
     pub link_error: Option<String>,
@@ -61,6 +65,7 @@ impl MasterLink {
             port,
             state: LinkState::Connect,
             cached,
+            stream_db: 0,
             last_io: Instant::now(),
             down_since: None,
             link_error: None,
@@ -293,7 +298,7 @@ impl Server {
                 return Vec::new();
             }
         };
-        let (stream, leftover) = match outcome {
+        let (stream, leftover, db) = match outcome {
             SyncOutcome::Full {
                 replid,
                 offset,
@@ -334,7 +339,7 @@ impl Server {
                 if self.aof.is_some() {
                     self.aof_rewrite_scheduled = true;
                 }
-                (stream, leftover)
+                (stream, leftover, 0)
             }
             SyncOutcome::Partial {
                 new_replid,
@@ -354,10 +359,11 @@ impl Server {
                     ));
                 }
                 self.repl.stats.replica_partial_syncs += 1;
-                (stream, leftover)
+                let db = self.repl.link.as_ref().map_or(0, |l| l.stream_db);
+                (stream, leftover, db)
             }
         };
-        match self.attach_master(stream, leftover) {
+        match self.attach_master(stream, leftover, db) {
             Ok(t) => vec![t],
             Err(e) => {
                 tracing::warn!("Can't attach the master link: {e}");
@@ -375,6 +381,7 @@ impl Server {
         &mut self,
         stream: std::net::TcpStream,
         leftover: Vec<u8>,
+        db: usize,
     ) -> std::io::Result<usize> {
         stream.set_nonblocking(true)?;
         stream.set_read_timeout(None)?;
@@ -389,6 +396,7 @@ impl Server {
         }
         let mut c = Client::new(id, stream, addr, &mut self.pool, true);
         c.token = token;
+        c.db = db;
         if c.inbuf.len() < leftover.len() {
             c.inbuf.resize(leftover.len(), 0);
         }
@@ -452,15 +460,16 @@ impl Server {
         }
     }
 
-    /// The master link closed: keep our history for a partial resync and
-    /// try again soon.
-    pub fn master_link_closed(&mut self) {
+    /// The master link closed (its client had `db` selected): keep our
+    /// history for a partial resync and try again soon.
+    pub fn master_link_closed(&mut self, db: usize) {
         let (replid, off) = (self.repl.replid.clone(), self.repl.master_repl_offset);
         let Some(l) = self.repl.link.as_mut() else {
             return;
         };
         tracing::info!("Connection with master lost. Caching the disconnected master state.");
         l.cached = Some((replid, off));
+        l.stream_db = db;
         l.down_since = Some(Instant::now());
         if !matches!(l.state, LinkState::Halted) {
             l.state = LinkState::Connect;
