@@ -28,6 +28,12 @@
    the round trip of one polling GET (the resolution of the measure: the key
    may have become visible just after the GET that missed it was answered)
    and the SET's own round trip on the master.
+4. Replica apply cost (part `apply`): a fake master (this script) hands the
+   replica an empty snapshot, then a stream of `--apply-n` SETs of 3-byte
+   values over `--bench-keys` keys (after one SET of every key, so the
+   table is full-size); the replica's CPU time (user + system, /proc) per
+   applied command, with no benchmark client and no real master competing
+   for the CPUs: the cleanest figure on a shared machine.
 """
 import argparse
 import os
@@ -187,6 +193,96 @@ def lag_under_load(master, replica, keys, n, interval_ms):
     return samples, rps
 
 
+def cpu_secs(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        rest = f.read().rsplit(")", 1)[1].split()
+    return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def empty_rdb():
+    """An empty data set's RDB file, as redis-server writes it."""
+    s = Server("redis", "redis-server", tempfile.mkdtemp(prefix="rbench-empty-"), [])
+    s.start()
+    try:
+        cli(s.port, "save")
+        with open(os.path.join(s.dir, "dump.rdb"), "rb") as f:
+            return f.read()
+    finally:
+        s.stop()
+
+
+def set_stream(count, keys, rng):
+    out = []
+    for _ in range(count):
+        k = b"key:%012d" % rng.randrange(keys)
+        out.append(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$3\r\nxxx\r\n" % (len(k), k))
+    return b"".join(out)
+
+
+def apply_cost(replica, rdb, keys, n):
+    """Plays master to `replica`: handshake, an empty full sync, every key
+    once, then `n` SETs; returns the replica's CPU microseconds per SET."""
+    import random
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(1)
+    rng = random.Random(1)
+    prefill = b"".join(b"*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$3\r\nxxx\r\n" % i
+                       for i in range(keys))
+    body = set_stream(n, keys, rng)
+    cli(replica.port, "replicaof", "127.0.0.1", str(ls.getsockname()[1]))
+    s, _ = ls.accept()
+    f = s.makefile("rb")
+    while True:
+        argc = int(f.readline()[1:])
+        args = []
+        for _ in range(argc):
+            ln = int(f.readline()[1:])
+            args.append(f.read(ln + 2)[:-2])
+        name = args[0].upper()
+        if name == b"PING":
+            s.sendall(b"+PONG\r\n")
+        elif name == b"REPLCONF":
+            s.sendall(b"+OK\r\n")
+        elif name in (b"PSYNC", b"SYNC"):
+            s.sendall(b"+FULLRESYNC " + b"f" * 40 + b" 0\r\n$%d\r\n" % len(rdb) + rdb)
+            break
+    while field(replica.port, "replication", "master_link_status") != "up":
+        time.sleep(0.02)
+
+    def applied():
+        return int(field(replica.port, "replication", "master_repl_offset") or 0)
+    s.sendall(prefill)
+    while applied() < len(prefill):
+        time.sleep(0.02)
+    c0 = cpu_secs(replica.proc.pid)
+    s.sendall(body)
+    while applied() < len(prefill) + len(body):
+        time.sleep(0.005)
+    c1 = cpu_secs(replica.proc.pid)
+    s.close()
+    ls.close()
+    return (c1 - c0) * 1e6 / n
+
+
+def part_apply(a, kinds, rows):
+    rdb = empty_rdb()
+    costs = {name: [] for name in kinds}
+    for run in range(a.runs):
+        for name, binary in kinds.items():
+            r = Server(name, binary, tempfile.mkdtemp(prefix=f"rbench-{name}-a-"),
+                       ["--appendonly", "no"] if name == "redis" else [])
+            r.start()
+            try:
+                costs[name].append(apply_cost(r, rdb, a.bench_keys, a.apply_n))
+            finally:
+                r.stop()
+            print(f"run {run} {name} apply: {costs[name][-1]:.3f} us/SET", file=sys.stderr)
+    for name in kinds:
+        rows.append((f"replica CPU per applied SET ({name}), median of {a.runs}",
+                     f"{statistics.median(costs[name]):.3f} us (runs: {', '.join(f'{x:.3f}' for x in costs[name])})"))
+
+
 def fmt_ms(ns):
     return f"{ns / 1e6:.2f}"
 
@@ -272,18 +368,22 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--keys", type=int, default=1_000_000, help="full sync data set keys")
     ap.add_argument("--value-size", type=int, default=1000, help="full sync value size")
-    ap.add_argument("--parts", default="sync,throughput,lag")
+    ap.add_argument("--parts", default="sync,throughput,lag,apply")
     ap.add_argument("--runs", type=int, default=5, help="throughput runs per mode")
     ap.add_argument("--bench-keys", type=int, default=1_000_000, help="redis-benchmark -r")
     ap.add_argument("--bench-n", type=int, default=2_000_000, help="redis-benchmark -n (throughput)")
     ap.add_argument("--lag-n", type=int, default=5_000_000, help="redis-benchmark -n (lag)")
     ap.add_argument("--probe-interval-ms", type=float, default=5.0)
+    ap.add_argument("--apply-n", type=int, default=2_000_000, help="SETs in the apply stream")
+    ap.add_argument("--baseline", help="another ferrokv-server binary, measured as 'ferrokv-before'")
     ap.add_argument("--ferrokv", default=os.path.join(ROOT, "target/release/ferrokv-server"))
     ap.add_argument("--redis", default="redis-server")
     a = ap.parse_args()
     common = ["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
               "--rdbcompression", "yes"]
     kinds = {"ferrokv": a.ferrokv, "redis": a.redis}
+    if a.baseline:
+        kinds = {"ferrokv": a.ferrokv, "ferrokv-before": a.baseline, "redis": a.redis}
     parts = a.parts.split(",")
     rows = []
     if "sync" in parts:
@@ -292,6 +392,8 @@ def main():
         part_throughput(a, kinds, common, rows)
     if "lag" in parts:
         part_lag(a, kinds, common, rows)
+    if "apply" in parts:
+        part_apply(a, kinds, rows)
     print("| measure | value |\n|---|---|")
     for k, v in rows:
         print(f"| {k} | {v} |")
