@@ -486,6 +486,8 @@ pub fn process_master_input(srv: &mut Server, c: &mut Client) {
     // Applied commands' bytes not yet counted and proxied: they go as one
     // slice, before anything reads the offset and at the end.
     let mut unfed = c.in_start;
+    // The stream repeats a few command names: the last one's row is kept.
+    let mut last_cmd = CommandCache::default();
     while c.in_start < c.in_end && !c.close_asap {
         match decoder.decode(&inbuf[c.in_start..c.in_end], limits) {
             Ok(None) => break,
@@ -505,7 +507,7 @@ pub fn process_master_input(srv: &mut Server, c: &mut Client) {
                         if let Some(l) = srv.repl.link.as_mut() {
                             l.last_ack = Instant::now();
                         }
-                    } else if let Some(idx) = srv.commands.lookup(name) {
+                    } else if let Some(idx) = last_cmd.lookup(srv, name) {
                         let mark = c.out.buf.len();
                         now = srv.execute_from_master(c, idx, args, now);
                         if c.out.buf.len() > mark && c.out.buf[mark] == b'-' {
@@ -573,6 +575,30 @@ fn feed_applied(srv: &mut Server, inbuf: &[u8], unfed: &mut usize, upto: usize) 
     if upto > *unfed {
         srv.repl_feed_bytes(&inbuf[*unfed..upto]);
         *unfed = upto;
+    }
+}
+
+/// The row of the last command name looked up, so that a stream of one
+/// command (a write load is mostly SETs) is looked up once per read.
+#[derive(Default)]
+struct CommandCache {
+    name: [u8; 16],
+    len: usize,
+    idx: Option<usize>,
+}
+
+impl CommandCache {
+    fn lookup(&mut self, srv: &Server, name: &[u8]) -> Option<usize> {
+        if self.idx.is_some() && name.eq_ignore_ascii_case(&self.name[..self.len]) {
+            return self.idx;
+        }
+        let idx = srv.commands.lookup(name);
+        if idx.is_some() && name.len() <= self.name.len() {
+            self.name[..name.len()].copy_from_slice(name);
+            self.len = name.len();
+            self.idx = idx;
+        }
+        idx
     }
 }
 
