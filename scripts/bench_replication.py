@@ -37,6 +37,7 @@
 """
 import argparse
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -48,6 +49,14 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import ROOT, cli  # noqa: E402
 from bench_persistence import Server, load_data  # noqa: E402
+
+
+def stop(*servers):
+    """Stops the servers and removes their directories (a replica keeps
+    the snapshot it received there: hundreds of MB with --keys 1000000)."""
+    for s in servers:
+        s.stop()
+        shutil.rmtree(s.dir, ignore_errors=True)
 
 
 def field(port, section, name):
@@ -152,16 +161,18 @@ def lag_probe(master_port, replica_port, interval, stop, out):
         m.call(b"SET", key, val)
         t_ack = time.monotonic_ns()
         get_rtt = 0
+        gets = 0
         while True:
             g0 = time.monotonic_ns()
             v = r.call(b"GET", key)
             g1 = time.monotonic_ns()
+            gets += 1
             get_rtt = g1 - g0
             if v == val:
                 break
             if g1 - t_ack > 5_000_000_000:
                 raise SystemExit(f"lagprobe:{i} not on the replica after 5 s")
-        out.append((g1 - t_ack, get_rtt, t_ack - t0))
+        out.append((g1 - t_ack, get_rtt, t_ack - t0, gets))
         rest = interval - (time.monotonic_ns() - t0)
         if rest > 0:
             time.sleep(rest / 1e9)
@@ -208,7 +219,7 @@ def empty_rdb():
         with open(os.path.join(s.dir, "dump.rdb"), "rb") as f:
             return f.read()
     finally:
-        s.stop()
+        stop(s)
 
 
 def set_stream(count, keys, rng):
@@ -276,7 +287,7 @@ def part_apply(a, kinds, rows):
             try:
                 costs[name].append(apply_cost(r, rdb, a.bench_keys, a.apply_n))
             finally:
-                r.stop()
+                stop(r)
             print(f"run {run} {name} apply: {costs[name][-1]:.3f} us/SET", file=sys.stderr)
     for name in kinds:
         rows.append((f"replica CPU per applied SET ({name}), median of {a.runs}",
@@ -302,8 +313,7 @@ def part_sync(a, kinds, common, rows):
             rows.append((f"full sync {a.keys} x {a.value_size} B ({name})", f"{sync[name]:.2f} s"))
             print(f"{name}: sync {sync[name]:.2f} s", file=sys.stderr)
         finally:
-            m.stop()
-            r.stop()
+            stop(m, r)
     rows.append(("full sync time ratio ferrokv/redis", f"{sync['ferrokv'] / sync['redis']:.2f}x"))
 
 
@@ -332,8 +342,7 @@ def part_throughput(a, kinds, common, rows):
                     print(f"run {run} {name} {mode}: {x:.0f}", file=sys.stderr)
     finally:
         for m, r in pairs.values():
-            m.stop()
-            r.stop()
+            stop(m, r)
     for name in kinds:
         solo = statistics.median(rps[name]["solo"])
         repl = statistics.median(rps[name]["replica"])
@@ -350,8 +359,7 @@ def part_lag(a, kinds, common, rows):
         try:
             samples, rps = lag_under_load(m, r, a.bench_keys, a.lag_n, a.probe_interval_ms)
         finally:
-            m.stop()
-            r.stop()
+            stop(m, r)
         lag = [s[0] for s in samples]
         get = [s[1] for s in samples]
         st = [s[2] for s in samples]
@@ -362,6 +370,10 @@ def part_lag(a, kinds, common, rows):
         rows.append((f"probe SET round trip on the master ({name})",
                      f"p50 {fmt_ms(pct(st, 50))} ms, p99 {fmt_ms(pct(st, 99))} ms, max {fmt_ms(max(st))} ms"))
         print("\n".join(f"{k}: {v}" for k, v in rows[-3:]), file=sys.stderr)
+        worst = sorted(range(len(lag)), key=lambda i: -lag[i])[:5]
+        print(f"{name}: worst probes (index, lag ms, GETs, last GET ms): "
+              + ", ".join(f"({i}, {fmt_ms(lag[i])}, {samples[i][3]}, {fmt_ms(get[i])})" for i in worst),
+              file=sys.stderr)
 
 
 def main():
