@@ -523,7 +523,13 @@ impl Server {
     /// caller running commands back to back (the master's stream on a
     /// replica) uses one clock read as the end of a command and the start
     /// of the next.
-    pub fn call_from(&mut self, client: &mut Client, idx: usize, args: Args, t0: Instant) -> Instant {
+    pub fn call_from(
+        &mut self,
+        client: &mut Client,
+        idx: usize,
+        args: Args,
+        t0: Instant,
+    ) -> Instant {
         let spec = self.commands.specs[idx];
         client.last_cmd = spec.name;
         let errors_before = client.out.error_codes.len();
