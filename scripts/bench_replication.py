@@ -84,6 +84,10 @@ def attach(master, replica):
     """REPLICAOF, then waits until the link is up and the replica has
     applied everything the master wrote."""
     cli(replica.port, "replicaof", "127.0.0.1", str(master.port))
+    caught_up(master, replica)
+
+
+def caught_up(master, replica):
     while True:
         if field(replica.port, "replication", "master_link_status") == "up":
             moff = field(master.port, "replication", "master_repl_offset")
@@ -333,6 +337,8 @@ def start_pair(name, binary, common):
 def part_throughput(a, kinds, common, rows):
     pairs = {name: start_pair(name, binary, common) for name, binary in kinds.items()}
     rps = {name: {"solo": [], "replica": []} for name in kinds}
+    # CPU microseconds per SET: master alone, master with a replica, replica.
+    cost = {name: {"solo": [], "replica": [], "applying": []} for name in kinds}
     try:
         for run in range(a.runs):
             for name, (m, r) in pairs.items():
@@ -341,7 +347,13 @@ def part_throughput(a, kinds, common, rows):
                         detach(m, r)
                     else:
                         attach(m, r)
+                    cm, cr = cpu_secs(m.proc.pid), cpu_secs(r.proc.pid)
                     x = set_rps(m.port, a.bench_keys, a.bench_n)
+                    if mode == "replica":
+                        # The replica may still be applying the last commands.
+                        caught_up(m, r)
+                        cost[name]["applying"].append((cpu_secs(r.proc.pid) - cr) * 1e6 / a.bench_n)
+                    cost[name][mode].append((cpu_secs(m.proc.pid) - cm) * 1e6 / a.bench_n)
                     rps[name][mode].append(x)
                     print(f"run {run} {name} {mode}: {x:.0f}", file=sys.stderr)
     finally:
@@ -355,6 +367,9 @@ def part_throughput(a, kinds, common, rows):
         rows.append((f"master SET rps, one replica ({name}), median of {a.runs}",
                      f"{repl:,.0f} (runs: {', '.join(f'{x:,.0f}' for x in rps[name]['replica'])})"))
         rows.append((f"with/without replica ({name})", f"{repl / solo:.2f}x"))
+        med = {k: statistics.median(v) for k, v in cost[name].items()}
+        rows.append((f"CPU per SET ({name}), medians: master alone / master with replica / replica",
+                     f"{med['solo']:.2f} / {med['replica']:.2f} / {med['applying']:.2f} us"))
 
 
 def part_lag(a, kinds, common, rows):
