@@ -275,6 +275,18 @@ fn redis_master_to_ferrokv_replica() {
             .contains("unknown command 'xadd'"),
         "{reason}"
     );
+    // The offset named is the XADD's first byte: everything before it
+    // was applied and counted, nothing after.
+    let at: i64 = reason
+        .split("at offset ")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no offset in {reason}"));
+    let applied: i64 = info(&replica, "replication", "master_repl_offset")
+        .parse()
+        .unwrap();
+    assert_eq!(at, applied + 1, "{reason}");
     assert!(replica.log().contains("Replication stopped"));
 }
 

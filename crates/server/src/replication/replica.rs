@@ -487,15 +487,21 @@ pub fn process_master_input(srv: &mut Server, c: &mut Client) {
         max_bulk_len: srv.config.proto_max_bulk_len as usize,
         authenticated: true,
     };
+    // One clock read per command: the end of one is the start of the next.
+    let mut now = Instant::now();
     if let Some(l) = srv.repl.link.as_mut() {
-        l.last_io = Instant::now();
+        l.last_io = now;
     }
+    // Applied commands' bytes not yet counted and proxied: they go as one
+    // slice, before anything reads the offset and at the end.
+    let mut unfed = c.in_start;
+    // The stream repeats a few command names: the last one's row is kept.
+    let mut last_cmd = CommandCache::default();
     while c.in_start < c.in_end && !c.close_asap {
         match decoder.decode(&inbuf[c.in_start..c.in_end], limits) {
             Ok(None) => break,
             Ok(Some(d)) => {
                 let consumed = d.consumed;
-                let start = c.in_start;
                 if !d.args.is_empty() {
                     let args = d.args;
                     let name = args.get(0);
@@ -505,32 +511,23 @@ pub fn process_master_input(srv: &mut Server, c: &mut Client) {
                     {
                         // The master client is out of the table while its
                         // input runs: the answer goes straight to its buffer.
+                        feed_applied(srv, &inbuf, &mut unfed, c.in_start);
                         encode_ack(&mut c.out.buf, &srv.repl.master_repl_offset.to_string());
                         if let Some(l) = srv.repl.link.as_mut() {
                             l.last_ack = Instant::now();
                         }
-                    } else if srv.commands.lookup(name).is_none() {
-                        stop_link(
-                            srv,
-                            c,
-                            format!(
-                                "unknown command '{}' in the master's stream at offset {}: ferrokv does not implement it, replication stopped",
-                                String::from_utf8_lossy(name),
-                                srv.repl.master_repl_offset + 1
-                            ),
-                        );
-                        break;
-                    } else {
+                    } else if let Some(idx) = last_cmd.lookup(srv, name) {
                         let mark = c.out.buf.len();
-                        srv.execute(c, args);
-                        let reply = &c.out.buf[mark..];
-                        if reply.starts_with(b"-") {
+                        now = srv.execute_from_master(c, idx, args, now);
+                        if c.out.buf.len() > mark && c.out.buf[mark] == b'-' {
+                            let reply = &c.out.buf[mark..];
                             let text = String::from_utf8_lossy(reply).trim_end().to_string();
                             if text.starts_with("-ERR unknown") {
                                 c.out.buf.truncate(mark);
                                 stop_link(
                                     srv,
                                     c,
+                                    (&inbuf, &mut unfed),
                                     format!(
                                         "the master's stream has a command ferrokv does not implement ({}): replication stopped",
                                         &text[1..]
@@ -544,25 +541,74 @@ pub fn process_master_input(srv: &mut Server, c: &mut Client) {
                                 String::from_utf8_lossy(name)
                             );
                         }
+                        // The reply is dropped: the master is not answered.
                         c.out.buf.truncate(mark);
                         c.out.error_codes.clear();
+                    } else {
+                        // The offset in the message counts what was applied.
+                        feed_applied(srv, &inbuf, &mut unfed, c.in_start);
+                        stop_link(
+                            srv,
+                            c,
+                            (&inbuf, &mut unfed),
+                            format!(
+                                "unknown command '{}' in the master's stream at offset {}: ferrokv does not implement it, replication stopped",
+                                String::from_utf8_lossy(name),
+                                srv.repl.master_repl_offset + 1
+                            ),
+                        );
+                        break;
                     }
                 }
                 c.in_start += consumed;
-                srv.repl_feed_bytes(&inbuf[start..start + consumed]);
             }
             Err(e) => {
                 stop_link(
                     srv,
                     c,
+                    (&inbuf, &mut unfed),
                     format!("protocol error in the master's stream: {}", e.0),
                 );
                 break;
             }
         }
     }
+    feed_applied(srv, &inbuf, &mut unfed, c.in_start);
     c.inbuf = inbuf;
     c.decoder = decoder;
+}
+
+/// Counts the applied bytes `unfed..upto` of the master's stream into our
+/// offset and backlog and proxies them to our own replicas.
+fn feed_applied(srv: &mut Server, inbuf: &[u8], unfed: &mut usize, upto: usize) {
+    if upto > *unfed {
+        srv.repl_feed_bytes(&inbuf[*unfed..upto]);
+        *unfed = upto;
+    }
+}
+
+/// The row of the last command name looked up, so that a stream of one
+/// command (a write load is mostly SETs) is looked up once per read.
+#[derive(Default)]
+struct CommandCache {
+    name: [u8; 16],
+    len: usize,
+    idx: Option<usize>,
+}
+
+impl CommandCache {
+    fn lookup(&mut self, srv: &Server, name: &[u8]) -> Option<usize> {
+        if self.idx.is_some() && name.eq_ignore_ascii_case(&self.name[..self.len]) {
+            return self.idx;
+        }
+        let idx = srv.commands.lookup(name);
+        if idx.is_some() && name.len() <= self.name.len() {
+            self.name[..name.len()].copy_from_slice(name);
+            self.len = name.len();
+            self.idx = idx;
+        }
+        idx
+    }
 }
 
 /// `REPLCONF ACK <offset>`.
@@ -573,10 +619,19 @@ fn encode_ack(out: &mut Vec<u8>, off: &str) {
     ferrokv_resp::encode::bulk(out, off.as_bytes());
 }
 
-fn stop_link(srv: &mut Server, c: &mut Client, reason: String) {
+/// Stops the link on a command that cannot be applied: what was applied
+/// before it is counted first; the rest of the input is dropped.
+fn stop_link(
+    srv: &mut Server,
+    c: &mut Client,
+    (inbuf, unfed): (&[u8], &mut usize),
+    reason: String,
+) {
+    feed_applied(srv, inbuf, unfed, c.in_start);
     tracing::error!("Replication stopped: {reason}");
     c.close_asap = true;
     c.in_start = c.in_end;
+    *unfed = c.in_end;
     if let Some(l) = srv.repl.link.as_mut() {
         l.link_error = Some(reason);
         l.state = LinkState::Halted;
