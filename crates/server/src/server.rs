@@ -860,7 +860,10 @@ impl Server {
             ),
         ];
         if repl_info {
-            aux.push((&b"repl-stream-db"[..], b"0".to_vec()));
+            aux.push((
+                &b"repl-stream-db"[..],
+                self.repl_stream_db().to_string().into_bytes(),
+            ));
             aux.push((&b"repl-id"[..], self.repl.replid.clone().into_bytes()));
             aux.push((
                 &b"repl-offset"[..],
@@ -1125,7 +1128,7 @@ impl Server {
         use crate::persistence::aof::{Aof, OsStorage, Storage};
         if !self.config.appendonly {
             self.load_snapshot()?;
-            self.restore_master_history();
+            self.restore_repl_history();
             return Ok(());
         }
         let storage: std::sync::Arc<dyn Storage> = std::sync::Arc::new(OsStorage);
@@ -1242,23 +1245,51 @@ impl Server {
         Ok(())
     }
 
-    /// A master started on a snapshot that it (or another master) saved
-    /// with a replication history continues that history, as Redis 7 does
-    /// after `SHUTDOWN`: the saved id becomes `replid2` valid up to the
-    /// saved offset, a new id starts, and the backlog starts at the saved
-    /// offset — so a replica of the old history, which holds exactly that
-    /// data, is answered `+CONTINUE` instead of a full sync. Only at
-    /// start-up and only for a master (a replica gets its history from its
-    /// master; `DEBUG RELOAD` keeps the running one).
-    fn restore_master_history(&mut self) {
-        if self.repl.is_replica() {
-            return;
+    /// The database the replication stream has selected, as a snapshot
+    /// records it: a replica's master client's (or, link down, the one it
+    /// remembers), a master's last `SELECT` in its stream (0 if none).
+    fn repl_stream_db(&self) -> usize {
+        match self.repl.link.as_ref() {
+            Some(link) => match link.state {
+                crate::replication::replica::LinkState::Connected { token, .. } => self
+                    .clients
+                    .get(token)
+                    .and_then(|c| c.as_ref())
+                    .map_or(link.stream_db, |c| c.db),
+                _ => link.stream_db,
+            },
+            None => self.repl.stream_db.unwrap_or(0),
         }
-        let Some((id, off)) = self.persistence.last_load_repl.history() else {
+    }
+
+    /// A server started on a snapshot saved with a replication history
+    /// continues it, as Redis 7 does:
+    /// - a master (after `SHUTDOWN SAVE`, say): the saved id becomes
+    ///   `replid2` valid up to the saved offset, a new id starts, and the
+    ///   backlog starts at the saved offset — replicas of the old history,
+    ///   which hold exactly that data, are answered `+CONTINUE`;
+    /// - a replica: it asks its master for `PSYNC <saved id> <offset+1>`
+    ///   with the saved stream database selected, so a master that still
+    ///   has that part of its backlog continues instead of a full sync.
+    ///
+    /// Only at start-up (`DEBUG RELOAD` keeps the running history).
+    fn restore_repl_history(&mut self) {
+        let aux = self.persistence.last_load_repl.clone();
+        let Some((id, off)) = aux.history() else {
             return;
         };
+        let db = aux.stream_db.unwrap_or(0).max(0) as usize;
         self.repl.replid = id.to_string();
         self.repl.master_repl_offset = off;
+        if let Some(link) = self.repl.link.as_mut() {
+            link.cached = Some((id.to_string(), off));
+            link.stream_db = db;
+            tracing::info!(
+                "Restored the replication history from the snapshot: PSYNC {id} {} at the next connection",
+                off + 1
+            );
+            return;
+        }
         self.repl.shift_replid(&mut self.rng);
         self.create_repl_backlog();
         // The next command propagated selects its database explicitly.

@@ -910,3 +910,49 @@ fn a_partial_resync_continues_in_the_database_the_stream_had_selected() {
         assert_eq!(b.as_deref(), Some("2"), "{}", master.name);
     }
 }
+
+#[test]
+fn replica_restarted_on_its_snapshot_continues_with_a_partial_resync() {
+    // As Redis 7: the replica's snapshot carries its master's id, its
+    // offset and the stream's selected database; restarted on it, the
+    // replica asks `PSYNC <id> <offset+1>` and the master continues —
+    // in the database the stream had selected. Our master and a real one.
+    for master in [
+        ferrokv(&["--repl-diskless-sync-delay", "0"]),
+        redis(&["--repl-diskless-sync-delay", "0"]),
+    ] {
+        let port = master.port.to_string();
+        let mut replica = ferrokv(&["--replicaof", "127.0.0.1", &port]);
+        let mut c = master.client();
+        for i in 0..200 {
+            let _: () = redis::cmd("SET")
+                .arg(format!("k{i}"))
+                .arg(i)
+                .query(&mut c)
+                .unwrap();
+        }
+        let _: () = redis::cmd("SELECT").arg(3).query(&mut c).unwrap();
+        let _: () = redis::cmd("SET").arg("x").arg("1").query(&mut c).unwrap();
+        wait_converged(&master, &replica, 30);
+        let mut rc = replica.client();
+        let _: () = redis::cmd("SAVE").query(&mut rc).unwrap();
+        replica.kill_and_restart();
+        wait_for("the replica's link", 20, || {
+            (info(&replica, "replication", "master_link_status") == "up").then_some(())
+        });
+        assert_eq!(num(&master, "stats", "sync_full"), 1, "{}", replica.log());
+        assert_eq!(
+            num(&master, "stats", "sync_partial_ok"),
+            1,
+            "{}",
+            replica.log()
+        );
+        // No SELECT in the stream: the restored database takes it.
+        let _: () = redis::cmd("SET").arg("y").arg("2").query(&mut c).unwrap();
+        wait_converged(&master, &replica, 30);
+        let mut rc = replica.client();
+        let _: () = redis::cmd("SELECT").arg(3).query(&mut rc).unwrap();
+        let y: Option<String> = redis::cmd("GET").arg("y").query(&mut rc).unwrap();
+        assert_eq!(y.as_deref(), Some("2"), "{}", master.name);
+    }
+}
