@@ -328,6 +328,17 @@ impl Endpoint {
         Ok(())
     }
 
+    /// One operation moves at most the provider's `max_msg_size` bytes.
+    fn check_len(&self, len: usize) -> Result<()> {
+        if len > self.req.max_msg_size {
+            return Err(FabricError::Invalid(format!(
+                "{len} bytes exceed the provider's max_msg_size {}",
+                self.req.max_msg_size
+            )));
+        }
+        Ok(())
+    }
+
     fn retain(&self, mr: &MemoryRegion) {
         let mut retained = self.retained.lock().unwrap_or_else(|e| e.into_inner());
         if !retained.iter().any(|r| Arc::ptr_eq(r, &mr.inner)) {
@@ -349,13 +360,7 @@ impl Endpoint {
                 need.bits()
             )));
         }
-        if range.len() > self.req.max_msg_size {
-            return Err(FabricError::Invalid(format!(
-                "{} bytes exceed the provider's max_msg_size {}",
-                range.len(),
-                self.req.max_msg_size
-            )));
-        }
+        self.check_len(range.len())?;
         self.retain(mr);
         // SAFETY: range is inside the region's buffer.
         let buf = unsafe { mr.inner.addr.add(range.start) };
@@ -425,13 +430,7 @@ impl Endpoint {
                 bytes.len()
             )));
         }
-        if range.len() > self.req.max_msg_size {
-            return Err(FabricError::Invalid(format!(
-                "{} bytes exceed the provider's max_msg_size {}",
-                range.len(),
-                self.req.max_msg_size
-            )));
-        }
+        self.check_len(range.len())?;
         {
             let mut kept = self
                 .retained_buffers

@@ -40,6 +40,18 @@ fn try_cmd(c: &mut redis::Connection, args: &[&[u8]]) -> bool {
 
 /// A deterministic write load touching strings, expiries, deletes,
 /// several databases and the collection types.
+/// Waits out the 30 ms keys of `write_load`'s first `rounds` rounds and
+/// reads them, so they are deleted (and the deletions propagated) now.
+fn delete_expired_short_keys(c: &mut redis::Connection, rounds: usize) {
+    std::thread::sleep(Duration::from_millis(100));
+    for r in 0..rounds {
+        let _: Option<String> = redis::cmd("GET")
+            .arg(format!("short:{r}"))
+            .query(c)
+            .unwrap();
+    }
+}
+
 fn write_load(port: u16, rounds: usize, seed: usize, t: Types) {
     let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
         .unwrap()
@@ -774,13 +786,7 @@ fn master_restart_with_persistence_ends_in_a_correct_resync() {
         .unwrap();
     // The load's 30 ms keys: expired (and deleted, lazily) before the
     // digest is taken, so the restart cannot differ by their expiry.
-    std::thread::sleep(Duration::from_millis(100));
-    for r in 0..10 {
-        let _: Option<String> = redis::cmd("GET")
-            .arg(format!("short:{r}"))
-            .query(&mut c)
-            .unwrap();
-    }
+    delete_expired_short_keys(&mut c, 10);
     wait_converged(&master, &replica, 30);
     wait_converged(&master, &real, 30);
     let before = digest(&master);
@@ -820,15 +826,8 @@ fn master_restarted_from_its_shutdown_snapshot_continues_its_history() {
     replicaof(&replica, &master);
     replicaof(&real, &master);
     write_load(master.port, 5, 21, t);
-    std::thread::sleep(Duration::from_millis(100));
     let mut c = master.client();
-    for r in 0..5 {
-        // The load's short-lived keys: expired now, deleted before the save.
-        let _: Option<String> = redis::cmd("GET")
-            .arg(format!("short:{r}"))
-            .query(&mut c)
-            .unwrap();
-    }
+    delete_expired_short_keys(&mut c, 5);
     wait_converged(&master, &replica, 30);
     wait_converged(&master, &real, 30);
     // Saving lowers the change counter: none of these may be propagated
