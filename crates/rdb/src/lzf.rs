@@ -195,10 +195,12 @@ impl LzfCompressor {
     fn compress_inner(&mut self, input: &[u8], out: &mut Vec<u8>, limit: usize) -> Option<()> {
         let n = input.len();
         out.reserve((limit - out.len()).min(n + n / 32 + 1));
-        // `run_at` indexes the control byte of the open literal run.
-        let mut run_at = out.len();
-        out.push(0);
-        let mut lit = 0usize;
+        // Literals are not copied byte by byte as they are passed over:
+        // `lit_start..ip` is the pending literal stretch, emitted in runs of
+        // up to 32 bytes (one control byte each) when a match or the end
+        // closes it. The bytes are the same as copying them one by one; on
+        // incompressible input (random payloads) this is most of the work.
+        let mut lit_start = 0usize;
         let mut ip = 0usize;
         let mut misses = 0usize;
         while ip + 2 < n {
@@ -219,12 +221,7 @@ impl LzfCompressor {
                 while len < max_len && input[r + len] == input[ip + len] {
                     len += 1;
                 }
-                // Close (or drop, if empty) the open literal run.
-                if lit == 0 {
-                    out.pop();
-                } else {
-                    out[run_at] = (lit - 1) as u8;
-                }
+                emit_literals(out, &input[lit_start..ip]);
                 if out.len() + 3 + 1 > limit {
                     return None;
                 }
@@ -246,54 +243,39 @@ impl LzfCompressor {
                         (input[p] as u32) << 16 | (input[p + 1] as u32) << 8 | input[p + 2] as u32;
                     self.table[hash(w)] = p as u32 + 1;
                 }
-                run_at = out.len();
-                out.push(0);
-                lit = 0;
+                lit_start = ip;
+                misses = 0;
             } else {
                 // After many misses in a row the data is probably not
                 // compressible here: probe every 2nd, 3rd... position (as
-                // LZ4 does) and copy the skipped bytes as literals. The
-                // stream stays valid; only the search effort shrinks.
+                // LZ4 does); the skipped bytes stay literals. The stream
+                // stays valid; only the search effort shrinks.
                 misses += 1;
                 let step = (1 + (misses >> SKIP_STRENGTH)).min(n - 2 - ip);
-                if out.len() + step + step / MAX_LITERAL + 1 > limit {
+                // What the output would hold with the pending literals
+                // written out (and a control byte for the next run).
+                let pending = ip - lit_start;
+                let written = out.len() + pending + pending / MAX_LITERAL + 1;
+                if written + step + step / MAX_LITERAL + 1 > limit {
                     return None;
                 }
-                for &b in &input[ip..ip + step] {
-                    out.push(b);
-                    lit += 1;
-                    if lit == MAX_LITERAL {
-                        out[run_at] = (lit - 1) as u8;
-                        run_at = out.len();
-                        out.push(0);
-                        lit = 0;
-                    }
-                }
                 ip += step;
-                continue;
-            }
-            misses = 0;
-        }
-        while ip < n {
-            out.push(input[ip]);
-            ip += 1;
-            lit += 1;
-            if lit == MAX_LITERAL {
-                out[run_at] = (lit - 1) as u8;
-                run_at = out.len();
-                out.push(0);
-                lit = 0;
             }
         }
-        if lit == 0 {
-            out.pop();
-        } else {
-            out[run_at] = (lit - 1) as u8;
-        }
+        emit_literals(out, &input[lit_start..]);
         if out.len() > limit {
             return None;
         }
         Some(())
+    }
+}
+
+/// Appends `lit` as literal runs of at most 32 bytes, each after its
+/// control byte (length - 1).
+fn emit_literals(out: &mut Vec<u8>, lit: &[u8]) {
+    for run in lit.chunks(MAX_LITERAL) {
+        out.push((run.len() - 1) as u8);
+        out.extend_from_slice(run);
     }
 }
 

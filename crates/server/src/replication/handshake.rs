@@ -180,7 +180,7 @@ pub fn run(req: &SyncRequest) -> Result<SyncOutcome, String> {
         .map_err(|e| e.to_string())?;
     let mut c = Conn {
         s,
-        buf: vec![0; 64 * 1024],
+        buf: vec![0; 512 * 1024],
         start: 0,
         end: 0,
         req,
@@ -451,22 +451,26 @@ fn copy_exact(c: &mut Conn, file: &mut std::fs::File, len: u64) -> Result<(), St
     Ok(())
 }
 
-/// Copies until the 40-byte end mark; the stream may follow it at once
-/// in the same read, and stays in the buffer.
+/// Copies until the 40-byte end mark. As Redis's `readSyncBulkPayload`,
+/// only the tail of what has arrived is compared with the mark: the master
+/// sends nothing after it until our first `REPLCONF ACK`, so the mark is
+/// always the last thing read. (Searching every position for it cost the
+/// replica more CPU than the rest of the transfer.)
 fn copy_until_mark(c: &mut Conn, file: &mut std::fs::File, mark: &[u8]) -> Result<u64, String> {
     let mut written = 0u64;
     loop {
         let avail = &c.buf[c.start..c.end];
-        if let Some(p) = avail.windows(mark.len()).position(|w| w == mark) {
+        if avail.ends_with(mark) {
+            let p = avail.len() - mark.len();
             file.write_all(&avail[..p])
                 .map_err(|e| format!("Write error writing to the DB on disk: {e}"))?;
             written += p as u64;
             c.req.progress.read.fetch_add(p as u64, Ordering::Relaxed);
-            c.start += p + mark.len();
+            c.start = c.end;
             return Ok(written);
         }
-        // Keep the last bytes that could start the mark.
-        let keep = avail.len().min(mark.len() - 1);
+        // Keep the last bytes that could be (the start of) the mark.
+        let keep = avail.len().min(mark.len());
         let n = avail.len() - keep;
         if n > 0 {
             file.write_all(&avail[..n])
