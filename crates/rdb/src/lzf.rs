@@ -146,7 +146,13 @@ pub fn max_decompressed_len(compressed_len: usize) -> usize {
 
 /// An LZF compressor with a reusable hash table (64 KiB).
 pub struct LzfCompressor {
+    /// `base + position + 1` of recent three-byte windows; anything at or
+    /// below `base` was left by an earlier call.
     table: Box<[u32]>,
+    /// Advanced past every input, so stale entries are told apart without
+    /// clearing 64 KiB per call (and without an unpredictable branch on
+    /// whether a stale position happens to lie before the current one).
+    base: u32,
 }
 
 impl fmt::Debug for LzfCompressor {
@@ -170,6 +176,7 @@ impl LzfCompressor {
     pub fn new() -> Self {
         LzfCompressor {
             table: vec![0u32; 1 << HASH_LOG].into_boxed_slice(),
+            base: 0,
         }
     }
 
@@ -182,8 +189,15 @@ impl LzfCompressor {
         if input.is_empty() || max_out == 0 || input.len() > u32::MAX as usize {
             return None;
         }
+        if u32::MAX - self.base <= input.len() as u32 {
+            // Positions would wrap: start from a clean table.
+            self.table.fill(0);
+            self.base = 0;
+        }
         let base = out.len();
-        match self.compress_inner(input, out, base + max_out) {
+        let result = self.compress_inner(input, out, base + max_out);
+        self.base += input.len() as u32;
+        match result {
             Some(()) => Some(out.len() - base),
             None => {
                 out.truncate(base);
@@ -194,6 +208,7 @@ impl LzfCompressor {
 
     fn compress_inner(&mut self, input: &[u8], out: &mut Vec<u8>, limit: usize) -> Option<()> {
         let n = input.len();
+        let base = self.base;
         out.reserve((limit - out.len()).min(n + n / 32 + 1));
         // Literals are not copied byte by byte as they are passed over:
         // `lit_start..ip` is the pending literal stretch, emitted in runs of
@@ -207,15 +222,14 @@ impl LzfCompressor {
             let window =
                 (input[ip] as u32) << 16 | (input[ip + 1] as u32) << 8 | input[ip + 2] as u32;
             let slot = hash(window);
-            // Positions are stored +1 so that 0 means "empty".
-            let candidate = self.table[slot] as usize;
-            self.table[slot] = ip as u32 + 1;
-            let found = candidate != 0 && {
-                let r = candidate - 1;
-                r < ip && ip - r <= MAX_OFFSET && input[r..r + 3] == input[ip..ip + 3]
+            let candidate = self.table[slot];
+            self.table[slot] = base + ip as u32 + 1;
+            let r = candidate.wrapping_sub(base + 1) as usize;
+            let found = candidate > base && r < ip && ip - r <= MAX_OFFSET && {
+                let w = (input[r] as u32) << 16 | (input[r + 1] as u32) << 8 | input[r + 2] as u32;
+                w == window
             };
             if found {
-                let r = candidate - 1;
                 let max_len = MAX_MATCH.min(n - ip);
                 let mut len = 3;
                 while len < max_len && input[r + len] == input[ip + len] {
@@ -241,7 +255,7 @@ impl LzfCompressor {
                     let p = ip - 1;
                     let w =
                         (input[p] as u32) << 16 | (input[p + 1] as u32) << 8 | input[p + 2] as u32;
-                    self.table[hash(w)] = p as u32 + 1;
+                    self.table[hash(w)] = base + p as u32 + 1;
                 }
                 lit_start = ip;
                 misses = 0;
@@ -312,6 +326,24 @@ mod tests {
                 .map(|i| ((i * 2_654_435_761usize) >> 7) as u8)
                 .collect();
             roundtrip(&noise);
+        }
+    }
+
+    #[test]
+    fn table_reuse_across_calls_and_position_wraparound_stay_correct() {
+        let mut c = LzfCompressor::new();
+        let text = b"hello world, hello world, hello world, goodbye".repeat(20);
+        for start in [0, u32::MAX - 3000, u32::MAX - 10] {
+            c.base = start;
+            for round in 0..5 {
+                let data = &text[round * 7..];
+                let mut out = Vec::new();
+                let n = c.compress(data, &mut out, data.len()).expect("compressible");
+                assert!(n < data.len() / 3);
+                let mut back = Vec::new();
+                decompress(&out, data.len(), &mut back).unwrap();
+                assert_eq!(back, data);
+            }
         }
     }
 
