@@ -20,6 +20,7 @@
 """
 import argparse
 import os
+import shutil
 import socket
 import statistics
 import sys
@@ -119,6 +120,8 @@ def main():
                         last[name] = r
                     else:
                         r.stop()
+                        # A replica's data dir holds a copy of the data set.
+                        shutil.rmtree(r.dir, ignore_errors=True)
                 print(f"{name}: sync {times[name][-1]:.2f} s", file=sys.stderr)
         sync = {n: statistics.median(t) for n, t in times.items()}
         for name in kinds:
@@ -135,6 +138,7 @@ def main():
     finally:
         for s in list(masters.values()) + list(last.values()):
             s.stop()
+            shutil.rmtree(s.dir, ignore_errors=True)
     rows.append(("full sync time ratio ferrokv/redis", f"{sync['ferrokv'] / sync['redis']:.2f}x"))
     print(f"repl-diskless-load {a.diskless_load}")
     print("| measure | value |\n|---|---|")
