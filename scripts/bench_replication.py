@@ -92,7 +92,10 @@ def main():
                     help="repl-diskless-load of both replicas")
     a = ap.parse_args()
     common = ["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
-              "--rdbcompression", "yes", "--repl-diskless-load", a.diskless_load]
+              "--rdbcompression", "yes"]
+    if a.diskless_load != "disabled":
+        # (Only when not the default: older builds lack the option.)
+        common += ["--repl-diskless-load", a.diskless_load]
     kinds = {"ferrokv": a.ferrokv, "redis": "redis-server"}
     extra = {n: common + (["--appendonly", "no"] if n == "redis" else []) for n in kinds}
     masters = {n: Server(n, b, tempfile.mkdtemp(prefix=f"rbench-{n}-m-"), extra[n])

@@ -66,7 +66,7 @@ pub mod owned;
 mod ziplist;
 
 pub use decoder::{
-    decode, decode_with, Checksum, DecodeOptions, DecodeSummary, Entry, FieldValue, Fed, RdbValue,
+    decode, decode_with, Checksum, DecodeOptions, DecodeSummary, Entry, Fed, FieldValue, RdbValue,
     RdbVisitor, StreamDecoder,
 };
 pub use encoder::{EncoderOptions, EncodingLimits, RdbEncoder};

@@ -338,7 +338,9 @@ mod tests {
             for round in 0..5 {
                 let data = &text[round * 7..];
                 let mut out = Vec::new();
-                let n = c.compress(data, &mut out, data.len()).expect("compressible");
+                let n = c
+                    .compress(data, &mut out, data.len())
+                    .expect("compressible");
                 assert!(n < data.len() / 3);
                 let mut back = Vec::new();
                 decompress(&out, data.len(), &mut back).unwrap();

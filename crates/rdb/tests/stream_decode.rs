@@ -62,8 +62,9 @@ fn sample() -> Vec<u8> {
                     expire,
                 ),
                 3 => {
-                    let items: Vec<Vec<u8>> =
-                        (0..(i * 40)).map(|j| format!("item-{j}").into_bytes()).collect();
+                    let items: Vec<Vec<u8>> = (0..(i * 40))
+                        .map(|j| format!("item-{j}").into_bytes())
+                        .collect();
                     enc.list_entry(&mut f, key.as_bytes(), items.iter().map(|v| &v[..]), expire)
                 }
                 4 => {
@@ -103,7 +104,11 @@ fn stream(file: &[u8], pieces: &mut dyn Iterator<Item = usize>) -> Result<Log, D
     let mut buf: Vec<u8> = Vec::new();
     let mut at = 0;
     while at < file.len() {
-        let n = pieces.next().unwrap_or(usize::MAX).min(file.len() - at).max(1);
+        let n = pieces
+            .next()
+            .unwrap_or(usize::MAX)
+            .min(file.len() - at)
+            .max(1);
         buf.extend_from_slice(&file[at..at + n]);
         at += n;
         if at == file.len() {

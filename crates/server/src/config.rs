@@ -1242,9 +1242,8 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
         "disabled",
         true,
         |c, a| {
-            c.repl.diskless_load = crate::replication::DisklessLoad::parse(one(a)?).ok_or(
-                "argument(s) must be one of the following: disabled, on-empty-db, swapdb",
-            )?;
+            c.repl.diskless_load = crate::replication::DisklessLoad::parse(one(a)?)
+                .ok_or("argument(s) must be one of the following: disabled, on-empty-db, swapdb")?;
             Ok(())
         },
         |c| c.repl.diskless_load.name().into()

@@ -805,7 +805,12 @@ fn diskless_load_modes_end_with_equal_digests() {
 
 #[test]
 fn diskless_load_from_a_real_redis_master() {
-    let real = redis(&["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0"]);
+    let real = redis(&[
+        "--repl-diskless-sync",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
     let probe = ferrokv(&[]);
     let t = types_of(&probe);
     fill_dataset(&real, 2000, false, t);
@@ -873,7 +878,11 @@ fn diskless_load_keeps_the_old_data_when_the_link_drops_mid_transfer() {
         .unwrap();
     assert_eq!(n, 0, "the master's data replaced the old data");
     let log = replica.log();
-    assert_eq!(log.matches("MASTER <-> REPLICA sync failed").count(), 2, "{log}");
+    assert_eq!(
+        log.matches("MASTER <-> REPLICA sync failed").count(),
+        2,
+        "{log}"
+    );
 }
 
 /// A master that serves each connection a full sync whose payload is

@@ -249,7 +249,10 @@ pub fn load_stream(
                     tail.drain(..consumed);
                 }
             }
-            Fed::Done { consumed, summary: s } => {
+            Fed::Done {
+                consumed,
+                summary: s,
+            } => {
                 if consumed != data.len() {
                     return Err("the payload goes on after the end of the RDB".into());
                 }

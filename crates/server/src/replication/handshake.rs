@@ -285,8 +285,8 @@ pub fn run(req: &SyncRequest) -> Result<SyncOutcome, String> {
         req.progress.loading.store(true, Ordering::Relaxed);
         tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
         let mut ks = Keyspace::new(req.databases);
-        let load = load_rdb(&mut ks, &path, crate::server::unix_ms(), &req.load_config)
-            .map_err(|e| {
+        let load =
+            load_rdb(&mut ks, &path, crate::server::unix_ms(), &req.load_config).map_err(|e| {
                 format!("Failed trying to load the MASTER synchronization DB from disk: {e}")
             })?;
         (ks, load, rdb_bytes)
@@ -514,12 +514,14 @@ fn receive_and_load(c: &mut Conn) -> Result<(Keyspace, Option<LoadStats>, u64), 
                 .map_err(|_| "the loader stopped".to_string())
         };
         let received = copy_payload(c, &framing, &mut send);
-        drop(send);
+        // The loader sees the end of the pieces (normal or not).
         drop(tx);
         let (ks, loaded) = loader
             .join()
             .map_err(|_| "the loader thread panicked".to_string())?;
-        let fail = |e: String| format!("Failed trying to load the MASTER synchronization DB from socket: {e}");
+        let fail = |e: String| {
+            format!("Failed trying to load the MASTER synchronization DB from socket: {e}")
+        };
         let err = match (received, loaded) {
             (Ok(n), Ok((stats, summary))) => {
                 if summary.len as u64 != n {
