@@ -1,26 +1,58 @@
 #!/usr/bin/env python3
-"""Full sync of one snapshot over RDMA (libfabric tcp provider) beside
-ferrokv's own disk-based TCP sync, same master, same file (docs/rdma.md).
+"""Full sync of one data set over RDMA (libfabric tcp provider) beside
+ferrokv's own TCP sync and a Redis -> Redis sync, one run (docs/rdma.md,
+docs/benchmarks.md).
 
     python3 scripts/bench_rdma_sync.py [--bin target/release/ferrokv-server]
-                                       [--mib 512] [--runs 2]
+        [--mib 1024] [--runs 3] [--memory-mib 256,1024]
+        [--sweep-mib 256] [--slots 4,8,16] [--chunks 512kb,2mb,8mb]
 
-Prints, per run: the master's CRC64 pass, its first-write-to-last-credit
-time and the share spent copying into the bounce ring, the replica's
-receive time, and the TCP sync's send time (save end -> transfer done),
-all read from the servers' logs. Loopback only: the tcp provider is TCP
-underneath, so this compares code paths, not RDMA hardware.
+Data: incompressible 64 MiB values (the snapshot is as large as the data).
+
+1. Sync time, per run and mode, from REPLICAOF to the replica serving the
+   whole data set (link up and DBSIZE equal, polled every 5 ms):
+   - ferrokv RDMA: disk-based snapshot, +RDMAFULLSYNC, one-sided writes;
+   - ferrokv TCP: the same master, disk-based snapshot sent over the link;
+   - Redis -> Redis: redis-server master and replica holding the same
+     values, `repl-diskless-sync yes`, `repl-diskless-sync-delay 0` (its
+     best setting), rdbcompression yes on every server.
+   Beside it, from the logs: the master's save, its offer (CRC64) and the
+   transfer's first write to last credit; and the master's CPU seconds
+   over the whole sync (/proc, user + system).
+2. The replica's extra memory during an RDMA transfer at two snapshot
+   sizes: peak RSS sampled while `rdma_sync_state` is `transferring`,
+   minus its RSS before REPLICAOF (an empty replica).
+3. A K x C sweep (replica `rdma-ring-slots` x `rdma-chunk-size`): transfer
+   time and rate from the master's log.
+
+Loopback only: the tcp provider is TCP underneath, so this compares code
+paths on this machine, not RDMA hardware.
 """
-import argparse, os, re, socket, subprocess, sys, tempfile, time
-from datetime import datetime
+import argparse
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import free_port, rss_bytes  # noqa: E402
+
+VALUE = 64 << 20
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+def cpu_seconds(pid):
+    """User + system CPU of a process, its threads and its reaped children
+    (Redis's forked saver is counted once it has exited)."""
+    with open(f"/proc/{pid}/stat") as f:
+        rest = f.read().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in rest[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def cmd(port, *args):
@@ -30,89 +62,252 @@ def cmd(port, *args):
         a = a if isinstance(a, bytes) else str(a).encode()
         out += b"$%d\r\n%s\r\n" % (len(a), a)
     s.sendall(out)
-    data = s.recv(65536)
+    data = b""
+    while not data.endswith(b"\r\n"):
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            break
+        data += chunk
     s.close()
-    return data
+    return data.decode(errors="replace")
 
 
-def start(binary, d, port, extra):
-    log = open(os.path.join(d, "server.log"), "w")
-    p = subprocess.Popen([binary, "--port", str(port), "--dir", d, "--save", ""] + extra,
-                         stdout=log, stderr=log)
-    for _ in range(500):
+def info_field(port, section, name):
+    for line in cmd(port, "INFO", section).splitlines():
+        if line.startswith(name + ":"):
+            return line.split(":", 1)[1].strip()
+    return ""
+
+
+class Proc:
+    def __init__(self, binary, d, extra):
+        self.dir = d
+        self.port = free_port()
+        self.log = os.path.join(d, "server.log")
+        f = open(self.log, "w")
+        self.p = subprocess.Popen([binary, "--port", str(self.port), "--dir", d, "--save", ""] + extra,
+                                  stdout=f, stderr=f)
+        for _ in range(1000):
+            try:
+                if cmd(self.port, "PING").startswith("+PONG"):
+                    return
+            except OSError:
+                time.sleep(0.01)
+        sys.exit(f"{binary} on {self.port} did not start")
+
+    def lines(self):
+        return open(self.log).read().splitlines()
+
+    def stop(self):
+        self.p.kill()
+        self.p.wait()
+
+
+def fill(port, mib, seed_values):
+    for i in range(mib // 64):
+        s = socket.create_connection(("127.0.0.1", port))
+        v = seed_values[i]
+        k = b"v%d" % i
+        s.sendall(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n" % (len(k), k, len(v)) + v + b"\r\n")
+        s.recv(16)
+        s.close()
+
+
+def sync(master, replica, keys, sample_rss=False):
+    """REPLICAOF -> link up with all keys. Returns (secs, master CPU s, peak
+    extra RSS of the replica while transferring or None)."""
+    rss0 = rss_bytes(replica.p.pid)
+    cpu0 = cpu_seconds(master.p.pid)
+    peak = [0]
+    done = threading.Event()
+
+    def sampler():
+        while not done.is_set():
+            try:
+                if info_field(replica.port, "rdma", "rdma_sync_state") == "transferring":
+                    peak[0] = max(peak[0], rss_bytes(replica.p.pid))
+            except OSError:
+                pass
+            time.sleep(0.005)
+
+    t = threading.Thread(target=sampler)
+    if sample_rss:
+        t.start()
+    t0 = time.monotonic()
+    cmd(replica.port, "REPLICAOF", "127.0.0.1", master.port)
+    while True:
         try:
-            if cmd(port, "PING").startswith(b"+PONG"):
-                return p
-        except OSError:
-            time.sleep(0.02)
-    sys.exit(f"server on {port} did not start")
+            if info_field(replica.port, "replication", "master_link_status") == "up":
+                if int(cmd(replica.port, "DBSIZE")[1:].strip() or 0) == keys:
+                    secs = time.monotonic() - t0
+                    replica.serving_at = time.time()
+                    break
+        except OSError as e:
+            # Logged, not fatal: a refused poll is retried.
+            print(f"(poll of {replica.port}: {e})", file=sys.stderr)
+        time.sleep(0.005)
+    cpu = cpu_seconds(master.p.pid) - cpu0
+    done.set()
+    if sample_rss:
+        t.join()
+    return secs, cpu, (peak[0] - rss0) if peak[0] else None
 
 
-def ts(line):
+def after(lines, mark, needle):
+    hits = [l for l in lines[mark:] if needle in l]
+    return hits[-1] if hits else ""
+
+
+def log_time(line):
     m = re.search(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z", line)
-    return datetime.fromisoformat(m.group(1)).timestamp()
+    return datetime.fromisoformat(m.group(1)).replace(tzinfo=timezone.utc).timestamp() if m else None
 
 
-def wait_log(path, needle, after=0, timeout=600):
-    end = time.time() + timeout
-    while time.time() < end:
-        lines = open(path).read().splitlines()
-        hits = [l for l in lines[after:] if needle in l]
-        if hits:
-            return hits[-1], len(lines)
-        time.sleep(0.1)
-    sys.exit(f"timeout waiting for {needle!r} in {path}")
+def log_figures(master, mark, replica=None):
+    """The save's duration, the RDMA transfer (secs, MB/s) and the time
+    from the end of the save to the replica serving (wall clocks)."""
+    lines = master.lines()
+    saved = after(lines, mark, "DB saved on disk")
+    m = re.search(r"bytes, ([\d.]+) s\)", saved)
+    save = float(m.group(1)) if m else None
+    done = after(lines, mark, "RDMA transfer to replica")
+    m = re.search(r"in ([\d.]+)s \(([\d.]+) MB/s", done)
+    tr = (float(m.group(1)), float(m.group(2))) if m else None
+    post = None
+    if replica is not None and saved and log_time(saved):
+        post = replica.serving_at - log_time(saved)
+    return save, tr, post
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else float("nan")
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="target/release/ferrokv-server")
-    ap.add_argument("--mib", type=int, default=512)
-    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--mib", type=int, default=1024)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--memory-mib", default="256,1024")
+    ap.add_argument("--sweep-mib", type=int, default=256)
+    ap.add_argument("--slots", default="4,8,16")
+    ap.add_argument("--chunks", default="512kb,2mb,8mb")
+    ap.add_argument("--skip-redis", action="store_true")
     a = ap.parse_args()
     root = tempfile.mkdtemp(prefix="bench-rdma-")
-    md = os.path.join(root, "master"); os.mkdir(md)
-    mport = free_port()
-    master = start(a.bin, md, mport, ["--rdma-bind", "127.0.0.1", "--rdma-port", "0",
-                                      "--repl-diskless-sync", "no"])
-    mlog = os.path.join(md, "server.log")
+    rng_values = [os.urandom(VALUE) for _ in range(max(a.mib, a.sweep_mib,
+                                                        *map(int, a.memory_mib.split(","))) // 64)]
+    procs = []
+
+    def start(binary, name, extra):
+        d = os.path.join(root, name)
+        os.mkdir(d)
+        p = Proc(binary, d, extra)
+        procs.append(p)
+        return p
+
+    def kill(p):
+        p.stop()
+        if not os.environ.get("KEEP_BENCH_DIR"):
+            shutil.rmtree(p.dir, ignore_errors=True)
+
     try:
-        for i in range(a.mib // 64):
-            s = socket.create_connection(("127.0.0.1", mport))
-            v = os.urandom(64 << 20)
-            s.sendall(b"*3\r\n$3\r\nSET\r\n$%d\r\nv%d\r\n$%d\r\n" % (len(str(i)) + 1, i, len(v)) + v + b"\r\n")
-            s.recv(16)
-            s.close()
-        print(f"data set: {a.mib} MiB of incompressible values")
-        print("| run | mode | master CRC64 s | transfer s | MB/s | bounce copy ms | replica receive s |")
+        # 1. Sync times.
+        keys = a.mib // 64
+        fmaster = start(a.bin, "fmaster", ["--rdma-bind", "127.0.0.1", "--rdma-port", "0",
+                                           "--repl-diskless-sync", "no"])
+        fill(fmaster.port, a.mib, rng_values)
+        rmaster = None
+        if not a.skip_redis:
+            rmaster = start("redis-server", "rmaster", ["--repl-diskless-sync", "yes",
+                                                        "--repl-diskless-sync-delay", "0",
+                                                        "--appendonly", "no"])
+            fill(rmaster.port, a.mib, rng_values)
+        print(f"## Sync of {a.mib} MiB ({keys} incompressible 64 MiB values), REPLICAOF -> serving\n")
+        print("| run | mode | sync s | master save s | save end -> serving s | RDMA transfer s (MB/s) | master CPU s |")
         print("|---|---|---|---|---|---|---|")
+        res = {"rdma": [], "tcp": [], "redis": []}
+        post = {"rdma": [], "tcp": []}
+        cpu = {"rdma": [], "tcp": [], "redis": []}
         for run in range(1, a.runs + 1):
-            for mode in ("rdma", "tcp"):
-                rd = os.path.join(root, f"{mode}{run}"); os.mkdir(rd)
-                rport = free_port()
-                extra = ["--replica-rdma", "yes"] if mode == "rdma" else []
-                r = start(a.bin, rd, rport, extra)
-                rlog = os.path.join(rd, "server.log")
-                mark = len(open(mlog).read().splitlines())
-                cmd(rport, "REPLICAOF", "127.0.0.1", mport)
-                wait_log(rlog, "Finished with success")
-                saved, _ = wait_log(mlog, "DB saved on disk", mark)
-                if mode == "rdma":
-                    offer, _ = wait_log(mlog, "Offering replica", mark)
-                    done, _ = wait_log(mlog, "RDMA transfer to replica", mark)
-                    m = re.search(r"in ([\d.]+)s \(([\d.]+) MB/s, ([\d.]+) ms", done)
-                    recv, _ = wait_log(rlog, "over RDMA in")
-                    rs = re.search(r"over RDMA in ([\d.]+)s", recv).group(1)
-                    print(f"| {run} | RDMA | {ts(offer) - ts(saved):.2f} | {m.group(1)} | {m.group(2)} | {m.group(3)} | {rs} |")
+            for mode in ("rdma", "tcp", "redis"):
+                if mode == "redis" and rmaster is None:
+                    continue
+                if mode == "redis":
+                    r = start("redis-server", f"redis{run}", ["--repl-diskless-sync-delay", "0",
+                                                              "--appendonly", "no"])
+                    secs, c, _ = sync(rmaster, r, keys)
+                    print(f"| {run} | Redis -> Redis (diskless) | {secs:.2f} | — | — | — | {c:.2f} |")
                 else:
-                    done, _ = wait_log(mlog, "Synchronization with replica", mark)
-                    size = int(re.search(r"\((\d+) bytes\)", done).group(1))
-                    secs = ts(done) - ts(saved)
-                    print(f"| {run} | TCP | — | {secs:.2f} | {size / 1e6 / secs:.0f} | — | — |")
-                r.kill(); r.wait()
+                    extra = ["--replica-rdma", "yes"] if mode == "rdma" else []
+                    r = start(a.bin, f"{mode}{run}", extra)
+                    mark = len(fmaster.lines())
+                    secs, c, _ = sync(fmaster, r, keys)
+                    save, tr, after_save = log_figures(fmaster, mark, r)
+                    post[mode].append(after_save)
+                    trs = f"{tr[0]:.2f} ({tr[1]:.0f})" if tr else "—"
+                    label = "ferrokv RDMA (tcp provider)" if mode == "rdma" else "ferrokv TCP (disk-based)"
+                    print(f"| {run} | {label} | {secs:.2f} | {save:.2f} | {after_save:.2f} | {trs} | {c:.2f} |")
+                res[mode].append(secs)
+                cpu[mode].append(c)
+                kill(r)
+        print()
+        print(f"medians: RDMA {med(res['rdma']):.2f} s, ferrokv TCP {med(res['tcp']):.2f} s"
+              + (f", Redis {med(res['redis']):.2f} s" if res["redis"] else ""))
+        print(f"RDMA / ferrokv TCP = {med(res['rdma']) / med(res['tcp']):.2f}x whole sync, "
+              f"{med(post['rdma']) / med(post['tcp']):.2f}x from the end of the save "
+              f"({med(post['rdma']):.2f} s / {med(post['tcp']):.2f} s) (target <= 1.0x)")
+        if res["redis"]:
+            print(f"RDMA / Redis = {med(res['rdma']) / med(res['redis']):.2f}x (target <= 0.6x)")
+            print(f"master CPU s (median): RDMA {med(cpu['rdma']):.2f}, ferrokv TCP {med(cpu['tcp']):.2f}, "
+                  f"Redis {med(cpu['redis']):.2f} (with its forked child)")
+        kill(fmaster)
+        if rmaster:
+            kill(rmaster)
+
+        # 2. Replica extra memory at two sizes.
+        print("\n## Replica extra memory during the RDMA transfer (K = 8, C = 2 MiB)\n")
+        print("| snapshot MiB | peak extra RSS while transferring MiB |")
+        print("|---|---|")
+        for mib in map(int, a.memory_mib.split(",")):
+            m = start(a.bin, f"mem-m{mib}", ["--rdma-bind", "127.0.0.1", "--rdma-port", "0",
+                                            "--repl-diskless-sync", "no"])
+            fill(m.port, mib, rng_values)
+            r = start(a.bin, f"mem-r{mib}", ["--replica-rdma", "yes"])
+            _, _, extra = sync(m, r, mib // 64, sample_rss=True)
+            print(f"| {mib} | {extra / 2**20:.1f} |" if extra is not None else f"| {mib} | not sampled |")
+            kill(r)
+            kill(m)
+
+        # 3. K x C sweep.
+        print(f"\n## K x C sweep, {a.sweep_mib} MiB, transfer first write -> last credit\n")
+        print("| K slots | C | transfer s | MB/s | sync s |")
+        print("|---|---|---|---|---|")
+        m = start(a.bin, "sweep-m", ["--rdma-bind", "127.0.0.1", "--rdma-port", "0",
+                                     "--repl-diskless-sync", "no"])
+        fill(m.port, a.sweep_mib, rng_values)
+        for k in a.slots.split(","):
+            for c in a.chunks.split(","):
+                r = start(a.bin, f"sweep-{k}-{c}", ["--replica-rdma", "yes", "--rdma-ring-slots", k,
+                                                    "--rdma-chunk-size", c])
+                mark = len(m.lines())
+                secs, _, _ = sync(m, r, a.sweep_mib // 64)
+                _, tr, _ = log_figures(m, mark)
+                if tr:
+                    print(f"| {k} | {c} | {tr[0]:.3f} | {tr[1]:.0f} | {secs:.2f} |")
+                else:
+                    print(f"| {k} | {c} | not over RDMA | — | {secs:.2f} |")
+                kill(r)
+        kill(m)
     finally:
-        master.kill(); master.wait()
-        subprocess.run(["rm", "-rf", root])
+        for p in procs:
+            if p.p.poll() is None:
+                p.stop()
+        if os.environ.get("KEEP_BENCH_DIR"):
+            print(f"kept {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -178,6 +178,8 @@ pub struct Endpoint {
     dest_addr: Option<Vec<u8>>,
     // Everything below is released only after Drop::drop has closed the endpoint.
     retained: Mutex<Vec<Arc<MrInner>>>,
+    /// Unregistered buffers written from ([`Endpoint::write_data_unregistered`]).
+    retained_buffers: Mutex<Vec<Arc<dyn std::any::Any + Send + Sync>>>,
     _cq: Arc<CqInner>,
     _eq: Arc<EqInner>,
     _domain: Arc<DomainInner>,
@@ -230,6 +232,7 @@ impl Domain {
             req: self.inner.req,
             dest_addr,
             retained: Mutex::new(Vec::new()),
+            retained_buffers: Mutex::new(Vec::new()),
             _cq: Arc::clone(&cq.inner),
             _eq: Arc::clone(&eq.inner),
             _domain: Arc::clone(&self.inner),
@@ -384,6 +387,73 @@ impl Endpoint {
                 buf,
                 range.len(),
                 desc,
+                immediate,
+                0,
+                remote_addr,
+                remote_key,
+                tag_context(tag),
+            )
+        };
+        self.lib().check("fi_writedata", ret)?;
+        Ok(())
+    }
+
+    /// `fi_writedata` straight from memory that is not registered, for providers without
+    /// `FI_MR_LOCAL` (tcp: [`Requirements::local_descriptors`] is false) — no copy into a
+    /// registered buffer first. `owner` holds the bytes; it is retained (like a region) until
+    /// the endpoint closes, so the provider may read them until then. With `FI_MR_LOCAL`
+    /// (verbs) this is refused: write from a registered region instead.
+    pub fn write_data_unregistered<T: AsRef<[u8]> + Send + Sync + 'static>(
+        &self,
+        owner: &Arc<T>,
+        range: Range<usize>,
+        immediate: u64,
+        remote_addr: u64,
+        remote_key: u64,
+        tag: u64,
+    ) -> Result<()> {
+        self.req.check_immediate(immediate)?;
+        if self.req.local_descriptors {
+            return Err(FabricError::Invalid(
+                "the provider requires registered local buffers (FI_MR_LOCAL)".into(),
+            ));
+        }
+        let bytes = (**owner).as_ref();
+        if range.start > range.end || range.end > bytes.len() {
+            return Err(FabricError::Invalid(format!(
+                "range {range:?} outside a buffer of {} bytes",
+                bytes.len()
+            )));
+        }
+        if range.len() > self.req.max_msg_size {
+            return Err(FabricError::Invalid(format!(
+                "{} bytes exceed the provider's max_msg_size {}",
+                range.len(),
+                self.req.max_msg_size
+            )));
+        }
+        {
+            let mut kept = self
+                .retained_buffers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let addr = Arc::as_ptr(owner).cast::<u8>();
+            if !kept.iter().any(|k| Arc::as_ptr(k).cast::<u8>() == addr) {
+                kept.push(Arc::clone(owner) as Arc<dyn std::any::Any + Send + Sync>);
+            }
+        }
+        let buf = bytes[range.clone()].as_ptr() as *mut c_void;
+        // SAFETY: the endpoint is live; buf/len lie in `owner`'s bytes, which stay allocated
+        // (retained above) until the endpoint is closed; no descriptor is needed without
+        // FI_MR_LOCAL. The provider only reads the buffer.
+        let ret = unsafe {
+            let e = self.ptr.as_ptr();
+            let writedata = op!((*e).rma, writedata);
+            writedata(
+                e,
+                buf,
+                range.len(),
+                std::ptr::null_mut(),
                 immediate,
                 0,
                 remote_addr,

@@ -1382,6 +1382,20 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
         },
         |c| c.repl.rdma.chunk_size.to_string()
     ),
+    // Master: write chunks straight from the snapshot's mapping when the
+    // provider needs no registered local buffers (tcp); `no`, or a provider
+    // with FI_MR_LOCAL (verbs), copies each chunk into a registered bounce
+    // ring first (docs/rdma.md).
+    opt!(
+        "rdma-zero-copy",
+        "yes",
+        true,
+        |c, a| {
+            c.repl.rdma.zero_copy = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.repl.rdma.zero_copy)
+    ),
     // Test pacing: the master sleeps this long between chunk writes (0: off).
     opt!(
         "rdma-chunk-delay-us",

@@ -26,9 +26,13 @@ fn usage() -> ! {
 fn init_logging(cfg: &Config) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("FERROKV_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(cfg.loglevel.filter()));
+    // A log line that cannot be written (a full disk, a closed stderr) is
+    // dropped: the default reports it with `eprintln!`, which panics when
+    // stderr itself fails — and a panic aborts the server.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_target(false);
+        .with_target(false)
+        .log_internal_errors(false);
     // `CONFIG SET loglevel` swaps the filter through this hook (set up
     // last: the reload layer's type depends on the writer).
     macro_rules! install {

@@ -316,6 +316,43 @@ fn writes_past_the_output_limit_during_a_transfer_drop_the_replica_which_retries
 }
 
 #[test]
+fn chunks_go_through_the_bounce_ring_or_straight_from_the_mapping_as_configured() {
+    // tcp needs no registered local buffers, so by default the master
+    // writes from the snapshot's mapping; `rdma-zero-copy no` takes the
+    // copy path that FI_MR_LOCAL providers (verbs) always take.
+    let master = rdma_master(&["--rdma-zero-copy", "no"]);
+    let t = types_of(&master);
+    fill_dataset(&master, 3000, false, t);
+    let a = rdma_replica(&["--rdma-chunk-size", "256kb"]);
+    replicaof(&a, &master);
+    wait_converged(&master, &a, 60);
+    assert_eq!(num(&a, "rdma", "rdma_syncs_done"), 1, "{}", a.log());
+    assert!(
+        master.log().contains("copying into the bounce ring"),
+        "{}",
+        master.log()
+    );
+    let mut c = master.client();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("rdma-zero-copy")
+        .arg("yes")
+        .query(&mut c)
+        .unwrap();
+    write_load(master.port, 3, t);
+    let b = rdma_replica(&["--rdma-chunk-size", "256kb"]);
+    replicaof(&b, &master);
+    wait_converged(&master, &b, 60);
+    wait_converged(&master, &a, 20);
+    assert_eq!(num(&b, "rdma", "rdma_syncs_done"), 1, "{}", b.log());
+    assert!(
+        master.log().contains("written from the mapping, no copy"),
+        "{}",
+        master.log()
+    );
+}
+
+#[test]
 fn two_replicas_sync_over_rdma_at_once() {
     let master = rdma_master(&["--rdma-chunk-delay-us", "5000"]);
     let t = types_of(&master);

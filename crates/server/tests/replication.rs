@@ -462,7 +462,7 @@ fn min_replicas_to_write_refuses_writes_without_good_replicas() {
 }
 
 #[test]
-fn failover_promoted_replica_keeps_partial_resync_for_its_sibling() {
+fn failover_promoted_replica_keeps_partial_resync_for_its_sibling_and_old_master() {
     let master = ferrokv(&["--repl-diskless-sync-delay", "0"]);
     let t = types_of(&master);
     fill_dataset(&master, 1000, false, t);
@@ -476,7 +476,8 @@ fn failover_promoted_replica_keeps_partial_resync_for_its_sibling() {
     wait_converged(&master, &r1, 30);
     wait_converged(&master, &r2, 30);
     let old_id = info(&master, "replication", "master_replid");
-    drop(master);
+    // A planned failover: the old master stops taking writes, the replica
+    // is promoted, the sibling and then the old master follow it.
     let mut c1 = r1.client();
     let _: String = redis::cmd("REPLICAOF")
         .arg("NO")
@@ -498,8 +499,16 @@ fn failover_promoted_replica_keeps_partial_resync_for_its_sibling() {
         .arg("1")
         .query(&mut c1)
         .unwrap();
+    // The old master, demoted, continues from its own history: a partial
+    // resync too.
+    replicaof(&master, &r1);
+    wait_converged(&r1, &master, 30);
+    assert_eq!(num(&r1, "stats", "sync_partial_ok"), 2, "{}", r1.log());
+    assert_eq!(num(&r1, "stats", "sync_full"), 0);
+    assert_eq!(info(&master, "replication", "role"), "slave");
     write_load(r1.port, 5, 8, t);
     wait_converged(&r1, &r2, 30);
+    wait_converged(&r1, &master, 30);
 }
 
 #[test]
@@ -979,4 +988,66 @@ fn diskless_load_installs_nothing_when_the_checksum_is_wrong() {
     assert_eq!(v, format!("value-250-{}", "z".repeat(0)));
     drop(go_tx);
     fake.join().unwrap();
+}
+
+#[test]
+fn master_restart_with_persistence_ends_in_a_correct_resync() {
+    // A master with `appendfsync always` is killed with -9 and started again
+    // on the same port and directory: it comes back with every
+    // acknowledged write and a new replication history, and its replicas
+    // (ours and a real redis-server) resync to it — nothing stale kept,
+    // writes made after the restart included.
+    let mut master = ferrokv(&[
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
+    let t = types_of(&master);
+    fill_dataset(&master, 1000, false, t);
+    let replica = ferrokv(&[]);
+    let real = redis(&[]);
+    replicaof(&replica, &master);
+    replicaof(&real, &master);
+    write_load(master.port, 10, 11, t);
+    let mut c = master.client();
+    let _: () = redis::cmd("SET")
+        .arg("victim")
+        .arg("v")
+        .query(&mut c)
+        .unwrap();
+    // The load's 30 ms keys: expired (and deleted, lazily) before the
+    // digest is taken, so the restart cannot differ by their expiry.
+    std::thread::sleep(Duration::from_millis(100));
+    for r in 0..10 {
+        let _: Option<String> = redis::cmd("GET")
+            .arg(format!("short:{r}"))
+            .query(&mut c)
+            .unwrap();
+    }
+    wait_converged(&master, &replica, 30);
+    wait_converged(&master, &real, 30);
+    let before = digest(&master);
+    let old_id = info(&master, "replication", "master_replid");
+    master.kill_and_restart();
+    assert_eq!(digest(&master), before, "{}", master.log());
+    assert_ne!(info(&master, "replication", "master_replid"), old_id);
+    // Writes right after the restart, some while the replicas reconnect.
+    let mut c = master.client();
+    let _: () = redis::cmd("SET")
+        .arg("after-restart")
+        .arg("1")
+        .query(&mut c)
+        .unwrap();
+    let deleted: i64 = redis::cmd("DEL").arg("victim").query(&mut c).unwrap();
+    assert_eq!(deleted, 1);
+    write_load(master.port, 5, 12, t);
+    wait_converged(&master, &replica, 60);
+    wait_converged(&master, &real, 60);
+    assert_eq!(num(&master, "stats", "sync_full"), 2, "{}", master.log());
+    let mut rc = replica.client();
+    let gone: Option<String> = redis::cmd("GET").arg("victim").query(&mut rc).unwrap();
+    assert!(gone.is_none());
 }

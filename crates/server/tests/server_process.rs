@@ -599,3 +599,56 @@ fn sigterm_shuts_down_cleanly_and_removes_the_pid_file() {
         s.log()
     );
 }
+
+#[test]
+fn a_log_that_cannot_be_written_does_not_stop_the_server() {
+    // stdout and stderr on /dev/full: every log line fails with ENOSPC, as
+    // on a full disk. The lines are dropped; the server keeps serving.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let full = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap()
+    };
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ferrokv-server"))
+        .args([
+            "--port",
+            &port.to_string(),
+            "--dir",
+            dir.path().to_str().unwrap(),
+        ])
+        .args(["--save", "", "--loglevel", "verbose"])
+        .stdout(full())
+        .stderr(full())
+        .spawn()
+        .unwrap();
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
+    let mut c = wait_for("the server to answer", 10, || client.get_connection().ok());
+    for _ in 0..3 {
+        // Each of these logs a line or more.
+        let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+        let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut c).unwrap();
+        let _: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
+        wait_for("the BGSAVE to end", 10, || {
+            let info: String = redis::cmd("INFO").arg("persistence").query(&mut c).unwrap();
+            info.contains("rdb_bgsave_in_progress:0").then_some(())
+        });
+    }
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("loglevel")
+        .arg("debug")
+        .query(&mut c)
+        .unwrap();
+    let v: String = redis::cmd("GET").arg("k").query(&mut c).unwrap();
+    assert_eq!(v, "v");
+    assert!(child.try_wait().unwrap().is_none(), "the server exited");
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -19,6 +19,7 @@
 pub mod aof;
 pub mod load;
 pub mod snapshot;
+pub mod writeback;
 
 pub use snapshot::{SaveKind, SnapshotJob};
 

@@ -401,9 +401,10 @@ impl SnapshotJob {
     }
 }
 
-/// The writer thread: chunks to the temp file, then fsync, rename, and
-/// fsync of the directory so the rename itself is durable. Any failure
-/// leaves the previous file in place.
+/// The writer thread: chunks to the temp file (writeback started every
+/// 8 MiB, see `writeback.rs`), then fsync, rename, and fsync of the
+/// directory so the rename itself is durable. Any failure leaves the
+/// previous file in place.
 fn write_file(
     mut file: File,
     tmp: &Path,
@@ -413,12 +414,14 @@ fn write_file(
 ) -> Result<u64, String> {
     let mut written = 0u64;
     let ctx = |what: &str, e: std::io::Error| format!("{what} {}: {e}", tmp.display());
+    let mut writeback = super::writeback::Writeback::new(&file);
     loop {
         match rx.recv() {
             Ok(Msg::Data(d)) => {
                 file.write_all(&d)
                     .map_err(|e| ctx("Write error saving DB on disk", e))?;
                 written += d.len() as u64;
+                writeback.wrote(d.len());
             }
             Ok(Msg::End) => break,
             Err(_) => return Err("snapshot abandoned".into()),

@@ -17,6 +17,8 @@ pub struct ServerProcess {
     pub port: u16,
     pub dir: tempfile::TempDir,
     pub name: &'static str,
+    /// The binary and its arguments, for [`ServerProcess::kill_and_restart`].
+    command: (String, Vec<String>),
 }
 
 fn free_port() -> u16 {
@@ -72,11 +74,16 @@ impl ServerProcess {
                 .stderr(Stdio::from(log))
                 .spawn()
                 .unwrap_or_else(|e| panic!("cannot start {bin}: {e} (is it installed?)"));
+            let command = (
+                bin.to_string(),
+                args.iter().map(|a| a.to_string()).collect(),
+            );
             let mut p = ServerProcess {
                 child,
                 port,
                 dir,
                 name,
+                command,
             };
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
@@ -124,6 +131,46 @@ impl ServerProcess {
     /// Whether the process is still running.
     pub fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// `kill -9`, then the same binary with the same arguments on the same
+    /// port and data directory (what it persisted is what it finds).
+    pub fn kill_and_restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let (bin, args) = &self.command;
+        let log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.dir.path().join("server.log"))
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            self.child = Command::new(bin)
+                .args(args)
+                .stdout(Stdio::from(log.try_clone().unwrap()))
+                .stderr(Stdio::from(log.try_clone().unwrap()))
+                .spawn()
+                .unwrap();
+            // The old socket may linger a moment: retry until it answers.
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    break;
+                }
+                if answers_as(self.port, self.child.id()) == Some(true) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            assert!(
+                Instant::now() < deadline,
+                "{} did not restart: {}",
+                self.name,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 }
 

@@ -9,15 +9,19 @@
 //! sleep — `false` means something arrived meanwhile, so it drains again.
 //! Nothing spins and no thread polls a queue.
 //!
-//! Source of the writes: the snapshot file is mapped (memmap2) and each
-//! chunk is copied into a registered bounce ring of `window` × C bytes
-//! (16 MiB at the defaults) before its `fi_writedata`. Registering windows
-//! of the mapping directly would save that copy, but a region an endpoint
-//! has posted from stays registered until the endpoint closes (see
-//! docs/fabric.md), so the windows would pin the whole file by the end of
-//! the sync; the bounce ring keeps pinned memory at a fixed 16 MiB per
-//! replica, and its memcpy is measured in docs/rdma.md to be a small part
-//! of a chunk's cost on the tcp provider.
+//! Source of the writes: the snapshot file is mapped (memmap2). A provider
+//! that needs no registered local buffers (tcp: no `FI_MR_LOCAL`) is handed
+//! each chunk straight from the mapping (`write_data_unregistered`; the
+//! endpoint keeps the mapping alive until it closes): no copy on the master.
+//! A provider with `FI_MR_LOCAL` (verbs), or `rdma-zero-copy no`, gets each
+//! chunk copied into a registered bounce ring of `window` × C bytes first
+//! (16 MiB at the defaults). Registering windows of the mapping instead
+//! would save that copy on verbs too, but a region an endpoint has posted
+//! from stays registered until the endpoint closes (see docs/fabric.md), so
+//! the windows would pin the whole file by the end of the sync; the bounce
+//! ring keeps pinned memory at a fixed 16 MiB per replica. Measured in
+//! docs/benchmarks.md: on the tcp provider the copy cost ~0.2 s per GiB of
+//! master CPU and halved the transfer rate.
 //!
 //! Sequence: snapshot mapped → CRC64 on a helper thread (the loop keeps
 //! serving) → `+RDMAFULLSYNC` with a one-time token (an *offer*) → the
@@ -63,7 +67,10 @@ struct Transfer {
     client_id: u64,
     conn: Connection,
     ring: RingDescriptor,
-    bounce: MemoryRegion,
+    /// The registered copy ring, only where the provider needs registered
+    /// local buffers (`FI_MR_LOCAL`: verbs); `None` writes straight from
+    /// the mapping.
+    bounce: Option<MemoryRegion>,
     credit_rx: MemoryRegion,
     map: Arc<memmap2::Mmap>,
     window: u64,
@@ -106,6 +113,8 @@ pub struct RdmaMaster {
     crc_jobs: usize,
     chunk_delay: Duration,
     corrupt_chunk: i64,
+    /// `rdma-zero-copy`, as of the last connection request.
+    zero_copy: bool,
     batch: Vec<Completion>,
 }
 
@@ -143,6 +152,7 @@ impl RdmaMaster {
             crc_jobs: 0,
             chunk_delay: Duration::from_micros(cfg.chunk_delay_us),
             corrupt_chunk: cfg.debug_corrupt_chunk,
+            zero_copy: cfg.zero_copy,
             batch: Vec::with_capacity(64),
         })
     }
@@ -200,16 +210,21 @@ impl RdmaMaster {
             return Err(format!("RDMA connection refused: ring of {bytes} bytes"));
         }
         let window = u64::from(ring.slots);
+        let zero_copy = self.zero_copy;
         let fabric = self.listener.fabric.clone();
         let open = || -> Result<Transfer, FabricError> {
             let domain = Domain::open(&fabric, &req.info)?;
             let eq = fabric.event_queue(EQ_SIZE)?;
             let cq = domain.completion_queue((ring.slots as usize * 4).max(64))?;
             let endpoint = domain.endpoint(&req.info, &eq, &cq)?;
-            let bounce = domain.register(
-                window as usize * ring.slot_size as usize,
-                Access::WRITE | Access::SEND,
-            )?;
+            let bounce = if endpoint.requirements().local_descriptors || !zero_copy {
+                Some(domain.register(
+                    window as usize * ring.slot_size as usize,
+                    Access::WRITE | Access::SEND,
+                )?)
+            } else {
+                None
+            };
             let credit_rx = domain.register(ring.slots as usize * CREDIT_BYTES, Access::RECV)?;
             // Credits can come only after our writes, but post their
             // receives before accepting anyway: nothing may arrive unposted.
@@ -356,25 +371,41 @@ impl RdmaMaster {
                 && t.next - t.written < t.window
                 && Instant::now() >= t.next_post
             {
-                let src = (t.next % t.window) as usize * c as usize;
                 let from = (t.next * c) as usize;
                 let len = (t.map.len() - from).min(c as usize);
-                let dst = t.bounce.bytes_mut(src..src + len).expect("an owned region");
-                let copy_started = Instant::now();
-                dst.copy_from_slice(&t.map[from..from + len]);
-                t.copy_time += copy_started.elapsed();
-                if corrupt >= 0 && t.next == corrupt as u64 {
-                    dst[len / 2] ^= 0x5a;
-                }
                 let imm = t.next & 0xffff_ffff;
-                match t.conn.endpoint.write_data(
-                    &t.bounce,
-                    src..src + len,
-                    imm,
-                    t.ring.slot_addr((t.next % slots) as u32),
-                    t.ring.key,
-                    t.next,
-                ) {
+                let remote = t.ring.slot_addr((t.next % slots) as u32);
+                let corrupt_this = corrupt >= 0 && t.next == corrupt as u64;
+                let ep = &t.conn.endpoint;
+                let res = match t.bounce.as_mut() {
+                    Some(bounce) => {
+                        let src = (t.next % t.window) as usize * c as usize;
+                        let dst = bounce.bytes_mut(src..src + len).expect("an owned region");
+                        let copy_started = Instant::now();
+                        dst.copy_from_slice(&t.map[from..from + len]);
+                        t.copy_time += copy_started.elapsed();
+                        if corrupt_this {
+                            dst[len / 2] ^= 0x5a;
+                        }
+                        ep.write_data(bounce, src..src + len, imm, remote, t.ring.key, t.next)
+                    }
+                    None if corrupt_this => {
+                        // The test fault hook: a damaged copy of this chunk.
+                        let mut bad = t.map[from..from + len].to_vec();
+                        bad[len / 2] ^= 0x5a;
+                        let bad = Arc::new(bad);
+                        ep.write_data_unregistered(&bad, 0..len, imm, remote, t.ring.key, t.next)
+                    }
+                    None => ep.write_data_unregistered(
+                        &t.map,
+                        from..from + len,
+                        imm,
+                        remote,
+                        t.ring.key,
+                        t.next,
+                    ),
+                };
+                match res {
                     Ok(()) => {
                         t.posted_at.push_back(Instant::now());
                         t.next += 1;
@@ -435,8 +466,8 @@ impl Server {
         self.repl.rdma.master.is_some()
     }
 
-    /// A disk snapshot is ready for these RDMA replicas: map it and compute
-    /// its CRC64 off the loop; [`Server::rdma_tick`] sends the offers.
+    /// A disk snapshot is ready for these RDMA replicas: its CRC64 is found
+    /// off the loop ([`file_crc`]); [`Server::rdma_tick`] sends the offers.
     pub fn rdma_snapshot_ready(&mut self, ids: Vec<u64>, map: Arc<memmap2::Mmap>) {
         let Some(m) = self.repl.rdma.master.as_mut() else {
             return;
@@ -447,7 +478,7 @@ impl Server {
         let spawned = std::thread::Builder::new()
             .name("rdma-crc".into())
             .spawn(move || {
-                let crc = ferrokv_rdb::crc64::crc64(0, &map);
+                let crc = file_crc(&map);
                 let _ = tx.send((ids, map, crc));
             });
         if let Err(e) = spawned {
@@ -561,9 +592,11 @@ impl Server {
     pub fn rdma_event(&mut self, token: usize) {
         let stats = self.repl.rdma.stats.clone();
         let reg = self.repl.registry.as_ref().and_then(|r| r.try_clone().ok());
+        let zero_copy = self.config.repl.rdma.zero_copy;
         let Some(m) = self.repl.rdma.master.as_mut() else {
             return;
         };
+        m.zero_copy = zero_copy;
         if token == LISTENER_TOKEN {
             loop {
                 loop {
@@ -614,11 +647,17 @@ impl Server {
                 let t = m.release(slot, reg);
                 let bytes = t.map.len() as u64;
                 let secs = t.started.elapsed().as_secs_f64();
+                let source = match t.bounce {
+                    Some(_) => format!(
+                        "{:.1} ms of it copying into the bounce ring",
+                        t.copy_time.as_secs_f64() * 1e3
+                    ),
+                    None => "written from the mapping, no copy".to_string(),
+                };
                 tracing::info!(
-                    "RDMA transfer to replica id={} done: {bytes} bytes in {secs:.3}s ({:.1} MB/s, {:.1} ms of it copying into the bounce ring); waiting for rdma-done",
+                    "RDMA transfer to replica id={} done: {bytes} bytes in {secs:.3}s ({:.1} MB/s, {source}); waiting for rdma-done",
                     t.client_id,
                     bytes as f64 / 1e6 / secs.max(1e-9),
-                    t.copy_time.as_secs_f64() * 1e3
                 );
                 m.finished.insert(t.client_id, Finished { bytes, secs });
                 set_state(&stats, SyncState::Verifying);
@@ -767,6 +806,58 @@ impl Server {
     }
 }
 
+/// The CRC64 of a whole snapshot file, as the replica computes it over
+/// what it receives. An RDB written with `rdbchecksum yes` ends with the
+/// CRC64 of everything before its last 8 bytes, so the whole file's CRC is
+/// that value continued over those 8 bytes: no pass over a gigabyte before
+/// the offer. Trusting the trailer is safe: if the body on disk no longer
+/// matches it, the replica's CRC differs and nothing is installed (and the
+/// RDB loader would refuse the body anyway). A file without a checksum
+/// (trailer 0) is checksummed in full.
+fn file_crc(file: &[u8]) -> u64 {
+    if file.len() > 9 + 8 && file.starts_with(b"REDIS") {
+        let trailer = &file[file.len() - 8..];
+        let stored = u64::from_le_bytes(trailer.try_into().expect("8 bytes"));
+        if stored != 0 {
+            return ferrokv_rdb::crc64::crc64(stored, trailer);
+        }
+    }
+    ferrokv_rdb::crc64::crc64(0, file)
+}
+
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::file_crc;
+    use ferrokv_rdb::crc64::crc64;
+
+    fn rdb(body_len: usize, checksum: bool) -> Vec<u8> {
+        let mut f = b"REDIS0010".to_vec();
+        f.extend((0..body_len).map(|i| (i * 31 % 251) as u8));
+        f.push(0xff);
+        let trailer = if checksum { crc64(0, &f) } else { 0 };
+        f.extend_from_slice(&trailer.to_le_bytes());
+        f
+    }
+
+    #[test]
+    fn the_trailer_gives_the_whole_file_crc() {
+        for len in [0, 1, 100, 5000] {
+            let f = rdb(len, true);
+            assert_eq!(file_crc(&f), crc64(0, &f), "len {len}");
+            let f = rdb(len, false);
+            assert_eq!(file_crc(&f), crc64(0, &f), "len {len} without checksum");
+        }
+    }
+
+    #[test]
+    fn a_body_that_no_longer_matches_its_trailer_is_caught_by_the_receiver() {
+        let mut f = rdb(1000, true);
+        let offered = file_crc(&f);
+        f[500] ^= 1;
+        assert_ne!(crc64(0, &f), offered);
+    }
 }

@@ -50,6 +50,8 @@ pub struct RdmaConfig {
     pub ring_slots: u32,
     /// Replica: bytes per slot C.
     pub chunk_size: u32,
+    /// Master: write from the snapshot mapping when the provider allows.
+    pub zero_copy: bool,
     /// Master: pause between chunk writes (tests act mid-transfer).
     pub chunk_delay_us: u64,
     /// Master: flip a byte of this chunk (tests the CRC check); -1 off.
@@ -65,6 +67,7 @@ impl Default for RdmaConfig {
             replica_rdma: false,
             ring_slots: 8,
             chunk_size: 2 * 1024 * 1024,
+            zero_copy: true,
             chunk_delay_us: 0,
             debug_corrupt_chunk: -1,
         }

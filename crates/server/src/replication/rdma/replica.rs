@@ -159,14 +159,21 @@ pub fn receive(
         let writer = scope.spawn(move || {
             let mut crc = 0u64;
             let mut wake = &wake_tx;
+            let (mut write_time, mut crc_time) = (Duration::ZERO, Duration::ZERO);
+            let mut writeback = crate::persistence::writeback::Writeback::new(file);
             for (seq, at, len) in job_rx {
                 let data = ring_ref.bytes(at..at + len);
+                let t0 = Instant::now();
                 let res = file
                     .write_all(data)
                     .map(|_| seq)
                     .map_err(|e| format!("writing the temp file: {e}"));
+                let t1 = Instant::now();
+                write_time += t1 - t0;
                 if res.is_ok() {
+                    writeback.wrote(len);
                     crc = ferrokv_rdb::crc64::crc64(crc, data);
+                    crc_time += t1.elapsed();
                     progress.read.fetch_add(len as u64, Ordering::Relaxed);
                 }
                 let failed = res.is_err();
@@ -176,6 +183,11 @@ pub fn receive(
                     break;
                 }
             }
+            tracing::info!(
+                "RDMA receive: {:.1} ms writing the temp file, {:.1} ms in CRC64",
+                write_time.as_secs_f64() * 1e3,
+                crc_time.as_secs_f64() * 1e3
+            );
             crc
         });
         let res = drive(

@@ -1,0 +1,82 @@
+//! Incremental writeback of a file written front to back (a snapshot, a
+//! replica's received payload), as Redis's `rdb_fsync_range` /
+//! `rdb-save-incremental-fsync`: every [`STEP`] bytes,
+//! `sync_file_range(SYNC_FILE_RANGE_WRITE)` asks the kernel to start
+//! writing that range out, without waiting for it. The disk then works
+//! while the file is still being produced, the final `fsync` finds little
+//! left to flush (a gigabyte of dirty pages would otherwise be flushed at
+//! the end, in one stall), and dirty pages do not pile up in the page
+//! cache. Purely a hint: a failure here is ignored, the final `fsync`
+//! decides durability.
+
+use std::fs::File;
+use std::os::fd::{AsRawFd, RawFd};
+
+/// Bytes between two writeback requests (Redis: 4 MiB on save, 8 MiB on
+/// the replica's transfer).
+pub const STEP: u64 = 8 << 20;
+
+pub struct Writeback {
+    fd: RawFd,
+    requested: u64,
+    written: u64,
+}
+
+impl Writeback {
+    /// For `file`, which must outlive this value.
+    pub fn new(file: &File) -> Self {
+        Writeback {
+            fd: file.as_raw_fd(),
+            requested: 0,
+            written: 0,
+        }
+    }
+
+    /// `n` more bytes were appended.
+    pub fn wrote(&mut self, n: usize) {
+        self.written += n as u64;
+        if self.written - self.requested >= STEP {
+            let len = self.written - self.requested;
+            // SAFETY: a plain syscall on an fd the caller keeps open; it
+            // reads no memory of ours.
+            unsafe {
+                libc::sync_file_range(
+                    self.fd,
+                    self.requested as libc::off64_t,
+                    len as libc::off64_t,
+                    libc::SYNC_FILE_RANGE_WRITE,
+                );
+            }
+            self.requested = self.written;
+        }
+    }
+
+    /// Bytes whose writeback has been requested.
+    pub fn requested(&self) -> u64 {
+        self.requested
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn requests_writeback_every_step_and_never_changes_the_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let mut f = File::create(&path).unwrap();
+        let mut wb = Writeback::new(&f);
+        let block = vec![0x5au8; 1 << 20];
+        for i in 1..=20u64 {
+            f.write_all(&block).unwrap();
+            wb.wrote(block.len());
+            assert_eq!(wb.requested(), (i << 20) / STEP * STEP);
+        }
+        f.sync_all().unwrap();
+        let back = std::fs::read(&path).unwrap();
+        assert_eq!(back.len(), 20 << 20);
+        assert!(back.iter().all(|&b| b == 0x5a));
+    }
+}
