@@ -505,7 +505,7 @@ impl Server {
             (spec.handler)(&mut ctx, args);
         }
         self.flush_pending_events(Some(client));
-        if self.dirty != dirty_before {
+        if self.dirty > dirty_before {
             self.touch_command_keys(idx, db_before, &args);
             if self.blocking.has_waiters() {
                 crate::blocking::signal_command_keys(self, spec, &args);
@@ -597,7 +597,11 @@ impl Server {
         for (edb, argv) in also {
             self.propagate(edb, &argv);
         }
-        if self.dirty != dirty_before {
+        // Only a command that made changes is propagated: SAVE, DEBUG
+        // RELOAD and SHUTDOWN SAVE lower the counter (a save resets it),
+        // and must never reach the AOF or a replica (Redis: `dirty < 0`
+        // counts as 0).
+        if self.dirty > dirty_before {
             any = true;
             match rewrite {
                 Some(argv) => self.propagate(db, &argv),
@@ -1064,7 +1068,9 @@ impl Server {
     pub fn load_at_startup(&mut self) -> Result<(), String> {
         use crate::persistence::aof::{Aof, OsStorage, Storage};
         if !self.config.appendonly {
-            return self.load_snapshot();
+            self.load_snapshot()?;
+            self.restore_master_history();
+            return Ok(());
         }
         let storage: std::sync::Arc<dyn Storage> = std::sync::Arc::new(OsStorage);
         let dir = std::path::Path::new(&self.config.dir).join(&self.config.appenddirname);
@@ -1180,6 +1186,33 @@ impl Server {
         Ok(())
     }
 
+    /// A master started on a snapshot that it (or another master) saved
+    /// with a replication history continues that history, as Redis 7 does
+    /// after `SHUTDOWN`: the saved id becomes `replid2` valid up to the
+    /// saved offset, a new id starts, and the backlog starts at the saved
+    /// offset — so a replica of the old history, which holds exactly that
+    /// data, is answered `+CONTINUE` instead of a full sync. Only at
+    /// start-up and only for a master (a replica gets its history from its
+    /// master; `DEBUG RELOAD` keeps the running one).
+    fn restore_master_history(&mut self) {
+        if self.repl.is_replica() {
+            return;
+        }
+        let Some((id, off)) = self.persistence.last_load_repl.history() else {
+            return;
+        };
+        self.repl.replid = id.to_string();
+        self.repl.master_repl_offset = off;
+        self.repl.shift_replid(&mut self.rng);
+        self.create_repl_backlog();
+        // The next command propagated selects its database explicitly.
+        self.repl.stream_db = None;
+        tracing::info!(
+            "Restored the replication history from the snapshot: replicas of {} up to offset {off} can continue",
+            self.repl.replid2
+        );
+    }
+
     /// Loads the snapshot file at start-up (or for `DEBUG RELOAD`).
     pub fn load_snapshot(&mut self) -> Result<(), String> {
         let path = self.rdb_path();
@@ -1193,6 +1226,7 @@ impl Server {
             Some(st) => {
                 self.persistence.last_load_keys = st.keys;
                 self.persistence.last_load_expired = st.expired;
+                self.persistence.last_load_repl = st.repl.clone();
                 tracing::info!(
                     "DB loaded from disk: {:.3} seconds ({} keys, {} expired keys skipped)",
                     t0.elapsed().as_secs_f64(),

@@ -1051,3 +1051,74 @@ fn master_restart_with_persistence_ends_in_a_correct_resync() {
     let gone: Option<String> = redis::cmd("GET").arg("victim").query(&mut rc).unwrap();
     assert!(gone.is_none());
 }
+
+#[test]
+fn master_restarted_from_its_shutdown_snapshot_continues_its_history() {
+    // As Redis 7 after SHUTDOWN: the snapshot carries the master's
+    // replication id and offset, the restarted master keeps them as its
+    // secondary history, and replicas that hold exactly that data continue
+    // with a partial resync (ours and a real redis-server).
+    let mut master = ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    let t = types_of(&master);
+    fill_dataset(&master, 1000, false, t);
+    let replica = ferrokv(&[]);
+    let real = redis(&[]);
+    replicaof(&replica, &master);
+    replicaof(&real, &master);
+    write_load(master.port, 5, 21, t);
+    std::thread::sleep(Duration::from_millis(100));
+    let mut c = master.client();
+    for r in 0..5 {
+        // The load's short-lived keys: expired now, deleted before the save.
+        let _: Option<String> = redis::cmd("GET")
+            .arg(format!("short:{r}"))
+            .query(&mut c)
+            .unwrap();
+    }
+    wait_converged(&master, &replica, 30);
+    wait_converged(&master, &real, 30);
+    // Saving lowers the change counter: none of these may be propagated
+    // (a replica executing the master's SHUTDOWN would stop).
+    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut c).unwrap();
+    wait_converged(&master, &replica, 30);
+    let id = info(&master, "replication", "master_replid");
+    let offset = num(&master, "replication", "master_repl_offset");
+    let _ = redis::cmd("SHUTDOWN").arg("SAVE").query::<()>(&mut c);
+    master.kill_and_restart();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(master.alive(), "{}", master.log());
+    assert_eq!(info(&master, "replication", "master_replid2"), id);
+    assert_eq!(
+        num(&master, "replication", "second_repl_offset"),
+        offset + 1,
+        "{}",
+        master.log()
+    );
+    wait_converged(&master, &replica, 30);
+    wait_converged(&master, &real, 30);
+    assert_eq!(
+        num(&master, "stats", "sync_partial_ok"),
+        2,
+        "{}",
+        master.log()
+    );
+    assert_eq!(num(&master, "stats", "sync_full"), 0);
+    // The stream goes on from there (a SELECT first: the restarted master
+    // does not know which database its replicas had selected).
+    write_load(master.port, 5, 22, t);
+    wait_converged(&master, &replica, 30);
+    wait_converged(&master, &real, 30);
+    let mut rc = replica.client();
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut rc)
+        .unwrap();
+    // (DEBUG is counted there too: the digests asked of the replica.)
+    for never in ["cmdstat_save:", "cmdstat_shutdown:"] {
+        assert!(
+            !stats.contains(never),
+            "{never} reached the replica: {stats}"
+        );
+    }
+}

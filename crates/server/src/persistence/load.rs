@@ -10,11 +10,36 @@ use ferrokv_store::{Keyspace, NO_EXPIRE};
 use std::path::Path;
 
 /// What a load found.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct LoadStats {
     pub keys: u64,
     /// Keys whose expiry had passed, not loaded.
     pub expired: u64,
+    /// The file's replication AUX fields.
+    pub repl: ReplAux,
+}
+
+/// `repl-id`, `repl-offset` and `repl-stream-db`, as a server with a
+/// replication history writes them (Redis's `rdbSaveInfoAuxFields`).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ReplAux {
+    pub id: Option<String>,
+    pub offset: Option<i64>,
+    pub stream_db: Option<i64>,
+}
+
+impl ReplAux {
+    /// The history a restarted master continues from: all three fields
+    /// present, the id 40 hex digits, a stream db (not -1, which older
+    /// Redis versions wrote when they had none).
+    pub fn history(&self) -> Option<(&str, i64)> {
+        let id = self.id.as_deref()?;
+        let valid_id = id.len() == 40 && id.bytes().all(|b| b.is_ascii_hexdigit());
+        match (valid_id, self.offset, self.stream_db) {
+            (true, Some(off), Some(db)) if off >= 0 && db >= 0 => Some((id, off)),
+            _ => None,
+        }
+    }
 }
 
 struct Loader<'k> {
@@ -63,6 +88,18 @@ impl<'k> Loader<'k> {
 }
 
 impl RdbVisitor for Loader<'_> {
+    fn aux(&mut self, key: &[u8], value: &[u8]) -> Result<(), VisitError> {
+        let text = || std::str::from_utf8(value).ok();
+        let num = || text().and_then(|t| t.parse::<i64>().ok());
+        match key {
+            b"repl-id" => self.stats.repl.id = text().map(str::to_string),
+            b"repl-offset" => self.stats.repl.offset = num(),
+            b"repl-stream-db" => self.stats.repl.stream_db = num(),
+            _ => {}
+        }
+        Ok(())
+    }
+
     fn select_db(&mut self, db: u64) -> Result<(), VisitError> {
         self.db = db as usize;
         Ok(())

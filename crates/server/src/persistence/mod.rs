@@ -37,6 +37,8 @@ pub struct PersistenceState {
     pub last_attempt_unix: u64,
     pub last_load_keys: u64,
     pub last_load_expired: u64,
+    /// The replication AUX fields of the snapshot loaded last.
+    pub last_load_repl: load::ReplAux,
     pub last_error: Option<String>,
     /// Peak entries copied by copy-on-write during the last save.
     pub last_cow_entries: usize,
@@ -54,6 +56,7 @@ impl PersistenceState {
             last_attempt_unix: 0,
             last_load_keys: 0,
             last_load_expired: 0,
+            last_load_repl: load::ReplAux::default(),
             last_error: None,
             last_cow_entries: 0,
         }

@@ -424,6 +424,10 @@ impl Server {
         // The transfer starts from `replication_tick` before the loop sleeps.
     }
 
+    pub(crate) fn create_repl_backlog(&mut self) {
+        self.create_backlog();
+    }
+
     fn create_backlog(&mut self) {
         let size = self.config.repl.backlog_size as usize;
         self.repl.backlog = Some(super::backlog::ReplicationBacklog::new(
