@@ -552,8 +552,10 @@ fn receive_and_load(c: &mut Conn) -> Result<(Keyspace, Option<LoadStats>, u64), 
                 );
                 return Ok((ks, Some(stats), n));
             }
-            // The loader's own error says why when it stopped first.
+            // The link failed (the loader then saw a cut payload): the
+            // link's error is the reason.
             (Err(e), Ok(_)) | (Err(e), Err(_)) if e != "the loader stopped" => e,
+            // The loader failed (a corrupt payload) and stopped the reading.
             (_, Err(e)) => fail(e),
             (Err(e), Ok(_)) => e,
         };
