@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
-"""Replication figures of ferrokv-server beside redis-server, one run.
+"""Replication figures of ferrokv-server beside redis-server.
 
   python3 scripts/bench_replication.py [--keys 1000000] [--value-size 1000]
-      [--parts sync,throughput,lag] [--runs 5] [--bench-keys 1000000]
+      [--parts sync,throughput,lag,apply] [--sync-only] [--runs 5]
+      [--diskless-load disabled|on-empty-db|swapdb] [--bench-keys 1000000]
       [--bench-n 2000000]
 
 1. Full sync time (part `sync`): a master holding keys x value-size bytes
    (1 GB by default, random values) gets a fresh replica of its own kind;
    the time from REPLICAOF to the replica serving the whole data set (link
-   up and DBSIZE equal). Both masters diskless with
-   repl-diskless-sync-delay 0 (Redis at its best setting), rdbcompression
-   yes on both sides.
+   up and DBSIZE equal, polled every 2 ms over one connection). Both
+   masters diskless with repl-diskless-sync-delay 0 (Redis at its best
+   setting), rdbcompression yes on both sides; both replicas use the same
+   repl-diskless-load (default disabled: write the payload to disk, then
+   load, Redis's default). Each server syncs `--runs` fresh replicas, the
+   kinds taking turns, and the medians are compared. `--sync-only` is
+   `--parts sync`.
 2. Master SET throughput (part `throughput`): `redis-benchmark -t set -c 50
    -P 16 -r bench-keys -n bench-n` (3-byte values) against a master with one
    online replica and with none, `--runs` times each, alternating (the
@@ -70,14 +75,45 @@ def field(port, section, name):
     return ""
 
 
+class PollConn:
+    """One RESP connection for polling (no process spawned per poll)."""
+
+    def __init__(self, port):
+        self.s = socket.create_connection(("127.0.0.1", port))
+        self.f = self.s.makefile("rb")
+
+    def cmd(self, *args):
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a.encode() if isinstance(a, str) else a
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        self.s.sendall(out)
+        line = self.f.readline()
+        kind, rest = line[:1], line[1:].strip()
+        if kind == b"$":
+            n = int(rest)
+            return b"" if n < 0 else self.f.read(n + 2)[:-2]
+        if kind == b":":
+            return int(rest)
+        return rest
+
+    def close(self):
+        self.f.close()
+        self.s.close()
+
+
 def full_sync_secs(master, replica, keys):
-    t0 = time.monotonic()
-    cli(replica.port, "replicaof", "127.0.0.1", str(master.port))
-    while True:
-        if field(replica.port, "replication", "master_link_status") == "up":
-            if int(cli(replica.port, "dbsize") or 0) == keys:
+    c = PollConn(replica.port)
+    try:
+        t0 = time.monotonic()
+        c.cmd("replicaof", "127.0.0.1", str(master.port))
+        while True:
+            info = c.cmd("info", "replication")
+            if b"master_link_status:up" in info and c.cmd("dbsize") == keys:
                 return time.monotonic() - t0
-        time.sleep(0.01)
+            time.sleep(0.002)
+    finally:
+        c.close()
 
 
 def attach(master, replica):
@@ -307,21 +343,35 @@ def fmt_ms(ns):
 
 
 def part_sync(a, kinds, common, rows):
-    sync = {}
-    for name, binary in kinds.items():
-        extra = common + (["--appendonly", "no"] if name == "redis" else [])
-        m = Server(name, binary, tempfile.mkdtemp(prefix=f"rbench-{name}-m-"), extra)
-        r = Server(name, binary, tempfile.mkdtemp(prefix=f"rbench-{name}-r-"), extra)
-        try:
+    common = common + (["--repl-diskless-load", a.diskless_load]
+                       if a.diskless_load != "disabled" else [])
+    extra = {n: common + (["--appendonly", "no"] if n == "redis" else []) for n in kinds}
+    masters = {n: Server(n, b, tempfile.mkdtemp(prefix=f"rbench-{n}-m-"), extra[n])
+               for n, b in kinds.items()}
+    times = {n: [] for n in kinds}
+    try:
+        for name, m in masters.items():
             m.start()
             load_data(m.port, a.keys, a.value_size)
             assert int(cli(m.port, "dbsize")) == a.keys
-            r.start()
-            sync[name] = full_sync_secs(m, r, a.keys)
-            rows.append((f"full sync {a.keys} x {a.value_size} B ({name})", f"{sync[name]:.2f} s"))
-            print(f"{name}: sync {sync[name]:.2f} s", file=sys.stderr)
-        finally:
-            stop(m, r)
+        # Fresh replicas, the kinds taking turns: a shared machine's load
+        # shifts alike for all.
+        for _ in range(a.runs):
+            for name, binary in kinds.items():
+                r = Server(name, binary, tempfile.mkdtemp(prefix=f"rbench-{name}-r-"), extra[name])
+                r.start()
+                try:
+                    times[name].append(full_sync_secs(masters[name], r, a.keys))
+                finally:
+                    stop(r)
+                print(f"{name}: sync {times[name][-1]:.2f} s", file=sys.stderr)
+    finally:
+        stop(*masters.values())
+    sync = {n: statistics.median(t) for n, t in times.items()}
+    for name in kinds:
+        runs = ", ".join(f"{t:.2f}" for t in times[name])
+        label = f"full sync {a.keys} x {a.value_size} B ({name}, repl-diskless-load {a.diskless_load})"
+        rows.append((label, f"{sync[name]:.2f} s" + (f" (median of {runs})" if a.runs > 1 else "")))
     rows.append(("full sync time ratio ferrokv/redis", f"{sync['ferrokv'] / sync['redis']:.2f}x"))
 
 
@@ -404,7 +454,11 @@ def main():
     ap.add_argument("--keys", type=int, default=1_000_000, help="full sync data set keys")
     ap.add_argument("--value-size", type=int, default=1000, help="full sync value size")
     ap.add_argument("--parts", default="sync,throughput,lag,apply")
-    ap.add_argument("--runs", type=int, default=5, help="throughput runs per mode")
+    ap.add_argument("--runs", type=int, default=5, help="full syncs per server; throughput runs per mode")
+    ap.add_argument("--sync-only", action="store_true", help="the same as --parts sync")
+    ap.add_argument("--diskless-load", default="disabled",
+                    choices=["disabled", "on-empty-db", "swapdb"],
+                    help="repl-diskless-load of both replicas (part sync)")
     ap.add_argument("--bench-keys", type=int, default=1_000_000, help="redis-benchmark -r")
     ap.add_argument("--bench-n", type=int, default=2_000_000, help="redis-benchmark -n (throughput)")
     ap.add_argument("--lag-n", type=int, default=5_000_000, help="redis-benchmark -n (lag)")
@@ -419,7 +473,7 @@ def main():
     kinds = {"ferrokv": a.ferrokv, "redis": a.redis}
     if a.baseline:
         kinds = {"ferrokv": a.ferrokv, "ferrokv-before": a.baseline, "redis": a.redis}
-    parts = a.parts.split(",")
+    parts = ["sync"] if a.sync_only else a.parts.split(",")
     rows = []
     if "sync" in parts:
         part_sync(a, kinds, common, rows)

@@ -108,6 +108,20 @@ fn main() {
         },
     );
 
+    // What a snapshot of cached random payloads does: one attempt per
+    // 1000-byte value, each refused (it would not save four bytes).
+    rate(
+        "lzf compress, 1000 B incompressible values",
+        noise.len(),
+        2,
+        || {
+            for v in noise.chunks_exact(1000) {
+                out.clear();
+                black_box(lz.compress(black_box(v), &mut out, v.len() - 4));
+            }
+        },
+    );
+
     // Whole snapshot: 1M hashes of 8 fields plus 1M short strings.
     let mut file = Vec::new();
     let fields: Vec<(String, String)> = (0..8)

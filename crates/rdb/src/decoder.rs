@@ -155,115 +155,10 @@ pub fn decode_with<V: RdbVisitor + ?Sized>(
     visitor: &mut V,
     options: &DecodeOptions,
 ) -> Result<DecodeSummary, DecodeError> {
-    if data.len() < 9 || &data[..5] != MAGIC || !data[5..9].iter().all(u8::is_ascii_digit) {
-        return Err(DecodeError::BadMagic);
-    }
-    let version = data[5..9]
-        .iter()
-        .fold(0u32, |v, d| v * 10 + (d - b'0') as u32);
-    if !(1..=MAX_SUPPORTED_VERSION).contains(&version) {
-        return Err(DecodeError::UnsupportedVersion {
-            version,
-            max: MAX_SUPPORTED_VERSION,
-        });
-    }
+    let version = header(data)?;
     let mut r = Reader { data, pos: 9 };
-    let mut db = 0u64;
-    let mut expire_ms = None;
-    let mut lru_idle_secs = None;
-    let mut lfu_freq = None;
-    let mut entry_offset = None;
-    let mut keys = 0u64;
-    let mut empty_keys_skipped = 0u64;
-    let visit = |offset: usize, res: Result<(), VisitError>| {
-        res.map_err(|source| DecodeError::Visitor { offset, source })
-    };
-    loop {
-        let offset = r.pos;
-        let op = r.byte()?;
-        match op {
-            OPCODE_EXPIRETIME => {
-                let secs = i32::from_le_bytes(r.array::<4>()?);
-                expire_ms = Some(secs as i64 * 1000);
-                entry_offset.get_or_insert(offset);
-            }
-            OPCODE_EXPIRETIME_MS => {
-                expire_ms = Some(i64::from_le_bytes(r.array::<8>()?));
-                entry_offset.get_or_insert(offset);
-            }
-            OPCODE_FREQ => {
-                lfu_freq = Some(r.byte()?);
-                entry_offset.get_or_insert(offset);
-            }
-            OPCODE_IDLE => {
-                lru_idle_secs = Some(r.length()?);
-                entry_offset.get_or_insert(offset);
-            }
-            OPCODE_EOF => break,
-            OPCODE_SELECTDB => {
-                db = r.length()?;
-                visit(offset, visitor.select_db(db))?;
-            }
-            OPCODE_RESIZEDB => {
-                let size = r.length()?;
-                let expires = r.length()?;
-                visit(offset, visitor.resize_db(size, expires))?;
-            }
-            OPCODE_AUX => {
-                let key = r.string()?;
-                let value = r.string()?;
-                visit(offset, visitor.aux(&key, &value))?;
-            }
-            OPCODE_MODULE_AUX => {
-                let id = r.length()?;
-                return Err(DecodeError::ModuleAux {
-                    offset,
-                    module: module_name(id),
-                });
-            }
-            OPCODE_FUNCTION2 => {
-                let code = r.string()?;
-                visit(offset, visitor.function_library(&code))?;
-            }
-            OPCODE_FUNCTION_PRE_GA => {
-                return Err(DecodeError::UnsupportedOpcode {
-                    offset,
-                    opcode: op,
-                    name: "FUNCTION (7.0 release candidates)",
-                })
-            }
-            rdb_type => {
-                if type_name(rdb_type) == "unknown" {
-                    return Err(DecodeError::UnknownType {
-                        offset,
-                        byte: rdb_type,
-                    });
-                }
-                let key = r.string()?;
-                let value = read_value(&mut r, rdb_type, offset, &key)?;
-                let start = entry_offset.take().unwrap_or(offset);
-                if value.is_empty() {
-                    empty_keys_skipped += 1;
-                } else {
-                    keys += 1;
-                    let entry = Entry {
-                        db,
-                        key,
-                        value,
-                        expire_ms,
-                        lru_idle_secs,
-                        lfu_freq,
-                        rdb_type,
-                        offset: start,
-                    };
-                    visit(start, visitor.entry(entry))?;
-                }
-                expire_ms = None;
-                lru_idle_secs = None;
-                lfu_freq = None;
-            }
-        }
-    }
+    let mut st = RecordState::default();
+    while !record(&mut r, &mut st, visitor, 0)? {}
     let checksum = if version >= FIRST_VERSION_WITH_CHECKSUM {
         let trailer_at = r.pos;
         let stored = u64::from_le_bytes(r.array::<8>()?);
@@ -288,10 +183,310 @@ pub fn decode_with<V: RdbVisitor + ?Sized>(
     Ok(DecodeSummary {
         version,
         checksum,
-        keys,
-        empty_keys_skipped,
+        keys: st.keys,
+        empty_keys_skipped: st.empty_keys_skipped,
         len: r.pos,
     })
+}
+
+/// `REDIS` and four digits: the version.
+fn header(data: &[u8]) -> Result<u32, DecodeError> {
+    if data.len() < 9 || &data[..5] != MAGIC || !data[5..9].iter().all(u8::is_ascii_digit) {
+        return Err(DecodeError::BadMagic);
+    }
+    let version = data[5..9]
+        .iter()
+        .fold(0u32, |v, d| v * 10 + (d - b'0') as u32);
+    if !(1..=MAX_SUPPORTED_VERSION).contains(&version) {
+        return Err(DecodeError::UnsupportedVersion {
+            version,
+            max: MAX_SUPPORTED_VERSION,
+        });
+    }
+    Ok(version)
+}
+
+/// What carries from one record to the next: the selected database, the
+/// expiry/LRU/LFU opcodes that precede a key, and the counts.
+#[derive(Debug, Default)]
+struct RecordState {
+    db: u64,
+    expire_ms: Option<i64>,
+    lru_idle_secs: Option<u64>,
+    lfu_freq: Option<u8>,
+    /// Where the pending key's first prefix opcode began.
+    entry_offset: Option<usize>,
+    keys: u64,
+    empty_keys_skipped: u64,
+}
+
+impl RecordState {
+    /// Drops the prefix opcodes read for a key not read yet.
+    fn forget_prefix(&mut self) {
+        self.expire_ms = None;
+        self.lru_idle_secs = None;
+        self.lfu_freq = None;
+        self.entry_offset = None;
+    }
+}
+
+/// Reads one record (an opcode and what belongs to it) and hands it to the
+/// visitor. Returns `true` at the EOF opcode. Offsets passed to the
+/// visitor are `base` + the reader's position (the stream position).
+fn record<V: RdbVisitor + ?Sized>(
+    r: &mut Reader<'_>,
+    st: &mut RecordState,
+    visitor: &mut V,
+    base: usize,
+) -> Result<bool, DecodeError> {
+    let visit = |offset: usize, res: Result<(), VisitError>| {
+        res.map_err(|source| DecodeError::Visitor { offset, source })
+    };
+    let offset = r.pos;
+    let op = r.byte()?;
+    match op {
+        OPCODE_EXPIRETIME => {
+            let secs = i32::from_le_bytes(r.array::<4>()?);
+            st.expire_ms = Some(secs as i64 * 1000);
+            st.entry_offset.get_or_insert(offset);
+        }
+        OPCODE_EXPIRETIME_MS => {
+            st.expire_ms = Some(i64::from_le_bytes(r.array::<8>()?));
+            st.entry_offset.get_or_insert(offset);
+        }
+        OPCODE_FREQ => {
+            st.lfu_freq = Some(r.byte()?);
+            st.entry_offset.get_or_insert(offset);
+        }
+        OPCODE_IDLE => {
+            st.lru_idle_secs = Some(r.length()?);
+            st.entry_offset.get_or_insert(offset);
+        }
+        OPCODE_EOF => return Ok(true),
+        OPCODE_SELECTDB => {
+            st.db = r.length()?;
+            visit(offset, visitor.select_db(st.db))?;
+        }
+        OPCODE_RESIZEDB => {
+            let size = r.length()?;
+            let expires = r.length()?;
+            visit(offset, visitor.resize_db(size, expires))?;
+        }
+        OPCODE_AUX => {
+            let key = r.string()?;
+            let value = r.string()?;
+            visit(offset, visitor.aux(&key, &value))?;
+        }
+        OPCODE_MODULE_AUX => {
+            let id = r.length()?;
+            return Err(DecodeError::ModuleAux {
+                offset,
+                module: module_name(id),
+            });
+        }
+        OPCODE_FUNCTION2 => {
+            let code = r.string()?;
+            visit(offset, visitor.function_library(&code))?;
+        }
+        OPCODE_FUNCTION_PRE_GA => {
+            return Err(DecodeError::UnsupportedOpcode {
+                offset,
+                opcode: op,
+                name: "FUNCTION (7.0 release candidates)",
+            })
+        }
+        rdb_type => {
+            if type_name(rdb_type) == "unknown" {
+                return Err(DecodeError::UnknownType {
+                    offset,
+                    byte: rdb_type,
+                });
+            }
+            let key = r.string()?;
+            let value = read_value(r, rdb_type, offset, &key)?;
+            let start = st.entry_offset.unwrap_or(offset);
+            if value.is_empty() {
+                st.empty_keys_skipped += 1;
+            } else {
+                st.keys += 1;
+                let entry = Entry {
+                    db: st.db,
+                    key,
+                    value,
+                    expire_ms: st.expire_ms,
+                    lru_idle_secs: st.lru_idle_secs,
+                    lfu_freq: st.lfu_freq,
+                    rdb_type,
+                    offset: base + start,
+                };
+                visit(start, visitor.entry(entry))?;
+            }
+            st.forget_prefix();
+        }
+    }
+    Ok(false)
+}
+
+/// What [`StreamDecoder::feed`] did with its input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fed {
+    /// The first `consumed` bytes were whole records, handed to the
+    /// visitor; pass the rest again, followed by more input.
+    NeedMore { consumed: usize },
+    /// The RDB ended (EOF opcode and trailer) after `consumed` bytes.
+    Done {
+        consumed: usize,
+        summary: DecodeSummary,
+    },
+}
+
+/// Decodes an RDB that arrives in pieces (a replica parsing its master's
+/// payload as it comes off the socket, Redis's `repl-diskless-load`),
+/// with the same visitor calls, in the same order, as [`decode`] on the
+/// whole file. Only the unconsumed tail must be kept: each call decodes
+/// the complete records at the start of what it is given and says how
+/// many bytes those took; a record cut by the end of the input is left
+/// for the next call (never half given to the visitor).
+///
+/// The trailer is not verified (see [`Checksum::NotVerified`]): the caller
+/// sees every byte anyway and computes the CRC64 as they pass (on another
+/// thread, off the decoding path), then compares it with the summary's.
+#[derive(Debug, Default)]
+pub struct StreamDecoder {
+    version: Option<u32>,
+    st: RecordState,
+    /// Stream offset of the first byte of the next call's input.
+    consumed: usize,
+    /// A record was cut: do not try again before the input holds this
+    /// many bytes (the missing length when known, else twice as much), so
+    /// a big collection arriving in small pieces is parsed O(1) times.
+    retry_at: usize,
+    /// Bytes the cut record was known to lack.
+    missing: u64,
+    done: bool,
+}
+
+impl StreamDecoder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bytes of the stream consumed so far.
+    pub fn consumed(&self) -> usize {
+        self.consumed
+    }
+
+    /// Decodes the complete records at the start of `data`, the stream's
+    /// bytes from [`consumed`](Self::consumed) on. After `Done`, further
+    /// calls are a usage error.
+    pub fn feed<V: RdbVisitor + ?Sized>(
+        &mut self,
+        data: &[u8],
+        visitor: &mut V,
+    ) -> Result<Fed, DecodeError> {
+        assert!(!self.done, "StreamDecoder::feed after the end of the RDB");
+        if data.len() < self.retry_at {
+            return Ok(Fed::NeedMore { consumed: 0 });
+        }
+        let base = self.consumed;
+        self.feed_inner(data, visitor, base)
+            .map_err(|e| e.shifted(base))
+    }
+
+    /// The last input: like [`feed`](Self::feed), but a record cut by
+    /// the end of `data` is an error ([`DecodeError::Truncated`] at its
+    /// stream offset). Returns the summary and the bytes of `data` the RDB
+    /// took (anything after it is not RDB).
+    pub fn feed_end<V: RdbVisitor + ?Sized>(
+        &mut self,
+        data: &[u8],
+        visitor: &mut V,
+    ) -> Result<(DecodeSummary, usize), DecodeError> {
+        self.retry_at = 0;
+        match self.feed(data, visitor)? {
+            Fed::Done { consumed, summary } => Ok((summary, consumed)),
+            Fed::NeedMore { .. } => Err(DecodeError::Truncated {
+                offset: self.consumed,
+                needed: self.missing,
+            }),
+        }
+    }
+
+    fn feed_inner<V: RdbVisitor + ?Sized>(
+        &mut self,
+        data: &[u8],
+        visitor: &mut V,
+        base: usize,
+    ) -> Result<Fed, DecodeError> {
+        let mut r = Reader { data, pos: 0 };
+        let version = match self.version {
+            Some(v) => v,
+            None => {
+                if data.len() < 9 {
+                    self.retry_at = 9;
+                    return Ok(Fed::NeedMore { consumed: 0 });
+                }
+                let v = header(data)?;
+                self.version = Some(v);
+                r.pos = 9;
+                v
+            }
+        };
+        // Where the last complete record (with its prefix opcodes) ended.
+        let mut committed = r.pos;
+        let cut = loop {
+            match record(&mut r, &mut self.st, visitor, base) {
+                Ok(false) => {
+                    if self.st.entry_offset.is_none() {
+                        committed = r.pos;
+                    }
+                }
+                Ok(true) => {
+                    if version < FIRST_VERSION_WITH_CHECKSUM {
+                        break None;
+                    }
+                    if r.remaining() >= 8 {
+                        break None;
+                    }
+                    // The trailer is still on its way.
+                    break Some(8 - r.remaining() as u64);
+                }
+                Err(DecodeError::Truncated { needed, .. }) => break Some(needed),
+                Err(e) => return Err(e),
+            }
+        };
+        if let Some(needed) = cut {
+            self.st.forget_prefix();
+            self.missing = needed;
+            let tail = data.len() - committed;
+            self.retry_at = tail + (needed as usize).max(tail);
+            self.consumed += committed;
+            return Ok(Fed::NeedMore {
+                consumed: committed,
+            });
+        }
+        let checksum = if version >= FIRST_VERSION_WITH_CHECKSUM {
+            match u64::from_le_bytes(r.array::<8>()?) {
+                0 => Checksum::Disabled,
+                stored => Checksum::NotVerified(stored),
+            }
+        } else {
+            Checksum::Absent
+        };
+        self.done = true;
+        self.retry_at = 0;
+        self.consumed += r.pos;
+        Ok(Fed::Done {
+            consumed: r.pos,
+            summary: DecodeSummary {
+                version,
+                checksum,
+                keys: self.st.keys,
+                empty_keys_skipped: self.st.empty_keys_skipped,
+                len: self.consumed,
+            },
+        })
+    }
 }
 
 /// `moduleTypeNameByID`: nine characters of six bits above a 10-bit version.

@@ -118,6 +118,8 @@ pub struct RdbEncoder {
     scratch: Vec<u8>,
     lzf_out: Vec<u8>,
     ints: Vec<i64>,
+    /// The caller checksums whole chunks with [`seal`](Self::seal).
+    crc_by_chunk: bool,
 }
 
 impl RdbEncoder {
@@ -130,7 +132,26 @@ impl RdbEncoder {
             scratch: Vec::new(),
             lzf_out: Vec::new(),
             ints: Vec::new(),
+            crc_by_chunk: false,
         }
+    }
+
+    /// From now on the checksum is taken over whole chunks instead of
+    /// after every record: the caller passes each chunk it hands away to
+    /// [`seal`](Self::seal), in order, and gives [`finish`](Self::finish)
+    /// the chunk that holds everything not sealed yet. A CRC over a
+    /// megabyte runs about three times as fast as over many ~1 KiB records
+    /// (`crc64`'s lanes need a few KiB). Call it before anything is written.
+    pub fn checksum_by_chunk(&mut self) {
+        debug_assert_eq!(self.written, 0, "switch before writing");
+        self.crc_by_chunk = true;
+    }
+
+    /// Adds a finished chunk to the checksum (see
+    /// [`checksum_by_chunk`](Self::checksum_by_chunk)).
+    pub fn seal(&mut self, chunk: &[u8]) {
+        debug_assert!(self.crc_by_chunk);
+        self.crc = crc64(self.crc, chunk);
     }
 
     pub fn options(&self) -> &EncoderOptions {
@@ -149,7 +170,9 @@ impl RdbEncoder {
 
     fn account(&mut self, out: &[u8], start: usize) {
         let new = &out[start..];
-        self.crc = crc64(self.crc, new);
+        if !self.crc_by_chunk {
+            self.crc = crc64(self.crc, new);
+        }
         self.written += new.len() as u64;
     }
 
@@ -461,6 +484,10 @@ impl RdbEncoder {
         let start = out.len();
         out.push(OPCODE_EOF);
         self.account(out, start);
+        if self.crc_by_chunk {
+            // `out` is the last chunk: everything not sealed yet.
+            self.crc = crc64(self.crc, out);
+        }
         let crc = if self.options.checksum { self.crc } else { 0 };
         out.extend_from_slice(&crc.to_le_bytes());
         self.written += 8;
@@ -741,6 +768,39 @@ mod tests {
             (chunks[0].len() + chunks[1].len()) as u64
         );
         e.finish(&mut chunks[2]);
+        assert_eq!(chunks.concat(), one);
+    }
+
+    #[test]
+    fn sealed_chunks_give_the_same_file_as_per_record_checksums() {
+        let value = b"not very compressible 0123456789 abcdefghij".repeat(3);
+        let write = |e: &mut RdbEncoder, out: &mut Vec<u8>, i: usize| {
+            e.string_entry(out, format!("k{i}").as_bytes(), &value, None);
+        };
+        let mut one = Vec::new();
+        let mut e = RdbEncoder::new(EncoderOptions::default());
+        e.header(&mut one, &[(b"redis-ver", b"7.0.15")]);
+        e.select_db(&mut one, 0);
+        for i in 0..100 {
+            write(&mut e, &mut one, i);
+        }
+        e.finish(&mut one);
+
+        let mut e = RdbEncoder::new(EncoderOptions::default());
+        e.checksum_by_chunk();
+        let mut chunks = Vec::new();
+        let mut chunk = Vec::new();
+        e.header(&mut chunk, &[(b"redis-ver", b"7.0.15")]);
+        e.select_db(&mut chunk, 0);
+        for i in 0..100 {
+            write(&mut e, &mut chunk, i);
+            if i % 7 == 0 {
+                e.seal(&chunk);
+                chunks.push(std::mem::take(&mut chunk));
+            }
+        }
+        e.finish(&mut chunk);
+        chunks.push(chunk);
         assert_eq!(chunks.concat(), one);
     }
 

@@ -100,6 +100,32 @@ impl DecodeError {
     }
 }
 
+impl DecodeError {
+    /// The same error with its offset moved by `base` bytes: a
+    /// [`crate::StreamDecoder`] decodes slices that start `base` bytes into
+    /// the stream.
+    pub(crate) fn shifted(mut self, base: usize) -> Self {
+        use DecodeError::*;
+        match &mut self {
+            BadMagic | UnsupportedVersion { .. } => {}
+            Truncated { offset, .. }
+            | ChecksumMismatch { offset, .. }
+            | UnknownType { offset, .. }
+            | UnsupportedType { offset, .. }
+            | ModuleAux { offset, .. }
+            | UnsupportedOpcode { offset, .. }
+            | BadLength { offset, .. }
+            | BadStringEncoding { offset, .. }
+            | TooLong { offset, .. }
+            | Lzf { offset, .. }
+            | Corrupt { offset, .. }
+            | CorruptBlob { offset, .. }
+            | Visitor { offset, .. } => *offset += base,
+        }
+        self
+    }
+}
+
 /// The default answer of [`crate::RdbVisitor::function_library`]: Redis
 /// functions (`FUNCTION LOAD` libraries, opcode FUNCTION2) are not supported.
 #[derive(Debug, thiserror::Error)]

@@ -25,7 +25,8 @@
 //!
 //! # Layout
 //! - [`encoder`]: [`RdbEncoder`], [`EncoderOptions`], [`EncodingLimits`].
-//! - [`decoder`]: [`decode`], [`RdbVisitor`], [`Entry`], [`RdbValue`].
+//! - [`decoder`]: [`decode`], [`RdbVisitor`], [`Entry`], [`RdbValue`], and
+//!   [`StreamDecoder`] for an RDB that arrives in pieces.
 //! - [`owned`]: [`Dataset`], an owned, ordered copy of a file's content
 //!   (tests, tools).
 //! - [`crc64`], [`lzf`]: the checksum and compressor, usable on their own.
@@ -65,8 +66,8 @@ pub mod owned;
 mod ziplist;
 
 pub use decoder::{
-    decode, decode_with, Checksum, DecodeOptions, DecodeSummary, Entry, FieldValue, RdbValue,
-    RdbVisitor,
+    decode, decode_with, Checksum, DecodeOptions, DecodeSummary, Entry, Fed, FieldValue, RdbValue,
+    RdbVisitor, StreamDecoder,
 };
 pub use encoder::{EncoderOptions, EncodingLimits, RdbEncoder};
 pub use error::{DecodeError, FunctionsUnsupported, VisitError};

@@ -146,7 +146,13 @@ pub fn max_decompressed_len(compressed_len: usize) -> usize {
 
 /// An LZF compressor with a reusable hash table (64 KiB).
 pub struct LzfCompressor {
+    /// `base + position + 1` of recent three-byte windows; anything at or
+    /// below `base` was left by an earlier call.
     table: Box<[u32]>,
+    /// Advanced past every input, so stale entries are told apart without
+    /// clearing 64 KiB per call (and without an unpredictable branch on
+    /// whether a stale position happens to lie before the current one).
+    base: u32,
 }
 
 impl fmt::Debug for LzfCompressor {
@@ -170,6 +176,7 @@ impl LzfCompressor {
     pub fn new() -> Self {
         LzfCompressor {
             table: vec![0u32; 1 << HASH_LOG].into_boxed_slice(),
+            base: 0,
         }
     }
 
@@ -182,8 +189,15 @@ impl LzfCompressor {
         if input.is_empty() || max_out == 0 || input.len() > u32::MAX as usize {
             return None;
         }
+        if u32::MAX - self.base <= input.len() as u32 {
+            // Positions would wrap: start from a clean table.
+            self.table.fill(0);
+            self.base = 0;
+        }
         let base = out.len();
-        match self.compress_inner(input, out, base + max_out) {
+        let result = self.compress_inner(input, out, base + max_out);
+        self.base += input.len() as u32;
+        match result {
             Some(()) => Some(out.len() - base),
             None => {
                 out.truncate(base);
@@ -194,37 +208,34 @@ impl LzfCompressor {
 
     fn compress_inner(&mut self, input: &[u8], out: &mut Vec<u8>, limit: usize) -> Option<()> {
         let n = input.len();
+        let base = self.base;
         out.reserve((limit - out.len()).min(n + n / 32 + 1));
-        // `run_at` indexes the control byte of the open literal run.
-        let mut run_at = out.len();
-        out.push(0);
-        let mut lit = 0usize;
+        // Literals are not copied byte by byte as they are passed over:
+        // `lit_start..ip` is the pending literal stretch, emitted in runs of
+        // up to 32 bytes (one control byte each) when a match or the end
+        // closes it. The bytes are the same as copying them one by one; on
+        // incompressible input (random payloads) this is most of the work.
+        let mut lit_start = 0usize;
         let mut ip = 0usize;
         let mut misses = 0usize;
         while ip + 2 < n {
             let window =
                 (input[ip] as u32) << 16 | (input[ip + 1] as u32) << 8 | input[ip + 2] as u32;
             let slot = hash(window);
-            // Positions are stored +1 so that 0 means "empty".
-            let candidate = self.table[slot] as usize;
-            self.table[slot] = ip as u32 + 1;
-            let found = candidate != 0 && {
-                let r = candidate - 1;
-                r < ip && ip - r <= MAX_OFFSET && input[r..r + 3] == input[ip..ip + 3]
+            let candidate = self.table[slot];
+            self.table[slot] = base + ip as u32 + 1;
+            let r = candidate.wrapping_sub(base + 1) as usize;
+            let found = candidate > base && r < ip && ip - r <= MAX_OFFSET && {
+                let w = (input[r] as u32) << 16 | (input[r + 1] as u32) << 8 | input[r + 2] as u32;
+                w == window
             };
             if found {
-                let r = candidate - 1;
                 let max_len = MAX_MATCH.min(n - ip);
                 let mut len = 3;
                 while len < max_len && input[r + len] == input[ip + len] {
                     len += 1;
                 }
-                // Close (or drop, if empty) the open literal run.
-                if lit == 0 {
-                    out.pop();
-                } else {
-                    out[run_at] = (lit - 1) as u8;
-                }
+                emit_literals(out, &input[lit_start..ip]);
                 if out.len() + 3 + 1 > limit {
                     return None;
                 }
@@ -244,56 +255,41 @@ impl LzfCompressor {
                     let p = ip - 1;
                     let w =
                         (input[p] as u32) << 16 | (input[p + 1] as u32) << 8 | input[p + 2] as u32;
-                    self.table[hash(w)] = p as u32 + 1;
+                    self.table[hash(w)] = base + p as u32 + 1;
                 }
-                run_at = out.len();
-                out.push(0);
-                lit = 0;
+                lit_start = ip;
+                misses = 0;
             } else {
                 // After many misses in a row the data is probably not
                 // compressible here: probe every 2nd, 3rd... position (as
-                // LZ4 does) and copy the skipped bytes as literals. The
-                // stream stays valid; only the search effort shrinks.
+                // LZ4 does); the skipped bytes stay literals. The stream
+                // stays valid; only the search effort shrinks.
                 misses += 1;
                 let step = (1 + (misses >> SKIP_STRENGTH)).min(n - 2 - ip);
-                if out.len() + step + step / MAX_LITERAL + 1 > limit {
+                // What the output would hold with the pending literals
+                // written out (and a control byte for the next run).
+                let pending = ip - lit_start;
+                let written = out.len() + pending + pending / MAX_LITERAL + 1;
+                if written + step + step / MAX_LITERAL + 1 > limit {
                     return None;
                 }
-                for &b in &input[ip..ip + step] {
-                    out.push(b);
-                    lit += 1;
-                    if lit == MAX_LITERAL {
-                        out[run_at] = (lit - 1) as u8;
-                        run_at = out.len();
-                        out.push(0);
-                        lit = 0;
-                    }
-                }
                 ip += step;
-                continue;
-            }
-            misses = 0;
-        }
-        while ip < n {
-            out.push(input[ip]);
-            ip += 1;
-            lit += 1;
-            if lit == MAX_LITERAL {
-                out[run_at] = (lit - 1) as u8;
-                run_at = out.len();
-                out.push(0);
-                lit = 0;
             }
         }
-        if lit == 0 {
-            out.pop();
-        } else {
-            out[run_at] = (lit - 1) as u8;
-        }
+        emit_literals(out, &input[lit_start..]);
         if out.len() > limit {
             return None;
         }
         Some(())
+    }
+}
+
+/// Appends `lit` as literal runs of at most 32 bytes, each after its
+/// control byte (length - 1).
+fn emit_literals(out: &mut Vec<u8>, lit: &[u8]) {
+    for run in lit.chunks(MAX_LITERAL) {
+        out.push((run.len() - 1) as u8);
+        out.extend_from_slice(run);
     }
 }
 
@@ -330,6 +326,26 @@ mod tests {
                 .map(|i| ((i * 2_654_435_761usize) >> 7) as u8)
                 .collect();
             roundtrip(&noise);
+        }
+    }
+
+    #[test]
+    fn table_reuse_across_calls_and_position_wraparound_stay_correct() {
+        let mut c = LzfCompressor::new();
+        let text = b"hello world, hello world, hello world, goodbye".repeat(20);
+        for start in [0, u32::MAX - 3000, u32::MAX - 10] {
+            c.base = start;
+            for round in 0..5 {
+                let data = &text[round * 7..];
+                let mut out = Vec::new();
+                let n = c
+                    .compress(data, &mut out, data.len())
+                    .expect("compressible");
+                assert!(n < data.len() / 3);
+                let mut back = Vec::new();
+                decompress(&out, data.len(), &mut back).unwrap();
+                assert_eq!(back, data);
+            }
         }
     }
 

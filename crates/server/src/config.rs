@@ -1237,6 +1237,17 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
         0,
         i32::MAX as u64
     ),
+    opt!(
+        "repl-diskless-load",
+        "disabled",
+        true,
+        |c, a| {
+            c.repl.diskless_load = crate::replication::DisklessLoad::parse(one(a)?)
+                .ok_or("argument(s) must be one of the following: disabled, on-empty-db, swapdb")?;
+            Ok(())
+        },
+        |c| c.repl.diskless_load.name().into()
+    ),
     repl_int!(
         "repl-ping-replica-period",
         "10",

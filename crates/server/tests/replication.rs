@@ -756,6 +756,264 @@ fn masterauth_lets_the_replica_in_and_a_wrong_one_is_reported() {
     assert_eq!(info(&wrong, "replication", "master_link_status"), "down");
 }
 
+fn config_set(p: &ServerProcess, name: &str, value: &str) {
+    let mut c = p.client();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg(name)
+        .arg(value)
+        .query(&mut c)
+        .unwrap();
+}
+
+/// Old data on a replica, to see it kept (or replaced) by a sync.
+fn put_old_data(p: &ServerProcess) -> String {
+    let mut c = p.client();
+    for i in 0..10 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("old:{i}"))
+            .arg(i)
+            .query(&mut c)
+            .unwrap();
+    }
+    digest(p)
+}
+
+#[test]
+fn diskless_load_modes_end_with_equal_digests() {
+    // The option itself: Redis's name, values and error text.
+    let master = ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    assert_eq!(
+        error_of(&master, &["CONFIG", "SET", "repl-diskless-load", "foo"]),
+        "ERR CONFIG SET failed (possibly related to argument 'repl-diskless-load') - argument(s) must be one of the following: disabled, on-empty-db, swapdb"
+    );
+    let got: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("repl-diskless-load")
+        .query(&mut master.client())
+        .unwrap();
+    assert_eq!(got, ["repl-diskless-load", "disabled"]);
+
+    let t = types_of(&master);
+    // The 50 MB value spans many received pieces.
+    fill_dataset(&master, 3000, true, t);
+    let from_socket = "from the socket as it arrives";
+    // swapdb over old data, and on-empty-db on an empty replica: parsed
+    // from the socket, no file written.
+    let swapdb = ferrokv(&["--repl-diskless-load", "swapdb"]);
+    put_old_data(&swapdb);
+    let empty = ferrokv(&["--repl-diskless-load", "on-empty-db"]);
+    // on-empty-db with data, and disabled: through a file.
+    let not_empty = ferrokv(&["--repl-diskless-load", "on-empty-db"]);
+    put_old_data(&not_empty);
+    let disabled = ferrokv(&[]);
+    for r in [&swapdb, &empty, &not_empty, &disabled] {
+        replicaof(r, &master);
+    }
+    for r in [&swapdb, &empty, &not_empty, &disabled] {
+        wait_converged(&master, r, 60);
+    }
+    for (r, streamed) in [
+        (&swapdb, true),
+        (&empty, true),
+        (&not_empty, false),
+        (&disabled, false),
+    ] {
+        assert_eq!(r.log().contains(from_socket), streamed, "{}", r.log());
+        assert_eq!(r.dir.path().join("dump.rdb").exists(), !streamed);
+    }
+    // The `$<len>` framing of a disk-based master, parsed from the socket.
+    config_set(&master, "repl-diskless-sync", "no");
+    let disk_framed = ferrokv(&["--repl-diskless-load", "swapdb"]);
+    put_old_data(&disk_framed);
+    replicaof(&disk_framed, &master);
+    wait_converged(&master, &disk_framed, 60);
+    assert!(disk_framed.log().contains(from_socket));
+    // And the stream keeps them equal afterwards.
+    write_load(master.port, 20, 8, t);
+    for r in [&swapdb, &empty, &not_empty, &disabled, &disk_framed] {
+        wait_converged(&master, r, 30);
+    }
+}
+
+#[test]
+fn diskless_load_from_a_real_redis_master() {
+    let real = redis(&[
+        "--repl-diskless-sync",
+        "yes",
+        "--repl-diskless-sync-delay",
+        "0",
+    ]);
+    let probe = ferrokv(&[]);
+    let t = types_of(&probe);
+    fill_dataset(&real, 2000, false, t);
+    let replica = ferrokv(&["--repl-diskless-load", "swapdb"]);
+    put_old_data(&replica);
+    replicaof(&replica, &real);
+    wait_converged(&real, &replica, 60);
+    assert!(replica.log().contains("from the socket as it arrives"));
+}
+
+#[test]
+fn diskless_load_keeps_the_old_data_when_the_link_drops_mid_transfer() {
+    // About 2,000 keys at 1 ms each: the transfer takes about two seconds.
+    let master = ferrokv(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--rdb-key-save-delay",
+        "1000",
+    ]);
+    let t = types_of(&master);
+    fill_dataset(&master, 300, false, t);
+    // 2 KB of noise per value (LZF cannot shrink it): the producer's 1 MiB
+    // chunks go out every few hundred keys, so the replica has parsed part
+    // of the payload when the link drops.
+    let mut m = master.client();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for i in 0..1500 {
+        let v: Vec<u8> = (0..2000)
+            .map(|_| {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                (x >> 56) as u8
+            })
+            .collect();
+        let _: () = redis::cmd("SET")
+            .arg(format!("big:{i}"))
+            .arg(v)
+            .query(&mut m)
+            .unwrap();
+    }
+    let replica = ferrokv(&["--repl-diskless-load", "swapdb"]);
+    let old = put_old_data(&replica);
+    replicaof(&replica, &master);
+    for _ in 0..2 {
+        wait_for("part of the payload in", 20, || {
+            (num(&replica, "replication", "master_sync_read_bytes") > 0).then_some(())
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(client_kill(&master, "replica"), 1);
+        wait_for("the failed transfer to be reported", 10, || {
+            info(&replica, "replication", "master_sync_in_progress")
+                .eq("0")
+                .then_some(())
+        });
+        // The old data is intact and still served.
+        assert_eq!(digest(&replica), old, "{}", replica.log());
+        let n: i64 = redis::cmd("DBSIZE").query(&mut replica.client()).unwrap();
+        assert_eq!(n, 10);
+    }
+    config_set(&master, "rdb-key-save-delay", "0");
+    wait_converged(&master, &replica, 60);
+    assert_eq!(num(&master, "stats", "sync_full"), 3);
+    let n: i64 = redis::cmd("EXISTS")
+        .arg("old:1")
+        .query(&mut replica.client())
+        .unwrap();
+    assert_eq!(n, 0, "the master's data replaced the old data");
+    let log = replica.log();
+    assert_eq!(
+        log.matches("MASTER <-> REPLICA sync failed").count(),
+        2,
+        "{log}"
+    );
+}
+
+/// A master that serves each connection a full sync whose payload is
+/// given by `payloads` (one per connection, in order), waiting for a go
+/// from the test before it accepts the next connection.
+fn fake_master(
+    payloads: Vec<Vec<u8>>,
+    go: std::sync::mpsc::Receiver<()>,
+) -> (u16, std::thread::JoinHandle<()>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let h = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for (i, payload) in payloads.into_iter().enumerate() {
+            if i > 0 && go.recv().is_err() {
+                return;
+            }
+            let (s, _) = listener.accept().unwrap();
+            let mut rd = BufReader::new(s.try_clone().unwrap());
+            let mut w = s;
+            // Each command of the handshake, answered in turn.
+            loop {
+                let mut line = String::new();
+                rd.read_line(&mut line).unwrap();
+                let n: usize = line.trim_start_matches('*').trim().parse().unwrap();
+                let mut args = Vec::new();
+                for _ in 0..n {
+                    let mut len = String::new();
+                    rd.read_line(&mut len).unwrap();
+                    let len: usize = len.trim_start_matches('$').trim().parse().unwrap();
+                    let mut arg = vec![0; len + 2];
+                    rd.read_exact(&mut arg).unwrap();
+                    arg.truncate(len);
+                    args.push(String::from_utf8_lossy(&arg).to_uppercase());
+                }
+                match args[0].as_str() {
+                    "PING" => w.write_all(b"+PONG\r\n").unwrap(),
+                    "PSYNC" => break,
+                    _ => w.write_all(b"+OK\r\n").unwrap(),
+                }
+            }
+            let mark = "m".repeat(40);
+            let id = "a".repeat(40);
+            w.write_all(format!("+FULLRESYNC {id} 0\r\n$EOF:{mark}\r\n").as_bytes())
+                .unwrap();
+            w.write_all(&payload).unwrap();
+            w.write_all(mark.as_bytes()).unwrap();
+            held.push(w);
+        }
+        // Keep the last link open until the test ends.
+        let _ = go.recv();
+    });
+    (port, h)
+}
+
+#[test]
+fn diskless_load_installs_nothing_when_the_checksum_is_wrong() {
+    let mut enc = ferrokv_rdb::RdbEncoder::new(Default::default());
+    let mut rdb = Vec::new();
+    enc.header(&mut rdb, &[(b"redis-ver", b"7.0.15")]);
+    enc.select_db(&mut rdb, 0);
+    for i in 0..500 {
+        let v = format!("value-{i}-{}", "z".repeat(i % 50));
+        enc.string_entry(&mut rdb, format!("new:{i}").as_bytes(), v.as_bytes(), None);
+    }
+    enc.finish(&mut rdb);
+    // One bit of a value flipped: the file still parses, only the CRC
+    // tells.
+    let mut bad = rdb.clone();
+    let at = bad.windows(9).position(|w| w == b"value-250").unwrap();
+    bad[at] ^= 0x20;
+    let (go_tx, go_rx) = std::sync::mpsc::channel();
+    let (port, fake) = fake_master(vec![bad, rdb], go_rx);
+    let replica = ferrokv(&["--repl-diskless-load", "swapdb"]);
+    let old = put_old_data(&replica);
+    let mut c = replica.client();
+    let _: String = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(port)
+        .query(&mut c)
+        .unwrap();
+    wait_for("the checksum mismatch to be reported", 20, || {
+        replica.log().contains("checksum mismatch").then_some(())
+    });
+    assert_eq!(digest(&replica), old);
+    go_tx.send(()).unwrap();
+    wait_for("the good payload to be installed", 20, || {
+        (info(&replica, "replication", "master_link_status") == "up").then_some(())
+    });
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 500);
+    let v: String = redis::cmd("GET").arg("new:250").query(&mut c).unwrap();
+    assert_eq!(v, format!("value-250-{}", "z".repeat(0)));
+    drop(go_tx);
+    fake.join().unwrap();
+}
+
 #[test]
 fn master_restart_with_persistence_ends_in_a_correct_resync() {
     // A master with `appendfsync always` is killed with -9 and started again

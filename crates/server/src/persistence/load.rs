@@ -3,7 +3,8 @@
 //! copied once, straight into their entries.
 
 use ferrokv_rdb::{
-    decode_with, Checksum, DecodeOptions, Entry as RdbEntry, RdbValue, RdbVisitor, VisitError,
+    decode_with, Checksum, DecodeOptions, DecodeSummary, Entry as RdbEntry, Fed, RdbValue,
+    RdbVisitor, StreamDecoder, VisitError,
 };
 use ferrokv_store::{Keyspace, NO_EXPIRE};
 use std::path::Path;
@@ -69,6 +70,21 @@ fn load_zset(
         return Err("duplicate member".into());
     }
     Ok(z)
+}
+
+impl<'k> Loader<'k> {
+    fn new(ks: &'k mut Keyspace, now_ms: i64, config: &crate::config::Config) -> Self {
+        Loader {
+            ks,
+            db: 0,
+            now_ms,
+            stats: LoadStats::default(),
+            key_delay_us: config.key_load_delay,
+            hash_limits: config.hash_limits(),
+            set_max_intset: config.set_max_intset(),
+            zset_limits: config.zset_limits(),
+        }
+    }
 }
 
 impl RdbVisitor for Loader<'_> {
@@ -185,16 +201,7 @@ pub fn load_rdb(
     // so the mapped bytes do not change while they are decoded.
     let map = unsafe { memmap2::Mmap::map(&file) }
         .map_err(|e| format!("Can't map {}: {e}", path.display()))?;
-    let mut loader = Loader {
-        ks,
-        db: 0,
-        now_ms,
-        stats: LoadStats::default(),
-        key_delay_us: config.key_load_delay,
-        hash_limits: config.hash_limits(),
-        set_max_intset: config.set_max_intset(),
-        zset_limits: config.zset_limits(),
-    };
+    let mut loader = Loader::new(ks, now_ms, config);
     // The trailer's CRC64 is checked by a second thread over the same
     // mapping while this one decodes (a 1 GB file: 0.3 s of CRC off the
     // critical path). The thread assumes the file ends with the RDB, as a
@@ -236,4 +243,70 @@ pub fn load_rdb(
         }
     }
     Ok(Some(loader.stats))
+}
+
+/// Loads an RDB that arrives in pieces (a replica's `repl-diskless-load`:
+/// the master's payload as it comes off the socket) into the (empty)
+/// keyspace. `pieces` ends when the payload does; a payload that ends
+/// inside the RDB, or goes on after it, is an error. The CRC64 trailer is
+/// not checked here: the summary carries it (`Checksum::NotVerified`) for
+/// the caller, which checksums the bytes as they pass. On any error the
+/// keyspace must be discarded.
+pub fn load_stream(
+    ks: &mut Keyspace,
+    pieces: impl Iterator<Item = Vec<u8>>,
+    now_ms: i64,
+    config: &crate::config::Config,
+) -> Result<(LoadStats, DecodeSummary), String> {
+    let mut loader = Loader::new(ks, now_ms, config);
+    let mut dec = StreamDecoder::new();
+    // The start of a record cut by the end of a piece, kept until the
+    // pieces that complete it arrive; most pieces are decoded in place.
+    let mut tail: Vec<u8> = Vec::new();
+    let mut summary = None;
+    let corrupt = |e: ferrokv_rdb::DecodeError| format!("the payload is corrupt: {e}");
+    for piece in pieces {
+        if summary.is_some() {
+            if piece.is_empty() {
+                continue;
+            }
+            return Err("the payload goes on after the end of the RDB".into());
+        }
+        let data: &[u8] = if tail.is_empty() {
+            &piece
+        } else {
+            tail.extend_from_slice(&piece);
+            &tail
+        };
+        match dec.feed(data, &mut loader).map_err(corrupt)? {
+            Fed::NeedMore { consumed } => {
+                if tail.is_empty() {
+                    tail.extend_from_slice(&piece[consumed..]);
+                } else {
+                    tail.drain(..consumed);
+                }
+            }
+            Fed::Done {
+                consumed,
+                summary: s,
+            } => {
+                if consumed != data.len() {
+                    return Err("the payload goes on after the end of the RDB".into());
+                }
+                tail.clear();
+                summary = Some(s);
+            }
+        }
+    }
+    let summary = match summary {
+        Some(s) => s,
+        None => {
+            let (s, used) = dec.feed_end(&tail, &mut loader).map_err(corrupt)?;
+            if used != tail.len() {
+                return Err("the payload goes on after the end of the RDB".into());
+            }
+            s
+        }
+    };
+    Ok((loader.stats, summary))
 }

@@ -196,6 +196,7 @@ impl SnapshotJob {
             checksum: meta.checksum,
             limits: meta.limits.clone(),
         });
+        encoder.checksum_by_chunk();
         let mut chunk = Vec::with_capacity(CHUNK + 64 * 1024);
         let aux: Vec<(&[u8], &[u8])> = meta.aux.iter().map(|(k, v)| (*k, v.as_slice())).collect();
         encoder.header(&mut chunk, &aux);
@@ -331,6 +332,11 @@ impl SnapshotJob {
     fn flush(&mut self) {
         if self.chunk.is_empty() {
             return;
+        }
+        if let Some(enc) = self.encoder.as_mut() {
+            // The trailer's CRC is taken chunk by chunk (the last one, by
+            // `finish`).
+            enc.seal(&self.chunk);
         }
         let data = bytes::Bytes::from(std::mem::replace(
             &mut self.chunk,

@@ -38,6 +38,10 @@ pub struct SyncRequest {
     pub psync: Option<(String, i64)>,
     pub dir: PathBuf,
     pub dbfilename: String,
+    /// Parse the payload as it arrives instead of writing it to a file
+    /// first (`repl-diskless-load`, decided by the loop when the sync
+    /// starts).
+    pub diskless_load: bool,
     pub databases: usize,
     /// The configuration the loader follows (key-load-delay, the compact
     /// encoding thresholds).
@@ -180,7 +184,7 @@ pub fn run(req: &SyncRequest) -> Result<SyncOutcome, String> {
         .map_err(|e| e.to_string())?;
     let mut c = Conn {
         s,
-        buf: vec![0; 64 * 1024],
+        buf: vec![0; 512 * 1024],
         start: 0,
         end: 0,
         req,
@@ -274,14 +278,19 @@ pub fn run(req: &SyncRequest) -> Result<SyncOutcome, String> {
         .and_then(|o| o.parse().ok())
         .ok_or_else(|| format!("bad FULLRESYNC reply: {reply}"))?;
     tracing::info!("Full resync from master: {replid}:{offset}");
-    let (path, rdb_bytes) = receive_payload(&mut c)?;
-    req.progress.loading.store(true, Ordering::Relaxed);
-    tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
-    let mut ks = Keyspace::new(req.databases);
-    let load =
-        load_rdb(&mut ks, &path, crate::server::unix_ms(), &req.load_config).map_err(|e| {
-            format!("Failed trying to load the MASTER synchronization DB from disk: {e}")
-        })?;
+    let (ks, load, rdb_bytes) = if req.diskless_load {
+        receive_and_load(&mut c)?
+    } else {
+        let (path, rdb_bytes) = receive_payload(&mut c)?;
+        req.progress.loading.store(true, Ordering::Relaxed);
+        tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
+        let mut ks = Keyspace::new(req.databases);
+        let load =
+            load_rdb(&mut ks, &path, crate::server::unix_ms(), &req.load_config).map_err(|e| {
+                format!("Failed trying to load the MASTER synchronization DB from disk: {e}")
+            })?;
+        (ks, load, rdb_bytes)
+    };
     let leftover = c.take_leftover();
     Ok(SyncOutcome::Full {
         replid,
@@ -374,8 +383,16 @@ fn rdma_full_sync(mut c: Conn, rest: &str) -> Result<SyncOutcome, String> {
     })
 }
 
-/// Reads the snapshot into a temp file renamed to `dbfilename`.
-fn receive_payload(c: &mut Conn) -> Result<(PathBuf, u64), String> {
+/// How the payload is framed.
+enum Framing {
+    /// `$EOF:<40 bytes>`: the payload ends with the same 40 bytes.
+    Mark(Vec<u8>),
+    /// `$<len>`.
+    Len(u64),
+}
+
+/// The payload's `$...` line (after any `\n` keepalives).
+fn payload_header(c: &mut Conn) -> Result<Framing, String> {
     let header = loop {
         let l = c.line()?;
         if l.is_empty() {
@@ -391,29 +408,56 @@ fn receive_payload(c: &mut Conn) -> Result<(PathBuf, u64), String> {
             "Bad protocol from MASTER, the first byte is not '$' (we received '{header}'), are you sure the host and port are right?"
         ));
     };
+    if let Some(mark) = spec.strip_prefix("EOF:") {
+        if mark.len() != 40 {
+            return Err(format!("bad EOF mark from master: {header}"));
+        }
+        c.req.progress.total.store(-1, Ordering::Relaxed);
+        return Ok(Framing::Mark(mark.as_bytes().to_vec()));
+    }
+    let len: u64 = spec
+        .parse()
+        .map_err(|_| format!("bad payload length from master: {header}"))?;
+    c.req.progress.total.store(len as i64, Ordering::Relaxed);
+    Ok(Framing::Len(len))
+}
+
+/// Passes the payload, in the pieces it arrives in, to `sink`; returns
+/// its length.
+fn copy_payload(
+    c: &mut Conn,
+    framing: &Framing,
+    sink: &mut dyn FnMut(&[u8]) -> Result<(), String>,
+) -> Result<u64, String> {
+    match framing {
+        Framing::Mark(mark) => copy_until_mark(c, sink, mark),
+        Framing::Len(len) => copy_exact(c, sink, *len).map(|_| *len),
+    }
+}
+
+/// Reads the snapshot into a temp file renamed to `dbfilename`.
+fn receive_payload(c: &mut Conn) -> Result<(PathBuf, u64), String> {
+    let framing = payload_header(c)?;
     let tmp = c.req.dir.join(format!(
         "temp-{}.{}.rdb",
         crate::server::unix_ms(),
         std::process::id()
     ));
-    let mut file = std::fs::File::create(&tmp).map_err(|e| {
+    let file = std::fs::File::create(&tmp).map_err(|e| {
         format!("Opening the temp file needed for MASTER <-> REPLICA synchronization: {e}")
     })?;
-    let res = if let Some(mark) = spec.strip_prefix("EOF:") {
-        let mark = mark.as_bytes().to_vec();
-        if mark.len() != 40 {
-            return Err(format!("bad EOF mark from master: {header}"));
-        }
-        c.req.progress.total.store(-1, Ordering::Relaxed);
-        copy_until_mark(c, &mut file, &mark)
-    } else {
-        let len: u64 = spec
-            .parse()
-            .map_err(|_| format!("bad payload length from master: {header}"))?;
-        c.req.progress.total.store(len as i64, Ordering::Relaxed);
-        copy_exact(c, &mut file, len).map(|_| len)
+    // As Redis's replica (`rdb_fsync_range` every 8 MiB received): the
+    // disk writes while the payload arrives, and the final fsync below
+    // finds little left to flush.
+    let mut writeback = crate::persistence::writeback::Writeback::new(&file);
+    let mut write = |d: &[u8]| {
+        (&file)
+            .write_all(d)
+            .map_err(|e| format!("Write error writing to the DB on disk: {e}"))?;
+        writeback.wrote(d.len());
+        Ok(())
     };
-    let n = match res {
+    let n = match copy_payload(c, &framing, &mut write) {
         Ok(n) => n,
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
@@ -435,15 +479,133 @@ fn receive_payload(c: &mut Conn) -> Result<(PathBuf, u64), String> {
     Ok((dest, n))
 }
 
-fn copy_exact(c: &mut Conn, file: &mut std::fs::File, len: u64) -> Result<(), String> {
+/// Pieces in flight between the socket and the loader: bounded, so a
+/// loader slower than the link holds the master back (TCP) instead of
+/// buffering the payload in memory.
+const LOAD_QUEUE: usize = 32;
+
+/// `repl-diskless-load`: the payload is parsed as it arrives (Redis's
+/// `rdbLoadRio` on the socket) by a loader thread, into a fresh keyspace,
+/// while this thread keeps reading the socket and checksums the bytes on
+/// the way. Transfer and load overlap; nothing is written to disk. A
+/// dropped link, a corrupt payload or a CRC mismatch returns an error and
+/// the half-loaded keyspace is dropped: the loop never sees it.
+fn receive_and_load(c: &mut Conn) -> Result<(Keyspace, Option<LoadStats>, u64), String> {
+    let framing = payload_header(c)?;
+    c.req.progress.loading.store(true, Ordering::Relaxed);
+    tracing::info!(
+        "MASTER <-> REPLICA sync: Loading DB in memory from the socket as it arrives (repl-diskless-load)"
+    );
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(LOAD_QUEUE);
+    let req = c.req;
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        let loader = std::thread::Builder::new()
+            .name("repl-load".into())
+            .spawn_scoped(s, move || {
+                let mut ks = Keyspace::new(req.databases);
+                let now = crate::server::unix_ms();
+                let r = crate::persistence::load::load_stream(
+                    &mut ks,
+                    rx.into_iter(),
+                    now,
+                    &req.load_config,
+                );
+                (ks, r)
+            })
+            .map_err(|e| format!("Can't start the loader thread: {e}"))?;
+        let mut crc = PayloadCrc::default();
+        let mut send = |d: &[u8]| {
+            crc.update(d);
+            tx.send(d.to_vec())
+                .map_err(|_| "the loader stopped".to_string())
+        };
+        let received = copy_payload(c, &framing, &mut send);
+        // The loader sees the end of the pieces (normal or not).
+        drop(tx);
+        let (ks, loaded) = loader
+            .join()
+            .map_err(|_| "the loader thread panicked".to_string())?;
+        let fail = |e: String| {
+            format!("Failed trying to load the MASTER synchronization DB from socket: {e}")
+        };
+        let err = match (received, loaded) {
+            (Ok(n), Ok((stats, summary))) => {
+                if summary.len as u64 != n {
+                    return Err(fail(format!(
+                        "the RDB ends after {} of the {n} bytes of payload",
+                        summary.len
+                    )));
+                }
+                if let ferrokv_rdb::Checksum::NotVerified(stored) = summary.checksum {
+                    let computed = crc.crc;
+                    if computed != stored {
+                        return Err(fail(format!(
+                            "RDB checksum mismatch: the trailer holds {stored:#018x}, the payload hashes to {computed:#018x}"
+                        )));
+                    }
+                }
+                tracing::info!(
+                    "MASTER <-> REPLICA sync: received and loaded {n} bytes of payload ({} keys) in {:.3}s",
+                    stats.keys,
+                    started.elapsed().as_secs_f64()
+                );
+                return Ok((ks, Some(stats), n));
+            }
+            // The link failed (the loader then saw a cut payload): the
+            // link's error is the reason.
+            (Err(e), Ok(_)) | (Err(e), Err(_)) if e != "the loader stopped" => e,
+            // The loader failed (a corrupt payload) and stopped the reading.
+            (_, Err(e)) => fail(e),
+            (Err(e), Ok(_)) => e,
+        };
+        Err(err)
+    })
+}
+
+/// CRC64 of the payload minus its last 8 bytes (the RDB's trailer, kept
+/// aside), computed as the pieces pass.
+#[derive(Default)]
+struct PayloadCrc {
+    crc: u64,
+    last: [u8; 8],
+    have: usize,
+}
+
+impl PayloadCrc {
+    fn update(&mut self, d: &[u8]) {
+        use ferrokv_rdb::crc64::crc64;
+        if d.len() >= 8 {
+            self.crc = crc64(self.crc, &self.last[..self.have]);
+            let (body, tail) = d.split_at(d.len() - 8);
+            self.crc = crc64(self.crc, body);
+            self.last.copy_from_slice(tail);
+            self.have = 8;
+            return;
+        }
+        let spill = (self.have + d.len()).saturating_sub(8);
+        if spill > 0 {
+            self.crc = crc64(self.crc, &self.last[..spill]);
+            self.last.copy_within(spill..self.have, 0);
+            self.have -= spill;
+        }
+        self.last[self.have..self.have + d.len()].copy_from_slice(d);
+        self.have += d.len();
+    }
+}
+
+fn copy_exact(
+    c: &mut Conn,
+    sink: &mut dyn FnMut(&[u8]) -> Result<(), String>,
+    len: u64,
+) -> Result<(), String> {
     let mut left = len;
     while left > 0 {
         if c.start == c.end {
             c.fill()?;
         }
         let n = ((c.end - c.start) as u64).min(left) as usize;
-        file.write_all(&c.buf[c.start..c.start + n])
-            .map_err(|e| format!("Write error writing to the DB on disk: {e}"))?;
+        sink(&c.buf[c.start..c.start + n])?;
         c.start += n;
         left -= n as u64;
         c.req.progress.read.fetch_add(n as u64, Ordering::Relaxed);
@@ -451,26 +613,32 @@ fn copy_exact(c: &mut Conn, file: &mut std::fs::File, len: u64) -> Result<(), St
     Ok(())
 }
 
-/// Copies until the 40-byte end mark; the stream may follow it at once
-/// in the same read, and stays in the buffer.
-fn copy_until_mark(c: &mut Conn, file: &mut std::fs::File, mark: &[u8]) -> Result<u64, String> {
+/// Copies until the 40-byte end mark. As Redis's `readSyncBulkPayload`,
+/// only the tail of what has arrived is compared with the mark: the master
+/// sends nothing after it until our first `REPLCONF ACK`, so the mark is
+/// always the last thing read. (Searching every position for it cost the
+/// replica more CPU than the rest of the transfer.)
+fn copy_until_mark(
+    c: &mut Conn,
+    sink: &mut dyn FnMut(&[u8]) -> Result<(), String>,
+    mark: &[u8],
+) -> Result<u64, String> {
     let mut written = 0u64;
     loop {
         let avail = &c.buf[c.start..c.end];
-        if let Some(p) = avail.windows(mark.len()).position(|w| w == mark) {
-            file.write_all(&avail[..p])
-                .map_err(|e| format!("Write error writing to the DB on disk: {e}"))?;
+        if avail.ends_with(mark) {
+            let p = avail.len() - mark.len();
+            sink(&avail[..p])?;
             written += p as u64;
             c.req.progress.read.fetch_add(p as u64, Ordering::Relaxed);
-            c.start += p + mark.len();
+            c.start = c.end;
             return Ok(written);
         }
-        // Keep the last bytes that could start the mark.
-        let keep = avail.len().min(mark.len() - 1);
+        // Keep the last bytes that could be (the start of) the mark.
+        let keep = avail.len().min(mark.len());
         let n = avail.len() - keep;
         if n > 0 {
-            file.write_all(&avail[..n])
-                .map_err(|e| format!("Write error writing to the DB on disk: {e}"))?;
+            sink(&avail[..n])?;
             written += n as u64;
             c.req.progress.read.fetch_add(n as u64, Ordering::Relaxed);
             c.start += n;

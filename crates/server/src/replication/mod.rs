@@ -49,6 +49,8 @@ pub struct ReplConfig {
     pub diskless_sync: bool,
     pub diskless_sync_delay: u64,
     pub diskless_sync_max_replicas: u64,
+    /// `repl-diskless-load`: how a replica takes a full sync's payload.
+    pub diskless_load: DisklessLoad,
     pub ping_replica_period: u64,
     pub timeout: u64,
     pub min_replicas_to_write: u64,
@@ -72,6 +74,7 @@ impl Default for ReplConfig {
             diskless_sync: true,
             diskless_sync_delay: 5,
             diskless_sync_max_replicas: 0,
+            diskless_load: DisklessLoad::Disabled,
             ping_replica_period: 10,
             timeout: 60,
             min_replicas_to_write: 0,
@@ -79,6 +82,42 @@ impl Default for ReplConfig {
             replica_announce_ip: String::new(),
             replica_priority: 100,
             rdma: rdma::RdmaConfig::default(),
+        }
+    }
+}
+
+/// `repl-diskless-load`, with Redis's values. Whatever the mode, ferrokv
+/// loads into a fresh keyspace while the loop keeps serving the old one
+/// (per `replica-serve-stale-data`) and swaps it in only after the whole
+/// payload loaded and its checksum matched; the modes choose where the
+/// payload goes on its way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DisklessLoad {
+    /// Written to a temp file renamed to `dbfilename`, then loaded.
+    Disabled,
+    /// Parsed from the socket as it arrives, only when the data set is
+    /// empty at the start of the sync; otherwise as `Disabled`.
+    OnEmptyDb,
+    /// Always parsed from the socket as it arrives (Redis keeps the old
+    /// data aside and swaps; so does ferrokv, always). No file is written.
+    Swapdb,
+}
+
+impl DisklessLoad {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "disabled" => Some(DisklessLoad::Disabled),
+            "on-empty-db" => Some(DisklessLoad::OnEmptyDb),
+            "swapdb" => Some(DisklessLoad::Swapdb),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DisklessLoad::Disabled => "disabled",
+            DisklessLoad::OnEmptyDb => "on-empty-db",
+            DisklessLoad::Swapdb => "swapdb",
         }
     }
 }

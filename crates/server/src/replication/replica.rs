@@ -224,6 +224,12 @@ impl Server {
             psync: link.cached.clone(),
             dir: std::path::PathBuf::from(&cfg.dir),
             dbfilename: cfg.dbfilename.clone(),
+            diskless_load: match cfg.repl.diskless_load {
+                super::DisklessLoad::Disabled => false,
+                super::DisklessLoad::Swapdb => true,
+                // Redis: only when the data set is empty (nothing to keep).
+                super::DisklessLoad::OnEmptyDb => self.keyspace.dbs.iter().all(|d| d.is_empty()),
+            },
             databases: cfg.databases as usize,
             load_config: Box::new(cfg.clone()),
             timeout: Duration::from_secs(cfg.repl.timeout.max(1)),
