@@ -17,6 +17,7 @@
 """
 import argparse
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -162,12 +163,16 @@ def main():
                     s.start()
                     r[name] = bench(s.port, "set", 200_000 if pipeline == 1 else 1_000_000, pipeline, 32, 1_000_000)[0]
                     s.stop()
+                    shutil.rmtree(d, ignore_errors=True)
                 rows.append((f"SET with appendfsync {policy}, -c 50 -P {pipeline}",
                              f"ferrokv {r['ferrokv']:,.0f} req/s, redis {r['redis']:,.0f} req/s, ratio {r['ferrokv'] / r['redis']:.2f}x"))
                 print(rows[-1], file=sys.stderr)
     finally:
         for s in servers.values():
             s.stop()
+        # The data directories hold gigabyte snapshots.
+        for d in dirs.values():
+            shutil.rmtree(d, ignore_errors=True)
     print("| measurement | result |")
     print("|---|---|")
     for k, v in rows:
