@@ -102,7 +102,10 @@ impl Reactor {
         loop {
             let period = Duration::from_millis(1000 / self.srv.config.hz.max(1));
             let now = Instant::now();
-            let timeout = if !self.srv.pending_reads.is_empty() || self.srv.eviction.pending {
+            let timeout = if !self.srv.pending_reads.is_empty()
+                || self.srv.eviction.pending
+                || self.srv.persistence.job.as_ref().is_some_and(|j| j.eager())
+            {
                 Duration::ZERO
             } else if self.srv.persistence.job.is_some()
                 || self.srv.aof.as_ref().is_some_and(|a| a.has_pending())

@@ -13,6 +13,8 @@ const CHUNK: usize = 1024 * 1024;
 /// Chunks that may wait for the writer; a slower disk makes the producer
 /// wait (back-pressure) instead of buffering the whole snapshot.
 const QUEUE: usize = 32;
+/// Bytes of snapshot a background save produces per loop turn at most.
+const STEP_BYTES: u64 = 4 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SaveKind {
@@ -81,6 +83,8 @@ pub struct SnapshotJob {
     /// `rdb-key-save-delay` in microseconds: pacing for tests.
     key_delay_us: u64,
     finished_producing: bool,
+    /// The last step ended on its byte budget (see `step`).
+    eager: bool,
     pub path: PathBuf,
     pub peak_cow_entries: usize,
     /// The snapshot is the new base of an AOF rewrite, not `dump.rdb`.
@@ -131,25 +135,26 @@ impl SnapshotJob {
         let (tx, rx) = sync_channel::<Msg>(QUEUE);
         let (rtx, result) = sync_channel(1);
         let final_path = path.to_path_buf();
+        // The writer counts down the chunks it has written, so a background
+        // save waits for a slow disk instead of blocking the loop on a full
+        // queue (see `step`).
+        let inflight = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let writer = Subscription {
+            rx,
+            inflight: inflight.clone(),
+        };
         std::thread::Builder::new()
             .name("rdb-writer".into())
             .spawn(move || {
-                let r = write_file(file, &tmp, &final_path, &dir, rx);
+                let r = write_file(file, &tmp, &final_path, &dir, writer);
                 if r.is_err() {
                     let _ = std::fs::remove_file(&tmp);
                 }
                 let _ = rtx.send(r);
             })?;
-        Ok(Self::begin(
-            ks,
-            path,
-            kind,
-            dirty,
-            meta,
-            vec![tx],
-            result,
-            None,
-        ))
+        let mut job = Self::begin(ks, path, kind, dirty, meta, vec![tx], result, None);
+        job.subscriber_inflight.push(inflight);
+        Ok(job)
     }
 
     /// Begins a snapshot with no file: only `subscribe`rs receive it (a
@@ -221,6 +226,7 @@ impl SnapshotJob {
             keys_total,
             key_delay_us: meta.key_delay_us,
             finished_producing: false,
+            eager: false,
             path: path.to_path_buf(),
             peak_cow_entries: 0,
             for_aof: false,
@@ -249,13 +255,25 @@ impl SnapshotJob {
     /// Produces up to about `max_keys` keys of the snapshot. Returns true
     /// once everything has been handed to the writer.
     pub fn step(&mut self, ks: &mut Keyspace, max_keys: u64) -> bool {
+        self.eager = false;
         if self.finished_producing {
             return true;
         }
-        if self.subscriber_behind() {
-            // Wait for the slowest subscriber rather than block the loop.
+        // A foreground save (SAVE, SHUTDOWN) may block on its writer; a
+        // background one waits for the slowest consumer (the file writer
+        // on a slow disk, a replica socket) rather than block the loop.
+        let background = self.kind != SaveKind::Foreground;
+        if background && self.subscriber_behind() {
             return false;
         }
+        // And it produces at most STEP_BYTES per loop turn, so that one turn
+        // of large values (LZF, CRC, copies) does not stall the clients;
+        // `eager` asks the loop to come back at once.
+        let budget_end = if background {
+            self.bytes_sent + self.chunk.len() as u64 + STEP_BYTES
+        } else {
+            u64::MAX
+        };
         let limit = self
             .allowed_keys()
             .min(self.keys_done.saturating_add(max_keys));
@@ -314,8 +332,18 @@ impl SnapshotJob {
             if self.chunk.len() >= CHUNK {
                 self.flush();
             }
+            if self.bytes_sent + self.chunk.len() as u64 >= budget_end {
+                self.eager = true;
+                break;
+            }
         }
         false
+    }
+
+    /// Whether the last step stopped at its byte budget with more to do
+    /// right away (the loop should not sleep before the next one).
+    pub fn eager(&self) -> bool {
+        self.eager
     }
 
     /// Whether a live subscriber has half its queue waiting.
@@ -410,7 +438,7 @@ fn write_file(
     tmp: &Path,
     dest: &Path,
     dir: &Path,
-    rx: Receiver<Msg>,
+    rx: Subscription,
 ) -> Result<u64, String> {
     let mut written = 0u64;
     let ctx = |what: &str, e: std::io::Error| format!("{what} {}: {e}", tmp.display());
@@ -504,5 +532,52 @@ mod tests {
         }
         ferrokv_rdb::decode(&got, &mut Count(&mut keys)).unwrap();
         assert_eq!(keys, 50_000);
+    }
+
+    #[test]
+    fn a_background_step_stops_at_its_byte_budget_and_a_foreground_save_does_not() {
+        let mut ks = Keyspace::new(16);
+        // 20,000 values of 2 KiB that LZF cannot shrink: 40 MiB of
+        // snapshot in several segments (the budget is checked between
+        // segments, each at most SEGMENT_MAX entries).
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        for i in 0..20_000 {
+            let v: Vec<u8> = (0..2048)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            ks.dbs[0].set_str(format!("big{i}").as_bytes(), &v, NO_EXPIRE, 0);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dump.rdb");
+        let mut job = SnapshotJob::start(&mut ks, &path, SaveKind::Background, 0, meta()).unwrap();
+        let mut steps = 0;
+        while !job.step(&mut ks, u64::MAX) {
+            steps += 1;
+            // Each step: at most the budget plus one segment's entries
+            // (3584 x 2 KiB).
+            assert!(job.bytes_sent + job.chunk.len() as u64 <= steps * (STEP_BYTES + (8 << 20)));
+        }
+        assert!(steps >= 40 / 12, "{steps} steps for 40 MiB");
+        let JobStatus::Done(r) = job.poll(true) else {
+            unreachable!()
+        };
+        assert!(r.unwrap() > 40_000_000);
+        // A foreground save is one call.
+        let path2 = dir.path().join("fg.rdb");
+        let mut fg = SnapshotJob::start(&mut ks, &path2, SaveKind::Foreground, 0, meta()).unwrap();
+        assert!(fg.step(&mut ks, u64::MAX));
+        let JobStatus::Done(r) = fg.poll(true) else {
+            unreachable!()
+        };
+        r.unwrap();
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            std::fs::read(&path2).unwrap()
+        );
     }
 }
