@@ -8,10 +8,12 @@
    the time from process start to the first PONG (Redis answers -LOADING
    while it loads) is the load time.
 2. BGSAVE under load: redis-benchmark (SET, -c 50, random keys over the
-   data set) runs while a BGSAVE of the whole data set happens; its p99
-   latency, and the save's extra memory: for ferrokv the peak RSS growth
-   sampled during the save, for Redis its `rdb_last_cow_size` (the forked
-   child's copy-on-write).
+   data set) runs while BGSAVEs of the whole data set follow each other
+   back to back for the whole benchmark (so that every request counted is
+   served during a save, whatever each server's save takes); its p99
+   latency, the first save's duration, and the saves' extra memory: for
+   ferrokv the peak RSS growth sampled during the saves, for Redis its
+   `rdb_last_cow_size` (the forked child's copy-on-write), the largest.
 3. SET throughput with appendonly yes, appendfsync everysec and always
    (-c 50, -P 1 and -P 16).
 """
@@ -127,21 +129,34 @@ def main():
             th = threading.Thread(target=sample)
             th.start()
             res = {}
+            cli(s.port, "bgsave")
+            while info(s.port, "rdb_bgsave_in_progress") != "1":
+                time.sleep(0.01)
+            t0 = time.monotonic()
             bt = threading.Thread(target=lambda: res.update(r=bench(s.port, "set", n, 1, a.value_size, a.keys)))
             bt.start()
-            time.sleep(0.5)
-            t0 = time.monotonic()
-            cli(s.port, "bgsave")
+            saves, save_secs, cow = 1, None, 0
+            while bt.is_alive():
+                if info(s.port, "rdb_bgsave_in_progress") == "0":
+                    if save_secs is None:
+                        save_secs = time.monotonic() - t0
+                    if s.name == "redis":
+                        cow = max(cow, int(info(s.port, "rdb_last_cow_size") or 0))
+                    cli(s.port, "bgsave")
+                    saves += 1
+                time.sleep(0.02)
             while info(s.port, "rdb_bgsave_in_progress") == "1":
                 time.sleep(0.05)
-            save_secs = time.monotonic() - t0
-            bt.join()
+            if save_secs is None:
+                save_secs = time.monotonic() - t0
+            if s.name == "redis":
+                cow = max(cow, int(info(s.port, "rdb_last_cow_size") or 0))
             done.set()
             th.join()
             rps, p99 = res["r"]
-            extra = (peak[0] - base_rss) if s.name == "ferrokv" else int(info(s.port, "rdb_last_cow_size") or 0)
+            extra = (peak[0] - base_rss) if s.name == "ferrokv" else cow
             rows.append((f"BGSAVE under SET -c 50 ({s.name})",
-                         f"save {save_secs:.1f} s, p99 {p99:.3f} ms, {rps:,.0f} req/s, extra memory {extra / 2**20:.0f} MiB"))
+                         f"first save {save_secs:.1f} s, {saves} saves back to back, p99 {p99:.3f} ms, {rps:,.0f} req/s, extra memory {extra / 2**20:.0f} MiB"))
             print(rows[-1], file=sys.stderr)
         for s in servers.values():
             s.stop()

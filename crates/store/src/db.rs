@@ -485,6 +485,43 @@ impl Db {
         true
     }
 
+    /// Visits at most `max` entries of segment `si`, from position `from`,
+    /// as the segment was when the snapshot began. `Some(next)`: more to
+    /// visit from `next`; `None`: the segment is done and its copy, if one
+    /// was kept, released (or it was visited already). A segment's view
+    /// cannot change between two parts: the first write to a segment still
+    /// pending keeps a copy of it as it was, in the same order, and the
+    /// next parts read that copy.
+    pub fn snapshot_segment_part(
+        &mut self,
+        si: usize,
+        from: usize,
+        max: usize,
+        visit: impl FnMut(&Entry),
+    ) -> Option<usize> {
+        let Db {
+            snapshot, segments, ..
+        } = self;
+        let s = snapshot.as_mut()?;
+        if si >= s.pending.len() || !s.pending[si] {
+            return None;
+        }
+        let entries: &[Entry] = match &s.frozen[si] {
+            Some(copy) => copy,
+            None => &segments[si].entries,
+        };
+        let end = from.saturating_add(max).min(entries.len());
+        entries[from.min(end)..end].iter().for_each(visit);
+        if end < entries.len() {
+            return Some(end);
+        }
+        s.pending[si] = false;
+        if let Some(copy) = s.frozen[si].take() {
+            s.frozen_entries -= copy.len();
+        }
+        None
+    }
+
     /// Ends (or abandons) the snapshot and frees what it kept.
     pub fn end_snapshot(&mut self) {
         self.snapshot = None;
@@ -1089,6 +1126,57 @@ mod tests {
                     "visited twice"
                 );
             });
+        }
+        db.end_snapshot();
+        assert_eq!(seen.len(), 20_000);
+        for i in 0..20_000i64 {
+            assert_eq!(seen[format!("k{i}").as_bytes()], Value::Int(i));
+        }
+    }
+
+    #[test]
+    fn a_segment_visited_in_parts_with_writes_between_them_is_seen_as_it_was() {
+        let mut db = Db::new();
+        for i in 0..20_000i64 {
+            db.upsert(format!("k{i}").as_bytes(), Value::Int(i), NO_EXPIRE, 0);
+        }
+        let (nseg, _, _) = db.begin_snapshot();
+        let mut seen = std::collections::HashMap::new();
+        let mut round = 0i64;
+        for si in 0..nseg {
+            let mut from = 0;
+            loop {
+                // Between parts: overwrite, delete (swap_remove reorders a
+                // live segment), insert (splits), as clients would.
+                for j in 0..40i64 {
+                    round += 1;
+                    let k = (round * 7919 + j * 31) % 20_000;
+                    db.upsert(format!("k{k}").as_bytes(), Value::Int(-1), NO_EXPIRE, 0);
+                    db.remove(format!("k{}", (k + 3) % 20_000).as_bytes());
+                    db.upsert(
+                        format!("new{round}-{j}").as_bytes(),
+                        Value::Int(-2),
+                        NO_EXPIRE,
+                        0,
+                    );
+                }
+                let next = db.snapshot_segment_part(si, from, 100, |e| {
+                    assert!(
+                        seen.insert(e.key().to_vec(), e.value().to_value())
+                            .is_none(),
+                        "visited twice"
+                    );
+                });
+                match next {
+                    Some(n) => from = n,
+                    None => break,
+                }
+            }
+            // A segment done is not visited again.
+            assert_eq!(
+                db.snapshot_segment_part(si, 0, 100, |_| panic!("again")),
+                None
+            );
         }
         db.end_snapshot();
         assert_eq!(seen.len(), 20_000);

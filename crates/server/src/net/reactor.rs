@@ -432,7 +432,24 @@ impl Reactor {
         for t in self.srv.replication_tick() {
             self.resume_client(t);
         }
+        self.write_pending(aof_ok);
+        // The snapshot's slice of work after the replies are out: the
+        // clients' next requests travel while it runs, instead of every
+        // reply of this turn waiting for it. What it queued (a replica's
+        // sync result) goes out now too.
         self.srv.drive_snapshot();
+        if !self.srv.pending_writes.is_empty() {
+            self.write_pending(aof_ok);
+        }
+        // Clients killed by others (CLIENT KILL).
+        for t in std::mem::take(&mut self.srv.close_queue) {
+            self.close_client(t);
+        }
+    }
+
+    /// Flushes the clients with queued replies (those waiting for the AOF
+    /// stay queued while it is failing).
+    fn write_pending(&mut self, aof_ok: bool) {
         let pending = std::mem::take(&mut self.srv.pending_writes);
         for t in pending {
             let Some(Some(c)) = self.srv.clients.get_mut(t) else {
@@ -477,10 +494,6 @@ impl Reactor {
                     }
                 }
             }
-        }
-        // Clients killed by others (CLIENT KILL).
-        for t in std::mem::take(&mut self.srv.close_queue) {
-            self.close_client(t);
         }
     }
 
