@@ -15,9 +15,9 @@ const CHUNK: usize = 1024 * 1024;
 const QUEUE: usize = 32;
 /// Bytes of snapshot a background save produces per loop turn at most
 /// (checked after each part of a segment).
-const STEP_BYTES: u64 = 512 << 10;
+const STEP_BYTES: u64 = 64 << 10;
 /// Entries of a segment visited in one go.
-const PART_ENTRIES: usize = 256;
+const PART_ENTRIES: usize = 32;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SaveKind {
