@@ -949,7 +949,17 @@ impl Server {
         let Some(job) = self.persistence.job.as_mut() else {
             return;
         };
-        job.step(&mut self.keyspace, 20_000);
+        // Clients count as busy for 5 ms after the last command served:
+        // between two requests of a client the loop has nothing to read,
+        // and those turns must not hand the whole loop to the save.
+        let served = self.stats.total_commands_processed;
+        let now = Instant::now();
+        if served != self.persistence.commands_at_last_step {
+            self.persistence.commands_at_last_step = served;
+            self.persistence.clients_busy_until = now + std::time::Duration::from_millis(5);
+        }
+        let busy = now < self.persistence.clients_busy_until;
+        job.step_sharing(&mut self.keyspace, 20_000, busy);
         if let crate::persistence::snapshot::JobStatus::Done(r) = job.poll(false) {
             let job = self.persistence.job.take().expect("present");
             self.finish_snapshot(job, r);

@@ -106,6 +106,7 @@ impl Reactor {
                 || self.srv.eviction.pending
                 || self.srv.persistence.job.as_ref().is_some_and(|j| j.eager())
             {
+                // (A save with work ready comes back at once.)
                 Duration::ZERO
             } else if self.srv.persistence.job.is_some()
                 || self.srv.aof.as_ref().is_some_and(|a| a.has_pending())

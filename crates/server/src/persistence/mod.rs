@@ -37,6 +37,10 @@ pub struct PersistenceState {
     pub last_attempt_unix: u64,
     pub last_load_keys: u64,
     pub last_load_expired: u64,
+    /// Commands served when the save last stepped (its duty cycle yields
+    /// only to a loop that is serving clients).
+    pub commands_at_last_step: u64,
+    pub clients_busy_until: std::time::Instant,
     /// The replication AUX fields of the snapshot loaded last.
     pub last_load_repl: load::ReplAux,
     pub last_error: Option<String>,
@@ -57,6 +61,8 @@ impl PersistenceState {
             last_load_keys: 0,
             last_load_expired: 0,
             last_load_repl: load::ReplAux::default(),
+            commands_at_last_step: 0,
+            clients_busy_until: std::time::Instant::now(),
             last_error: None,
             last_cow_entries: 0,
         }

@@ -270,17 +270,34 @@ impl SnapshotJob {
     /// Produces up to about `max_keys` keys of the snapshot. Returns true
     /// once everything has been handed to the writer.
     pub fn step(&mut self, ks: &mut Keyspace, max_keys: u64) -> bool {
-        self.eager = false;
+        self.step_sharing(ks, max_keys, false)
+    }
+
+    /// [`SnapshotJob::step`] for the event loop: with `clients_busy` (the
+    /// loop served commands since the last step) a background save takes
+    /// at most a third of the loop's time — after a step of d, the next
+    /// waits 2d; an idle loop gives it all.
+    pub fn step_sharing(&mut self, ks: &mut Keyspace, max_keys: u64, clients_busy: bool) -> bool {
         if self.finished_producing {
+            self.eager = false;
             return true;
         }
         // A foreground save (SAVE, SHUTDOWN) may block on its writer; a
         // background one waits for the slowest consumer (the file writer
         // on a slow disk, a replica socket) rather than block the loop.
         let background = self.kind != SaveKind::Foreground;
-        if background && (self.subscriber_behind() || Instant::now() < self.next_step_at) {
+        if background && self.subscriber_behind() {
+            self.eager = false;
             return false;
         }
+        if background && clients_busy && Instant::now() < self.next_step_at {
+            // Held back: the loop sleeps until a client's event or its
+            // usual 1 ms tick while a save runs (spinning would take the
+            // CPU from the clients it is yielding to).
+            self.eager = false;
+            return false;
+        }
+        self.eager = false;
         let step_started = Instant::now();
         // And it produces at most STEP_BYTES per loop turn, so that one turn
         // of large values (LZF, CRC, copies) does not stall the clients;
@@ -362,8 +379,7 @@ impl SnapshotJob {
                 break;
             }
         }
-        // The save takes at most a third of the loop's time: after a step
-        // of d, the next waits 2d (clients are served meanwhile).
+        // The duty cycle (see `step_sharing`).
         if background {
             let d = step_started.elapsed();
             self.next_step_at = Instant::now() + d * 2;
@@ -371,8 +387,9 @@ impl SnapshotJob {
         false
     }
 
-    /// Whether the last step stopped at its byte budget with more to do
-    /// right away (the loop should not sleep before the next one).
+    /// Whether work is ready (the last step stopped at its byte budget and
+    /// the duty cycle does not hold the next one back): the loop should not
+    /// sleep before the next turn.
     pub fn eager(&self) -> bool {
         self.eager
     }
