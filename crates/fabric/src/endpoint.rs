@@ -382,15 +382,45 @@ impl Endpoint {
     ) -> Result<()> {
         self.req.check_immediate(immediate)?;
         let (buf, desc) = self.local_buffer(src, &range, Access::WRITE)?;
-        // SAFETY: the endpoint is live; buf/len lie in a registered region retained by this
-        // endpoint until it is closed; desc is that region's descriptor.
+        // SAFETY: buf/len lie in a registered region retained by this endpoint until it is
+        // closed; desc is that region's descriptor.
+        unsafe {
+            self.post_writedata(
+                buf,
+                range.len(),
+                desc,
+                immediate,
+                remote_addr,
+                remote_key,
+                tag,
+            )
+        }
+    }
+
+    /// The `fi_writedata` call itself.
+    ///
+    /// # Safety
+    /// `buf..buf+len` must stay readable until the endpoint is closed, and `desc` must be
+    /// its region's descriptor, or null where the provider needs none.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn post_writedata(
+        &self,
+        buf: *mut c_void,
+        len: usize,
+        desc: *mut c_void,
+        immediate: u64,
+        remote_addr: u64,
+        remote_key: u64,
+        tag: u64,
+    ) -> Result<()> {
+        // SAFETY: the endpoint is live; the caller vouches for the buffer.
         let ret = unsafe {
             let e = self.ptr.as_ptr();
             let writedata = op!((*e).rma, writedata);
             writedata(
                 e,
                 buf,
-                range.len(),
+                len,
                 desc,
                 immediate,
                 0,
@@ -442,26 +472,20 @@ impl Endpoint {
             }
         }
         let buf = bytes[range.clone()].as_ptr() as *mut c_void;
-        // SAFETY: the endpoint is live; buf/len lie in `owner`'s bytes, which stay allocated
-        // (retained above) until the endpoint is closed; no descriptor is needed without
-        // FI_MR_LOCAL. The provider only reads the buffer.
-        let ret = unsafe {
-            let e = self.ptr.as_ptr();
-            let writedata = op!((*e).rma, writedata);
-            writedata(
-                e,
+        // SAFETY: buf/len lie in `owner`'s bytes, which stay allocated (retained above)
+        // until the endpoint is closed; no descriptor is needed without FI_MR_LOCAL. The
+        // provider only reads the buffer.
+        unsafe {
+            self.post_writedata(
                 buf,
                 range.len(),
                 std::ptr::null_mut(),
                 immediate,
-                0,
                 remote_addr,
                 remote_key,
-                tag_context(tag),
+                tag,
             )
-        };
-        self.lib().check("fi_writedata", ret)?;
-        Ok(())
+        }
     }
 
     /// `fi_send` of `src[range]` (a registered region, retained until the endpoint closes).
