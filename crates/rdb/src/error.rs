@@ -76,51 +76,46 @@ pub enum DecodeError {
     },
 }
 
-impl DecodeError {
-    /// The byte offset the error refers to, if it concerns the file content.
-    pub fn offset(&self) -> Option<usize> {
+/// The `offset` field of the variants that have one, bound to `$o` (by
+/// reference, as `$e` matches), in one list for every use.
+macro_rules! offset_field {
+    ($e:expr, $o:ident => $v:expr) => {{
         use DecodeError::*;
-        match self {
-            BadMagic => Some(0),
-            UnsupportedVersion { .. } => Some(5),
-            Truncated { offset, .. }
-            | ChecksumMismatch { offset, .. }
-            | UnknownType { offset, .. }
-            | UnsupportedType { offset, .. }
-            | ModuleAux { offset, .. }
-            | UnsupportedOpcode { offset, .. }
-            | BadLength { offset, .. }
-            | BadStringEncoding { offset, .. }
-            | TooLong { offset, .. }
-            | Lzf { offset, .. }
-            | Corrupt { offset, .. }
-            | CorruptBlob { offset, .. }
-            | Visitor { offset, .. } => Some(*offset),
+        match $e {
+            Truncated { offset: $o, .. }
+            | ChecksumMismatch { offset: $o, .. }
+            | UnknownType { offset: $o, .. }
+            | UnsupportedType { offset: $o, .. }
+            | ModuleAux { offset: $o, .. }
+            | UnsupportedOpcode { offset: $o, .. }
+            | BadLength { offset: $o, .. }
+            | BadStringEncoding { offset: $o, .. }
+            | TooLong { offset: $o, .. }
+            | Lzf { offset: $o, .. }
+            | Corrupt { offset: $o, .. }
+            | CorruptBlob { offset: $o, .. }
+            | Visitor { offset: $o, .. } => Some($v),
+            BadMagic | UnsupportedVersion { .. } => None,
         }
-    }
+    }};
 }
 
 impl DecodeError {
+    /// The byte offset the error refers to, if it concerns the file content.
+    pub fn offset(&self) -> Option<usize> {
+        match self {
+            DecodeError::BadMagic => Some(0),
+            DecodeError::UnsupportedVersion { .. } => Some(5),
+            other => offset_field!(other, o => *o),
+        }
+    }
+
     /// The same error with its offset moved by `base` bytes: a
     /// [`crate::StreamDecoder`] decodes slices that start `base` bytes into
     /// the stream.
     pub(crate) fn shifted(mut self, base: usize) -> Self {
-        use DecodeError::*;
-        match &mut self {
-            BadMagic | UnsupportedVersion { .. } => {}
-            Truncated { offset, .. }
-            | ChecksumMismatch { offset, .. }
-            | UnknownType { offset, .. }
-            | UnsupportedType { offset, .. }
-            | ModuleAux { offset, .. }
-            | UnsupportedOpcode { offset, .. }
-            | BadLength { offset, .. }
-            | BadStringEncoding { offset, .. }
-            | TooLong { offset, .. }
-            | Lzf { offset, .. }
-            | Corrupt { offset, .. }
-            | CorruptBlob { offset, .. }
-            | Visitor { offset, .. } => *offset += base,
+        if let Some(o) = offset_field!(&mut self, o => o) {
+            *o += base;
         }
         self
     }

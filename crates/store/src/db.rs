@@ -453,7 +453,7 @@ impl Db {
 
     /// Begins a point-in-time snapshot: from now on, the first change to
     /// each segment not yet visited keeps a copy of it, so
-    /// [`Db::snapshot_segment`] always sees the data as it is now. Returns
+    /// [`Db::snapshot_segment_part`] always sees the data as it is now. Returns
     /// the number of segments to visit, and the key and expiry counts.
     pub fn begin_snapshot(&mut self) -> (usize, usize, usize) {
         let n = self.segments.len();
@@ -463,26 +463,6 @@ impl Db {
             frozen_entries: 0,
         });
         (n, self.len, self.expires)
-    }
-
-    /// Visits segment `si` as it was when the snapshot began, then releases
-    /// its copy if one was kept. False when it was visited already.
-    pub fn snapshot_segment(&mut self, si: usize, mut visit: impl FnMut(&Entry)) -> bool {
-        let Some(s) = &mut self.snapshot else {
-            return false;
-        };
-        if si >= s.pending.len() || !s.pending[si] {
-            return false;
-        }
-        s.pending[si] = false;
-        match s.frozen[si].take() {
-            Some(copy) => {
-                s.frozen_entries -= copy.len();
-                copy.iter().for_each(&mut visit);
-            }
-            None => self.segments[si].entries.iter().for_each(&mut visit),
-        }
-        true
     }
 
     /// Visits at most `max` entries of segment `si`, from position `from`,
@@ -1119,7 +1099,7 @@ mod tests {
             if si == nseg / 2 {
                 db.clear();
             }
-            db.snapshot_segment(si, |e| {
+            db.snapshot_segment_part(si, 0, usize::MAX, |e| {
                 assert!(
                     seen.insert(e.key().to_vec(), e.value().to_value())
                         .is_none(),

@@ -349,12 +349,16 @@ fn clamp_range(start: i64, stop: i64, len: usize) -> std::ops::Range<usize> {
     start as usize..stop as usize + 1
 }
 
+/// The `start stop` arguments of LRANGE and LTRIM (the error is replied).
+fn start_stop(ctx: &mut Ctx, args: Args) -> Option<(i64, i64)> {
+    let start = parse_int(ctx, args.get(2))?;
+    let stop = parse_int(ctx, args.get(3))?;
+    Some((start, stop))
+}
+
 /// LRANGE key start stop
 fn lrange(ctx: &mut Ctx, args: Args) {
-    let Some(start) = parse_int(ctx, args.get(2)) else {
-        return;
-    };
-    let Some(stop) = parse_int(ctx, args.get(3)) else {
+    let Some((start, stop)) = start_stop(ctx, args) else {
         return;
     };
     let db = ctx.client.db;
@@ -583,10 +587,7 @@ fn lrem(ctx: &mut Ctx, args: Args) {
 
 /// LTRIM key start stop
 fn ltrim(ctx: &mut Ctx, args: Args) {
-    let Some(start) = parse_int(ctx, args.get(2)) else {
-        return;
-    };
-    let Some(stop) = parse_int(ctx, args.get(3)) else {
+    let Some((start, stop)) = start_stop(ctx, args) else {
         return;
     };
     let db = ctx.client.db;
