@@ -196,8 +196,8 @@ def main():
     ap.add_argument("--skip-redis", action="store_true")
     a = ap.parse_args()
     root = tempfile.mkdtemp(prefix="bench-rdma-")
-    rng_values = [os.urandom(VALUE) for _ in range(max(a.mib, a.sweep_mib,
-                                                        *map(int, a.memory_mib.split(","))) // 64)]
+    memory_mibs = [int(x) for x in a.memory_mib.split(",") if x]
+    rng_values = [os.urandom(VALUE) for _ in range(max(a.mib, a.sweep_mib, *memory_mibs) // 64)]
     procs = []
 
     def start(binary, name, extra):
@@ -266,11 +266,13 @@ def main():
         if rmaster:
             kill(rmaster)
 
-        # 2. Replica extra memory at two sizes.
+        # 2. Replica extra memory at two sizes (--memory-mib '' skips it).
+        if not memory_mibs:
+            return
         print("\n## Replica extra memory during the RDMA transfer (K = 8, C = 2 MiB)\n")
         print("| snapshot MiB | peak extra RSS while transferring MiB |")
         print("|---|---|")
-        for mib in map(int, a.memory_mib.split(",")):
+        for mib in memory_mibs:
             m = start(a.bin, f"mem-m{mib}", ["--rdma-bind", "127.0.0.1", "--rdma-port", "0",
                                             "--repl-diskless-sync", "no"])
             fill(m.port, mib, rng_values)
@@ -280,7 +282,9 @@ def main():
             kill(r)
             kill(m)
 
-        # 3. K x C sweep.
+        # 3. K x C sweep (--sweep-mib 0 skips it).
+        if not a.sweep_mib:
+            return
         print(f"\n## K x C sweep, {a.sweep_mib} MiB, transfer first write -> last credit\n")
         print("| K slots | C | transfer s | MB/s | sync s |")
         print("|---|---|---|---|---|")

@@ -95,6 +95,9 @@ pub struct Config {
     pub rdbchecksum: bool,
     /// Microseconds per key: slows a save down (for tests, as in Redis).
     pub rdb_key_save_delay: u64,
+    /// Percent of the event loop's time a background save (BGSAVE, AOF
+    /// rewrite, a replica's full sync) may take while clients are served.
+    pub bgsave_loop_share: u32,
     /// Microseconds per key: slows a load down (for tests, as in Redis).
     pub key_load_delay: u64,
     pub stop_writes_on_bgsave_error: bool,
@@ -175,6 +178,7 @@ impl Default for Config {
             rdbcompression: true,
             rdbchecksum: true,
             rdb_key_save_delay: 0,
+            bgsave_loop_share: 2,
             key_load_delay: 0,
             stop_writes_on_bgsave_error: true,
             appendonly: false,
@@ -805,6 +809,16 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.rdb_key_save_delay.to_string()
+    ),
+    opt!(
+        "bgsave-loop-share",
+        "2",
+        true,
+        |c, a| {
+            c.bgsave_loop_share = parse_int(a, 1, 100)? as u32;
+            Ok(())
+        },
+        |c| c.bgsave_loop_share.to_string()
     ),
     opt!(
         "key-load-delay",

@@ -959,7 +959,17 @@ impl Server {
             self.persistence.clients_busy_until = now + std::time::Duration::from_millis(5);
         }
         let busy = now < self.persistence.clients_busy_until;
-        job.step_sharing(&mut self.keyspace, 20_000, busy);
+        let util = self.persistence.loop_load.utilization;
+        let share = busy.then(|| {
+            crate::persistence::save_loop_share(
+                self.config.bgsave_loop_share,
+                job.used_memory_at_start,
+                crate::alloc::used_memory(),
+                util,
+            )
+        });
+        job.step_sharing(&mut self.keyspace, 20_000, share);
+        self.persistence.loop_load.step(now.elapsed());
         if let crate::persistence::snapshot::JobStatus::Done(r) = job.poll(false) {
             let job = self.persistence.job.take().expect("present");
             self.finish_snapshot(job, r);

@@ -99,6 +99,8 @@ impl Reactor {
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         let mut next_cron = Instant::now();
+        // When this turn's work began (the last poll returned).
+        let mut turn_started = Instant::now();
         loop {
             let period = Duration::from_millis(1000 / self.srv.config.hz.max(1));
             let now = Instant::now();
@@ -124,11 +126,17 @@ impl Reactor {
                 Some(d) => timeout.min(Duration::from_millis((d - unix_ms()).max(0) as u64)),
                 None => timeout,
             };
+            if self.srv.persistence.job.is_some() {
+                // How busy the clients keep the loop (a save's pacing).
+                let now = Instant::now();
+                self.srv.persistence.loop_load.turn(turn_started, now);
+            }
             match self.poll.poll(&mut events, Some(timeout)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
+            turn_started = Instant::now();
             self.srv.now_ms = unix_ms();
             for ev in events.iter() {
                 let t = ev.token().0;

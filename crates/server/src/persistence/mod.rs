@@ -41,6 +41,8 @@ pub struct PersistenceState {
     /// only to a loop that is serving clients).
     pub commands_at_last_step: u64,
     pub clients_busy_until: std::time::Instant,
+    /// The loop's time spent on clients, measured while a save runs.
+    pub loop_load: LoopLoad,
     /// The replication AUX fields of the snapshot loaded last.
     pub last_load_repl: load::ReplAux,
     pub last_error: Option<String>,
@@ -63,10 +65,92 @@ impl PersistenceState {
             last_load_repl: load::ReplAux::default(),
             commands_at_last_step: 0,
             clients_busy_until: std::time::Instant::now(),
+            loop_load: LoopLoad::new(),
             last_error: None,
             last_cow_entries: 0,
         }
     }
+}
+
+/// The fraction of the event loop's time that goes to clients (turns of
+/// work, minus the save's own steps), over windows of 20 ms: a save
+/// takes the time the clients leave idle, and only its configured share
+/// of a loop they keep busy.
+#[derive(Debug)]
+pub struct LoopLoad {
+    window_start: std::time::Instant,
+    busy: std::time::Duration,
+    /// Save steps inside the current window (not client work).
+    steps: std::time::Duration,
+    /// Client work / wall time of the last complete window.
+    pub utilization: f64,
+}
+
+impl LoopLoad {
+    const WINDOW: std::time::Duration = std::time::Duration::from_millis(20);
+
+    pub fn new() -> Self {
+        LoopLoad {
+            window_start: std::time::Instant::now(),
+            busy: std::time::Duration::ZERO,
+            steps: std::time::Duration::ZERO,
+            utilization: 1.0,
+        }
+    }
+
+    /// A turn of the loop ran from `started` to `now` (before its poll).
+    pub fn turn(&mut self, started: std::time::Instant, now: std::time::Instant) {
+        self.busy += now.saturating_duration_since(started);
+        let wall = now.saturating_duration_since(self.window_start);
+        if wall >= Self::WINDOW * 10 {
+            // Not measured for a while (no save ran): start afresh.
+            self.window_start = now;
+            self.busy = std::time::Duration::ZERO;
+            self.steps = std::time::Duration::ZERO;
+        } else if wall >= Self::WINDOW {
+            let work = self.busy.saturating_sub(self.steps);
+            self.utilization = (work.as_secs_f64() / wall.as_secs_f64()).min(1.0);
+            self.window_start = now;
+            self.busy = std::time::Duration::ZERO;
+            self.steps = std::time::Duration::ZERO;
+        }
+    }
+
+    /// A save step of `d` ran inside the current turn.
+    pub fn step(&mut self, d: std::time::Duration) {
+        self.steps += d;
+    }
+}
+
+impl Default for LoopLoad {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The share (percent) of the loop's time a background save takes while
+/// clients are served. At least `base` (`bgsave-loop-share`); more when
+/// the clients leave the loop idle (`utilization`: their share of its time
+/// lately): the save takes the idle time beyond a margin of 40% of the
+/// loop, so a lightly loaded server saves nearly as fast as an idle one.
+/// And more when the save holds memory: a save keeps alive what clients
+/// change before it gets there (copied segments, overwritten values), so
+/// the longer it runs under writes the more it holds. From an eighth of
+/// the memory in use when it began (`used_at_start`), the share rises
+/// linearly to a third at a quarter. That bounds a save's extra memory to
+/// about a quarter of the data set (a forked save's copy-on-write can
+/// reach all of it) while a slow save keeps the clients' latency low.
+pub fn save_loop_share(base: u32, used_at_start: usize, used_now: usize, utilization: f64) -> u32 {
+    const MAX_MEMORY_SHARE: u32 = 33;
+    const IDLE_MARGIN: f64 = 0.4;
+    let idle = ((1.0 - utilization - IDLE_MARGIN) * 100.0)
+        .round()
+        .clamp(0.0, 100.0) as u32;
+    let quarter = (used_at_start / 4).max(64 << 20) as f64;
+    let grown = used_now.saturating_sub(used_at_start) as f64;
+    let f = ((grown - quarter / 2.0) / (quarter / 2.0)).clamp(0.0, 1.0);
+    let memory = base + (MAX_MEMORY_SHARE.saturating_sub(base) as f64 * f) as u32;
+    base.max(idle).max(memory).clamp(1, 100)
 }
 
 /// Parses the `save` option: pairs of `<seconds> <changes>`, or "" for none.
@@ -82,4 +166,41 @@ pub fn parse_save_rules(args: &[String]) -> Result<Vec<(u64, u64)>, String> {
             _ => Err("Invalid save parameters".into()),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GB: usize = 1 << 30;
+
+    #[test]
+    fn a_busy_loop_gives_a_save_its_base_share() {
+        assert_eq!(save_loop_share(2, GB, GB, 0.9), 2);
+        assert_eq!(save_loop_share(2, GB, GB, 0.6), 2);
+        assert_eq!(save_loop_share(10, GB, GB, 1.0), 10);
+    }
+
+    #[test]
+    fn an_idle_loop_gives_a_save_the_idle_time_beyond_the_margin() {
+        assert_eq!(save_loop_share(2, GB, GB, 0.5), 10);
+        assert_eq!(save_loop_share(2, GB, GB, 0.1), 50);
+        assert_eq!(save_loop_share(2, GB, GB, 0.0), 60);
+    }
+
+    #[test]
+    fn a_save_holding_memory_speeds_up_to_a_third() {
+        // Up to an eighth of the memory in use at the start: the base.
+        assert_eq!(save_loop_share(2, GB, GB + GB / 8, 0.9), 2);
+        // Halfway to a quarter.
+        assert_eq!(save_loop_share(2, GB, GB + 3 * GB / 16, 0.9), 17);
+        assert_eq!(save_loop_share(2, GB, GB + GB / 4, 0.9), 33);
+        assert_eq!(save_loop_share(2, GB, 2 * GB, 0.9), 33);
+        // Memory freed below the start counts as no growth.
+        assert_eq!(save_loop_share(2, GB, GB / 2, 0.9), 2);
+        // A small data set gets 64 MiB of room before the rise begins.
+        assert_eq!(save_loop_share(2, 1 << 20, 32 << 20, 0.9), 2);
+        // A base above a third is kept.
+        assert_eq!(save_loop_share(50, GB, 2 * GB, 0.9), 50);
+    }
 }

@@ -83,6 +83,9 @@ pub struct SnapshotJob {
     pub streaming: bool,
     pub started: Instant,
     pub dirty_at_start: u64,
+    /// `used_memory` when the save began: what the save keeps alive
+    /// (copied segments, values overwritten since) shows as growth.
+    pub used_memory_at_start: usize,
     pub keys_done: u64,
     pub keys_total: u64,
     /// `rdb-key-save-delay` in microseconds: pacing for tests.
@@ -235,6 +238,7 @@ impl SnapshotJob {
             streaming: false,
             started: Instant::now(),
             dirty_at_start: dirty,
+            used_memory_at_start: crate::alloc::used_memory(),
             keys_done: 0,
             keys_total,
             key_delay_us: meta.key_delay_us,
@@ -270,14 +274,20 @@ impl SnapshotJob {
     /// Produces up to about `max_keys` keys of the snapshot. Returns true
     /// once everything has been handed to the writer.
     pub fn step(&mut self, ks: &mut Keyspace, max_keys: u64) -> bool {
-        self.step_sharing(ks, max_keys, false)
+        self.step_sharing(ks, max_keys, None)
     }
 
-    /// [`SnapshotJob::step`] for the event loop: with `clients_busy` (the
-    /// loop served commands since the last step) a background save takes
-    /// at most a third of the loop's time — after a step of d, the next
-    /// waits 2d; an idle loop gives it all.
-    pub fn step_sharing(&mut self, ks: &mut Keyspace, max_keys: u64, clients_busy: bool) -> bool {
+    /// [`SnapshotJob::step`] for the event loop. `busy_share`: the loop is
+    /// serving clients, and a background save may take at most this
+    /// percentage of its time (`bgsave-loop-share`) — after a step of d,
+    /// the next waits d × (100 − share) / share. `None`: an idle loop
+    /// gives the save all its time.
+    pub fn step_sharing(
+        &mut self,
+        ks: &mut Keyspace,
+        max_keys: u64,
+        busy_share: Option<u32>,
+    ) -> bool {
         if self.finished_producing {
             self.eager = false;
             return true;
@@ -290,7 +300,7 @@ impl SnapshotJob {
             self.eager = false;
             return false;
         }
-        if background && clients_busy && Instant::now() < self.next_step_at {
+        if background && busy_share.is_some() && Instant::now() < self.next_step_at {
             // Held back: the loop sleeps until a client's event or its
             // usual 1 ms tick while a save runs (spinning would take the
             // CPU from the clients it is yielding to).
@@ -380,9 +390,10 @@ impl SnapshotJob {
             }
         }
         // The duty cycle (see `step_sharing`).
-        if background {
+        if let (true, Some(share)) = (background, busy_share) {
+            let share = share.clamp(1, 100);
             let d = step_started.elapsed();
-            self.next_step_at = Instant::now() + d * 2;
+            self.next_step_at = Instant::now() + d * (100 - share) / share;
         }
         false
     }
