@@ -264,6 +264,37 @@ impl RdbEncoder {
         self.account(out, start);
     }
 
+    /// A large string value that the caller emits itself, verbatim, right
+    /// after what this writes to `out` (the entry's head and the value's
+    /// length): a consumer can then take the value by reference instead of
+    /// as a copy in the chunk. Returns false, writing nothing, when the
+    /// value is shorter than [`EXTERNAL_MIN_LEN`] or LZF would shrink it
+    /// (then use [`string_entry`](Self::string_entry)). The value counts
+    /// towards [`bytes_written`](Self::bytes_written) and, unless the
+    /// checksum is taken by chunk (then [`seal`](Self::seal) it in its
+    /// place in the stream), towards the checksum.
+    pub fn string_entry_external(
+        &mut self,
+        out: &mut Vec<u8>,
+        key: &[u8],
+        value: &[u8],
+        expire_ms: Option<i64>,
+    ) -> bool {
+        if value.len() < EXTERNAL_MIN_LEN || (self.options.compression && self.may_compress(value))
+        {
+            return false;
+        }
+        let start = out.len();
+        self.entry_head(out, TYPE_STRING, key, expire_ms);
+        put_length(out, value.len() as u64);
+        self.account(out, start);
+        if !self.crc_by_chunk {
+            self.crc = crc64(self.crc, value);
+        }
+        self.written += value.len() as u64;
+        true
+    }
+
     /// A list, head to tail, as `LIST_QUICKLIST_2` (18): listpack nodes split
     /// by `list-max-listpack-size`, and PLAIN nodes for elements at least
     /// `list_packed_threshold` long. The iterator is walked twice (node count
@@ -570,6 +601,9 @@ impl RdbEncoder {
 const FAILURE_RUN: u32 = 32;
 /// ...for this many values.
 const SKIP_AFTER_FAILURES: u32 = 1024;
+/// Values from this size on may be emitted by reference
+/// ([`RdbEncoder::string_entry_external`]); LZF probes them first (below).
+pub const EXTERNAL_MIN_LEN: usize = PROBE_MIN_LEN;
 /// Values from this size on are probed before LZF runs over them whole.
 const PROBE_MIN_LEN: usize = 256 * 1024;
 /// The probe: the head must shrink by 1/16 for LZF to run on the value.
@@ -841,6 +875,68 @@ mod tests {
         );
         e.finish(&mut chunks[2]);
         assert_eq!(chunks.concat(), one);
+    }
+
+    #[test]
+    fn an_external_value_gives_the_same_file_as_an_inline_one() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut noise = vec![0u8; EXTERNAL_MIN_LEN + 4321];
+        for b in noise.iter_mut() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = x as u8;
+        }
+        let compressible = b"abcdefgh".repeat(EXTERNAL_MIN_LEN / 8 + 1);
+        for by_chunk in [false, true] {
+            let mut inline = Vec::new();
+            let mut e = RdbEncoder::new(EncoderOptions::default());
+            if by_chunk {
+                e.checksum_by_chunk();
+            }
+            e.header(&mut inline, &[]);
+            e.select_db(&mut inline, 0);
+            e.string_entry(&mut inline, b"big", &noise, Some(1_700_000_000_000));
+            e.string_entry(&mut inline, b"after", b"x", None);
+            if by_chunk {
+                e.seal(&inline);
+            }
+            let mut last = Vec::new();
+            e.finish(&mut last);
+            inline.extend_from_slice(&last);
+
+            let mut ext = Vec::new();
+            let mut e = RdbEncoder::new(EncoderOptions::default());
+            if by_chunk {
+                e.checksum_by_chunk();
+            }
+            e.header(&mut ext, &[]);
+            e.select_db(&mut ext, 0);
+            // Too short, and compressible: the caller must encode inline.
+            assert!(!e.string_entry_external(&mut ext, b"k", &noise[..1000], None));
+            assert!(!e.string_entry_external(&mut ext, b"k", &compressible, None));
+            assert!(e.string_entry_external(&mut ext, b"big", &noise, Some(1_700_000_000_000)));
+            if by_chunk {
+                e.seal(&ext);
+                e.seal(&noise);
+            }
+            ext.extend_from_slice(&noise);
+            let mut tail = Vec::new();
+            e.string_entry(&mut tail, b"after", b"x", None);
+            if by_chunk {
+                e.seal(&tail);
+            }
+            ext.extend_from_slice(&tail);
+            let mut last = Vec::new();
+            let written = {
+                let w = e.bytes_written();
+                e.finish(&mut last);
+                w + last.len() as u64
+            };
+            ext.extend_from_slice(&last);
+            assert_eq!(written, ext.len() as u64);
+            assert!(ext == inline, "by_chunk={by_chunk}");
+        }
     }
 
     #[test]

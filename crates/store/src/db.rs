@@ -123,6 +123,20 @@ impl Entry {
         }
     }
 
+    /// A string value's bytes as the shared heap allocation that holds them
+    /// (`None` for other types, integers and strings stored inline): a
+    /// snapshot hands such a value to its consumers by reference. The
+    /// allocation is immutable: a write to the key replaces it.
+    pub fn shared_str(&self) -> Option<std::sync::Arc<[u8]>> {
+        match &self.body {
+            Body::Split {
+                value: Value::Str(crate::bytes::SmallBytes::Heap(b)) | Value::Raw(b),
+                ..
+            } => Some(b.clone()),
+            _ => None,
+        }
+    }
+
     /// The value, for in-place changes of collections; `None` for a string
     /// packed with its key (replace those with [`Entry::set_value`]).
     pub fn value_mut(&mut self) -> Option<&mut Value> {

@@ -351,6 +351,9 @@ impl SnapshotJob {
             }
             let chunk = &mut self.chunk;
             let mut n = 0u64;
+            // Large strings go to the consumers by reference, after the
+            // chunk bytes before them: (offset in the chunk, value).
+            let mut external: Vec<(usize, std::sync::Arc<[u8]>)> = Vec::new();
             // A segment is taken in parts of PART_ENTRIES, so that a step
             // can end inside one (a segment of 1 KiB values is ~3.5 MB).
             let next =
@@ -358,7 +361,15 @@ impl SnapshotJob {
                     let expire = (e.expire_at != NO_EXPIRE).then_some(e.expire_at);
                     match e.value() {
                         ValueRef::Str(s) | ValueRef::Raw(s) => {
-                            enc.string_entry(chunk, e.key(), s, expire)
+                            let shared = (s.len() >= ferrokv_rdb::encoder::EXTERNAL_MIN_LEN)
+                                .then(|| e.shared_str())
+                                .flatten();
+                            match shared {
+                                Some(v) if enc.string_entry_external(chunk, e.key(), s, expire) => {
+                                    external.push((chunk.len(), v))
+                                }
+                                _ => enc.string_entry(chunk, e.key(), s, expire),
+                            }
                         }
                         ValueRef::Int(i) => {
                             let mut b = ferrokv_store::value::itoa_buf::Buf::new();
@@ -374,6 +385,7 @@ impl SnapshotJob {
                     n += 1;
                 });
             self.keys_done += n;
+            self.send_external(external);
             match next {
                 Some(pos) => self.seg_pos = pos,
                 None => {
@@ -416,6 +428,26 @@ impl SnapshotJob {
             .any(|c| c.load(Ordering::Relaxed) >= QUEUE / 2)
     }
 
+    /// Sends the chunk's bytes with the large values that go by reference
+    /// in their places: `external` holds (offset in the chunk, value),
+    /// offsets ascending. No copy of such a value is made: the file writer
+    /// writes it, a replica socket sends it, from the keyspace's own
+    /// allocation (kept alive by the reference if the key changes).
+    fn send_external(&mut self, external: Vec<(usize, std::sync::Arc<[u8]>)>) {
+        let mut sent = 0;
+        for (off, value) in external {
+            let rest = self.chunk.split_off(off - sent);
+            self.flush();
+            self.chunk.extend_from_slice(&rest);
+            sent = off;
+            let data = bytes::Bytes::from_owner(value);
+            if let Some(enc) = self.encoder.as_mut() {
+                enc.seal(&data);
+            }
+            self.send(data);
+        }
+    }
+
     fn flush(&mut self) {
         if self.chunk.is_empty() {
             return;
@@ -431,6 +463,10 @@ impl SnapshotJob {
             .and_then(|r| r.try_recv().ok())
             .unwrap_or_else(|| Vec::with_capacity(CHUNK + 64 * 1024));
         let data = bytes::Bytes::from(std::mem::replace(&mut self.chunk, next));
+        self.send(data);
+    }
+
+    fn send(&mut self, data: bytes::Bytes) {
         self.chunks_sent += 1;
         self.bytes_sent += data.len() as u64;
         // A consumer that went away (a failed writer, a dropped replica)
