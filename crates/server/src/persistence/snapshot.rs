@@ -697,4 +697,76 @@ mod tests {
             std::fs::read(&path2).unwrap()
         );
     }
+
+    #[test]
+    fn large_values_go_by_reference_and_keep_the_point_in_time() {
+        fn noise(seed: u64, len: usize) -> Vec<u8> {
+            let mut x = seed | 1;
+            (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect()
+        }
+        let mut ks = Keyspace::new(16);
+        let big = ferrokv_rdb::encoder::EXTERNAL_MIN_LEN + 777;
+        let mut want = std::collections::HashMap::new();
+        for i in 0..200u64 {
+            let key = format!("k{i}").into_bytes();
+            // Every fourth value is large (by reference), the rest inline.
+            let v = noise(i + 1, if i % 4 == 0 { big } else { 100 });
+            ks.dbs[0].set_str(&key, &v, NO_EXPIRE, 0);
+            want.insert(key, v);
+        }
+        // A large compressible value stays inline (LZF).
+        ks.dbs[0].set_str(b"text", &b"abcdefgh".repeat(big / 8), NO_EXPIRE, 0);
+        want.insert(b"text".to_vec(), b"abcdefgh".repeat(big / 8));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dump.rdb");
+        let mut job = SnapshotJob::start(&mut ks, &path, SaveKind::Background, 0, meta()).unwrap();
+        let replica = job.subscribe().expect("before the first chunk");
+        let reader = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            while let Ok(SnapshotChunk::Data(d)) = replica.recv() {
+                got.extend_from_slice(&d);
+            }
+            got
+        });
+        let mut steps = 0u64;
+        while !job.step(&mut ks, 3) {
+            // Writes between steps, to every key: the file keeps the
+            // values of the moment the save began.
+            for i in 0..200u64 {
+                let key = format!("k{i}");
+                ks.dbs[0].set_str(key.as_bytes(), &noise(1000 + steps, 300_000), NO_EXPIRE, 0);
+            }
+            steps += 1;
+        }
+        let JobStatus::Done(r) = job.poll(true) else {
+            unreachable!()
+        };
+        r.unwrap();
+        let file = std::fs::read(&path).unwrap();
+        assert_eq!(reader.join().unwrap(), file);
+        struct Collect(std::collections::HashMap<Vec<u8>, Vec<u8>>);
+        impl ferrokv_rdb::RdbVisitor for Collect {
+            fn entry(&mut self, e: ferrokv_rdb::Entry<'_>) -> Result<(), ferrokv_rdb::VisitError> {
+                let ferrokv_rdb::RdbValue::String(v) = e.value else {
+                    panic!("a string")
+                };
+                self.0.insert(e.key.to_vec(), v.to_vec());
+                Ok(())
+            }
+        }
+        let mut got = Collect(Default::default());
+        ferrokv_rdb::decode(&file, &mut got).unwrap();
+        assert_eq!(got.0.len(), want.len());
+        for (k, v) in &want {
+            assert!(got.0.get(k) == Some(v), "{}", String::from_utf8_lossy(k));
+        }
+        assert!(steps >= 5, "{steps} steps");
+    }
 }
