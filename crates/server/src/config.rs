@@ -98,6 +98,8 @@ pub struct Config {
     /// Percent of the event loop's time a background save (BGSAVE, AOF
     /// rewrite, a replica's full sync) may take while clients are served.
     pub bgsave_loop_share: u32,
+    /// Snapshot files (dump.rdb, an AOF base) written with `O_DIRECT`.
+    pub rdb_direct_io: bool,
     /// Microseconds per key: slows a load down (for tests, as in Redis).
     pub key_load_delay: u64,
     pub stop_writes_on_bgsave_error: bool,
@@ -179,6 +181,7 @@ impl Default for Config {
             rdbchecksum: true,
             rdb_key_save_delay: 0,
             bgsave_loop_share: 2,
+            rdb_direct_io: true,
             key_load_delay: 0,
             stop_writes_on_bgsave_error: true,
             appendonly: false,
@@ -809,6 +812,16 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.rdb_key_save_delay.to_string()
+    ),
+    opt!(
+        "rdb-direct-io",
+        "yes",
+        true,
+        |c, a| {
+            c.rdb_direct_io = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.rdb_direct_io)
     ),
     opt!(
         "bgsave-loop-share",

@@ -880,6 +880,7 @@ impl Server {
             checksum: self.config.rdbchecksum,
             limits: self.config.encoding_limits(),
             key_delay_us,
+            direct_io: self.config.rdb_direct_io,
         }
     }
 

@@ -480,7 +480,8 @@ impl Db {
     }
 
     /// Visits at most `max` entries of segment `si`, from position `from`,
-    /// as the segment was when the snapshot began. `Some(next)`: more to
+    /// as the segment was when the snapshot began; `visit` returns false to
+    /// end the part after the entry it was given. `Some(next)`: more to
     /// visit from `next`; `None`: the segment is done and its copy, if one
     /// was kept, released (or it was visited already). A segment's view
     /// cannot change between two parts: the first write to a segment still
@@ -491,7 +492,7 @@ impl Db {
         si: usize,
         from: usize,
         max: usize,
-        visit: impl FnMut(&Entry),
+        mut visit: impl FnMut(&Entry) -> bool,
     ) -> Option<usize> {
         let Db {
             snapshot, segments, ..
@@ -504,8 +505,14 @@ impl Db {
             Some(copy) => copy,
             None => &segments[si].entries,
         };
-        let end = from.saturating_add(max).min(entries.len());
-        entries[from.min(end)..end].iter().for_each(visit);
+        let limit = from.saturating_add(max).min(entries.len());
+        let mut end = from.min(limit);
+        while end < limit {
+            end += 1;
+            if !visit(&entries[end - 1]) {
+                break;
+            }
+        }
         if end < entries.len() {
             return Some(end);
         }
@@ -1119,6 +1126,7 @@ mod tests {
                         .is_none(),
                     "visited twice"
                 );
+                true
             });
         }
         db.end_snapshot();
@@ -1154,12 +1162,15 @@ mod tests {
                         0,
                     );
                 }
+                // Parts of at most 100 entries, some ended early by the
+                // visitor.
                 let next = db.snapshot_segment_part(si, from, 100, |e| {
                     assert!(
                         seen.insert(e.key().to_vec(), e.value().to_value())
                             .is_none(),
                         "visited twice"
                     );
+                    seen.len() % 37 != 0
                 });
                 match next {
                     Some(n) => from = n,

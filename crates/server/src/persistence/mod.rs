@@ -17,6 +17,7 @@
 //! writer thread, which never touches the keyspace.
 
 pub mod aof;
+pub mod direct;
 pub mod load;
 pub mod snapshot;
 pub mod writeback;

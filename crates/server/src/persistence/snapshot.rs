@@ -3,7 +3,6 @@
 use ferrokv_rdb::{EncoderOptions, RdbEncoder};
 use ferrokv_store::{Keyspace, ValueRef, NO_EXPIRE};
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
 use std::time::Instant;
@@ -18,6 +17,10 @@ const QUEUE: usize = 32;
 const STEP_BYTES: u64 = 64 << 10;
 /// Entries of a segment visited in one go.
 const PART_ENTRIES: usize = 32;
+/// Values by reference in one part at most: a part sends at most
+/// 2 x this + 1 messages, which fit in the room a consumer's queue has
+/// left when the producer goes on (it pauses at QUEUE / 2 in flight).
+const EXTERNAL_PER_PART: usize = 4;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SaveKind {
@@ -126,6 +129,8 @@ pub struct SnapshotMeta<'a> {
     /// The configured compact-encoding thresholds.
     pub limits: ferrokv_rdb::EncodingLimits,
     pub key_delay_us: u64,
+    /// Write the file with `O_DIRECT` (`rdb-direct-io`, see `direct.rs`).
+    pub direct_io: bool,
 }
 
 impl SnapshotJob {
@@ -144,6 +149,7 @@ impl SnapshotJob {
             .unwrap_or_else(|| PathBuf::from("."));
         let tmp = dir.join(format!("temp-{}-{}.rdb", std::process::id(), dirty));
         let file = File::create(&tmp)?;
+        let direct_io = meta.direct_io;
         let (tx, rx) = sync_channel::<Msg>(QUEUE);
         let (rtx, result) = sync_channel(1);
         let final_path = path.to_path_buf();
@@ -160,6 +166,7 @@ impl SnapshotJob {
             .name("rdb-writer".into())
             .spawn(move || {
                 lower_priority();
+                let file = super::direct::SnapshotWriter::new(file, direct_io);
                 let r = write_file(file, &tmp, &final_path, &dir, writer, spare_tx);
                 if r.is_err() {
                     let _ = std::fs::remove_file(&tmp);
@@ -383,6 +390,11 @@ impl SnapshotJob {
                         ValueRef::ZSet(z) => enc.zset_entry(chunk, e.key(), z.iter(), expire),
                     }
                     n += 1;
+                    // A part ends early at its share of the consumers'
+                    // queues (each value by reference is a message of its
+                    // own: a background step must never fill a queue) or
+                    // at a chunk's worth of output.
+                    external.len() < EXTERNAL_PER_PART && chunk.len() < CHUNK
                 });
             self.keys_done += n;
             self.send_external(external);
@@ -543,23 +555,19 @@ fn lower_priority() {
 /// directory so the rename itself is durable. Any failure leaves the
 /// previous file in place.
 fn write_file(
-    mut file: File,
+    mut file: super::direct::SnapshotWriter,
     tmp: &Path,
     dest: &Path,
     dir: &Path,
     rx: Subscription,
     spare: std::sync::mpsc::Sender<Vec<u8>>,
 ) -> Result<u64, String> {
-    let mut written = 0u64;
     let ctx = |what: &str, e: std::io::Error| format!("{what} {}: {e}", tmp.display());
-    let mut writeback = super::writeback::Writeback::new(&file);
     loop {
         match rx.recv() {
             Ok(Msg::Data(d)) => {
                 file.write_all(&d)
                     .map_err(|e| ctx("Write error saving DB on disk", e))?;
-                written += d.len() as u64;
-                writeback.wrote(d.len());
                 // The buffer goes back to the producer (when no one else
                 // holds it): fresh megabytes each chunk cost page faults.
                 if let Ok(m) = d.try_into_mut() {
@@ -572,8 +580,7 @@ fn write_file(
             Err(_) => return Err("snapshot abandoned".into()),
         }
     }
-    file.sync_all().map_err(|e| ctx("Failed to fsync", e))?;
-    drop(file);
+    let written = file.finish().map_err(|e| ctx("Failed to fsync", e))?;
     std::fs::rename(tmp, dest).map_err(|e| {
         format!(
             "Error moving temp DB file {} on the final destination {}: {e}",
@@ -600,6 +607,7 @@ mod tests {
             checksum: true,
             limits: Default::default(),
             key_delay_us: 0,
+            direct_io: true,
         }
     }
 

@@ -1,0 +1,194 @@
+//! Direct I/O for snapshot files (`rdb-direct-io`): a snapshot written by
+//! the save goes from an aligned staging buffer to the disk with
+//! `O_DIRECT`, bypassing the page cache.
+//!
+//! Why: a snapshot is written once, front to back, and rarely read back
+//! soon (a restart, a disk-based replica sync). Through the page cache,
+//! every byte is first copied into freshly allocated cache pages — on a
+//! VM that returns freed memory to its host (free page reporting), each
+//! such page costs a host fault: ~330 MB/s on the development VM against
+//! ~1.8 GB/s for `O_DIRECT` writes of 4 MiB blocks from a reused buffer
+//! (`dd`, same disk) — and then kernel writeback threads flush the pages
+//! while the clients are being served. With `O_DIRECT` the writer copies
+//! into one reused 4 MiB buffer (warm memory) and the disk reads it by
+//! DMA; the final `fsync` only has metadata left to write. The cost: a
+//! snapshot read back right away (a disk-based replica sync, `DEBUG
+//! RELOAD`) comes from the disk instead of the cache.
+//!
+//! `O_DIRECT` wants the buffer, the file offset and the length aligned to
+//! the device's logical block size; 4096 covers the common sizes. The last
+//! block is padded with zeros and the file then truncated to its length.
+//! A file system that refuses `O_DIRECT` (tmpfs, some FUSE or network
+//! file systems: `EINVAL` on `fcntl` or on the first write) gets plain
+//! buffered writes, with incremental writeback (`writeback.rs`).
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+
+/// Alignment of buffer, offsets and lengths.
+const ALIGN: usize = 4096;
+/// The staging buffer: one `write` per this many bytes.
+const BLOCK: usize = 4 << 20;
+
+pub struct SnapshotWriter {
+    file: File,
+    /// Aligned staging buffer while writing with `O_DIRECT`.
+    buf: Option<memmap2::MmapMut>,
+    len: usize,
+    written: u64,
+    writeback: super::writeback::Writeback,
+}
+
+impl SnapshotWriter {
+    /// Writes to `file` (empty, opened for writing), with `O_DIRECT` when
+    /// `direct` and the file system takes it.
+    pub fn new(file: File, direct: bool) -> SnapshotWriter {
+        let buf = if direct && set_direct(&file, true).is_ok() {
+            memmap2::MmapMut::map_anon(BLOCK).ok()
+        } else {
+            None
+        };
+        if buf.is_none() && direct {
+            let _ = set_direct(&file, false);
+        }
+        let writeback = super::writeback::Writeback::new(&file);
+        SnapshotWriter {
+            file,
+            buf,
+            len: 0,
+            written: 0,
+            writeback,
+        }
+    }
+
+    /// Whether the writes bypass the page cache.
+    pub fn is_direct(&self) -> bool {
+        self.buf.is_some()
+    }
+
+    pub fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
+        if self.buf.is_none() {
+            self.file.write_all(data)?;
+            self.written += data.len() as u64;
+            self.writeback.wrote(data.len());
+            return Ok(());
+        }
+        while !data.is_empty() {
+            let buf = self.buf.as_mut().expect("direct");
+            let n = (BLOCK - self.len).min(data.len());
+            buf[self.len..self.len + n].copy_from_slice(&data[..n]);
+            self.len += n;
+            data = &data[n..];
+            if self.len == BLOCK {
+                self.flush_block(BLOCK)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the first `n` bytes of the staging buffer (a multiple of
+    /// ALIGN). A file system that accepted the `O_DIRECT` flag but refuses
+    /// the first aligned write gets it again without.
+    fn flush_block(&mut self, n: usize) -> io::Result<()> {
+        let r = self
+            .file
+            .write_all(&self.buf.as_ref().expect("direct")[..n]);
+        match r {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && self.written == 0 => {
+                set_direct(&self.file, false)?;
+                let buf = self.buf.take().expect("direct");
+                self.file.write_all(&buf[..n])?;
+                self.writeback.wrote(n);
+            }
+            Err(e) => return Err(e),
+        }
+        self.written += n as u64;
+        self.len = 0;
+        Ok(())
+    }
+
+    /// Writes what is staged and makes the file durable (`fsync`). Returns
+    /// the file's length.
+    pub fn finish(mut self) -> io::Result<u64> {
+        if self.buf.is_some() && self.len > 0 {
+            let total = self.written + self.len as u64;
+            let padded = self.len.div_ceil(ALIGN) * ALIGN;
+            let len = self.len;
+            self.buf.as_mut().expect("direct")[len..padded].fill(0);
+            self.flush_block(padded)?;
+            self.file.set_len(total)?;
+            self.written = total;
+        }
+        self.file.sync_all()?;
+        Ok(self.written)
+    }
+}
+
+fn set_direct(file: &File, on: bool) -> io::Result<()> {
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on an fd `file` keeps open; no memory is passed.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let flags = if on {
+        flags | libc::O_DIRECT
+    } else {
+        flags & !libc::O_DIRECT
+    };
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pattern(len: usize, seed: u8) -> Vec<u8> {
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+            .collect()
+    }
+
+    #[test]
+    fn any_sequence_of_writes_gives_the_same_file_direct_or_not() {
+        let dir = tempfile::tempdir().unwrap();
+        // Sizes around the block and the alignment, and an empty file.
+        let cases: Vec<Vec<usize>> = vec![
+            vec![],
+            vec![1],
+            vec![ALIGN],
+            vec![ALIGN + 1, 7],
+            vec![BLOCK - 3, 3, 5],
+            vec![BLOCK, BLOCK, 1],
+            vec![3 * BLOCK + 12345],
+            vec![100; 50_000],
+        ];
+        for (i, sizes) in cases.iter().enumerate() {
+            let mut want = Vec::new();
+            for direct in [true, false] {
+                let path = dir.path().join(format!("f{i}-{direct}"));
+                let mut w = SnapshotWriter::new(File::create(&path).unwrap(), direct);
+                let mut all = Vec::new();
+                for (j, &n) in sizes.iter().enumerate() {
+                    let d = pattern(n, j as u8);
+                    w.write_all(&d).unwrap();
+                    all.extend_from_slice(&d);
+                }
+                assert_eq!(w.finish().unwrap(), all.len() as u64);
+                let got = std::fs::read(&path).unwrap();
+                assert!(got == all, "case {i} direct={direct}: {} bytes", got.len());
+                want = all;
+            }
+            assert_eq!(
+                std::fs::read(dir.path().join(format!("f{i}-true"))).unwrap(),
+                want
+            );
+        }
+    }
+}
