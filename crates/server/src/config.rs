@@ -98,7 +98,8 @@ pub struct Config {
     /// Percent of the event loop's time a background save (BGSAVE, AOF
     /// rewrite, a replica's full sync) may take while clients are served.
     pub bgsave_loop_share: u32,
-    /// Snapshot files (dump.rdb, an AOF base) written with `O_DIRECT`.
+    /// Background saves (BGSAVE, save rules, AOF rewrite, replica syncs)
+    /// write their file with `O_DIRECT`.
     pub rdb_direct_io: bool,
     /// Microseconds per key: slows a load down (for tests, as in Redis).
     pub key_load_delay: u64,

@@ -129,7 +129,8 @@ pub struct SnapshotMeta<'a> {
     /// The configured compact-encoding thresholds.
     pub limits: ferrokv_rdb::EncodingLimits,
     pub key_delay_us: u64,
-    /// Write the file with `O_DIRECT` (`rdb-direct-io`, see `direct.rs`).
+    /// Write the file of a background save with `O_DIRECT`
+    /// (`rdb-direct-io`, see `direct.rs`).
     pub direct_io: bool,
 }
 
@@ -149,7 +150,10 @@ impl SnapshotJob {
             .unwrap_or_else(|| PathBuf::from("."));
         let tmp = dir.join(format!("temp-{}-{}.rdb", std::process::id(), dirty));
         let file = File::create(&tmp)?;
-        let direct_io = meta.direct_io;
+        // Background saves bypass the page cache; SAVE and the save of
+        // SHUTDOWN (or DEBUG RELOAD) go through it: a load more often than
+        // not follows them, and finds the file in the cache.
+        let direct_io = meta.direct_io && kind == SaveKind::Background;
         let (tx, rx) = sync_channel::<Msg>(QUEUE);
         let (rtx, result) = sync_channel(1);
         let final_path = path.to_path_buf();
