@@ -182,7 +182,7 @@ impl Default for Config {
             rdbchecksum: true,
             rdb_key_save_delay: 0,
             bgsave_loop_share: 2,
-            rdb_direct_io: true,
+            rdb_direct_io: false,
             key_load_delay: 0,
             stop_writes_on_bgsave_error: true,
             appendonly: false,
@@ -816,7 +816,7 @@ pub static OPTIONS: &[ConfigOption] = &[
     ),
     opt!(
         "rdb-direct-io",
-        "yes",
+        "no",
         true,
         |c, a| {
             c.rdb_direct_io = parse_bool(a)?;

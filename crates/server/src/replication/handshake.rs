@@ -451,8 +451,7 @@ fn receive_payload(c: &mut Conn) -> Result<(PathBuf, u64), String> {
     // finds little left to flush.
     let mut writeback = crate::persistence::writeback::Writeback::new(&file);
     let mut write = |d: &[u8]| {
-        (&file)
-            .write_all(d)
+        crate::persistence::writeback::write_all_pieces(&file, d)
             .map_err(|e| format!("Write error writing to the DB on disk: {e}"))?;
         writeback.wrote(d.len());
         Ok(())

@@ -88,6 +88,8 @@ struct Transfer {
     /// Time spent copying chunks into the bounce ring (logged at the end:
     /// the measured cost of not registering the mapping itself).
     copy_time: Duration,
+    /// Bytes posted so far, for the prefetch thread (see [`prefetch`]).
+    posted: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// A transfer's last credit came back; waiting for `REPLCONF rdma-done`.
@@ -95,6 +97,48 @@ struct Finished {
     bytes: u64,
     secs: f64,
 }
+
+/// Reads the mapped snapshot ahead of the writes, on a thread of its own:
+/// where the file is not in the page cache (written with `rdb-direct-io
+/// yes`, or evicted since), the first touch of each page of the mapping
+/// reads it from the disk, and inside `fi_writedata` on the loop that
+/// would stall the loop and the transfer alike (the TCP sync's sender thread takes those faults itself).
+/// The thread stays at most [`PREFETCH_AHEAD`] ahead of the bytes posted
+/// (the returned counter) and ends with the transfer.
+fn prefetch(map: Arc<memmap2::Mmap>) -> Arc<std::sync::atomic::AtomicU64> {
+    use std::sync::atomic::Ordering;
+    let posted = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let progress = posted.clone();
+    let spawned = std::thread::Builder::new()
+        .name("rdma-prefetch".into())
+        .spawn(move || {
+            const STEP: usize = 2 << 20;
+            let mut pos = 0usize;
+            // Ends when the transfer (the counter's other owner) is gone.
+            while pos < map.len() && Arc::strong_count(&progress) > 1 {
+                let posted = progress.load(Ordering::Relaxed) as usize;
+                if pos >= posted + PREFETCH_AHEAD {
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                }
+                let end = (pos + STEP).min(map.len());
+                let _ = map.advise_range(memmap2::Advice::WillNeed, pos, end - pos);
+                let mut sum = 0u8;
+                for page in (pos..end).step_by(4096) {
+                    sum ^= map[page];
+                }
+                std::hint::black_box(sum);
+                pos = end;
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("RDMA prefetch thread not started: {e}");
+    }
+    posted
+}
+
+/// How far the prefetch thread reads ahead of the posted writes.
+const PREFETCH_AHEAD: usize = 64 << 20;
 
 /// A snapshot mapped and its CRC64, for these replicas.
 type CrcDone = (Vec<u64>, Arc<memmap2::Mmap>, u64);
@@ -270,6 +314,7 @@ impl RdmaMaster {
                 next_post: now,
                 registered: false,
                 copy_time: Duration::ZERO,
+                posted: prefetch(offer.map.clone()),
             })
         };
         let mut t = open().map_err(|e| format!("accepting the RDMA connection: {e}"))?;
@@ -409,6 +454,8 @@ impl RdmaMaster {
                     Ok(()) => {
                         t.posted_at.push_back(Instant::now());
                         t.next += 1;
+                        t.posted
+                            .store((from + len) as u64, std::sync::atomic::Ordering::Relaxed);
                         posted = true;
                         if !delay.is_zero() {
                             t.next_post = Instant::now() + delay;

@@ -164,8 +164,7 @@ pub fn receive(
             for (seq, at, len) in job_rx {
                 let data = ring_ref.bytes(at..at + len);
                 let t0 = Instant::now();
-                let res = file
-                    .write_all(data)
+                let res = crate::persistence::writeback::write_all_pieces(file, data)
                     .map(|_| seq)
                     .map_err(|e| format!("writing the temp file: {e}"));
                 let t1 = Instant::now();
