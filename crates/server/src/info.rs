@@ -256,6 +256,10 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
                     * 64
             );
             f!(
+                "current_save_loop_share:{}",
+                if job.is_some() { p.loop_share } else { 0 }
+            );
+            f!(
                 "current_save_keys_processed:{}",
                 job.map_or(0, |j| j.keys_done)
             );

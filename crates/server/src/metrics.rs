@@ -443,6 +443,11 @@ fn collect_persistence(srv: &Server, r: &mut Registry) {
             as f64,
     );
     r.gauge(
+        "ferrokv_rdb_save_loop_share_percent",
+        "Percent of the event loop's time the save in progress may take now (bgsave-loop-share, raised for idle clients and held memory; 100: clients idle; 0: no save).",
+        if job.is_some() { p.loop_share } else { 0 } as f64,
+    );
+    r.gauge(
         "ferrokv_rdb_last_save_timestamp_seconds",
         "Unix time of the last successful save (start time until one).",
         p.last_save_unix as f64,

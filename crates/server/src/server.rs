@@ -971,7 +971,9 @@ impl Server {
         });
         job.step_sharing(&mut self.keyspace, 20_000, share);
         self.persistence.loop_load.step(now.elapsed());
+        self.persistence.loop_share = share.unwrap_or(100);
         if let crate::persistence::snapshot::JobStatus::Done(r) = job.poll(false) {
+            self.persistence.loop_share = 0;
             let job = self.persistence.job.take().expect("present");
             self.finish_snapshot(job, r);
         }

@@ -129,6 +129,13 @@ fn bgsave_file_is_the_data_at_the_moment_the_save_began() {
             .arg(writes)
             .query(&mut c)
             .unwrap();
+        if writes == 10 {
+            // The save's pacing shows: its share of the loop's time now.
+            let share: u32 = persistence_field(&mut c, "current_save_loop_share")
+                .parse()
+                .unwrap();
+            assert!((1..=100).contains(&share), "{share}");
+        }
         if writes == 50 {
             let _: () = redis::cmd("SELECT").arg(3).query(&mut c).unwrap();
             let _: () = redis::cmd("FLUSHDB").query(&mut c).unwrap();
@@ -142,6 +149,7 @@ fn bgsave_file_is_the_data_at_the_moment_the_save_began() {
         "the save finished before the writes: {writes}"
     );
     assert_eq!(persistence_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    assert_eq!(persistence_field(&mut c, "current_save_loop_share"), "0");
     assert_ne!(digest(&mut c), at_start);
     assert_eq!(
         load_into_redis_and_digest(&dir.path().join("dump.rdb")),

@@ -44,6 +44,9 @@ pub struct PersistenceState {
     pub clients_busy_until: std::time::Instant,
     /// The loop's time spent on clients, measured while a save runs.
     pub loop_load: LoopLoad,
+    /// The share (percent) of the loop's time the save in progress may
+    /// take now (100: the clients are idle; 0: no save).
+    pub loop_share: u32,
     /// The replication AUX fields of the snapshot loaded last.
     pub last_load_repl: load::ReplAux,
     pub last_error: Option<String>,
@@ -67,6 +70,7 @@ impl PersistenceState {
             commands_at_last_step: 0,
             clients_busy_until: std::time::Instant::now(),
             loop_load: LoopLoad::new(),
+            loop_share: 0,
             last_error: None,
             last_cow_entries: 0,
         }
