@@ -57,6 +57,28 @@ impl Writeback {
     }
 }
 
+/// Largest `write` of a file written front to back through the page cache.
+///
+/// The size of a buffered write decides the size of the page-cache folios
+/// the kernel allocates for it (large folios, ext4 and others), and
+/// allocating large folios can be much slower than small ones: on the
+/// development VM (Linux 6.18, ext4, memory returned to the host by free
+/// page reporting) `dd` of 512 MiB into a new file after a few idle
+/// seconds ran at 335 MB/s with 2 MiB and 4 MiB blocks, 2.3 GB/s with
+/// 1 MiB and 4.4-5.1 GB/s with 64-512 KiB blocks. Writes of at most this
+/// many bytes cost the same syscalls per byte within a few percent and
+/// keep to the fast side.
+pub const WRITE_PIECE: usize = 256 << 10;
+
+/// `write_all` in pieces of at most [`WRITE_PIECE`] bytes.
+pub fn write_all_pieces(mut file: &File, data: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    for piece in data.chunks(WRITE_PIECE) {
+        file.write_all(piece)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,26 +101,4 @@ mod tests {
         assert_eq!(back.len(), 20 << 20);
         assert!(back.iter().all(|&b| b == 0x5a));
     }
-}
-
-/// Largest `write` of a file written front to back through the page cache.
-///
-/// The size of a buffered write decides the size of the page-cache folios
-/// the kernel allocates for it (large folios, ext4 and others), and
-/// allocating large folios can be much slower than small ones: on the
-/// development VM (Linux 6.18, ext4, memory returned to the host by free
-/// page reporting) `dd` of 512 MiB into a new file after a few idle
-/// seconds ran at 335 MB/s with 2 MiB and 4 MiB blocks, 2.3 GB/s with
-/// 1 MiB and 4.4-5.1 GB/s with 64-512 KiB blocks. Writes of at most this
-/// many bytes cost the same syscalls per byte within a few percent and
-/// keep to the fast side.
-pub const WRITE_PIECE: usize = 256 << 10;
-
-/// `write_all` in pieces of at most [`WRITE_PIECE`] bytes.
-pub fn write_all_pieces(mut file: &File, data: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    for piece in data.chunks(WRITE_PIECE) {
-        file.write_all(piece)?;
-    }
-    Ok(())
 }
