@@ -98,8 +98,8 @@ pub struct Config {
     /// Percent of the event loop's time a background save (BGSAVE, AOF
     /// rewrite, a replica's full sync) may take while clients are served.
     pub bgsave_loop_share: u32,
-    /// Background saves (BGSAVE, save rules, AOF rewrite, replica syncs)
-    /// write their file with `O_DIRECT`.
+    /// Background saves (BGSAVE, save rules, AOF rewrite; not a save for a
+    /// disk-based replica sync) write their file with `O_DIRECT`.
     pub rdb_direct_io: bool,
     /// Microseconds per key: slows a load down (for tests, as in Redis).
     pub key_load_delay: u64,
@@ -182,7 +182,7 @@ impl Default for Config {
             rdbchecksum: true,
             rdb_key_save_delay: 0,
             bgsave_loop_share: 2,
-            rdb_direct_io: false,
+            rdb_direct_io: true,
             key_load_delay: 0,
             stop_writes_on_bgsave_error: true,
             appendonly: false,
@@ -816,7 +816,7 @@ pub static OPTIONS: &[ConfigOption] = &[
     ),
     opt!(
         "rdb-direct-io",
-        "no",
+        "yes",
         true,
         |c, a| {
             c.rdb_direct_io = parse_bool(a)?;

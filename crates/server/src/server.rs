@@ -833,7 +833,15 @@ impl Server {
     /// Starts a snapshot job.
     pub fn start_snapshot(&mut self, kind: crate::persistence::SaveKind) -> Result<(), String> {
         let path = self.rdb_path();
-        self.start_snapshot_to(kind, &path, false)
+        self.start_snapshot_to(kind, &path, false, false)
+    }
+
+    /// A background save of `dump.rdb` for a disk-based replica sync: the
+    /// file is read back at once (sent, or mapped for RDMA), so it goes
+    /// through the page cache whatever `rdb-direct-io` says.
+    pub fn start_snapshot_for_replicas(&mut self) -> Result<(), String> {
+        let path = self.rdb_path();
+        self.start_snapshot_to(crate::persistence::SaveKind::Background, &path, false, true)
     }
 
     /// The header every snapshot gets, as Redis's `rdbSaveInfoAuxFields`
@@ -891,6 +899,7 @@ impl Server {
         kind: crate::persistence::SaveKind,
         path: &std::path::Path,
         for_aof: bool,
+        read_back: bool,
     ) -> Result<(), String> {
         if self.persistence.job.is_some() {
             return Err("ERR Background save already in progress".into());
@@ -902,7 +911,8 @@ impl Server {
             0
         };
         let repl_info = self.repl.backlog.is_some() || self.repl.is_replica();
-        let meta = self.snapshot_meta(repl_info, for_aof, key_delay_us);
+        let mut meta = self.snapshot_meta(repl_info, for_aof, key_delay_us);
+        meta.direct_io &= !read_back;
         let job = crate::persistence::SnapshotJob::start(
             &mut self.keyspace,
             path,
@@ -1070,7 +1080,7 @@ impl Server {
             return Err("ERR AOF is off".into());
         };
         let base = aof.begin_rewrite()?;
-        match self.start_snapshot_to(crate::persistence::SaveKind::Background, &base, true) {
+        match self.start_snapshot_to(crate::persistence::SaveKind::Background, &base, true, false) {
             Ok(()) => {
                 tracing::info!("Background append only file rewriting started");
                 Ok(())

@@ -1,6 +1,9 @@
-//! Direct I/O for snapshot files (`rdb-direct-io yes`; off by default): a
+//! Direct I/O for snapshot files (`rdb-direct-io yes`, the default): a
 //! background save's file goes from an aligned staging buffer to the disk
-//! with `O_DIRECT`, bypassing the page cache.
+//! with `O_DIRECT`, bypassing the page cache. Not for SAVE and SHUTDOWN's
+//! save (a load usually follows them) nor for a save made for a
+//! disk-based replica sync (the file is read back at once): those go
+//! through the cache.
 //!
 //! What it buys: a snapshot is written once, front to back, and may not be
 //! read back soon; through the page cache every byte also takes a cache
@@ -8,13 +11,13 @@
 //! while clients are served. With `O_DIRECT` the writer copies into one
 //! reused 4 MiB buffer and the disk reads it by DMA; the final `fsync`
 //! only has metadata left. Measured on the development VM (1 GB data set,
-//! `scripts/bench_persistence.py --parts bgsave`): p99 of SET during
-//! back-to-back BGSAVEs 0.94 ms against 0.94-1.12 ms buffered. What it
-//! costs: a snapshot read back right away (a disk-based replica sync, a
-//! restart) comes from the disk, not the cache — an RDMA full sync of
-//! 1 GiB took 2.38 s against 2.02 s buffered. Hence off by default.
-//! Buffered writes go in pieces of 256 KiB (`writeback::WRITE_PIECE`),
-//! which is what made them as fast: 0.5-0.9 s for a 1 GiB save either way.
+//! `scripts/bench_persistence.py --parts bgsave`, ferrokv alone, pairs of
+//! runs): p99 of SET during back-to-back BGSAVEs 0.94 / 0.94 ms direct
+//! against 1.06 / 1.12 ms buffered. What it costs: a file read back
+//! right away comes from the disk — an RDMA full sync of 1 GiB from a
+//! direct-written save took 2.38 s against 2.02 s (hence the replica
+//! syncs' exception). Buffered writes go in pieces of 256 KiB
+//! (`writeback::WRITE_PIECE`); a 1 GiB save takes 0.5-0.9 s either way.
 //!
 //! `O_DIRECT` wants the buffer, the file offset and the length aligned to
 //! the device's logical block size; 4096 covers the common sizes. The last

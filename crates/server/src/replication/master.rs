@@ -21,7 +21,7 @@
 use super::ReplState;
 use crate::net::client::Client;
 use crate::persistence::snapshot::SnapshotChunk;
-use crate::persistence::{SaveKind, SnapshotJob};
+use crate::persistence::SnapshotJob;
 use crate::server::Server;
 use std::collections::HashMap;
 use std::io::Write;
@@ -577,7 +577,7 @@ impl Server {
         let started = if diskless {
             self.start_streaming_snapshot()
         } else {
-            self.start_snapshot(SaveKind::Background)
+            self.start_snapshot_for_replicas()
         };
         if let Err(e) = started {
             tracing::warn!("Can't start the snapshot for replicas: {e}");
