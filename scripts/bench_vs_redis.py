@@ -17,6 +17,7 @@ import os
 import socket
 import statistics
 import subprocess
+import shutil
 import sys
 import tempfile
 import time
@@ -25,8 +26,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import ROOT, cli, cpu_seconds, free_port, rss_bytes  # noqa: E402
 
 
+DIRS = []
+
+
 def start(name, argv, port):
     d = tempfile.mkdtemp(prefix=f"bench-{name}-")
+    DIRS.append(d)
     p = subprocess.Popen(argv + ["--port", str(port), "--dir", d, "--save", "", "--appendonly", "no"]
                          if name == "redis" else argv + ["--port", str(port), "--dir", d],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -124,6 +129,10 @@ def main():
     finally:
         for _, p in servers.values():
             p.kill()
+            p.wait()
+        # Data directories of every server started (they pile up in /tmp).
+        for d in DIRS:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
