@@ -14,10 +14,10 @@ then the resident set size of each process.
 """
 import argparse
 import os
+import shutil
 import socket
 import statistics
 import subprocess
-import shutil
 import sys
 import tempfile
 import time
