@@ -938,6 +938,7 @@ impl Server {
         let mut job = job;
         job.for_aof = for_aof;
         self.persistence.job = Some(job);
+        self.persistence.save_started(self.config.bgsave_loop_share);
         Ok(())
     }
 

@@ -27,7 +27,7 @@
 //! buffered writes, with incremental writeback (`writeback.rs`).
 
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, Seek, Write};
 use std::os::fd::AsRawFd;
 
 /// Alignment of buffer, offsets and lengths.
@@ -42,6 +42,8 @@ pub struct SnapshotWriter {
     len: usize,
     written: u64,
     writeback: super::writeback::Writeback,
+    /// Fault hook for tests: the file system "refuses" direct writes.
+    refuse_direct: bool,
 }
 
 impl SnapshotWriter {
@@ -63,23 +65,19 @@ impl SnapshotWriter {
             len: 0,
             written: 0,
             writeback,
+            refuse_direct: false,
         }
-    }
-
-    /// Whether the writes bypass the page cache.
-    pub fn is_direct(&self) -> bool {
-        self.buf.is_some()
     }
 
     pub fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
-        if self.buf.is_none() {
-            super::writeback::write_all_pieces(&self.file, data)?;
-            self.written += data.len() as u64;
-            self.writeback.wrote(data.len());
-            return Ok(());
-        }
         while !data.is_empty() {
-            let buf = self.buf.as_mut().expect("direct");
+            let Some(buf) = self.buf.as_mut() else {
+                // Buffered (from the start, or since O_DIRECT was refused).
+                super::writeback::write_all_pieces(&self.file, data)?;
+                self.written += data.len() as u64;
+                self.writeback.wrote(data.len());
+                return Ok(());
+            };
             let n = (BLOCK - self.len).min(data.len());
             buf[self.len..self.len + n].copy_from_slice(&data[..n]);
             self.len += n;
@@ -92,18 +90,28 @@ impl SnapshotWriter {
     }
 
     /// Writes the first `n` bytes of the staging buffer (a multiple of
-    /// ALIGN). A file system that accepted the `O_DIRECT` flag but refuses
-    /// the first aligned write gets it again without.
+    /// ALIGN) at offset `written`. A file system that accepted the
+    /// `O_DIRECT` flag but refuses an aligned write (`EINVAL`: another
+    /// block size, no direct I/O after all) gets it again, and the rest of
+    /// the file, buffered.
     fn flush_block(&mut self, n: usize) -> io::Result<()> {
-        let r = self
-            .file
-            .write_all(&self.buf.as_ref().expect("direct")[..n]);
+        let r = if self.refuse_direct {
+            Err(io::Error::from_raw_os_error(libc::EINVAL))
+        } else {
+            self.file
+                .write_all(&self.buf.as_ref().expect("direct")[..n])
+        };
         match r {
             Ok(()) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) && self.written == 0 => {
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                tracing::warn!(
+                    "O_DIRECT write refused ({e}): writing the snapshot through the page cache"
+                );
                 set_direct(&self.file, false)?;
+                // A refused write may have written part of the block.
+                (&self.file).seek(io::SeekFrom::Start(self.written))?;
                 let buf = self.buf.take().expect("direct");
-                self.file.write_all(&buf[..n])?;
+                super::writeback::write_all_pieces(&self.file, &buf[..n])?;
                 self.writeback.wrote(n);
             }
             Err(e) => return Err(e),
@@ -193,6 +201,33 @@ mod tests {
                 std::fs::read(dir.path().join(format!("f{i}-true"))).unwrap(),
                 want
             );
+        }
+    }
+
+    #[test]
+    fn a_refused_direct_write_goes_on_buffered_at_any_point() {
+        let dir = tempfile::tempdir().unwrap();
+        // Refused at the first block, after two blocks, at the padded tail.
+        for (case, refuse_after) in [0usize, 2 * BLOCK + 100, 3 * BLOCK + 10]
+            .into_iter()
+            .enumerate()
+        {
+            let path = dir.path().join(format!("r{case}"));
+            let mut w = SnapshotWriter::new(File::create(&path).unwrap(), true);
+            let mut all = Vec::new();
+            let mut j = 0u8;
+            while all.len() < 3 * BLOCK + 4321 {
+                if all.len() >= refuse_after {
+                    w.refuse_direct = true;
+                }
+                // Pieces larger than what is left of the block.
+                let d = pattern(1_300_000.min(3 * BLOCK + 4321 - all.len()), j);
+                j = j.wrapping_add(1);
+                w.write_all(&d).unwrap();
+                all.extend_from_slice(&d);
+            }
+            assert_eq!(w.finish().unwrap(), all.len() as u64);
+            assert!(std::fs::read(&path).unwrap() == all, "case {case}");
         }
     }
 }

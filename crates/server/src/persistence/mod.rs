@@ -55,6 +55,13 @@ pub struct PersistenceState {
 }
 
 impl PersistenceState {
+    /// A save begins: its pacing starts from a busy loop (the measures of
+    /// an earlier save are stale) at the base share.
+    pub fn save_started(&mut self, base_share: u32) {
+        self.loop_load = LoopLoad::new();
+        self.loop_share = base_share;
+    }
+
     pub fn new(now_unix: u64) -> Self {
         PersistenceState {
             job: None,
@@ -107,12 +114,7 @@ impl LoopLoad {
     pub fn turn(&mut self, started: std::time::Instant, now: std::time::Instant) {
         self.busy += now.saturating_duration_since(started);
         let wall = now.saturating_duration_since(self.window_start);
-        if wall >= Self::WINDOW * 10 {
-            // Not measured for a while (no save ran): start afresh.
-            self.window_start = now;
-            self.busy = std::time::Duration::ZERO;
-            self.steps = std::time::Duration::ZERO;
-        } else if wall >= Self::WINDOW {
+        if wall >= Self::WINDOW {
             let work = self.busy.saturating_sub(self.steps);
             self.utilization = (work.as_secs_f64() / wall.as_secs_f64()).min(1.0);
             self.window_start = now;
@@ -142,9 +144,11 @@ impl Default for LoopLoad {
 /// change before it gets there (copied segments, overwritten values), so
 /// the longer it runs under writes the more it holds. From an eighth of
 /// the memory in use when it began (`used_at_start`), the share rises
-/// linearly to a third at a quarter. That bounds a save's extra memory to
-/// about a quarter of the data set (a forked save's copy-on-write can
-/// reach all of it) while a slow save keeps the clients' latency low.
+/// linearly to a third at a quarter. That holds a save's extra memory back
+/// (about a quarter of a 1 GB data set under a random-write load; nothing
+/// stops writes spread over the whole keyspace from copying every segment,
+/// as a forked save's copy-on-write can) while a slow save keeps the
+/// clients' latency low.
 pub fn save_loop_share(base: u32, used_at_start: usize, used_now: usize, utilization: f64) -> u32 {
     const MAX_MEMORY_SHARE: u32 = 33;
     const IDLE_MARGIN: f64 = 0.4;
@@ -203,7 +207,8 @@ mod tests {
         assert_eq!(save_loop_share(2, GB, 2 * GB, 0.9), 33);
         // Memory freed below the start counts as no growth.
         assert_eq!(save_loop_share(2, GB, GB / 2, 0.9), 2);
-        // A small data set gets 64 MiB of room before the rise begins.
+        // A small data set: the rise begins at 32 MiB of growth (half of
+        // the 64 MiB floor of the "quarter").
         assert_eq!(save_loop_share(2, 1 << 20, 32 << 20, 0.9), 2);
         // A base above a third is kept.
         assert_eq!(save_loop_share(50, GB, 2 * GB, 0.9), 50);

@@ -17,10 +17,15 @@ const QUEUE: usize = 32;
 const STEP_BYTES: u64 = 64 << 10;
 /// Entries of a segment visited in one go.
 const PART_ENTRIES: usize = 32;
-/// Values by reference in one part at most: a part sends at most
-/// 2 x this + 1 messages, which fit in the room a consumer's queue has
-/// left when the producer goes on (it pauses at QUEUE / 2 in flight).
+/// Values by reference in one part at most. A background step sends at
+/// most 2 x this + 2 messages (a flush left from an earlier part, a flush
+/// and the value for each, the final flush): a value by reference exceeds
+/// the step's byte budget, so the step ends with that part. That fits in
+/// the room a consumer's queue has when the producer goes on (it pauses
+/// at QUEUE / 2 in flight), so a step never blocks on a queue.
 const EXTERNAL_PER_PART: usize = 4;
+const _: () = assert!(ferrokv_rdb::encoder::EXTERNAL_MIN_LEN as u64 > STEP_BYTES);
+const _: () = assert!(2 * EXTERNAL_PER_PART + 2 <= QUEUE / 2);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SaveKind {

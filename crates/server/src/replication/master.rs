@@ -631,6 +631,7 @@ impl Server {
         let meta = self.snapshot_meta(true, false, self.config.rdb_key_save_delay);
         let job = SnapshotJob::start_streaming(&mut self.keyspace, self.dirty, meta);
         self.persistence.job = Some(job);
+        self.persistence.save_started(self.config.bgsave_loop_share);
         Ok(())
     }
 

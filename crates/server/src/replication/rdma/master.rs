@@ -99,8 +99,8 @@ struct Finished {
 }
 
 /// Reads the mapped snapshot ahead of the writes, on a thread of its own:
-/// where the file is not in the page cache (written with `rdb-direct-io
-/// yes`, or evicted since), the first touch of each page of the mapping
+/// where the file is not in the page cache (a BGSAVE the sync joined wrote
+/// it with `rdb-direct-io yes`, or it was evicted since), the first touch of each page of the mapping
 /// reads it from the disk, and inside `fi_writedata` on the loop that
 /// would stall the loop and the transfer alike (the TCP sync's sender thread takes those faults itself).
 /// The thread stays at most [`PREFETCH_AHEAD`] ahead of the bytes posted
