@@ -819,17 +819,23 @@ mod tests {
         assert_eq!(out[0], 0xC3);
     }
 
+    /// `n` bytes LZF cannot shrink (xorshift64 from `seed`).
+    fn xorshift_bytes(seed: u64, n: usize) -> Vec<u8> {
+        let mut x = seed;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
     #[test]
     fn long_values_are_compressed_unless_their_head_is_incompressible() {
         let mut e = RdbEncoder::new(EncoderOptions::default());
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut noise = vec![0u8; PROBE_MIN_LEN + 1000];
-        for b in noise.iter_mut() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            *b = x as u8;
-        }
+        let noise = xorshift_bytes(0x9e37_79b9_7f4a_7c15, PROBE_MIN_LEN + 1000);
         let mut out = Vec::new();
         e.put_string(&mut out, &noise);
         assert_eq!(
@@ -879,14 +885,7 @@ mod tests {
 
     #[test]
     fn an_external_value_gives_the_same_file_as_an_inline_one() {
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut noise = vec![0u8; EXTERNAL_MIN_LEN + 4321];
-        for b in noise.iter_mut() {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            *b = x as u8;
-        }
+        let noise = xorshift_bytes(0x2545_f491_4f6c_dd1d, EXTERNAL_MIN_LEN + 4321);
         let compressible = b"abcdefgh".repeat(EXTERNAL_MIN_LEN / 8 + 1);
         for by_chunk in [false, true] {
             let mut inline = Vec::new();

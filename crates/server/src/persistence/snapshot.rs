@@ -609,6 +609,19 @@ mod tests {
     use super::*;
     use ferrokv_store::NO_EXPIRE;
 
+    /// `len` bytes LZF cannot shrink (xorshift64 from `seed`).
+    fn noise(seed: u64, len: usize) -> Vec<u8> {
+        let mut x = seed | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
     fn meta() -> SnapshotMeta<'static> {
         SnapshotMeta {
             aux: vec![(&b"redis-ver"[..], b"7.0.15".to_vec())],
@@ -674,16 +687,8 @@ mod tests {
         // 20,000 values of 2 KiB that LZF cannot shrink: 40 MiB of
         // snapshot in several segments (the budget is checked between
         // segments, each at most SEGMENT_MAX entries).
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        for i in 0..20_000 {
-            let v: Vec<u8> = (0..2048)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u8
-                })
-                .collect();
+        for i in 0..20_000u64 {
+            let v = noise(0x2545_f491_4f6c_dd1d + i, 2048);
             ks.dbs[0].set_str(format!("big{i}").as_bytes(), &v, NO_EXPIRE, 0);
         }
         let dir = tempfile::tempdir().unwrap();
@@ -717,17 +722,6 @@ mod tests {
 
     #[test]
     fn large_values_go_by_reference_and_keep_the_point_in_time() {
-        fn noise(seed: u64, len: usize) -> Vec<u8> {
-            let mut x = seed | 1;
-            (0..len)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u8
-                })
-                .collect()
-        }
         let mut ks = Keyspace::new(16);
         let big = ferrokv_rdb::encoder::EXTERNAL_MIN_LEN + 777;
         let mut want = std::collections::HashMap::new();
