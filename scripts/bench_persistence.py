@@ -2,6 +2,7 @@
 """Persistence figures of ferrokv-server beside redis-server, one run.
 
   python3 scripts/bench_persistence.py [--keys 1000000] [--value-size 1000]
+      [--parts load,bgsave,aof] [--servers ferrokv,redis] [--bgsave-requests 2000000]
 
 1. Snapshot load time: both servers hold the same data set (keys x value
    size, about 1 GB by default), SAVE it, and are restarted on their file;
@@ -11,11 +12,15 @@
    data set) runs while BGSAVEs of the whole data set follow each other
    back to back for the whole benchmark (so that every request counted is
    served during a save, whatever each server's save takes); its p99
-   latency, the first save's duration, and the saves' extra memory: for
+   latency, the duration of the saves that ended under load, and the
+   saves' extra memory: for
    ferrokv the peak RSS growth sampled during the saves, for Redis its
    `rdb_last_cow_size` (the forked child's copy-on-write), the largest.
 3. SET throughput with appendonly yes, appendfsync everysec and always
    (-c 50, -P 1 and -P 16).
+
+EXTRA_ARGS (environment): extra arguments for the ferrokv server only, to
+compare settings, e.g. EXTRA_ARGS="--bgsave-loop-share 5 --rdb-direct-io no".
 """
 import argparse
 import statistics

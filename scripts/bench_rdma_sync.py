@@ -184,10 +184,13 @@ def first_touch_rate(root, settle, block):
     `settle` seconds. On this VM (Linux 6.18, ext4, memory returned to the
     host by free page reporting) the size of a buffered write decides the
     size of the page-cache folios allocated for it, and large ones are
-    slow to get: ~335 MB/s with 2-4 MiB writes against ~5 GB/s with
-    64-512 KiB (ferrokv writes files in pieces of at most 256 KiB,
-    `persistence/writeback.rs`). Every sync below starts after the same
-    settling, so no mode runs on memory a previous run just freed."""
+    slow to get: ~335 MB/s with 2-4 MiB writes against 3.8-5.6 GB/s with
+    64-512 KiB most of the time (ferrokv writes files in pieces of at most
+    256 KiB, `persistence/writeback.rs`) — but the VM has slow periods
+    where small writes drop to ~340 MB/s too, and every run inside one is
+    2-3x slower: the probe says which kind of period the run met. Every
+    sync below starts after the same settling, so no mode runs on memory a
+    previous run just freed."""
     time.sleep(settle)
     path = os.path.join(root, "first-touch")
     buf = os.urandom(block)

@@ -782,16 +782,10 @@ mod tests {
     #[test]
     fn a_run_of_incompressible_values_pauses_lzf_and_compressible_ones_resume_it() {
         let mut e = RdbEncoder::new(EncoderOptions::default());
-        let mut x: u64 = 0x1234_5678_9abc_def1;
+        let mut seed: u64 = 0x1234_5678_9abc_def1;
         let mut noise = |n: usize| -> Vec<u8> {
-            (0..n)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u8
-                })
-                .collect()
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            xorshift_bytes(seed | 1, n)
         };
         let text = b"compressible compressible compressible compressible".to_vec();
         let mut out = Vec::new();

@@ -73,9 +73,8 @@ impl SnapshotWriter {
         while !data.is_empty() {
             let Some(buf) = self.buf.as_mut() else {
                 // Buffered (from the start, or since O_DIRECT was refused).
-                super::writeback::write_all_pieces(&self.file, data)?;
+                self.writeback.write_all(&self.file, data)?;
                 self.written += data.len() as u64;
-                self.writeback.wrote(data.len());
                 return Ok(());
             };
             let n = (BLOCK - self.len).min(data.len());
@@ -111,8 +110,7 @@ impl SnapshotWriter {
                 // A refused write may have written part of the block.
                 (&self.file).seek(io::SeekFrom::Start(self.written))?;
                 let buf = self.buf.take().expect("direct");
-                super::writeback::write_all_pieces(&self.file, &buf[..n])?;
-                self.writeback.wrote(n);
+                self.writeback.write_all(&self.file, &buf[..n])?;
             }
             Err(e) => return Err(e),
         }

@@ -609,6 +609,24 @@ mod tests {
     use super::*;
     use ferrokv_store::NO_EXPIRE;
 
+    /// A subscriber's whole stream, on a thread: (bytes, whether `End`
+    /// came, the size of each message).
+    fn read_all(sub: Subscription) -> std::thread::JoinHandle<(Vec<u8>, bool, Vec<usize>)> {
+        std::thread::spawn(move || {
+            let (mut got, mut sizes) = (Vec::new(), Vec::new());
+            while let Ok(m) = sub.recv() {
+                match m {
+                    SnapshotChunk::Data(d) => {
+                        sizes.push(d.len());
+                        got.extend_from_slice(&d);
+                    }
+                    SnapshotChunk::End => return (got, true, sizes),
+                }
+            }
+            (got, false, sizes)
+        })
+    }
+
     /// `len` bytes LZF cannot shrink (xorshift64 from `seed`).
     fn noise(seed: u64, len: usize) -> Vec<u8> {
         let mut x = seed | 1;
@@ -647,17 +665,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dump.rdb");
         let mut job = SnapshotJob::start(&mut ks, &path, SaveKind::Background, 0, meta()).unwrap();
-        let replica = job.subscribe().expect("before the first chunk");
-        let reader = std::thread::spawn(move || {
-            let mut got = Vec::new();
-            while let Ok(m) = replica.recv() {
-                match m {
-                    SnapshotChunk::Data(d) => got.extend_from_slice(&d),
-                    SnapshotChunk::End => return (got, true),
-                }
-            }
-            (got, false)
-        });
+        let reader = read_all(job.subscribe().expect("before the first chunk"));
         while !job.step(&mut ks, 1000) {
             assert!(job.subscribe().is_none() || job.chunks_sent == 0);
         }
@@ -666,7 +674,7 @@ mod tests {
             unreachable!()
         };
         r.unwrap();
-        let (got, ended) = reader.join().unwrap();
+        let (got, ended, _) = reader.join().unwrap();
         assert!(ended);
         assert_eq!(got, std::fs::read(&path).unwrap());
         let mut keys = 0;
@@ -738,14 +746,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("dump.rdb");
         let mut job = SnapshotJob::start(&mut ks, &path, SaveKind::Background, 0, meta()).unwrap();
-        let replica = job.subscribe().expect("before the first chunk");
-        let reader = std::thread::spawn(move || {
-            let mut got = Vec::new();
-            while let Ok(SnapshotChunk::Data(d)) = replica.recv() {
-                got.extend_from_slice(&d);
-            }
-            got
-        });
+        let reader = read_all(job.subscribe().expect("before the first chunk"));
         let mut steps = 0u64;
         while !job.step(&mut ks, 3) {
             // Writes between steps, to every key: the file keeps the
@@ -761,7 +762,12 @@ mod tests {
         };
         r.unwrap();
         let file = std::fs::read(&path).unwrap();
-        assert_eq!(reader.join().unwrap(), file);
+        let (got, ended, sizes) = reader.join().unwrap();
+        assert!(ended);
+        assert_eq!(got, file);
+        // The 50 large random values went by reference: each arrived as a
+        // message of its own, exactly its length.
+        assert_eq!(sizes.iter().filter(|&&n| n == big).count(), 50);
         struct Collect(std::collections::HashMap<Vec<u8>, Vec<u8>>);
         impl ferrokv_rdb::RdbVisitor for Collect {
             fn entry(&mut self, e: ferrokv_rdb::Entry<'_>) -> Result<(), ferrokv_rdb::VisitError> {

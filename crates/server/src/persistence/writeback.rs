@@ -32,8 +32,18 @@ impl Writeback {
         }
     }
 
+    /// Appends `data` to `file` (the one given to [`Writeback::new`]) in
+    /// writes of at most [`WRITE_PIECE`] bytes, and requests writeback
+    /// every [`STEP`].
+    pub fn write_all(&mut self, file: &File, data: &[u8]) -> std::io::Result<()> {
+        debug_assert_eq!(file.as_raw_fd(), self.fd);
+        write_all_pieces(file, data)?;
+        self.wrote(data.len());
+        Ok(())
+    }
+
     /// `n` more bytes were appended.
-    pub fn wrote(&mut self, n: usize) {
+    fn wrote(&mut self, n: usize) {
         self.written += n as u64;
         if self.written - self.requested >= STEP {
             let len = self.written - self.requested;
@@ -71,7 +81,7 @@ impl Writeback {
 pub const WRITE_PIECE: usize = 256 << 10;
 
 /// `write_all` in pieces of at most [`WRITE_PIECE`] bytes.
-pub fn write_all_pieces(mut file: &File, data: &[u8]) -> std::io::Result<()> {
+fn write_all_pieces(mut file: &File, data: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     for piece in data.chunks(WRITE_PIECE) {
         file.write_all(piece)?;
@@ -82,18 +92,16 @@ pub fn write_all_pieces(mut file: &File, data: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
 
     #[test]
     fn requests_writeback_every_step_and_never_changes_the_data() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
-        let mut f = File::create(&path).unwrap();
+        let f = File::create(&path).unwrap();
         let mut wb = Writeback::new(&f);
         let block = vec![0x5au8; 1 << 20];
         for i in 1..=20u64 {
-            f.write_all(&block).unwrap();
-            wb.wrote(block.len());
+            wb.write_all(&f, &block).unwrap();
             assert_eq!(wb.requested(), (i << 20) / STEP * STEP);
         }
         f.sync_all().unwrap();

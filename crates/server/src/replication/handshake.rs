@@ -451,9 +451,9 @@ fn receive_payload(c: &mut Conn) -> Result<(PathBuf, u64), String> {
     // finds little left to flush.
     let mut writeback = crate::persistence::writeback::Writeback::new(&file);
     let mut write = |d: &[u8]| {
-        crate::persistence::writeback::write_all_pieces(&file, d)
+        writeback
+            .write_all(&file, d)
             .map_err(|e| format!("Write error writing to the DB on disk: {e}"))?;
-        writeback.wrote(d.len());
         Ok(())
     };
     let n = match copy_payload(c, &framing, &mut write) {

@@ -164,13 +164,13 @@ pub fn receive(
             for (seq, at, len) in job_rx {
                 let data = ring_ref.bytes(at..at + len);
                 let t0 = Instant::now();
-                let res = crate::persistence::writeback::write_all_pieces(file, data)
+                let res = writeback
+                    .write_all(file, data)
                     .map(|_| seq)
                     .map_err(|e| format!("writing the temp file: {e}"));
                 let t1 = Instant::now();
                 write_time += t1 - t0;
                 if res.is_ok() {
-                    writeback.wrote(len);
                     crc = ferrokv_rdb::crc64::crc64(crc, data);
                     crc_time += t1.elapsed();
                     progress.read.fetch_add(len as u64, Ordering::Relaxed);
