@@ -19,9 +19,14 @@ Data: incompressible 64 MiB values (the snapshot is as large as the data).
    Beside it, from the logs: the master's save, its offer (CRC64) and the
    transfer's first write to last credit; and the master's CPU seconds
    over the whole sync (/proc, user + system).
-2. The replica's extra memory during an RDMA transfer at two snapshot
-   sizes: peak RSS sampled while `rdma_sync_state` is `transferring`,
-   minus its RSS before REPLICAOF (an empty replica).
+2. The replica's extra memory during an RDMA sync at two snapshot sizes.
+   The replica loads the snapshot while it arrives, so its memory grows
+   by the data itself during the transfer; what the sync adds beyond the
+   data is its peak anonymous RSS (heap, ring) sampled every 5 ms from
+   REPLICAOF to serving, minus its anonymous RSS before REPLICAOF (an
+   empty replica), minus the data loaded (`used_memory` after the sync
+   minus before). The temp file's pages the loader has mapped (RssFile)
+   are page cache, written anyway, and shown apart.
 3. A K x C sweep (replica `rdma-ring-slots` x `rdma-chunk-size`): transfer
    time and rate from the master's log.
 
@@ -42,7 +47,7 @@ import time
 from datetime import datetime, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import free_port, rss_bytes  # noqa: E402
+from benchlib import free_port, rss_parts  # noqa: E402
 
 VALUE = 64 << 20
 
@@ -114,18 +119,22 @@ def fill(port, mib, seed_values):
 
 
 def sync(master, replica, keys, sample_rss=False):
-    """REPLICAOF -> link up with all keys. Returns (secs, master CPU s, peak
-    extra RSS of the replica while transferring or None)."""
-    rss0 = rss_bytes(replica.p.pid)
+    """REPLICAOF -> link up with all keys. Returns (secs, master CPU s,
+    memory or None): memory = (peak anonymous RSS of the replica during the
+    sync beyond its RSS before and the data loaded, peak mapped file pages
+    during the sync), sampled every 5 ms."""
+    anon0, _ = rss_parts(replica.p.pid)
+    used0 = int(info_field(replica.port, "memory", "used_memory") or 0)
     cpu0 = cpu_seconds(master.p.pid)
-    peak = [0]
+    peak = [0, 0]
     done = threading.Event()
 
     def sampler():
         while not done.is_set():
             try:
-                if info_field(replica.port, "rdma", "rdma_sync_state") == "transferring":
-                    peak[0] = max(peak[0], rss_bytes(replica.p.pid))
+                anon, mapped = rss_parts(replica.p.pid)
+                peak[0] = max(peak[0], anon)
+                peak[1] = max(peak[1], mapped)
             except OSError:
                 pass
             time.sleep(0.005)
@@ -150,7 +159,10 @@ def sync(master, replica, keys, sample_rss=False):
     done.set()
     if sample_rss:
         t.join()
-    return secs, cpu, (peak[0] - rss0) if peak[0] else None
+    if not sample_rss or not peak[0]:
+        return secs, cpu, None
+    loaded = int(info_field(replica.port, "memory", "used_memory") or 0) - used0
+    return secs, cpu, (peak[0] - anon0 - loaded, peak[1])
 
 
 def after(lines, mark, needle):
@@ -258,6 +270,7 @@ def main():
         post = {"rdma": [], "tcp": []}
         cpu = {"rdma": [], "tcp": [], "redis": []}
         print(f"new-file write rate after {a.settle:.0f} s of settling: "
+              f"{first_touch_rate(root, a.settle, 64 << 10):.0f} MB/s in 64 KiB writes, "
               f"{first_touch_rate(root, a.settle, 256 << 10):.0f} MB/s in 256 KiB writes, "
               f"{first_touch_rate(root, a.settle, 4 << 20):.0f} MB/s in 4 MiB writes\n")
         for run in range(1, a.runs + 1):
@@ -301,16 +314,19 @@ def main():
         # 2. Replica extra memory at two sizes (--memory-mib '' skips it).
         if not memory_mibs:
             return
-        print("\n## Replica extra memory during the RDMA transfer (K = 8, C = 2 MiB)\n")
-        print("| snapshot MiB | peak extra RSS while transferring MiB |")
-        print("|---|---|")
+        print("\n## Replica memory during the RDMA sync (K = 8, C = 2 MiB)\n")
+        print("| snapshot MiB | peak anonymous RSS beyond the loaded data MiB | peak mapped temp-file pages MiB |")
+        print("|---|---|---|")
         for mib in memory_mibs:
             m = start(a.bin, f"mem-m{mib}", ["--rdma-bind", "127.0.0.1", "--rdma-port", "0",
                                             "--repl-diskless-sync", "no"])
             fill(m.port, mib, rng_values)
             r = start(a.bin, f"mem-r{mib}", ["--replica-rdma", "yes"])
             _, _, extra = sync(m, r, mib // 64, sample_rss=True)
-            print(f"| {mib} | {extra / 2**20:.1f} |" if extra is not None else f"| {mib} | not sampled |")
+            if extra is None:
+                print(f"| {mib} | not sampled | |")
+            else:
+                print(f"| {mib} | {extra[0] / 2**20:.1f} | {extra[1] / 2**20:.1f} |")
             kill(r)
             kill(m)
 

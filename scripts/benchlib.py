@@ -24,6 +24,19 @@ def rss_bytes(pid):
     return 0
 
 
+def rss_parts(pid):
+    """(RssAnon, RssFile) of a process in bytes: its heap and anonymous
+    mappings, and the file pages it has mapped (page cache)."""
+    anon = file = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                anon = int(line.split()[1]) * 1024
+            elif line.startswith("RssFile:"):
+                file = int(line.split()[1]) * 1024
+    return anon, file
+
+
 def cpu_seconds(pid):
     """User + system CPU time of a process."""
     with open(f"/proc/{pid}/stat") as f:

@@ -340,6 +340,20 @@ pub enum Fed {
     },
 }
 
+/// A key holding a plain string cut by the end of a stream's input
+/// ([`StreamDecoder::cut_string`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CutString<'d> {
+    pub db: u64,
+    pub key: Cow<'d, [u8]>,
+    pub expire_ms: Option<i64>,
+    /// Bytes of the record before the value (prefix opcodes, type, key,
+    /// the value's length).
+    pub head: usize,
+    /// The value's length.
+    pub len: u64,
+}
+
 /// Decodes an RDB that arrives in pieces (a replica parsing its master's
 /// payload as it comes off the socket, Redis's `repl-diskless-load`),
 /// with the same visitor calls, in the same order, as [`decode`] on the
@@ -410,6 +424,63 @@ impl StreamDecoder {
                 needed: self.missing,
             }),
         }
+    }
+
+    /// The head of the record that starts `rest` — what a
+    /// [`feed`](Self::feed) left unconsumed — when it is a key holding a
+    /// plain (not compressed, not integer) string whose value has not
+    /// fully arrived: its database, key, expiry, the bytes before the
+    /// value, and the value's length. A loader can then take the value's
+    /// bytes itself as they arrive, straight into their final place,
+    /// instead of keeping the whole record until it is complete, and then
+    /// tell the decoder with [`skip_string`](Self::skip_string). `None`
+    /// for any other record, or one whose head is cut too.
+    pub fn cut_string<'d>(&self, rest: &'d [u8]) -> Option<CutString<'d>> {
+        self.version?;
+        let mut r = Reader { data: rest, pos: 0 };
+        let mut expire_ms = None;
+        loop {
+            match r.byte().ok()? {
+                OPCODE_EXPIRETIME => {
+                    expire_ms = Some(i32::from_le_bytes(r.array::<4>().ok()?) as i64 * 1000)
+                }
+                OPCODE_EXPIRETIME_MS => expire_ms = Some(i64::from_le_bytes(r.array::<8>().ok()?)),
+                OPCODE_FREQ => {
+                    r.byte().ok()?;
+                }
+                OPCODE_IDLE => {
+                    r.length().ok()?;
+                }
+                TYPE_STRING => break,
+                _ => return None,
+            }
+        }
+        let key = r.string().ok()?;
+        let Length::Plain(len) = r.length_or_encoding().ok()? else {
+            return None;
+        };
+        let head = r.pos;
+        if len <= (rest.len() - head) as u64 {
+            return None;
+        }
+        Some(CutString {
+            db: self.st.db,
+            key,
+            expire_ms,
+            head,
+            len,
+        })
+    }
+
+    /// The record described by [`cut_string`](Self::cut_string) was
+    /// taken by the caller: the stream goes on after its `record_len`
+    /// bytes (head and value), and it counts as a key.
+    pub fn skip_string(&mut self, record_len: usize) {
+        self.st.forget_prefix();
+        self.st.keys += 1;
+        self.consumed += record_len;
+        self.retry_at = 0;
+        self.missing = 0;
     }
 
     fn feed_inner<V: RdbVisitor + ?Sized>(

@@ -66,8 +66,8 @@ pub mod owned;
 mod ziplist;
 
 pub use decoder::{
-    decode, decode_with, Checksum, DecodeOptions, DecodeSummary, Entry, Fed, FieldValue, RdbValue,
-    RdbVisitor, StreamDecoder,
+    decode, decode_with, Checksum, CutString, DecodeOptions, DecodeSummary, Entry, Fed, FieldValue,
+    RdbValue, RdbVisitor, StreamDecoder,
 };
 pub use encoder::{EncoderOptions, EncodingLimits, RdbEncoder};
 pub use error::{DecodeError, FunctionsUnsupported, VisitError};

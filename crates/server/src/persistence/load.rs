@@ -72,6 +72,47 @@ fn load_zset(
     Ok(z)
 }
 
+impl Loader<'_> {
+    /// The checks before a key is stored: its database exists (an error
+    /// otherwise), the test-only load delay, and its expiry (an expired
+    /// key is counted and skipped: `false`).
+    fn admit(&mut self, db: usize, expire_ms: Option<i64>) -> Result<bool, VisitError> {
+        if db >= self.ks.dbs.len() {
+            return Err(format!(
+                "key in database {db}, but only {} databases are configured",
+                self.ks.dbs.len()
+            )
+            .into());
+        }
+        if self.key_delay_us > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(self.key_delay_us));
+        }
+        if let Some(t) = expire_ms {
+            if t <= self.now_ms {
+                self.stats.expired += 1;
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// A string value assembled by [`StreamLoad`] in its final allocation.
+    fn big_string(&mut self, big: BigString) -> Result<(), VisitError> {
+        let db = big.db as usize;
+        if !self.admit(db, big.expire_ms)? {
+            return Ok(());
+        }
+        // SAFETY: every byte was written (`filled == len`, checked by the
+        // caller).
+        let value: std::sync::Arc<[u8]> = unsafe { big.value.assume_init() };
+        let value = ferrokv_store::Value::Str(ferrokv_store::bytes::SmallBytes::Heap(value));
+        let expire = big.expire_ms.unwrap_or(NO_EXPIRE);
+        self.ks.dbs[db].upsert(&big.key, value, expire, 0);
+        self.stats.keys += 1;
+        Ok(())
+    }
+}
+
 impl<'k> Loader<'k> {
     fn new(ks: &'k mut Keyspace, now_ms: i64, config: &crate::config::Config) -> Self {
         Loader {
@@ -115,21 +156,8 @@ impl RdbVisitor for Loader<'_> {
 
     fn entry(&mut self, e: RdbEntry<'_>) -> Result<(), VisitError> {
         let db = e.db as usize;
-        if db >= self.ks.dbs.len() {
-            return Err(format!(
-                "key in database {db}, but only {} databases are configured",
-                self.ks.dbs.len()
-            )
-            .into());
-        }
-        if self.key_delay_us > 0 {
-            std::thread::sleep(std::time::Duration::from_micros(self.key_delay_us));
-        }
-        if let Some(t) = e.expire_ms {
-            if t <= self.now_ms {
-                self.stats.expired += 1;
-                return Ok(());
-            }
+        if !self.admit(db, e.expire_ms)? {
+            return Ok(());
         }
         match &e.value {
             RdbValue::String(s) => {
@@ -258,55 +286,319 @@ pub fn load_stream(
     now_ms: i64,
     config: &crate::config::Config,
 ) -> Result<(LoadStats, DecodeSummary), String> {
-    let mut loader = Loader::new(ks, now_ms, config);
-    let mut dec = StreamDecoder::new();
-    // The start of a record cut by the end of a piece, kept until the
-    // pieces that complete it arrive; most pieces are decoded in place.
-    let mut tail: Vec<u8> = Vec::new();
-    let mut summary = None;
-    let corrupt = |e: ferrokv_rdb::DecodeError| format!("the payload is corrupt: {e}");
+    let mut load = StreamLoad::new(ks, now_ms, config);
     for piece in pieces {
-        if summary.is_some() {
+        load.feed(&piece)?;
+    }
+    load.finish()
+}
+
+/// An RDB loaded piece by piece as it arrives ([`load_stream`]; an RDMA
+/// full sync's ring slots). Each piece is decoded in place and may be
+/// reused once [`feed`](Self::feed) returns: only a record cut by the end
+/// of a piece is copied, kept until the pieces that complete it arrive
+/// (the copy's buffer is reused, so a run of large values costs one
+/// allocation). The CRC64 trailer is returned unverified
+/// (`Checksum::NotVerified`): the caller checksums the bytes as they pass.
+/// On any error the keyspace must be discarded.
+pub struct StreamLoad<'k> {
+    loader: Loader<'k>,
+    dec: StreamDecoder,
+    /// The start of a record cut by the end of a piece.
+    tail: Vec<u8>,
+    /// A large string value being filled in as it arrives.
+    big: Option<BigString>,
+    /// Values filled in that way.
+    big_strings: u64,
+    summary: Option<DecodeSummary>,
+}
+
+/// Strings at least this long that a piece cuts are copied straight into
+/// their final allocation as they arrive ([`StreamDecoder::cut_string`])
+/// rather than kept whole in the tail first: no second copy, and the
+/// load's own memory stays small whatever the size of the values.
+const BIG_STRING: u64 = 64 << 10;
+
+/// A string value filled in piece by piece.
+struct BigString {
+    db: u64,
+    key: Vec<u8>,
+    expire_ms: Option<i64>,
+    /// The whole record's length (head and value), for the decoder.
+    record_len: usize,
+    value: std::sync::Arc<[std::mem::MaybeUninit<u8>]>,
+    filled: usize,
+}
+
+impl BigString {
+    /// Copies what `data` holds of the value; returns the bytes taken.
+    fn fill(&mut self, data: &[u8]) -> usize {
+        let dst = std::sync::Arc::get_mut(&mut self.value).expect("not shared");
+        let n = data.len().min(dst.len() - self.filled);
+        for (d, s) in dst[self.filled..self.filled + n].iter_mut().zip(data) {
+            d.write(*s);
+        }
+        self.filled += n;
+        n
+    }
+
+    fn complete(&self) -> bool {
+        self.filled == self.value.len()
+    }
+}
+
+impl<'k> StreamLoad<'k> {
+    pub fn new(ks: &'k mut Keyspace, now_ms: i64, config: &crate::config::Config) -> Self {
+        StreamLoad {
+            loader: Loader::new(ks, now_ms, config),
+            dec: StreamDecoder::new(),
+            tail: Vec::new(),
+            big: None,
+            big_strings: 0,
+            summary: None,
+        }
+    }
+
+    /// The next piece of the RDB.
+    pub fn feed(&mut self, mut piece: &[u8]) -> Result<(), String> {
+        if let Some(big) = self.big.as_mut() {
+            piece = &piece[big.fill(piece)..];
+            if !big.complete() {
+                return Ok(());
+            }
+            let big = self.big.take().expect("big");
+            self.dec.skip_string(big.record_len);
+            self.big_strings += 1;
+            let key = String::from_utf8_lossy(&big.key).into_owned();
+            self.loader
+                .big_string(big)
+                .map_err(|e| format!("the payload is corrupt: key '{key}': {e}"))?;
             if piece.is_empty() {
-                continue;
+                return Ok(());
+            }
+        }
+        if self.summary.is_some() {
+            if piece.is_empty() {
+                return Ok(());
             }
             return Err("the payload goes on after the end of the RDB".into());
         }
-        let data: &[u8] = if tail.is_empty() {
-            &piece
+        let data: &[u8] = if self.tail.is_empty() {
+            piece
         } else {
-            tail.extend_from_slice(&piece);
-            &tail
+            self.tail.extend_from_slice(piece);
+            &self.tail
         };
-        match dec.feed(data, &mut loader).map_err(corrupt)? {
+        match self.dec.feed(data, &mut self.loader).map_err(corrupt)? {
             Fed::NeedMore { consumed } => {
-                if tail.is_empty() {
-                    tail.extend_from_slice(&piece[consumed..]);
+                let rest = &data[consumed..];
+                if let Some(cut) = self.dec.cut_string(rest).filter(|c| c.len >= BIG_STRING) {
+                    let len = usize::try_from(cut.len)
+                        .map_err(|_| format!("a string of {} bytes", cut.len))?;
+                    let mut big = BigString {
+                        db: cut.db,
+                        key: cut.key.into_owned(),
+                        expire_ms: cut.expire_ms,
+                        record_len: cut.head + len,
+                        value: std::sync::Arc::new_uninit_slice(len),
+                        filled: 0,
+                    };
+                    big.fill(&rest[cut.head..]);
+                    self.big = Some(big);
+                    self.tail.clear();
+                } else if self.tail.is_empty() {
+                    self.tail.extend_from_slice(&piece[consumed..]);
                 } else {
-                    tail.drain(..consumed);
+                    self.tail.drain(..consumed);
                 }
             }
-            Fed::Done {
-                consumed,
-                summary: s,
-            } => {
+            Fed::Done { consumed, summary } => {
                 if consumed != data.len() {
                     return Err("the payload goes on after the end of the RDB".into());
                 }
-                tail.clear();
-                summary = Some(s);
+                self.tail.clear();
+                self.summary = Some(summary);
             }
+        }
+        Ok(())
+    }
+
+    /// String values cut by the end of a piece and filled in as they
+    /// arrived, straight into their allocation.
+    pub fn strings_filled_in_place(&self) -> u64 {
+        self.big_strings
+    }
+
+    /// The payload ended: a record cut by its end is an error.
+    pub fn finish(mut self) -> Result<(LoadStats, DecodeSummary), String> {
+        if let Some(big) = &self.big {
+            return Err(format!(
+                "the payload is corrupt: it ends {} bytes into a string of {}",
+                big.filled,
+                big.value.len()
+            ));
+        }
+        let summary = match self.summary {
+            Some(s) => s,
+            None => {
+                let (s, used) = self
+                    .dec
+                    .feed_end(&self.tail, &mut self.loader)
+                    .map_err(corrupt)?;
+                if used != self.tail.len() {
+                    return Err("the payload goes on after the end of the RDB".into());
+                }
+                s
+            }
+        };
+        Ok((self.loader.stats, summary))
+    }
+}
+
+fn corrupt(e: ferrokv_rdb::DecodeError) -> String {
+    format!("the payload is corrupt: {e}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::persistence::snapshot::tests::{meta, noise};
+    use crate::persistence::snapshot::{JobStatus, SaveKind, SnapshotJob};
+
+    /// A snapshot of strings of every size (small, LZF-compressible,
+    /// large enough to go by reference) and sets, in three databases.
+    fn snapshot(dir: &Path) -> (std::path::PathBuf, ferrokv_store::digest::Digest) {
+        let mut ks = Keyspace::new(16);
+        for i in 0..20_000u64 {
+            let db = (i % 3) as usize;
+            let key = format!("k{i}");
+            match i % 1000 {
+                // Large values, half of them with an expiry.
+                0 => {
+                    let expire = if i % 2000 == 0 { 1 << 43 } else { NO_EXPIRE };
+                    ks.dbs[db].set_str(key.as_bytes(), &noise(i, 300 << 10), expire, 0)
+                }
+                1 => ks.dbs[db].set_str(key.as_bytes(), &[b'z'; 100 << 10], NO_EXPIRE, 0),
+                2..=9 => {
+                    let set = ferrokv_store::set::Set::from_members(
+                        (0..(i % 200))
+                            .map(|m| format!("m{m}").into_bytes())
+                            .collect::<Vec<_>>()
+                            .iter()
+                            .map(|m| &m[..]),
+                        512,
+                    );
+                    ks.dbs[db].upsert(key.as_bytes(), ferrokv_store::Value::Set(set), NO_EXPIRE, 0)
+                }
+                _ => ks.dbs[db].set_str(key.as_bytes(), format!("v{i}").as_bytes(), NO_EXPIRE, 0),
+            };
+        }
+        let path = dir.join("dump.rdb");
+        let mut job = SnapshotJob::start(&mut ks, &path, SaveKind::Foreground, 0, meta()).unwrap();
+        while !job.step(&mut ks, u64::MAX) {}
+        let JobStatus::Done(r) = job.poll(true) else {
+            unreachable!()
+        };
+        r.unwrap();
+        (path, ks.digest())
+    }
+
+    /// `src` fed to a [`StreamLoad`] in pieces of the given sizes, in
+    /// turn, each piece a buffer overwritten once fed (as a ring slot is
+    /// reused once its credit is returned).
+    fn load_in_pieces(
+        ks: &mut Keyspace,
+        src: &[u8],
+        pieces: &[usize],
+    ) -> Result<(LoadStats, DecodeSummary, u64), String> {
+        let cfg = crate::config::Config::default();
+        let mut load = StreamLoad::new(ks, 0, &cfg);
+        let r = feed_pieces(&mut load, src, pieces);
+        let big = load.strings_filled_in_place();
+        r.and_then(|()| load.finish()).map(|(stats, summary)| (stats, summary, big))
+    }
+
+    fn feed_pieces(load: &mut StreamLoad, src: &[u8], pieces: &[usize]) -> Result<(), String> {
+        let (mut at, mut i) = (0, 0);
+        let mut slot = Vec::new();
+        while at < src.len() {
+            let n = pieces[i % pieces.len()].min(src.len() - at);
+            slot.clear();
+            slot.extend_from_slice(&src[at..at + n]);
+            load.feed(&slot)?;
+            slot.fill(0xee);
+            at += n;
+            i += 1;
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn an_rdb_loaded_in_pieces_equals_the_file_loaded_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, digest) = snapshot(dir.path());
+        let src = std::fs::read(&path).unwrap();
+        let cfg = crate::config::Config::default();
+        let mut whole = Keyspace::new(16);
+        load_rdb(&mut whole, &path, 0, &cfg).unwrap().unwrap();
+        assert_eq!(whole.digest(), digest);
+        // Odd piece sizes cut records, headers and big values anywhere.
+        // The 20 values of 300 KiB are filled in place when a piece cuts
+        // them: always with the small pieces, never when the whole file
+        // is one piece.
+        for (pieces, in_place) in [
+            (&[1usize, 7, 4093, 65536][..], 20..=20),
+            (&[2 << 20], 1..=20),
+            (&[src.len()], 0..=0),
+        ] {
+            let mut ks = Keyspace::new(16);
+            let (stats, summary, big) = load_in_pieces(&mut ks, &src, pieces).unwrap();
+            assert!(in_place.contains(&big), "{big} for {pieces:?}");
+            assert_eq!(stats.keys, 20_000);
+            assert_eq!(summary.len, src.len());
+            let ferrokv_rdb::Checksum::NotVerified(stored) = summary.checksum else {
+                panic!("{:?}", summary.checksum)
+            };
+            assert_eq!(stored, ferrokv_rdb::crc64::crc64(0, &src[..src.len() - 8]));
+            assert_eq!(ks.digest(), digest, "pieces {pieces:?}");
         }
     }
-    let summary = match summary {
-        Some(s) => s,
-        None => {
-            let (s, used) = dec.feed_end(&tail, &mut loader).map_err(corrupt)?;
-            if used != tail.len() {
-                return Err("the payload goes on after the end of the RDB".into());
-            }
-            s
+
+    #[test]
+    fn a_payload_cut_short_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = snapshot(dir.path());
+        let src = std::fs::read(&path).unwrap();
+        let mut ks = Keyspace::new(16);
+        let e = load_in_pieces(&mut ks, &src[..src.len() / 2], &[65536]).unwrap_err();
+        assert!(e.contains("corrupt"), "{e}");
+        // Inside a value being filled in place ("k0" holds 300 KiB).
+        let k0 = src.windows(2).position(|w| w == b"k0").unwrap();
+        let mut ks = Keyspace::new(16);
+        let e = load_in_pieces(&mut ks, &src[..k0 + 100_000], &[4096]).unwrap_err();
+        assert!(e.contains("into a string of 307200"), "{e}");
+    }
+
+    #[test]
+    fn bytes_after_the_rdb_or_a_corrupt_record_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = snapshot(dir.path());
+        let src = std::fs::read(&path).unwrap();
+        // The RDB followed by more bytes, in the last piece or after it.
+        let mut longer = src.clone();
+        longer.extend_from_slice(b"extra");
+        // A value's type byte overwritten: the first key's record.
+        let mut corrupt = src.clone();
+        let first_key = src.windows(2).position(|w| w == b"k0").unwrap();
+        corrupt[first_key - 2] = 0xee;
+        for (bytes, pieces, want) in [
+            (&longer, &[65536][..], "goes on after the end"),
+            (&longer, &[src.len(), 5], "goes on after the end"),
+            (&corrupt, &[65536], "corrupt"),
+        ] {
+            let mut ks = Keyspace::new(16);
+            let e = load_in_pieces(&mut ks, bytes, pieces).unwrap_err();
+            assert!(e.contains(want), "{e}");
         }
-    };
-    Ok((loader.stats, summary))
+    }
 }

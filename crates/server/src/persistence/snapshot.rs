@@ -605,7 +605,7 @@ fn write_file(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use ferrokv_store::NO_EXPIRE;
 
@@ -628,7 +628,7 @@ mod tests {
     }
 
     /// `len` bytes LZF cannot shrink (xorshift64 from `seed`).
-    fn noise(seed: u64, len: usize) -> Vec<u8> {
+    pub(crate) fn noise(seed: u64, len: usize) -> Vec<u8> {
         let mut x = seed | 1;
         (0..len)
             .map(|_| {
@@ -640,7 +640,7 @@ mod tests {
             .collect()
     }
 
-    fn meta() -> SnapshotMeta<'static> {
+    pub(crate) fn meta() -> SnapshotMeta<'static> {
         SnapshotMeta {
             aux: vec![(&b"redis-ver"[..], b"7.0.15".to_vec())],
             compression: true,

@@ -75,10 +75,11 @@ impl Writeback {
 /// development VM (Linux 6.18, ext4, memory returned to the host by free
 /// page reporting) `dd` of 512 MiB into a new file after a few idle
 /// seconds ran at 335 MB/s with 2 MiB and 4 MiB blocks, 2.3 GB/s with
-/// 1 MiB and 4.4-5.1 GB/s with 64-512 KiB blocks. Writes of at most this
-/// many bytes cost the same syscalls per byte within a few percent and
-/// keep to the fast side.
-pub const WRITE_PIECE: usize = 256 << 10;
+/// 1 MiB and 4.4-5.1 GB/s with 64-512 KiB blocks; in its slow periods
+/// 128-256 KiB writes fall to 0.6-1.2 GB/s too, while 32-64 KiB writes
+/// keep 2.8-4.9 GB/s (1 GiB into a new file, two rounds each). Writes of
+/// 64 KiB cost ~16,000 syscalls per GiB, a few percent of the copy.
+pub const WRITE_PIECE: usize = 64 << 10;
 
 /// `write_all` in pieces of at most [`WRITE_PIECE`] bytes.
 fn write_all_pieces(mut file: &File, data: &[u8]) -> std::io::Result<()> {

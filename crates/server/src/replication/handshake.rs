@@ -11,7 +11,7 @@ use crate::persistence::load::{load_rdb, LoadStats};
 use ferrokv_store::Keyspace;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -304,8 +304,9 @@ pub fn run(req: &SyncRequest) -> Result<SyncOutcome, String> {
 }
 
 /// `+RDMAFULLSYNC`: the snapshot comes over RDMA (rdma/replica.rs) into a
-/// temp file, which is checked, renamed and loaded exactly as a TCP one;
-/// then `REPLCONF rdma-done` tells the master to stream what it buffered.
+/// temp file, loaded while it arrives; once the file is checked, fsynced
+/// and renamed the keyspace is installed, and `REPLCONF rdma-done` tells
+/// the master to stream what it buffered.
 /// A failure releases the RDMA side, installs nothing and makes the next
 /// attempt plain TCP.
 fn rdma_full_sync(mut c: Conn, rest: &str) -> Result<SyncOutcome, String> {
@@ -332,34 +333,27 @@ fn rdma_full_sync(mut c: Conn, rest: &str) -> Result<SyncOutcome, String> {
     req.progress
         .total
         .store(offer.length as i64, Ordering::Relaxed);
-    let tmp = rdma::replica::temp_path(&req.dir);
-    let mut file = std::fs::File::create(&tmp)
-        .map_err(|e| fail("io", format!("creating {}: {e}", tmp.display())))?;
-    let started = Instant::now();
-    if let Err((reason, detail)) = rdma::replica::receive(
-        r,
-        &offer,
-        &mut file,
-        &req.cancel,
-        req.timeout,
-        &req.progress,
-    ) {
-        drop(file);
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail(reason, detail));
+    if offer.length == 0 {
+        return Err(fail(
+            "protocol",
+            "the master offered an empty snapshot".into(),
+        ));
     }
-    drop(file);
+    let tmp = rdma::replica::temp_path(&req.dir);
+    let started = Instant::now();
+    let received = receive_and_load_rdma(req, r, &offer, &tmp);
+    let (ks, load) = match received {
+        Ok(done) => done,
+        Err((reason, detail)) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(fail(reason, detail));
+        }
+    };
     let dest = req.dir.join(&req.dbfilename);
     if let Err(e) = std::fs::rename(&tmp, &dest) {
         let _ = std::fs::remove_file(&tmp);
         return Err(fail("io", format!("renaming into {}: {e}", dest.display())));
     }
-    rdma::set_state(&r.stats, SyncState::Loading);
-    req.progress.loading.store(true, Ordering::Relaxed);
-    tracing::info!("MASTER <-> REPLICA sync: Loading DB in memory");
-    let mut ks = Keyspace::new(req.databases);
-    let load = load_rdb(&mut ks, &dest, crate::server::unix_ms(), &req.load_config)
-        .map_err(|e| fail("load", format!("loading the RDMA snapshot: {e}")))?;
     c.s.write_all(b"*2\r\n$8\r\nREPLCONF\r\n$9\r\nrdma-done\r\n")
         .map_err(|e| format!("error writing to the master: {e}"))?;
     {
@@ -381,6 +375,83 @@ fn rdma_full_sync(mut c: Conn, rest: &str) -> Result<SyncOutcome, String> {
         stream: c.s,
         leftover,
     })
+}
+
+/// The RDMA transfer into the temp file `tmp` and, beside it, the load:
+/// a loader thread decodes each ring slot into a fresh keyspace while the
+/// writer writes it to the file (`O_DIRECT` straight from the registered
+/// ring when `rdb-direct-io` allows), so the load runs during the
+/// transfer instead of after it, and the file never fills the page cache.
+/// The keyspace is returned only once the length, the CRC64 of the whole
+/// file and the RDB trailer are verified and the file is fsynced; on any
+/// failure it is dropped and nothing is installed.
+fn receive_and_load_rdma(
+    req: &SyncRequest,
+    r: &super::rdma::replica::ReplicaRdma,
+    offer: &super::rdma::replica::RdmaOffer,
+    tmp: &Path,
+) -> Result<(Keyspace, Option<LoadStats>), super::rdma::replica::Failure> {
+    use super::rdma::{self, SyncState};
+    let file = std::fs::File::create(tmp)
+        .map_err(|e| ("io", format!("creating {}: {e}", tmp.display())))?;
+    tracing::info!(
+        "MASTER <-> REPLICA sync: loading the snapshot as its chunks arrive; it is installed only once its length and CRC64 are verified"
+    );
+    let mut ks = Keyspace::new(req.databases);
+    let mut load = crate::persistence::load::StreamLoad::new(
+        &mut ks,
+        crate::server::unix_ms(),
+        &req.load_config,
+    );
+    let received = rdma::replica::receive(
+        r,
+        offer,
+        file,
+        req.load_config.rdb_direct_io,
+        &req.cancel,
+        req.timeout,
+        &req.progress,
+        &mut load,
+    )?;
+    let after_transfer = Instant::now();
+    rdma::set_state(&r.stats, SyncState::Loading);
+    req.progress.loading.store(true, Ordering::Relaxed);
+    if let Some(e) = received.load_error {
+        return Err(("load", format!("loading the RDMA snapshot: {e}")));
+    }
+    let (stats, summary) = load
+        .finish()
+        .map_err(|e| ("load", format!("loading the RDMA snapshot: {e}")))?;
+    if summary.len as u64 != offer.length {
+        return Err((
+            "load",
+            format!(
+                "the RDB ends after {} of the {} bytes",
+                summary.len, offer.length
+            ),
+        ));
+    }
+    if let ferrokv_rdb::Checksum::NotVerified(stored) = summary.checksum {
+        if received.content_crc != Some(stored) {
+            return Err((
+                "crc-mismatch",
+                format!(
+                    "the RDB trailer holds {stored:#018x}, the content hashes to {:#018x}",
+                    received.content_crc.unwrap_or(0)
+                ),
+            ));
+        }
+    }
+    received
+        .file
+        .finish()
+        .map_err(|e| ("io", format!("finishing {}: {e}", tmp.display())))?;
+    tracing::info!(
+        "MASTER <-> REPLICA sync: loaded {} keys during the transfer; file synced {:.3}s after its last chunk",
+        stats.keys,
+        after_transfer.elapsed().as_secs_f64()
+    );
+    Ok((ks, Some(stats)))
 }
 
 /// How the payload is framed.

@@ -18,11 +18,12 @@
 //! been consumed.
 
 use super::{set_state, SharedStats, SyncState};
+use crate::persistence::direct::SnapshotWriter;
+use crate::persistence::load::StreamLoad;
 use ferrokv_fabric::{
     AcceptDescriptor, Access, CmEvent, Completion, CompletionKind, Connection, FabricError,
     Library, RingDescriptor,
 };
-use std::collections::VecDeque;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -91,17 +92,42 @@ fn fabric_failure(e: FabricError) -> Failure {
     }
 }
 
-/// Receives the snapshot of `offer` into `file` (created by the caller),
-/// checks its length and CRC64 and fsyncs it. Every RDMA resource is
-/// released when this returns, whatever the outcome.
+/// What a successful [`receive`] leaves.
+pub struct Received {
+    /// The temp file, every byte written; [`SnapshotWriter::finish`]
+    /// (padding, length, fsync) is the caller's once it is verified.
+    pub file: SnapshotWriter,
+    /// The CRC64 of all but the last 8 bytes, for the RDB trailer (`None`
+    /// for a shorter file).
+    pub content_crc: Option<u64>,
+    /// Why the load stopped, if it did (it then skipped the rest).
+    pub load_error: Option<String>,
+}
+
+/// A slot consumed by one of the two threads.
+enum Consumed {
+    /// Written to the temp file (or why not).
+    Written(Result<(), String>),
+    /// Decoded by the loader.
+    Loaded,
+}
+
+/// Receives the snapshot of `offer` into `file` (created by the caller,
+/// empty; `O_DIRECT` when `direct` and the file system takes it) and,
+/// slot by slot beside the file writes, into `load`; checks the length
+/// and the CRC64 of the whole file. Every RDMA resource is released when
+/// this returns, whatever the outcome.
+#[allow(clippy::too_many_arguments)]
 pub fn receive(
     rdma: &ReplicaRdma,
     offer: &RdmaOffer,
-    file: &mut std::fs::File,
+    file: std::fs::File,
+    direct: bool,
     cancel: &AtomicBool,
     timeout: Duration,
     progress: &crate::replication::handshake::Progress,
-) -> Result<(), Failure> {
+    load: &mut StreamLoad<'_>,
+) -> Result<Received, Failure> {
     let started = Instant::now();
     let c = u64::from(rdma.chunk_size);
     let chunks = offer.length.div_ceil(c);
@@ -143,51 +169,95 @@ pub fn receive(
     }
     set_state(&rdma.stats, SyncState::Transferring);
     let slots = u64::from(k);
-    // A writer thread consumes the slots (file write, CRC64) while this
-    // one keeps reading the CQ: with the tcp provider data only lands
-    // while the target reads its CQ, so consuming here would stall it.
+    // Two threads consume each slot while this one keeps reading the CQ
+    // (with the tcp provider data only lands while the target reads its
+    // CQ, so consuming here would stall it): a writer (file write, CRC64)
+    // and a loader (decoding into the new keyspace). A slot's credit goes
+    // back once both are done with it.
     let (wake_rx, wake_tx) =
         std::os::unix::net::UnixStream::pair().map_err(|e| ("io", format!("wake-up pair: {e}")))?;
     wake_rx
         .set_nonblocking(true)
         .map_err(|e| ("io", format!("wake-up pair: {e}")))?;
     let ring_ref = &ring;
-    let crc = std::thread::scope(|scope| -> Result<u64, Failure> {
-        let (job_tx, job_rx) = std::sync::mpsc::channel::<(u64, usize, usize)>();
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<Result<u64, String>>();
-        let file = &mut *file;
+    let (writer, crc, content_crc, load_error) = std::thread::scope(|scope| {
+        let (write_tx, write_rx) = std::sync::mpsc::channel::<(usize, usize)>();
+        let (load_tx, load_rx) = std::sync::mpsc::channel::<(usize, usize)>();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<Consumed>();
+        let (done_w, wake_w) = (done_tx.clone(), &wake_tx);
         let writer = scope.spawn(move || {
+            let mut out = SnapshotWriter::new(file, direct);
             let mut crc = 0u64;
-            let mut wake = &wake_tx;
+            // The CRC64 of the bytes before the RDB trailer, taken on the way.
+            let trailer_at = offer.length.checked_sub(8);
+            let mut content_crc = None;
+            let mut at_file = 0u64;
+            let mut wake = wake_w;
             let (mut write_time, mut crc_time) = (Duration::ZERO, Duration::ZERO);
-            let mut writeback = crate::persistence::writeback::Writeback::new(file);
-            for (seq, at, len) in job_rx {
+            for (at, len) in write_rx {
                 let data = ring_ref.bytes(at..at + len);
                 let t0 = Instant::now();
-                let res = writeback
-                    .write_all(file, data)
-                    .map(|_| seq)
+                let res = out
+                    .write_all(data)
                     .map_err(|e| format!("writing the temp file: {e}"));
                 let t1 = Instant::now();
                 write_time += t1 - t0;
                 if res.is_ok() {
-                    crc = ferrokv_rdb::crc64::crc64(crc, data);
+                    match trailer_at {
+                        Some(t) if (at_file..at_file + len as u64).contains(&t) => {
+                            let (before, after) = data.split_at((t - at_file) as usize);
+                            crc = ferrokv_rdb::crc64::crc64(crc, before);
+                            content_crc = Some(crc);
+                            crc = ferrokv_rdb::crc64::crc64(crc, after);
+                        }
+                        _ => crc = ferrokv_rdb::crc64::crc64(crc, data),
+                    }
                     crc_time += t1.elapsed();
+                    at_file += len as u64;
                     progress.read.fetch_add(len as u64, Ordering::Relaxed);
                 }
                 let failed = res.is_err();
-                let _ = done_tx.send(res);
+                let _ = done_w.send(Consumed::Written(res));
                 let _ = wake.write(&[1]);
                 if failed {
                     break;
                 }
             }
             tracing::info!(
-                "RDMA receive: {:.1} ms writing the temp file, {:.1} ms in CRC64",
+                "RDMA receive: {:.1} ms writing the temp file ({}, {} bytes straight from the ring), {:.1} ms in CRC64",
                 write_time.as_secs_f64() * 1e3,
+                if out.is_direct() { "O_DIRECT" } else { "buffered" },
+                out.written_in_place(),
                 crc_time.as_secs_f64() * 1e3
             );
-            crc
+            (out, crc, content_crc)
+        });
+        let load = &mut *load;
+        let wake_l = &wake_tx;
+        let loader = scope.spawn(move || {
+            let mut error = None;
+            let mut wake = wake_l;
+            let mut busy = Duration::ZERO;
+            for (at, len) in load_rx {
+                // After an error the rest is skipped, not decoded; the
+                // transfer goes on so that the CRC64 is checked (a corrupt
+                // chunk is reported as such).
+                if error.is_none() {
+                    let t0 = Instant::now();
+                    if let Err(e) = load.feed(ring_ref.bytes(at..at + len)) {
+                        error = Some(e);
+                    }
+                    busy += t0.elapsed();
+                }
+                let _ = done_tx.send(Consumed::Loaded);
+                let _ = wake.write(&[1]);
+            }
+            tracing::info!(
+                "RDMA receive: {:.1} ms loading the slots into the new keyspace ({} large values filled in place)",
+                busy.as_secs_f64() * 1e3,
+                load.strings_filled_in_place()
+            );
+            error
         });
         let res = drive(
             &conn,
@@ -199,17 +269,21 @@ pub fn receive(
             prepost,
             cancel,
             timeout,
-            &job_tx,
+            &[&write_tx, &load_tx],
             &done_rx,
             &wake_rx,
         );
-        drop(job_tx);
-        let crc = writer
-            .join()
-            .map_err(|_| ("io", "the writer thread panicked".to_string()))?;
-        res.map(|()| crc)
+        drop(write_tx);
+        drop(load_tx);
+        let written = writer.join();
+        let loaded = loader.join();
+        res?;
+        let (out, crc, content_crc) =
+            written.map_err(|_| ("io", "the writer thread panicked".to_string()))?;
+        let load_error = loaded.map_err(|_| ("load", "the loader thread panicked".to_string()))?;
+        Ok::<_, Failure>((out, crc, content_crc, load_error))
     })?;
-    // Every chunk is in: release the RDMA side before verifying and loading.
+    // Every chunk is in: release the RDMA side before verifying.
     drop(ring);
     drop(credits);
     drop(conn);
@@ -230,8 +304,6 @@ pub fn receive(
             ),
         ));
     }
-    file.sync_all()
-        .map_err(|e| ("io", format!("fsync of the temp file: {e}")))?;
     let secs = started.elapsed().as_secs_f64();
     tracing::info!(
         "MASTER <-> REPLICA sync: {} bytes over RDMA in {secs:.3}s ({:.1} MB/s), CRC64 verified",
@@ -241,12 +313,17 @@ pub fn receive(
     let mut s = rdma.stats.lock().expect("rdma stats");
     s.bytes += offer.length;
     s.last_sync_mbps = offer.length as f64 / 1e6 / secs.max(1e-9);
-    Ok(())
+    Ok(Received {
+        file: writer,
+        content_crc,
+        load_error,
+    })
 }
 
-/// The receive loop: remote writes go to the writer as jobs (in order,
-/// immediates checked), finished jobs get their credit, until every chunk
-/// is written and its credit sent.
+/// The receive loop: each remote write goes to every consumer as a job
+/// (in order, immediates checked); a slot's credit goes back once every
+/// consumer is done with it, until every chunk is consumed and its credit
+/// sent.
 #[allow(clippy::too_many_arguments)]
 fn drive(
     conn: &Connection,
@@ -258,14 +335,15 @@ fn drive(
     prepost: bool,
     cancel: &AtomicBool,
     timeout: Duration,
-    jobs: &std::sync::mpsc::Sender<(u64, usize, usize)>,
-    done: &std::sync::mpsc::Receiver<Result<u64, String>>,
+    consumers: &[&std::sync::mpsc::Sender<(usize, usize)>; 2],
+    done: &std::sync::mpsc::Receiver<Consumed>,
     wake: &std::os::unix::net::UnixStream,
 ) -> Result<(), Failure> {
     let (mut seq, mut written, mut credits_sent, mut credits_done) = (0u64, 0u64, 0u64, 0u64);
+    // Slots the writer and the loader are done with (each in order).
+    let (mut by_writer, mut by_loader) = (0u64, 0u64);
     let mut batch: Vec<Completion> = Vec::with_capacity(64);
     let mut last_progress = Instant::now();
-    let mut finished: VecDeque<u64> = VecDeque::new();
     while written < chunks || credits_done < credits_sent {
         let mut busy = false;
         batch.clear();
@@ -290,8 +368,11 @@ fn drive(
                     }
                     let at = (seq % slots) as usize * c as usize;
                     let len = (offer.length - seq * c).min(c) as usize;
-                    jobs.send((seq, at, len))
-                        .map_err(|_| ("io", "the writer thread stopped".to_string()))?;
+                    for consumer in consumers {
+                        consumer
+                            .send((at, len))
+                            .map_err(|_| ("io", "a consumer thread stopped".to_string()))?;
+                    }
                     if prepost {
                         conn.endpoint
                             .recv_for_immediate(comp.tag)
@@ -305,16 +386,23 @@ fn drive(
                 }
             }
         }
-        while let Ok(r) = done.try_recv() {
+        while let Ok(d) = done.try_recv() {
             busy = true;
-            finished.push_back(r.map_err(|e| ("io", e))?);
+            match d {
+                Consumed::Written(r) => {
+                    r.map_err(|e| ("io", e))?;
+                    by_writer += 1;
+                }
+                Consumed::Loaded => by_loader += 1,
+            }
         }
-        // Each slot written to the file gets its credit back. A credit
-        // buffer is reused only once its previous send completed.
-        while let Some(&s) = finished.front() {
+        // Each slot both consumers are done with gets its credit back. A
+        // credit buffer is reused only once its previous send completed.
+        while written < by_writer.min(by_loader) {
             if credits_sent - credits_done >= 2 * slots {
                 break;
             }
+            let s = written;
             let cat = (credits_sent % (2 * slots)) as usize * CREDIT_BYTES;
             credits
                 .bytes_mut(cat..cat + CREDIT_BYTES)
@@ -322,7 +410,6 @@ fn drive(
                 .copy_from_slice(&s.to_le_bytes());
             match conn.endpoint.send(credits, cat..cat + CREDIT_BYTES, s) {
                 Ok(()) => {
-                    finished.pop_front();
                     credits_sent += 1;
                     written += 1;
                     busy = true;
