@@ -25,8 +25,7 @@ Data: incompressible 64 MiB values (the snapshot is as large as the data).
    data is its peak anonymous RSS (heap, ring) sampled every 5 ms from
    REPLICAOF to serving, minus its anonymous RSS before REPLICAOF (an
    empty replica), minus the data loaded (`used_memory` after the sync
-   minus before). The temp file's pages the loader has mapped (RssFile)
-   are page cache, written anyway, and shown apart.
+   minus before).
 3. A K x C sweep (replica `rdma-ring-slots` x `rdma-chunk-size`): transfer
    time and rate from the master's log.
 
@@ -120,21 +119,20 @@ def fill(port, mib, seed_values):
 
 def sync(master, replica, keys, sample_rss=False):
     """REPLICAOF -> link up with all keys. Returns (secs, master CPU s,
-    memory or None): memory = (peak anonymous RSS of the replica during the
-    sync beyond its RSS before and the data loaded, peak mapped file pages
-    during the sync), sampled every 5 ms."""
+    extra memory or None): the peak anonymous RSS of the replica during
+    the sync beyond its anonymous RSS before and the data loaded, sampled
+    every 5 ms."""
     anon0, _ = rss_parts(replica.p.pid)
     used0 = int(info_field(replica.port, "memory", "used_memory") or 0)
     cpu0 = cpu_seconds(master.p.pid)
-    peak = [0, 0]
+    peak = [0]
     done = threading.Event()
 
     def sampler():
         while not done.is_set():
             try:
-                anon, mapped = rss_parts(replica.p.pid)
+                anon, _ = rss_parts(replica.p.pid)
                 peak[0] = max(peak[0], anon)
-                peak[1] = max(peak[1], mapped)
             except OSError:
                 pass
             time.sleep(0.005)
@@ -162,7 +160,7 @@ def sync(master, replica, keys, sample_rss=False):
     if not sample_rss or not peak[0]:
         return secs, cpu, None
     loaded = int(info_field(replica.port, "memory", "used_memory") or 0) - used0
-    return secs, cpu, (peak[0] - anon0 - loaded, peak[1])
+    return secs, cpu, peak[0] - anon0 - loaded
 
 
 def after(lines, mark, needle):
@@ -230,6 +228,8 @@ def main():
     ap.add_argument("--slots", default="4,8,16")
     ap.add_argument("--chunks", default="512kb,2mb,8mb")
     ap.add_argument("--skip-redis", action="store_true")
+    ap.add_argument("--tcp-replica-args", default="",
+                    help="extra arguments of the ferrokv TCP replica, e.g. '--repl-diskless-load swapdb'")
     ap.add_argument("--master-args", default="", help="extra arguments of the ferrokv master")
     ap.add_argument("--settle", type=float, default=6.0,
                     help="seconds to wait before each sync (see first_touch_rate)")
@@ -285,14 +285,15 @@ def main():
                     secs, c, _ = sync(rmaster, r, keys)
                     print(f"| {run} | Redis -> Redis (diskless) | {secs:.2f} | — | — | — | {c:.2f} |")
                 else:
-                    extra = ["--replica-rdma", "yes"] if mode == "rdma" else []
+                    extra = ["--replica-rdma", "yes"] if mode == "rdma" else a.tcp_replica_args.split()
                     r = start(a.bin, f"{mode}{run}", extra)
                     mark = len(fmaster.lines())
                     secs, c, _ = sync(fmaster, r, keys)
                     save, tr, after_save = log_figures(fmaster, mark, r)
                     post[mode].append(after_save)
                     trs = f"{tr[0]:.2f} ({tr[1]:.0f})" if tr else "—"
-                    label = "ferrokv RDMA (tcp provider)" if mode == "rdma" else "ferrokv TCP (disk-based)"
+                    label = ("ferrokv RDMA (tcp provider)" if mode == "rdma"
+                             else f"ferrokv TCP (disk-based) {a.tcp_replica_args}".strip())
                     print(f"| {run} | {label} | {secs:.2f} | {save:.2f} | {after_save:.2f} | {trs} | {c:.2f} |")
                 res[mode].append(secs)
                 cpu[mode].append(c)
@@ -315,8 +316,8 @@ def main():
         if not memory_mibs:
             return
         print("\n## Replica memory during the RDMA sync (K = 8, C = 2 MiB)\n")
-        print("| snapshot MiB | peak anonymous RSS beyond the loaded data MiB | peak mapped temp-file pages MiB |")
-        print("|---|---|---|")
+        print("| snapshot MiB | peak anonymous RSS beyond the loaded data MiB |")
+        print("|---|---|")
         for mib in memory_mibs:
             m = start(a.bin, f"mem-m{mib}", ["--rdma-bind", "127.0.0.1", "--rdma-port", "0",
                                             "--repl-diskless-sync", "no"])
@@ -324,9 +325,9 @@ def main():
             r = start(a.bin, f"mem-r{mib}", ["--replica-rdma", "yes"])
             _, _, extra = sync(m, r, mib // 64, sample_rss=True)
             if extra is None:
-                print(f"| {mib} | not sampled | |")
+                print(f"| {mib} | not sampled |")
             else:
-                print(f"| {mib} | {extra[0] / 2**20:.1f} | {extra[1] / 2**20:.1f} |")
+                print(f"| {mib} | {extra / 2**20:.1f} |")
             kill(r)
             kill(m)
 

@@ -87,7 +87,7 @@ impl SnapshotWriter {
                 return Ok(());
             }
             let in_place = data.len() / ALIGN * ALIGN;
-            if self.len == 0 && in_place > 0 && (data.as_ptr() as usize) % ALIGN == 0 {
+            if self.len == 0 && in_place > 0 && (data.as_ptr() as usize).is_multiple_of(ALIGN) {
                 self.write_direct(&data[..in_place])?;
                 if self.direct {
                     self.in_place += in_place as u64;
@@ -283,7 +283,12 @@ mod tests {
         // (offset in the ring, length): aligned, aligned with a tail
         // (staged), aligned again after a staged tail (staged), a short
         // last piece.
-        let pieces = [(0, BLOCK / 2), (ALIGN, 3 * ALIGN + 100), (2 * BLOCK, BLOCK), (0, 10)];
+        let pieces = [
+            (0, BLOCK / 2),
+            (ALIGN, 3 * ALIGN + 100),
+            (2 * BLOCK, BLOCK),
+            (0, 10),
+        ];
         for refuse_at in [None, Some(2)] {
             let path = dir.path().join(format!("in-place-{refuse_at:?}"));
             let mut w = SnapshotWriter::new(File::create(&path).unwrap(), true);

@@ -515,7 +515,8 @@ mod tests {
         let mut load = StreamLoad::new(ks, 0, &cfg);
         let r = feed_pieces(&mut load, src, pieces);
         let big = load.strings_filled_in_place();
-        r.and_then(|()| load.finish()).map(|(stats, summary)| (stats, summary, big))
+        r.and_then(|()| load.finish())
+            .map(|(stats, summary)| (stats, summary, big))
     }
 
     fn feed_pieces(load: &mut StreamLoad, src: &[u8], pieces: &[usize]) -> Result<(), String> {
