@@ -1,6 +1,8 @@
 //! Direct I/O for snapshot files (`rdb-direct-io yes`, the default): a
 //! background save's file goes from an aligned staging buffer to the disk
-//! with `O_DIRECT`, bypassing the page cache. Not for SAVE and SHUTDOWN's
+//! with `O_DIRECT`, bypassing the page cache, and an RDMA replica's temp
+//! file goes straight from the registered ring (aligned data is written
+//! in place, without the staging copy). Not for SAVE and SHUTDOWN's
 //! save (a load usually follows them) nor for a save made for a
 //! disk-based replica sync (the file is read back at once): those go
 //! through the cache.
