@@ -115,6 +115,16 @@ fn full_sync_over_rdma_with_writes_during_the_transfer() {
     // The 50 MiB value spans many slots: it was filled in place as it
     // arrived (the digests above prove it is intact).
     assert!(log.contains("(1 large values filled in place)"), "{log}");
+    // The temp file went with O_DIRECT wherever the file system takes it.
+    let direct = direct_io_works(replica.dir.path());
+    assert_eq!(
+        info(&replica, "rdma", "rdma_last_sync_direct_io"),
+        if direct { "1" } else { "0" }
+    );
+    let secs: f64 = info(&replica, "rdma", "rdma_last_sync_seconds")
+        .parse()
+        .unwrap();
+    assert!(secs > 0.0 && secs < 60.0, "{secs}");
     let mut c = replica.client();
     let huge: Vec<u8> = redis::cmd("GET").arg("huge").query(&mut c).unwrap();
     assert_eq!(huge.len(), 50 * 1024 * 1024);
@@ -389,6 +399,23 @@ fn scrape(port: u16) -> String {
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     out
+}
+
+/// Whether an aligned `O_DIRECT` write works in `dir`'s file system.
+fn direct_io_works(dir: &std::path::Path) -> bool {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join("direct-probe");
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&path);
+    let page = memmap2::MmapMut::map_anon(4096).unwrap();
+    let ok = file.and_then(|mut f| f.write_all(&page)).is_ok();
+    let _ = std::fs::remove_file(&path);
+    ok
 }
 
 #[test]

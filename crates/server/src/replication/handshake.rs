@@ -342,7 +342,7 @@ fn rdma_full_sync(mut c: Conn, rest: &str) -> Result<SyncOutcome, String> {
     let tmp = rdma::replica::temp_path(&req.dir);
     let started = Instant::now();
     let received = receive_and_load_rdma(req, r, &offer, &tmp);
-    let (ks, load) = match received {
+    let (ks, load, direct_io) = match received {
         Ok(done) => done,
         Err((reason, detail)) => {
             let _ = std::fs::remove_file(&tmp);
@@ -360,6 +360,8 @@ fn rdma_full_sync(mut c: Conn, rest: &str) -> Result<SyncOutcome, String> {
         let mut s = r.stats.lock().expect("rdma stats");
         s.state = SyncState::Done;
         s.syncs_done += 1;
+        s.last_sync_secs = started.elapsed().as_secs_f64();
+        s.last_sync_direct_io = direct_io;
     }
     tracing::info!(
         "MASTER <-> REPLICA sync: RDMA full sync done in {:.3}s; REPLCONF rdma-done sent",
@@ -390,7 +392,7 @@ fn receive_and_load_rdma(
     r: &super::rdma::replica::ReplicaRdma,
     offer: &super::rdma::replica::RdmaOffer,
     tmp: &Path,
-) -> Result<(Keyspace, Option<LoadStats>), super::rdma::replica::Failure> {
+) -> Result<(Keyspace, Option<LoadStats>, bool), super::rdma::replica::Failure> {
     use super::rdma::{self, SyncState};
     let file = std::fs::File::create(tmp)
         .map_err(|e| ("io", format!("creating {}: {e}", tmp.display())))?;
@@ -442,6 +444,7 @@ fn receive_and_load_rdma(
             ));
         }
     }
+    let direct_io = received.direct_io;
     received
         .file
         .finish()
@@ -451,7 +454,7 @@ fn receive_and_load_rdma(
         stats.keys,
         after_transfer.elapsed().as_secs_f64()
     );
-    Ok((ks, Some(stats)))
+    Ok((ks, Some(stats), direct_io))
 }
 
 /// How the payload is framed.

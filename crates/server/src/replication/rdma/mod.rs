@@ -117,6 +117,13 @@ pub struct RdmaStats {
     pub syncs_done: u64,
     pub bytes: u64,
     pub last_sync_mbps: f64,
+    /// Replica: the last RDMA sync, from `+RDMAFULLSYNC` to the keyspace
+    /// loaded and verified (the load runs during the transfer).
+    pub last_sync_secs: f64,
+    /// Replica: whether the last RDMA sync's temp file was written with
+    /// `O_DIRECT` straight from the ring (`rdb-direct-io`, and a file
+    /// system that takes it).
+    pub last_sync_direct_io: bool,
     pub credit_stalls: u64,
     pub retries: u64,
     pub rejected_tokens: u64,
@@ -134,6 +141,8 @@ impl Default for RdmaStats {
             syncs_done: 0,
             bytes: 0,
             last_sync_mbps: 0.0,
+            last_sync_secs: 0.0,
+            last_sync_direct_io: false,
             credit_stalls: 0,
             retries: 0,
             rejected_tokens: 0,
@@ -288,6 +297,8 @@ impl Rdma {
         f!("rdma_syncs_done:{}", s.syncs_done);
         f!("rdma_bytes:{}", s.bytes);
         f!("rdma_last_sync_mbps:{:.2}", s.last_sync_mbps);
+        f!("rdma_last_sync_seconds:{:.3}", s.last_sync_secs);
+        f!("rdma_last_sync_direct_io:{}", s.last_sync_direct_io as u8);
         f!("rdma_credit_stalls:{}", s.credit_stalls);
         f!("rdma_retries:{}", s.retries);
         f!("rdma_rejected_tokens:{}", s.rejected_tokens);
@@ -344,6 +355,16 @@ pub fn collect_rdma(srv: &crate::server::Server, r: &mut crate::metrics::Registr
         "ferrokv_rdma_last_sync_bytes_per_second",
         "Throughput of the last RDMA transfer (INFO rdma_last_sync_mbps × 10^6).",
         s.last_sync_mbps * 1e6,
+    );
+    r.gauge(
+        "ferrokv_rdma_last_sync_seconds",
+        "Replica: the last RDMA sync, +RDMAFULLSYNC to the keyspace loaded and verified (INFO rdma_last_sync_seconds).",
+        s.last_sync_secs,
+    );
+    r.gauge(
+        "ferrokv_rdma_last_sync_direct_io",
+        "Replica: 1 when the last RDMA sync's temp file was written with O_DIRECT from the ring (INFO rdma_last_sync_direct_io).",
+        s.last_sync_direct_io as u8 as f64,
     );
     r.counter(
         "ferrokv_rdma_credit_stalls_total",

@@ -102,6 +102,8 @@ pub struct Received {
     pub content_crc: Option<u64>,
     /// Why the load stopped, if it did (it then skipped the rest).
     pub load_error: Option<String>,
+    /// The file was written with `O_DIRECT` to the end.
+    pub direct_io: bool,
 }
 
 /// A slot consumed by one of the two threads.
@@ -314,6 +316,7 @@ pub fn receive(
     s.bytes += offer.length;
     s.last_sync_mbps = offer.length as f64 / 1e6 / secs.max(1e-9);
     Ok(Received {
+        direct_io: writer.is_direct(),
         file: writer,
         content_crc,
         load_error,
