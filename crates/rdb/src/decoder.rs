@@ -530,7 +530,10 @@ impl StreamDecoder {
             self.st.forget_prefix();
             self.missing = needed;
             let tail = data.len() - committed;
-            self.retry_at = tail + (needed as usize).max(tail);
+            // A corrupt length can claim any size: saturate, the input
+            // ends long before.
+            let needed = usize::try_from(needed).unwrap_or(usize::MAX);
+            self.retry_at = tail.saturating_add(needed.max(tail));
             self.consumed += committed;
             return Ok(Fed::NeedMore {
                 consumed: committed,

@@ -283,10 +283,11 @@ pub fn load_rdb(
 pub fn load_stream(
     ks: &mut Keyspace,
     pieces: impl Iterator<Item = Vec<u8>>,
+    payload_len: Option<u64>,
     now_ms: i64,
     config: &crate::config::Config,
 ) -> Result<(LoadStats, DecodeSummary), String> {
-    let mut load = StreamLoad::new(ks, now_ms, config);
+    let mut load = StreamLoad::new(ks, payload_len, now_ms, config);
     for piece in pieces {
         load.feed(&piece)?;
     }
@@ -295,15 +296,19 @@ pub fn load_stream(
 
 /// An RDB loaded piece by piece as it arrives ([`load_stream`]; an RDMA
 /// full sync's ring slots). Each piece is decoded in place and may be
-/// reused once [`feed`](Self::feed) returns: only a record cut by the end
-/// of a piece is copied, kept until the pieces that complete it arrive
-/// (the copy's buffer is reused, so a run of large values costs one
-/// allocation). The CRC64 trailer is returned unverified
+/// reused once [`feed`](Self::feed) returns: a record cut by the end of a
+/// piece is copied and kept until the pieces that complete it arrive —
+/// except a long plain string, which is copied straight into its final
+/// allocation as its bytes arrive ([`BIG_STRING`]). The pieces are not
+/// yet checksummed, so a length in them is trusted only as far as the
+/// payload can hold it. The CRC64 trailer is returned unverified
 /// (`Checksum::NotVerified`): the caller checksums the bytes as they pass.
 /// On any error the keyspace must be discarded.
 pub struct StreamLoad<'k> {
     loader: Loader<'k>,
     dec: StreamDecoder,
+    /// The payload's length when known (`$<len>` framing, an RDMA offer).
+    payload_len: Option<u64>,
     /// The start of a record cut by the end of a piece.
     tail: Vec<u8>,
     /// A large string value being filled in as it arrives.
@@ -318,6 +323,12 @@ pub struct StreamLoad<'k> {
 /// rather than kept whole in the tail first: no second copy, and the
 /// load's own memory stays small whatever the size of the values.
 const BIG_STRING: u64 = 64 << 10;
+
+/// With no known payload length, the largest string filled in place: a
+/// Redis string holds at most 512 MB (`proto-max-bulk-len`'s default).
+/// A longer (corrupt) length goes the tail's way, which grows only with
+/// the bytes that really arrive.
+const BIG_STRING_UNBOUNDED_MAX: u64 = 512 << 20;
 
 /// A string value filled in piece by piece.
 struct BigString {
@@ -348,10 +359,17 @@ impl BigString {
 }
 
 impl<'k> StreamLoad<'k> {
-    pub fn new(ks: &'k mut Keyspace, now_ms: i64, config: &crate::config::Config) -> Self {
+    /// `payload_len`: the bytes the pieces will add up to, when known.
+    pub fn new(
+        ks: &'k mut Keyspace,
+        payload_len: Option<u64>,
+        now_ms: i64,
+        config: &crate::config::Config,
+    ) -> Self {
         StreamLoad {
             loader: Loader::new(ks, now_ms, config),
             dec: StreamDecoder::new(),
+            payload_len,
             tail: Vec::new(),
             big: None,
             big_strings: 0,
@@ -392,7 +410,20 @@ impl<'k> StreamLoad<'k> {
         match self.dec.feed(data, &mut self.loader).map_err(corrupt)? {
             Fed::NeedMore { consumed } => {
                 let rest = &data[consumed..];
-                if let Some(cut) = self.dec.cut_string(rest).filter(|c| c.len >= BIG_STRING) {
+                let cut = self.dec.cut_string(rest).filter(|c| {
+                    c.len >= BIG_STRING
+                        && (self.payload_len.is_some() || c.len <= BIG_STRING_UNBOUNDED_MAX)
+                });
+                if let Some(cut) = cut {
+                    // The value's offset in the stream, and its end.
+                    let at = (self.dec.consumed() + cut.head) as u64;
+                    let end = at.saturating_add(cut.len);
+                    if let Some(total) = self.payload_len.filter(|&t| end > t) {
+                        return Err(format!(
+                            "the payload is corrupt: a string of {} bytes at offset {at} runs past its end ({total} bytes)",
+                            cut.len
+                        ));
+                    }
                     let len = usize::try_from(cut.len)
                         .map_err(|_| format!("a string of {} bytes", cut.len))?;
                     let mut big = BigString {
@@ -512,7 +543,7 @@ mod tests {
         pieces: &[usize],
     ) -> Result<(LoadStats, DecodeSummary, u64), String> {
         let cfg = crate::config::Config::default();
-        let mut load = StreamLoad::new(ks, 0, &cfg);
+        let mut load = StreamLoad::new(ks, Some(src.len() as u64), 0, &cfg);
         let r = feed_pieces(&mut load, src, pieces);
         let big = load.strings_filled_in_place();
         r.and_then(|()| load.finish())
@@ -573,11 +604,40 @@ mod tests {
         let mut ks = Keyspace::new(16);
         let e = load_in_pieces(&mut ks, &src[..src.len() / 2], &[65536]).unwrap_err();
         assert!(e.contains("corrupt"), "{e}");
-        // Inside a value being filled in place ("k0" holds 300 KiB).
+        // Inside a value that would be filled in place ("k0" holds 300
+        // KiB): past the payload's known end, or cut by an unframed end.
         let k0 = src.windows(2).position(|w| w == b"k0").unwrap();
+        let cut = &src[..k0 + 100_000];
         let mut ks = Keyspace::new(16);
-        let e = load_in_pieces(&mut ks, &src[..k0 + 100_000], &[4096]).unwrap_err();
+        let e = load_in_pieces(&mut ks, cut, &[4096]).unwrap_err();
+        assert!(e.contains("a string of 307200 bytes at offset"), "{e}");
+        let cfg = crate::config::Config::default();
+        let mut ks = Keyspace::new(16);
+        let mut load = StreamLoad::new(&mut ks, None, 0, &cfg);
+        feed_pieces(&mut load, cut, &[4096]).unwrap();
+        let e = load.finish().map(|_| ()).unwrap_err();
         assert!(e.contains("into a string of 307200"), "{e}");
+    }
+
+    #[test]
+    fn a_corrupt_huge_string_length_is_an_error_not_an_allocation() {
+        // A string record claiming 64 TiB, followed by 100 bytes.
+        let mut rdb = b"REDIS0011\x00\x01k\x81".to_vec();
+        rdb.extend_from_slice(&(1u64 << 46).to_be_bytes());
+        rdb.extend_from_slice(&[b'x'; 100]);
+        let cfg = crate::config::Config::default();
+        for payload_len in [Some(rdb.len() as u64), None] {
+            let mut ks = Keyspace::new(16);
+            let mut load = StreamLoad::new(&mut ks, payload_len, 0, &cfg);
+            let fed = feed_pieces(&mut load, &rdb, &[16]);
+            let e = fed.and_then(|()| load.finish().map(|_| ())).unwrap_err();
+            let want = if payload_len.is_some() {
+                "runs past its end"
+            } else {
+                "corrupt"
+            };
+            assert!(e.contains(want), "{payload_len:?}: {e}");
+        }
     }
 
     #[test]

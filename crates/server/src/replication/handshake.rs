@@ -342,7 +342,7 @@ fn rdma_full_sync(mut c: Conn, rest: &str) -> Result<SyncOutcome, String> {
     let tmp = rdma::replica::temp_path(&req.dir);
     let started = Instant::now();
     let received = receive_and_load_rdma(req, r, &offer, &tmp);
-    let (ks, load, direct_io) = match received {
+    let (ks, load, direct_io, transfer_secs) = match received {
         Ok(done) => done,
         Err((reason, detail)) => {
             let _ = std::fs::remove_file(&tmp);
@@ -362,6 +362,8 @@ fn rdma_full_sync(mut c: Conn, rest: &str) -> Result<SyncOutcome, String> {
         s.syncs_done += 1;
         s.last_sync_secs = started.elapsed().as_secs_f64();
         s.last_sync_direct_io = direct_io;
+        s.bytes += offer.length;
+        s.last_sync_mbps = offer.length as f64 / 1e6 / transfer_secs.max(1e-9);
     }
     tracing::info!(
         "MASTER <-> REPLICA sync: RDMA full sync done in {:.3}s; REPLCONF rdma-done sent",
@@ -392,7 +394,7 @@ fn receive_and_load_rdma(
     r: &super::rdma::replica::ReplicaRdma,
     offer: &super::rdma::replica::RdmaOffer,
     tmp: &Path,
-) -> Result<(Keyspace, Option<LoadStats>, bool), super::rdma::replica::Failure> {
+) -> Result<(Keyspace, Option<LoadStats>, bool, f64), super::rdma::replica::Failure> {
     use super::rdma::{self, SyncState};
     let file = std::fs::File::create(tmp)
         .map_err(|e| ("io", format!("creating {}: {e}", tmp.display())))?;
@@ -402,6 +404,7 @@ fn receive_and_load_rdma(
     let mut ks = Keyspace::new(req.databases);
     let mut load = crate::persistence::load::StreamLoad::new(
         &mut ks,
+        Some(offer.length),
         crate::server::unix_ms(),
         &req.load_config,
     );
@@ -444,7 +447,7 @@ fn receive_and_load_rdma(
             ));
         }
     }
-    let direct_io = received.direct_io;
+    let (direct_io, transfer_secs) = (received.direct_io, received.transfer_secs);
     received
         .file
         .finish()
@@ -454,7 +457,7 @@ fn receive_and_load_rdma(
         stats.keys,
         after_transfer.elapsed().as_secs_f64()
     );
-    Ok((ks, Some(stats), direct_io))
+    Ok((ks, Some(stats), direct_io, transfer_secs))
 }
 
 /// How the payload is framed.
@@ -572,6 +575,10 @@ fn receive_and_load(c: &mut Conn) -> Result<(Keyspace, Option<LoadStats>, u64), 
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(LOAD_QUEUE);
     let req = c.req;
     let started = Instant::now();
+    let payload_len = match &framing {
+        Framing::Len(n) => Some(*n),
+        Framing::Mark(_) => None,
+    };
     std::thread::scope(|s| {
         let loader = std::thread::Builder::new()
             .name("repl-load".into())
@@ -581,6 +588,7 @@ fn receive_and_load(c: &mut Conn) -> Result<(Keyspace, Option<LoadStats>, u64), 
                 let r = crate::persistence::load::load_stream(
                     &mut ks,
                     rx.into_iter(),
+                    payload_len,
                     now,
                     &req.load_config,
                 );

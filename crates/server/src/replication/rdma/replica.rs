@@ -8,14 +8,15 @@
 //!
 //! Ring: K slots × C bytes registered once (`rdma-ring-slots`,
 //! `rdma-chunk-size`, K shrunk for small snapshots). For each write that
-//! lands (immediate = its 32-bit sequence) the slot goes to a writer
-//! thread, which writes it to the temp file — a completed `write(2)` — and
-//! folds it into the CRC64; only then is its credit returned with an
-//! 8-byte `fi_send`. The writer exists because the tcp provider moves data
-//! only while the target reads its CQ: consuming on the reading thread
-//! serialised transfer and disk (measured in docs/rdma.md). The master never has more
-//! than K writes in flight, so a slot is never overwritten before it has
-//! been consumed.
+//! lands (immediate = its 32-bit sequence) the slot goes to two consumer
+//! threads: a writer, which writes it to the temp file (`O_DIRECT` from
+//! the ring where it can) and folds it into the CRC64, and a loader, which
+//! decodes it into the new keyspace; only once both are done with it is
+//! its credit returned with an 8-byte `fi_send`. The consumers are threads
+//! because the tcp provider moves data only while the target reads its CQ:
+//! consuming on the reading thread serialised transfer and disk (measured
+//! in docs/rdma.md). The master never has more than K writes in flight, so
+//! a slot is never overwritten before it has been consumed.
 
 use super::{set_state, SharedStats, SyncState};
 use crate::persistence::direct::SnapshotWriter;
@@ -104,6 +105,8 @@ pub struct Received {
     pub load_error: Option<String>,
     /// The file was written with `O_DIRECT` to the end.
     pub direct_io: bool,
+    /// Connect to the last credit.
+    pub transfer_secs: f64,
 }
 
 /// A slot consumed by one of the two threads.
@@ -178,9 +181,16 @@ pub fn receive(
     // back once both are done with it.
     let (wake_rx, wake_tx) =
         std::os::unix::net::UnixStream::pair().map_err(|e| ("io", format!("wake-up pair: {e}")))?;
-    wake_rx
-        .set_nonblocking(true)
-        .map_err(|e| ("io", format!("wake-up pair: {e}")))?;
+    // Both ends non-blocking: a consumer's wake-up byte that does not fit
+    // is not needed (the bytes pending already wake the receiver), and a
+    // consumer must never block on it — after a failure nobody reads them.
+    for end in [&wake_rx, &wake_tx] {
+        end.set_nonblocking(true)
+            .map_err(|e| ("io", format!("wake-up pair: {e}")))?;
+    }
+    // Set when the receive fails: the consumers skip what is queued.
+    let stop = AtomicBool::new(false);
+    let stop = &stop;
     let ring_ref = &ring;
     let (writer, crc, content_crc, load_error) = std::thread::scope(|scope| {
         let (write_tx, write_rx) = std::sync::mpsc::channel::<(usize, usize)>();
@@ -197,6 +207,9 @@ pub fn receive(
             let mut wake = wake_w;
             let (mut write_time, mut crc_time) = (Duration::ZERO, Duration::ZERO);
             for (at, len) in write_rx {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
                 let data = ring_ref.bytes(at..at + len);
                 let t0 = Instant::now();
                 let res = out
@@ -241,6 +254,9 @@ pub fn receive(
             let mut wake = wake_l;
             let mut busy = Duration::ZERO;
             for (at, len) in load_rx {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
                 // After an error the rest is skipped, not decoded; the
                 // transfer goes on so that the CRC64 is checked (a corrupt
                 // chunk is reported as such).
@@ -275,6 +291,9 @@ pub fn receive(
             &done_rx,
             &wake_rx,
         );
+        if res.is_err() {
+            stop.store(true, Ordering::Relaxed);
+        }
         drop(write_tx);
         drop(load_tx);
         let written = writer.join();
@@ -312,10 +331,8 @@ pub fn receive(
         offer.length,
         offer.length as f64 / 1e6 / secs.max(1e-9)
     );
-    let mut s = rdma.stats.lock().expect("rdma stats");
-    s.bytes += offer.length;
-    s.last_sync_mbps = offer.length as f64 / 1e6 / secs.max(1e-9);
     Ok(Received {
+        transfer_secs: secs,
         direct_io: writer.is_direct(),
         file: writer,
         content_crc,
@@ -390,7 +407,10 @@ fn drive(
             }
         }
         while let Ok(d) = done.try_recv() {
+            // A consumer finishing a slot is progress too: decoding a
+            // slot that completes a large record may take a while.
             busy = true;
+            last_progress = Instant::now();
             match d {
                 Consumed::Written(r) => {
                     r.map_err(|e| ("io", e))?;
@@ -462,7 +482,7 @@ fn drive(
     Ok(())
 }
 
-/// Sleeps on the connection's fds (and the writer's wake-up) until
+/// Sleeps on the connection's fds (and the consumers' wake-up) until
 /// something may have arrived.
 fn sleep(
     conn: &Connection,
