@@ -42,9 +42,16 @@ impl ReplAux {
     }
 }
 
+/// Keys reserved at most on a `RESIZEDB` hint when the input's length is
+/// not known; a table grows past it as keys arrive.
+const MAX_RESERVE_UNKNOWN: u64 = 1 << 24;
+
 struct Loader<'k> {
     ks: &'k mut Keyspace,
     db: usize,
+    /// The most keys the input can hold: a `RESIZEDB` hint is believed
+    /// only that far (a corrupt one could ask for any size).
+    max_keys: u64,
     now_ms: i64,
     stats: LoadStats,
     key_delay_us: u64,
@@ -114,10 +121,18 @@ impl Loader<'_> {
 }
 
 impl<'k> Loader<'k> {
-    fn new(ks: &'k mut Keyspace, now_ms: i64, config: &crate::config::Config) -> Self {
+    /// `input_len`: the bytes the RDB can span, when known.
+    fn new(
+        ks: &'k mut Keyspace,
+        input_len: Option<u64>,
+        now_ms: i64,
+        config: &crate::config::Config,
+    ) -> Self {
         Loader {
             ks,
             db: 0,
+            // A key takes at least 3 bytes (type, key length, value).
+            max_keys: input_len.map_or(MAX_RESERVE_UNKNOWN, |n| n / 3),
             now_ms,
             stats: LoadStats::default(),
             key_delay_us: config.key_load_delay,
@@ -149,7 +164,7 @@ impl RdbVisitor for Loader<'_> {
     /// The file says how many keys follow: size the table once.
     fn resize_db(&mut self, db_size: u64, _expires: u64) -> Result<(), VisitError> {
         if let Some(d) = self.ks.dbs.get_mut(self.db) {
-            d.reserve(db_size as usize);
+            d.reserve(db_size.min(self.max_keys) as usize);
         }
         Ok(())
     }
@@ -229,7 +244,7 @@ pub fn load_rdb(
     // so the mapped bytes do not change while they are decoded.
     let map = unsafe { memmap2::Mmap::map(&file) }
         .map_err(|e| format!("Can't map {}: {e}", path.display()))?;
-    let mut loader = Loader::new(ks, now_ms, config);
+    let mut loader = Loader::new(ks, Some(len), now_ms, config);
     // The trailer's CRC64 is checked by a second thread over the same
     // mapping while this one decodes (a 1 GB file: 0.3 s of CRC off the
     // critical path). The thread assumes the file ends with the RDB, as a
@@ -367,7 +382,7 @@ impl<'k> StreamLoad<'k> {
         config: &crate::config::Config,
     ) -> Self {
         StreamLoad {
-            loader: Loader::new(ks, now_ms, config),
+            loader: Loader::new(ks, payload_len, now_ms, config),
             dec: StreamDecoder::new(),
             payload_len,
             tail: Vec::new(),
@@ -638,6 +653,27 @@ mod tests {
             };
             assert!(e.contains(want), "{payload_len:?}: {e}");
         }
+    }
+
+    #[test]
+    fn a_corrupt_resizedb_hint_reserves_no_more_than_the_input_can_hold() {
+        // RESIZEDB claiming 2^60 keys, then one key and the end (no CRC).
+        let mut rdb = b"REDIS0011\xfe\x00\xfb\x81".to_vec();
+        rdb.extend_from_slice(&(1u64 << 60).to_be_bytes());
+        rdb.extend_from_slice(b"\x00\x00\x01k\x01v\xff");
+        rdb.extend_from_slice(&[0; 8]);
+        let cfg = crate::config::Config::default();
+        for payload_len in [Some(rdb.len() as u64), None] {
+            let mut ks = Keyspace::new(16);
+            let mut load = StreamLoad::new(&mut ks, payload_len, 0, &cfg);
+            feed_pieces(&mut load, &rdb, &[5]).unwrap();
+            assert_eq!(load.finish().unwrap().0.keys, 1);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dump.rdb");
+        std::fs::write(&path, &rdb).unwrap();
+        let mut ks = Keyspace::new(16);
+        assert_eq!(load_rdb(&mut ks, &path, 0, &cfg).unwrap().unwrap().keys, 1);
     }
 
     #[test]
