@@ -186,6 +186,60 @@ fn master_killed_mid_transfer_keeps_old_data_then_tcp_sync() {
 }
 
 #[test]
+fn a_sync_cancelled_with_a_deep_ring_and_a_lagging_loader_installs_nothing() {
+    let master = rdma_master(&[]);
+    fill_dataset(&master, 3000, true, types_of(&master));
+    // 200 slots of 64 KiB, and a loader slowed to 2 ms a key: many slots
+    // queue behind it when the sync is cancelled.
+    let replica = rdma_replica(&[
+        "--rdma-ring-slots",
+        "200",
+        "--rdma-chunk-size",
+        "64kb",
+        "--key-load-delay",
+        "2000",
+    ]);
+    let mut c = replica.client();
+    let _: () = redis::cmd("SET")
+        .arg("old")
+        .arg("data")
+        .query(&mut c)
+        .unwrap();
+    replicaof(&replica, &master);
+    wait_for("chunks to reach the replica", 60, || {
+        (info(&replica, "rdma", "rdma_sync_state") == "transferring"
+            && num(&replica, "replication", "master_sync_read_bytes") > 0)
+            .then_some(())
+    });
+    let _: String = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut c)
+        .unwrap();
+    wait_for("the cancelled sync to end", 20, || {
+        (num(&replica, "rdma", "rdma_fallbacks_cancelled") == 1).then_some(())
+    });
+    // Nothing installed, the old data serves, the temp file is gone.
+    let old: String = redis::cmd("GET").arg("old").query(&mut c).unwrap();
+    assert_eq!(old, "data");
+    let dbsize: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(dbsize, 1);
+    wait_for("the temp file to be removed", 10, || {
+        let left: Vec<_> = std::fs::read_dir(replica.dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("temp-"))
+            .collect();
+        left.is_empty().then_some(())
+    });
+    assert_eq!(num(&replica, "rdma", "rdma_syncs_done"), 0);
+    // The master saw the replica go and released the transfer.
+    wait_for("the master to release the transfer", 30, || {
+        (num(&master, "rdma", "rdma_transfers_in_flight") == 0).then_some(())
+    });
+}
+
+#[test]
 fn corrupted_chunk_is_caught_by_the_crc_and_the_retry_goes_over_tcp() {
     let master = rdma_master(&["--rdma-debug-corrupt-chunk", "2"]);
     fill_dataset(&master, 20000, false, types_of(&master));
