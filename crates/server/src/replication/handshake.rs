@@ -342,7 +342,7 @@ fn rdma_full_sync(mut c: Conn, rest: &str) -> Result<SyncOutcome, String> {
     let tmp = rdma::replica::temp_path(&req.dir);
     let started = Instant::now();
     let received = receive_and_load_rdma(req, r, &offer, &tmp);
-    let (ks, load, direct_io, transfer_secs) = match received {
+    let loaded = match received {
         Ok(done) => done,
         Err((reason, detail)) => {
             let _ = std::fs::remove_file(&tmp);
@@ -361,9 +361,9 @@ fn rdma_full_sync(mut c: Conn, rest: &str) -> Result<SyncOutcome, String> {
         s.state = SyncState::Done;
         s.syncs_done += 1;
         s.last_sync_secs = started.elapsed().as_secs_f64();
-        s.last_sync_direct_io = direct_io;
+        s.last_sync_direct_io = loaded.direct_io;
         s.bytes += offer.length;
-        s.last_sync_mbps = offer.length as f64 / 1e6 / transfer_secs.max(1e-9);
+        s.last_sync_mbps = offer.length as f64 / 1e6 / loaded.transfer_secs.max(1e-9);
     }
     tracing::info!(
         "MASTER <-> REPLICA sync: RDMA full sync done in {:.3}s; REPLCONF rdma-done sent",
@@ -373,8 +373,8 @@ fn rdma_full_sync(mut c: Conn, rest: &str) -> Result<SyncOutcome, String> {
     Ok(SyncOutcome::Full {
         replid: offer.replid,
         offset: offer.offset,
-        keyspace: ks,
-        load,
+        keyspace: loaded.keyspace,
+        load: Some(loaded.load),
         rdb_bytes: offer.length,
         stream: c.s,
         leftover,
@@ -394,7 +394,7 @@ fn receive_and_load_rdma(
     r: &super::rdma::replica::ReplicaRdma,
     offer: &super::rdma::replica::RdmaOffer,
     tmp: &Path,
-) -> Result<(Keyspace, Option<LoadStats>, bool, f64), super::rdma::replica::Failure> {
+) -> Result<RdmaLoaded, super::rdma::replica::Failure> {
     use super::rdma::{self, SyncState};
     let file = std::fs::File::create(tmp)
         .map_err(|e| ("io", format!("creating {}: {e}", tmp.display())))?;
@@ -457,7 +457,22 @@ fn receive_and_load_rdma(
         stats.keys,
         after_transfer.elapsed().as_secs_f64()
     );
-    Ok((ks, Some(stats), direct_io, transfer_secs))
+    Ok(RdmaLoaded {
+        keyspace: ks,
+        load: stats,
+        direct_io,
+        transfer_secs,
+    })
+}
+
+/// What [`receive_and_load_rdma`] returns once everything checked out.
+struct RdmaLoaded {
+    keyspace: Keyspace,
+    load: LoadStats,
+    /// The temp file went to the disk with `O_DIRECT`.
+    direct_io: bool,
+    /// Connect to the last credit.
+    transfer_secs: f64,
 }
 
 /// How the payload is framed.
