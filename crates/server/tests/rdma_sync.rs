@@ -150,18 +150,7 @@ fn master_killed_mid_transfer_keeps_old_data_then_tcp_sync() {
     let mut master = rdma_master(&["--rdma-chunk-delay-us", "50000"]);
     fill_dataset(&master, 100, true, types_of(&master));
     let replica = rdma_replica(&[]);
-    let mut c = replica.client();
-    let _: () = redis::cmd("SET")
-        .arg("old")
-        .arg("data")
-        .query(&mut c)
-        .unwrap();
-    replicaof(&replica, &master);
-    wait_for("chunks to reach the replica", 60, || {
-        (info(&replica, "rdma", "rdma_sync_state") == "transferring"
-            && num(&replica, "replication", "master_sync_read_bytes") > 0)
-            .then_some(())
-    });
+    let mut c = old_data_then_sync_until_transferring(&replica, &master);
     master.child.kill().unwrap();
     master.child.wait().unwrap();
     wait_for("the replica to see the master die", 20, || {
@@ -185,6 +174,27 @@ fn master_killed_mid_transfer_keeps_old_data_then_tcp_sync() {
     assert!(gone.is_none());
 }
 
+/// Sets `old` = `data` on the replica, makes it sync from `master` and
+/// waits until chunks are arriving; returns a client of the replica.
+fn old_data_then_sync_until_transferring(
+    replica: &ServerProcess,
+    master: &ServerProcess,
+) -> redis::Connection {
+    let mut c = replica.client();
+    let _: () = redis::cmd("SET")
+        .arg("old")
+        .arg("data")
+        .query(&mut c)
+        .unwrap();
+    replicaof(replica, master);
+    wait_for("chunks to reach the replica", 60, || {
+        (info(replica, "rdma", "rdma_sync_state") == "transferring"
+            && num(replica, "replication", "master_sync_read_bytes") > 0)
+            .then_some(())
+    });
+    c
+}
+
 #[test]
 fn a_sync_cancelled_with_a_deep_ring_and_a_lagging_loader_installs_nothing() {
     let master = rdma_master(&[]);
@@ -199,18 +209,7 @@ fn a_sync_cancelled_with_a_deep_ring_and_a_lagging_loader_installs_nothing() {
         "--key-load-delay",
         "2000",
     ]);
-    let mut c = replica.client();
-    let _: () = redis::cmd("SET")
-        .arg("old")
-        .arg("data")
-        .query(&mut c)
-        .unwrap();
-    replicaof(&replica, &master);
-    wait_for("chunks to reach the replica", 60, || {
-        (info(&replica, "rdma", "rdma_sync_state") == "transferring"
-            && num(&replica, "replication", "master_sync_read_bytes") > 0)
-            .then_some(())
-    });
+    let mut c = old_data_then_sync_until_transferring(&replica, &master);
     let _: String = redis::cmd("REPLICAOF")
         .arg("NO")
         .arg("ONE")
