@@ -881,14 +881,20 @@ mod tests {
     fn an_external_value_gives_the_same_file_as_an_inline_one() {
         let noise = xorshift_bytes(0x2545_f491_4f6c_dd1d, EXTERNAL_MIN_LEN + 4321);
         let compressible = b"abcdefgh".repeat(EXTERNAL_MIN_LEN / 8 + 1);
-        for by_chunk in [false, true] {
-            let mut inline = Vec::new();
+        // An encoder (checksumming by chunk or per record) and its output
+        // up to the first key.
+        let start = |by_chunk: bool| {
+            let mut out = Vec::new();
             let mut e = RdbEncoder::new(EncoderOptions::default());
             if by_chunk {
                 e.checksum_by_chunk();
             }
-            e.header(&mut inline, &[]);
-            e.select_db(&mut inline, 0);
+            e.header(&mut out, &[]);
+            e.select_db(&mut out, 0);
+            (e, out)
+        };
+        for by_chunk in [false, true] {
+            let (mut e, mut inline) = start(by_chunk);
             e.string_entry(&mut inline, b"big", &noise, Some(1_700_000_000_000));
             e.string_entry(&mut inline, b"after", b"x", None);
             if by_chunk {
@@ -898,13 +904,7 @@ mod tests {
             e.finish(&mut last);
             inline.extend_from_slice(&last);
 
-            let mut ext = Vec::new();
-            let mut e = RdbEncoder::new(EncoderOptions::default());
-            if by_chunk {
-                e.checksum_by_chunk();
-            }
-            e.header(&mut ext, &[]);
-            e.select_db(&mut ext, 0);
+            let (mut e, mut ext) = start(by_chunk);
             // Too short, and compressible: the caller must encode inline.
             assert!(!e.string_entry_external(&mut ext, b"k", &noise[..1000], None));
             assert!(!e.string_entry_external(&mut ext, b"k", &compressible, None));

@@ -447,7 +447,7 @@ fn receive_and_load_rdma(
             ));
         }
     }
-    let (direct_io, transfer_secs) = (received.direct_io, received.transfer_secs);
+    let (direct_io, transfer_secs) = (received.file.is_direct(), received.transfer_secs);
     received
         .file
         .finish()

@@ -103,8 +103,6 @@ pub struct Received {
     pub content_crc: Option<u64>,
     /// Why the load stopped, if it did (it then skipped the rest).
     pub load_error: Option<String>,
-    /// The file was written with `O_DIRECT` to the end.
-    pub direct_io: bool,
     /// Connect to the last credit.
     pub transfer_secs: f64,
 }
@@ -333,7 +331,6 @@ pub fn receive(
     );
     Ok(Received {
         transfer_secs: secs,
-        direct_io: writer.is_direct(),
         file: writer,
         content_crc,
         load_error,
