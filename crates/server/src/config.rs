@@ -51,11 +51,99 @@ pub struct OutputLimit {
     pub soft_seconds: u64,
 }
 
+/// `maxmemory-clients`: bytes, or a percentage of `maxmemory`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DebugCommand {
+pub enum ClientMemoryLimit {
+    Bytes(u64),
+    Percent(u64),
+}
+
+impl ClientMemoryLimit {
+    /// The limit in bytes given `maxmemory` (0: no client eviction).
+    pub fn bytes(self, maxmemory: u64) -> u64 {
+        match self {
+            ClientMemoryLimit::Bytes(b) => b,
+            ClientMemoryLimit::Percent(p) => maxmemory / 100 * p + maxmemory % 100 * p / 100,
+        }
+    }
+
+    fn parse(a: &[String]) -> Result<ClientMemoryLimit, String> {
+        let v = one(a)?;
+        if let Some(p) = v.strip_suffix('%') {
+            let p: u64 = p
+                .parse()
+                .map_err(|_| "argument must be a memory or percent value".to_string())?;
+            if p > 100 {
+                return Err("percentage argument must be less or equal to 100".into());
+            }
+            return Ok(ClientMemoryLimit::Percent(p));
+        }
+        parse_memory(v)
+            .ok()
+            .filter(|&b| b <= i64::MAX as u64)
+            .map(ClientMemoryLimit::Bytes)
+            .ok_or_else(|| "argument must be a memory or percent value".into())
+    }
+
+    fn name(self) -> String {
+        match self {
+            ClientMemoryLimit::Bytes(b) => b.to_string(),
+            ClientMemoryLimit::Percent(p) => format!("{p}%"),
+        }
+    }
+}
+
+/// Who may use a protected action (`enable-protected-configs`,
+/// `enable-debug-command`, `enable-module-command`), as Redis 7.0: nobody,
+/// everybody, or clients on a local connection only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProtectedAction {
     No,
     Yes,
     Local,
+}
+
+impl ProtectedAction {
+    /// Whether a client (on a local connection or not) may take the action.
+    pub fn allows(self, local_client: bool) -> bool {
+        match self {
+            ProtectedAction::Yes => true,
+            ProtectedAction::Local => local_client,
+            ProtectedAction::No => false,
+        }
+    }
+
+    fn parse(a: &[String]) -> Result<ProtectedAction, String> {
+        match one(a)?.to_ascii_lowercase().as_str() {
+            "yes" => Ok(ProtectedAction::Yes),
+            "no" => Ok(ProtectedAction::No),
+            "local" => Ok(ProtectedAction::Local),
+            _ => Err("argument(s) must be one of the following: no, yes, local".into()),
+        }
+    }
+
+    fn name(self) -> String {
+        match self {
+            ProtectedAction::Yes => "yes",
+            ProtectedAction::No => "no",
+            ProtectedAction::Local => "local",
+        }
+        .into()
+    }
+}
+
+/// The configs Redis 7.0 flags `PROTECTED_CONFIG`: where snapshots are
+/// written. With them settable at run time, `CONFIG SET dir` + `CONFIG SET
+/// dbfilename` + `SAVE` writes a file of the attacker's choosing anywhere
+/// the server may write, so `CONFIG SET` refuses them unless
+/// `enable-protected-configs` allows it (checked against the real
+/// redis-server 7.0.15: these two and no others).
+pub const PROTECTED_CONFIGS: &[&str] = &["dir", "dbfilename"];
+
+pub fn is_protected(name: &str) -> bool {
+    PROTECTED_CONFIGS
+        .iter()
+        .any(|p| p.eq_ignore_ascii_case(name))
 }
 
 #[derive(Debug, Clone)]
@@ -74,6 +162,13 @@ pub struct Config {
     pub dir: String,
     pub proto_max_bulk_len: u64,
     pub client_query_buffer_limit: u64,
+    /// `maxmemory-clients`: the memory all normal clients together may use
+    /// before the largest are closed (Redis 7.0's client eviction); 0 off.
+    pub maxmemory_clients: ClientMemoryLimit,
+    /// `client-reply-backpressure` (ferrokv): a client whose unsent replies
+    /// reach this many bytes runs no more of its commands until they drain
+    /// (0: off). See docs/hostile-input.md.
+    pub client_reply_backpressure: u64,
     pub output_limit_normal: OutputLimit,
     pub output_limit_replica: OutputLimit,
     pub output_limit_pubsub: OutputLimit,
@@ -86,7 +181,9 @@ pub struct Config {
     pub lfu_log_factor: u64,
     pub lfu_decay_time: u64,
     pub lazyfree_lazy_eviction: bool,
-    pub enable_debug_command: DebugCommand,
+    pub enable_debug_command: ProtectedAction,
+    pub enable_module_command: ProtectedAction,
+    pub enable_protected_configs: ProtectedAction,
     pub pidfile: String,
     pub dbfilename: String,
     /// `save <seconds> <changes>` rules; empty: no automatic snapshots.
@@ -163,6 +260,8 @@ impl Default for Config {
             dir: String::new(),
             proto_max_bulk_len: 0,
             client_query_buffer_limit: 0,
+            maxmemory_clients: ClientMemoryLimit::Bytes(0),
+            client_reply_backpressure: 0,
             output_limit_normal: OutputLimit::default(),
             output_limit_replica: OutputLimit::default(),
             output_limit_pubsub: OutputLimit::default(),
@@ -174,7 +273,9 @@ impl Default for Config {
             lfu_log_factor: 10,
             lfu_decay_time: 1,
             lazyfree_lazy_eviction: false,
-            enable_debug_command: DebugCommand::No,
+            enable_debug_command: ProtectedAction::No,
+            enable_module_command: ProtectedAction::No,
+            enable_protected_configs: ProtectedAction::No,
             pidfile: String::new(),
             dbfilename: String::new(),
             save_rules: Vec::new(),
@@ -665,6 +766,26 @@ pub static OPTIONS: &[ConfigOption] = &[
         |c| c.hz.to_string()
     ),
     opt!(
+        "maxmemory-clients",
+        "0",
+        true,
+        |c, a| {
+            c.maxmemory_clients = ClientMemoryLimit::parse(a)?;
+            Ok(())
+        },
+        |c| c.maxmemory_clients.name()
+    ),
+    opt!(
+        "client-reply-backpressure",
+        "8mb",
+        true,
+        |c, a| {
+            c.client_reply_backpressure = parse_memory(one(a)?)?;
+            Ok(())
+        },
+        |c| c.client_reply_backpressure.to_string()
+    ),
+    opt!(
         "maxmemory",
         "0",
         true,
@@ -740,20 +861,30 @@ pub static OPTIONS: &[ConfigOption] = &[
         "no",
         false,
         |c, a| {
-            c.enable_debug_command = match one(a)?.to_ascii_lowercase().as_str() {
-                "yes" => DebugCommand::Yes,
-                "no" => DebugCommand::No,
-                "local" => DebugCommand::Local,
-                _ => return Err("argument(s) must be one of the following: no, yes, local".into()),
-            };
+            c.enable_debug_command = ProtectedAction::parse(a)?;
             Ok(())
         },
-        |c| match c.enable_debug_command {
-            DebugCommand::Yes => "yes",
-            DebugCommand::No => "no",
-            DebugCommand::Local => "local",
-        }
-        .into()
+        |c| c.enable_debug_command.name()
+    ),
+    opt!(
+        "enable-module-command",
+        "no",
+        false,
+        |c, a| {
+            c.enable_module_command = ProtectedAction::parse(a)?;
+            Ok(())
+        },
+        |c| c.enable_module_command.name()
+    ),
+    opt!(
+        "enable-protected-configs",
+        "no",
+        false,
+        |c, a| {
+            c.enable_protected_configs = ProtectedAction::parse(a)?;
+            Ok(())
+        },
+        |c| c.enable_protected_configs.name()
     ),
     opt!(
         "dbfilename",

@@ -176,6 +176,10 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
             f!("blocked_clients:{}", srv.blocking.blocked_clients());
             f!("tracking_clients:0");
             f!("clients_in_timeout_table:{}", srv.blocking.with_timeout());
+            f!(
+                "output_paused_clients:{}",
+                srv.other_clients().filter(|c| c.output_paused).count()
+            );
         }
         "memory" => {
             let used = crate::alloc::used_memory() as u64;
@@ -230,9 +234,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
             f!("mem_allocator:mimalloc");
             f!(
                 "mem_clients_normal:{}",
-                srv.other_clients()
-                    .map(|c| c.inbuf.len() + c.out.buf.capacity())
-                    .sum::<usize>()
+                srv.other_clients().map(|c| c.memory_usage()).sum::<usize>()
             );
             f!("buffer_pool_free:{}", srv.pool.len());
         }
@@ -350,6 +352,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
             f!("sync_partial_err:{}", srv.repl.stats.sync_partial_err);
             f!("expired_keys:{}", s.expired_keys);
             f!("evicted_keys:{}", srv.eviction.evicted_keys);
+            f!("evicted_clients:{}", s.evicted_clients);
             f!(
                 "expire_cycle_cpu_milliseconds:{}",
                 s.expire_cycle_cpu_milliseconds
@@ -377,6 +380,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
                 "client_output_buffer_limit_disconnections:{}",
                 s.client_outbuf_limit_disconnections
             );
+            f!("client_output_pauses:{}", s.client_output_pauses);
         }
         "cpu" => {
             let ((u, sy), (mu, ms)) = cpu_times();

@@ -270,6 +270,21 @@ fn collect_server(srv: &Server, r: &mut Registry) {
         s.rejected_connections as f64,
     );
     r.counter(
+        "ferrokv_evicted_clients_total",
+        "Clients closed by maxmemory-clients (INFO evicted_clients).",
+        s.evicted_clients as f64,
+    );
+    r.counter(
+        "ferrokv_client_output_pauses_total",
+        "Times a client's commands waited for its unsent replies to drain (client-reply-backpressure).",
+        s.client_output_pauses as f64,
+    );
+    r.gauge(
+        "ferrokv_output_paused_clients",
+        "Clients whose commands wait for their unsent replies to drain now.",
+        srv.other_clients().filter(|c| c.output_paused).count() as f64,
+    );
+    r.counter(
         "ferrokv_commands_processed_total",
         "Commands executed since start (INFO total_commands_processed).",
         s.total_commands_processed as f64,

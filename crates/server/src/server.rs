@@ -32,6 +32,11 @@ pub struct Stats {
     pub unexpected_error_replies: u64,
     pub client_qbuf_limit_disconnections: u64,
     pub client_outbuf_limit_disconnections: u64,
+    /// Clients closed by `maxmemory-clients`.
+    pub evicted_clients: u64,
+    /// Times a client's commands were paused on its unsent replies
+    /// (`client-reply-backpressure`).
+    pub client_output_pauses: u64,
     pub expire_cycle_cpu_milliseconds: u64,
     pub expired_stale_perc: f64,
 }
@@ -415,8 +420,9 @@ impl Server {
         }
         if client.multi.is_some() && !crate::commands::multi::runs_inside_multi(spec.name) {
             if let Some(tx) = client.multi.as_mut() {
-                tx.queued
-                    .push(crate::commands::multi::QueuedCommand::new(idx, &args));
+                let q = crate::commands::multi::QueuedCommand::new(idx, &args);
+                tx.queued_mem += q.mem();
+                tx.queued.push(q);
             }
             client.out.simple("QUEUED");
             return;

@@ -1251,6 +1251,110 @@ fn config_get_set_and_redis_error_texts() {
     }
 }
 
+/// Guards against the `CONFIG SET dir` + `CONFIG SET dbfilename` + `SAVE`
+/// attack (a file of the attacker's choosing written anywhere): Redis 7.0
+/// refuses the protected configs, MODULE LOAD/UNLOAD and DEBUG unless the
+/// `enable-*` options allow them, and those options are immutable.
+#[test]
+fn protected_configs_and_commands_are_refused_by_default() {
+    let s = if against_redis() {
+        ServerProcess::redis(&["--enable-debug-command", "no"])
+    } else {
+        ServerProcess::ferrokv(&[])
+    };
+    let mut r = s.raw();
+    let cset = |p: &str| format!("ERR CONFIG SET failed (possibly related to argument '{p}') - ");
+    let module_refused = "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
+    #[rustfmt::skip]
+    check(
+        &mut r,
+        &[
+            (&["CONFIG", "SET", "dir", "/tmp"], err(&(cset("dir") + "can't set protected config"))),
+            (&["CONFIG", "SET", "DIR", "/tmp"], err(&(cset("DIR") + "can't set protected config"))),
+            (&["CONFIG", "SET", "dbfilename", "x.rdb"], err(&(cset("dbfilename") + "can't set protected config"))),
+            // All or nothing: the allowed pair before it is not applied.
+            (&["CONFIG", "SET", "timeout", "7", "dir", "/tmp"], err(&(cset("dir") + "can't set protected config"))),
+            (&["CONFIG", "GET", "timeout"], arr(vec![bulk("timeout"), bulk("0")])),
+            (&["CONFIG", "GET", "enable-protected-configs"], arr(vec![bulk("enable-protected-configs"), bulk("no")])),
+            (&["CONFIG", "GET", "enable-debug-command"], arr(vec![bulk("enable-debug-command"), bulk("no")])),
+            (&["CONFIG", "GET", "enable-module-command"], arr(vec![bulk("enable-module-command"), bulk("no")])),
+            (&["CONFIG", "SET", "enable-protected-configs", "yes"], err(&(cset("enable-protected-configs") + "can't set immutable config"))),
+            (&["CONFIG", "SET", "enable-debug-command", "yes"], err(&(cset("enable-debug-command") + "can't set immutable config"))),
+            (&["CONFIG", "SET", "enable-module-command", "yes"], err(&(cset("enable-module-command") + "can't set immutable config"))),
+            (&["DEBUG", "DIGEST"], err("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.")),
+            (&["MODULE", "LOAD", "/tmp/x.so"], err(module_refused)),
+            (&["MODULE", "LOADEX", "/tmp/x.so"], err(module_refused)),
+            (&["MODULE", "UNLOAD", "x"], err(module_refused)),
+            (&["MODULE", "LIST"], arr(vec![])),
+            (&["MODULE"], err("ERR wrong number of arguments for 'module' command")),
+            (&["MODULE", "FOO"], err("ERR unknown subcommand 'FOO'. Try MODULE HELP.")),
+            (&["MODULE", "LOAD"], err("ERR wrong number of arguments for 'module|load' command")),
+        ],
+    );
+    let Frame::Array(help) = r.cmd(&["MODULE", "HELP"]) else {
+        panic!("MODULE HELP is an array")
+    };
+    assert_eq!(help.len(), 11);
+}
+
+/// `local`: the protected actions are allowed from a local connection
+/// (these tests connect from 127.0.0.1).
+#[test]
+fn protected_configs_allowed_locally_in_local_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let dirs = dir.path().to_str().unwrap();
+    let args = [
+        "--enable-protected-configs",
+        "local",
+        "--enable-module-command",
+        "local",
+    ];
+    let s = if against_redis() {
+        ServerProcess::redis(&args)
+    } else {
+        ServerProcess::ferrokv(&args)
+    };
+    let mut r = s.raw();
+    #[rustfmt::skip]
+    check(
+        &mut r,
+        &[
+            (&["CONFIG", "SET", "dir", dirs, "dbfilename", "elsewhere.rdb"], ok()),
+            (&["CONFIG", "GET", "dbfilename"], arr(vec![bulk("dbfilename"), bulk("elsewhere.rdb")])),
+            (&["SET", "k", "v"], ok()),
+            (&["SAVE"], ok()),
+            (&["MODULE", "LOAD", "/nonexistent/x.so"], err("ERR Error loading the extension. Please check the server logs.")),
+            (&["MODULE", "UNLOAD", "x"], err("ERR Error unloading module: no such module with that name")),
+        ],
+    );
+    assert!(dir.path().join("elsewhere.rdb").exists());
+}
+
+/// `maxmemory-clients`: bytes or a percentage of maxmemory, with Redis's
+/// error texts.
+#[test]
+fn maxmemory_clients_parses_bytes_and_percentages() {
+    let s = server();
+    let mut r = s.raw();
+    let cset = |p: &str| format!("ERR CONFIG SET failed (possibly related to argument '{p}') - ");
+    #[rustfmt::skip]
+    check(
+        &mut r,
+        &[
+            (&["CONFIG", "GET", "maxmemory-clients"], arr(vec![bulk("maxmemory-clients"), bulk("0")])),
+            (&["CONFIG", "SET", "maxmemory-clients", "10%"], ok()),
+            (&["CONFIG", "GET", "maxmemory-clients"], arr(vec![bulk("maxmemory-clients"), bulk("10%")])),
+            (&["CONFIG", "SET", "maxmemory-clients", "1gb"], ok()),
+            (&["CONFIG", "GET", "maxmemory-clients"], arr(vec![bulk("maxmemory-clients"), bulk("1073741824")])),
+            (&["CONFIG", "SET", "maxmemory-clients", "101%"], err(&(cset("maxmemory-clients") + "percentage argument must be less or equal to 100"))),
+            (&["CONFIG", "SET", "maxmemory-clients", "abc"], err(&(cset("maxmemory-clients") + "argument must be a memory or percent value"))),
+            (&["CONFIG", "SET", "maxmemory-clients", "-1"], err(&(cset("maxmemory-clients") + "argument must be a memory or percent value"))),
+            (&["CONFIG", "SET", "maxmemory-clients", "1.5%"], err(&(cset("maxmemory-clients") + "argument must be a memory or percent value"))),
+            (&["CONFIG", "SET", "maxmemory-clients", "0"], ok()),
+        ],
+    );
+}
+
 #[test]
 fn time_lastsave_debug() {
     let s = server();

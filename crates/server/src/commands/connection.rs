@@ -406,7 +406,7 @@ pub fn client_line(c: &Client, current: bool) -> String {
         c.inbuf.len(),
         obl,
         c.out.buf.capacity(),
-        c.inbuf.len() + c.out.buf.capacity(),
+        c.memory_usage(),
         c.last_cmd,
         if c.out.proto.is_resp3() { 3 } else { 2 },
         s(&c.lib_name),

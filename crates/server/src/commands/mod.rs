@@ -17,6 +17,7 @@ pub mod keys;
 pub mod latency;
 pub mod list;
 pub mod long_double;
+pub mod module;
 pub mod multi;
 pub mod pubsub;
 pub mod replication;
@@ -171,6 +172,7 @@ impl CommandTable {
             keys::COMMANDS,
             connection::COMMANDS,
             server::COMMANDS,
+            module::COMMANDS,
             slowlog::COMMANDS,
             latency::COMMANDS,
             pubsub::COMMANDS,

@@ -112,6 +112,9 @@ impl QueuedCommand {
 #[derive(Default)]
 pub struct Transaction {
     pub queued: Vec<QueuedCommand>,
+    /// The sum of the queued commands' [`QueuedCommand::mem`], kept as they
+    /// are queued (client eviction reads it every loop turn).
+    pub queued_mem: usize,
     /// A command was refused while queueing (`CLIENT_DIRTY_EXEC`).
     pub aborted: bool,
 }
@@ -123,9 +126,9 @@ pub fn queued_count(c: &Client) -> i64 {
 
 /// `multi-mem=` of `CLIENT LIST`.
 pub fn queued_mem(c: &Client) -> usize {
-    c.multi
-        .as_ref()
-        .map_or(0, |t| t.queued.iter().map(QueuedCommand::mem).sum())
+    c.multi.as_ref().map_or(0, |t| {
+        t.queued_mem + t.queued.capacity() * std::mem::size_of::<QueuedCommand>()
+    })
 }
 
 /// The commands a connection in MULTI runs at once instead of queueing.

@@ -3,7 +3,6 @@
 
 use super::flags::*;
 use super::{docs, err, is, parse_f64, reply_help, CommandSpec, Ctx};
-use crate::config::DebugCommand;
 use ferrokv_resp::Args;
 use ferrokv_store::digest::{to_hex, value_digest};
 use ferrokv_store::pattern::glob_match_nocase;
@@ -147,6 +146,16 @@ fn config_set(ctx: &mut Ctx, args: Args) {
         let name = given.to_ascii_lowercase();
         if seen.contains(&name) {
             ctx.error(&format!("ERR CONFIG SET failed (possibly related to argument '{given}') - duplicate parameter"));
+            return;
+        }
+        if crate::config::is_protected(&name)
+            && !ctx
+                .srv
+                .config
+                .enable_protected_configs
+                .allows(ctx.client.is_local())
+        {
+            ctx.error(&format!("ERR CONFIG SET failed (possibly related to argument '{given}') - can't set protected config"));
             return;
         }
         let value = String::from_utf8_lossy(args.get(i + 1)).into_owned();
@@ -481,12 +490,12 @@ fn command_help(ctx: &mut Ctx, _args: Args) {
 
 /// DEBUG DIGEST | DIGEST-VALUE key [key ...] | OBJECT key | SLEEP seconds | SET-ACTIVE-EXPIRE 0|1 | HELP
 fn debug_help(ctx: &mut Ctx, args: Args) {
-    let allowed = match ctx.srv.config.enable_debug_command {
-        DebugCommand::Yes => true,
-        DebugCommand::Local => ctx.client.addr.ip().is_loopback(),
-        DebugCommand::No => false,
-    };
-    if !allowed {
+    if !ctx
+        .srv
+        .config
+        .enable_debug_command
+        .allows(ctx.client.is_local())
+    {
         ctx.error("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.");
         return;
     }

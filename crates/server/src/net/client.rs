@@ -13,6 +13,10 @@ use std::time::Instant;
 /// Reads land in chunks of at least this much free space.
 pub const READ_CHUNK: usize = 16 * 1024;
 
+/// At most this much of the input buffer past the received bytes is made
+/// resident for one read (see [`Client::read_once`]).
+pub const READ_WINDOW: usize = 1024 * 1024;
+
 /// The reply buffer of a connection, with the protocol it speaks so that
 /// writers choose the RESP2 or RESP3 shape.
 pub struct Reply {
@@ -20,6 +24,15 @@ pub struct Reply {
     pub proto: Protocol,
     /// Codes of error replies written and not yet counted (`errorstats`).
     pub error_codes: Vec<String>,
+    /// While the client's own commands run: the most bytes the buffer may
+    /// hold (its hard output limit or `maxmemory-clients`). A bulk that
+    /// would pass it is dropped and `overflowed` set, and the client is
+    /// closed after the command, as Redis closes a client the moment a
+    /// reply crosses its hard limit — so one command (an `EXEC` of a
+    /// thousand `GET`s of a large value, an `MGET` naming one key a million
+    /// times) cannot build an unbounded reply. `usize::MAX` otherwise.
+    pub cap: usize,
+    pub overflowed: bool,
 }
 
 impl Reply {
@@ -33,6 +46,10 @@ impl Reply {
     }
     #[inline]
     pub fn bulk(&mut self, s: &[u8]) {
+        if self.buf.len().saturating_add(s.len()) > self.cap {
+            self.overflowed = true;
+            return;
+        }
         encode::bulk(&mut self.buf, s)
     }
     #[inline]
@@ -142,6 +159,13 @@ pub struct Client {
     pub awaiting_aof: bool,
     /// Waiting on keys (BLPOP and friends): its next commands wait too.
     pub blocked: Option<Box<crate::blocking::Blocked>>,
+    /// Its unsent replies reached `client-reply-backpressure`: neither read
+    /// nor run its commands until they drain (the socket's receive window
+    /// then holds the client back, as TCP intends).
+    pub output_paused: bool,
+    /// Stopped short of the end of its pipeline by the per-turn work bound:
+    /// the rest runs on a later pass of the loop.
+    pub input_deferred: bool,
 }
 
 impl Client {
@@ -202,6 +226,8 @@ impl Client {
                 buf: out,
                 proto: Protocol::Resp2,
                 error_codes: Vec::new(),
+                cap: usize::MAX,
+                overflowed: false,
             },
             out_sent: 0,
             db: 0,
@@ -221,6 +247,8 @@ impl Client {
             want_writable: false,
             awaiting_aof: false,
             blocked: None,
+            output_paused: false,
+            input_deferred: false,
         }
     }
 
@@ -228,6 +256,29 @@ impl Client {
     pub fn release(self, pool: &mut BufferPool) {
         pool.give(self.inbuf);
         pool.give(self.out.buf);
+    }
+
+    /// Whether the client is on a local connection, as Redis's
+    /// `islocalClient` decides for the `local` mode of protected actions:
+    /// from 127.0.0.1 or ::1 (a fake client, which replays the AOF, is local).
+    pub fn is_local(&self) -> bool {
+        if self.stream.is_none() {
+            return true;
+        }
+        match self.addr.ip() {
+            std::net::IpAddr::V4(ip) => ip == std::net::Ipv4Addr::LOCALHOST,
+            std::net::IpAddr::V6(ip) => ip == std::net::Ipv6Addr::LOCALHOST,
+        }
+    }
+
+    /// The memory the connection holds: the touched part of its input
+    /// buffer, its output buffer and its queued transaction (what
+    /// `maxmemory-clients` counts, and `tot-mem` of `CLIENT LIST`).
+    pub fn memory_usage(&self) -> usize {
+        std::mem::size_of::<Client>()
+            + self.inbuf.len()
+            + self.out.buf.capacity()
+            + crate::commands::multi::queued_mem(self)
     }
 
     /// Bytes of replies not yet written to the socket.
@@ -238,24 +289,35 @@ impl Client {
     /// One read from the socket into the input buffer. Returns the bytes
     /// read (0 at EOF) and whether the read filled all the free space (so
     /// more may be waiting: edge-triggered epoll raises no new event for it).
+    ///
+    /// `inbuf.len()` is the part of the buffer that has been touched; its
+    /// capacity beyond that is reserved address space only. A large bulk
+    /// whose header has arrived gets its whole size reserved at once (one
+    /// allocation, no doubling copies, as Redis's `sdsMakeRoomForNonGreedy`),
+    /// but each read touches at most [`READ_WINDOW`] bytes past what has
+    /// arrived: a peer that declares `$536870912` and sends nothing costs
+    /// address space, not resident memory.
     pub fn read_once(&mut self) -> io::Result<(usize, bool)> {
         if self.in_start == self.in_end {
             self.in_start = 0;
             self.in_end = 0;
         }
         let pending = self.in_end - self.in_start;
-        // Room for the read: a large bulk in progress gets its full size at
-        // once (no doubling, one copy); otherwise a chunk.
-        let target = self.decoder.wanted().max(pending + READ_CHUNK);
-        if self.in_start + target > self.inbuf.len() {
-            if self.in_start > 0 {
-                self.inbuf.copy_within(self.in_start..self.in_end, 0);
-                self.in_start = 0;
-                self.in_end = pending;
-            }
-            if target > self.inbuf.len() {
-                self.inbuf.resize(target, 0);
-            }
+        // What the buffer must hold from the command's start: a large bulk
+        // in progress needs its full size; otherwise a chunk more.
+        let need = self.decoder.wanted().max(pending + READ_CHUNK);
+        if self.in_start > 0 && self.in_start + need > self.inbuf.len() {
+            self.inbuf.copy_within(self.in_start..self.in_end, 0);
+            self.in_start = 0;
+            self.in_end = pending;
+        }
+        let need_end = self.in_start + need;
+        if need_end > self.inbuf.capacity() {
+            self.inbuf.reserve_exact(need_end - self.inbuf.len());
+        }
+        let window_end = need_end.min(self.in_end + READ_WINDOW);
+        if window_end > self.inbuf.len() {
+            self.inbuf.resize(window_end, 0);
         }
         let space = self.inbuf.len() - self.in_end;
         loop {
@@ -301,7 +363,7 @@ impl Client {
 
     /// After processing: give back an oversized input buffer.
     pub fn shrink_input(&mut self) {
-        if self.in_start == self.in_end && self.inbuf.len() > 1024 * 1024 {
+        if self.in_start == self.in_end && self.inbuf.capacity() > 1024 * 1024 + READ_WINDOW {
             self.inbuf = vec![0; READ_CHUNK];
             self.in_start = 0;
             self.in_end = 0;

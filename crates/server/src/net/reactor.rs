@@ -29,6 +29,12 @@ const READ_BUDGET: usize = 1024 * 1024;
 /// Redis reads 16 KiB of it per event.
 const MASTER_LINK_READ_BUDGET: usize = 64 * 1024;
 
+/// Commands one client may run in one pass before the others get theirs
+/// (its pipeline goes on in a later pass of the same loop turn). With the
+/// read budget alone, 1 MiB of pipelined `GET`s of a large value is ~35k
+/// commands and gigabytes of replies in one go.
+const PASS_COMMANDS: usize = 1024;
+
 pub struct Reactor {
     poll: Poll,
     listeners: Vec<TcpListener>,
@@ -277,6 +283,19 @@ impl Reactor {
     /// loop turn, so one busy client cannot starve the others. Returns false
     /// when the connection must close now.
     fn read_and_process(&mut self, c: &mut Client, t: usize) -> bool {
+        // Paused on its own unsent replies: it is read again once they
+        // drain (`write_pending`), not before.
+        if c.output_paused {
+            return true;
+        }
+        // What an earlier pass left of its pipeline runs before more is read.
+        if c.input_deferred {
+            c.input_deferred = false;
+            self.process_input(c);
+            if c.input_deferred || c.output_paused {
+                return true;
+            }
+        }
         let limit = self.srv.config.client_query_buffer_limit as usize;
         let mut budget = if self.srv.repl.master_client_id() == Some(c.id) {
             MASTER_LINK_READ_BUDGET
@@ -310,7 +329,13 @@ impl Reactor {
                 self.srv.stats.client_qbuf_limit_disconnections += 1;
                 return false;
             }
-            if !more || c.close_after_reply || c.close_asap || self.over_hard_output_limit(c) {
+            if !more
+                || c.close_after_reply
+                || c.close_asap
+                || c.input_deferred
+                || c.output_paused
+                || self.over_hard_output_limit(c)
+            {
                 break;
             }
             budget = budget.saturating_sub(n);
@@ -335,6 +360,9 @@ impl Reactor {
             max_bulk_len: self.srv.config.proto_max_bulk_len as usize,
             authenticated: c.authenticated,
         };
+        let backpressure = self.srv.config.client_reply_backpressure as usize;
+        c.out.cap = self.reply_cap(c);
+        let mut commands = 0;
         // A blocked client's pipeline waits until it is served.
         while c.in_start < c.in_end && !c.close_after_reply && !c.close_asap && c.blocked.is_none()
         {
@@ -348,14 +376,32 @@ impl Reactor {
             if self.srv.repl.master.is_waiting(c.id) {
                 break;
             }
+            // Replies it does not read: its next commands wait for them to
+            // drain (docs/hostile-input.md).
+            if backpressure > 0 && c.pending_output() >= backpressure {
+                c.output_paused = true;
+                c.input_deferred = true;
+                self.srv.stats.client_output_pauses += 1;
+                break;
+            }
+            if commands == PASS_COMMANDS {
+                c.input_deferred = true;
+                self.srv.pending_reads.push(c.token);
+                break;
+            }
             match decoder.decode(&inbuf[c.in_start..c.in_end], limits) {
                 Ok(None) => break,
                 Ok(Some(d)) => {
                     let consumed = d.consumed;
                     if !d.args.is_empty() {
                         self.srv.execute(c, d.args);
+                        commands += 1;
                     }
                     c.in_start += consumed;
+                    if c.out.overflowed {
+                        self.reply_overflowed(c);
+                        break;
+                    }
                 }
                 Err(e) => {
                     // Silenced like any reply under CLIENT REPLY OFF/SKIP;
@@ -372,6 +418,7 @@ impl Reactor {
                 }
             }
         }
+        c.out.cap = usize::MAX;
         c.inbuf = inbuf;
         c.decoder = decoder;
         self.srv.count_errors(c);
@@ -399,6 +446,39 @@ impl Reactor {
                 }
             }
         }
+    }
+
+    /// The most bytes a client's replies may hold while its own commands
+    /// run: its class's hard output limit, and no more than
+    /// `maxmemory-clients` (a client that alone passes the budget of all
+    /// clients would be the first evicted anyway) unless it is exempt.
+    fn reply_cap(&self, c: &Client) -> usize {
+        let cfg = &self.srv.config;
+        let hard = self.srv.output_limit_for(c).hard;
+        let clients = if c.no_evict {
+            0
+        } else {
+            cfg.maxmemory_clients.bytes(cfg.maxmemory)
+        };
+        [hard, clients]
+            .into_iter()
+            .filter(|&l| l > 0)
+            .min()
+            .map_or(usize::MAX, |l| l.min(usize::MAX as u64) as usize)
+    }
+
+    /// A command's reply passed [`Self::reply_cap`]: the client is closed,
+    /// what it was owed is dropped (Redis's `CLIENT_CLOSE_ASAP` on a hard
+    /// limit), the data the command changed stays changed.
+    fn reply_overflowed(&mut self, c: &mut Client) {
+        c.out.overflowed = false;
+        c.close_asap = true;
+        c.out.buf.truncate(c.out_sent);
+        warn!(
+            "Client id={} addr={} closed for overcoming of output buffer limits (a reply passed {} bytes).",
+            c.id, c.addr, c.out.cap
+        );
+        self.srv.stats.client_outbuf_limit_disconnections += 1;
     }
 
     fn over_hard_output_limit(&self, c: &Client) -> bool {
@@ -454,12 +534,69 @@ impl Reactor {
         for t in std::mem::take(&mut self.srv.close_queue) {
             self.close_client(t);
         }
+        self.evict_clients();
+    }
+
+    /// `maxmemory-clients` (Redis 7.0's client eviction): while the normal
+    /// and pub/sub clients together hold more than the limit, the one
+    /// holding the most is closed; `CLIENT NO-EVICT on` clients count but
+    /// are never chosen, and replicas and the master link are neither.
+    /// A scan of the clients, made only when the limit is set.
+    fn evict_clients(&mut self) {
+        let cfg = &self.srv.config;
+        let limit = cfg.maxmemory_clients.bytes(cfg.maxmemory) as usize;
+        if limit == 0 {
+            return;
+        }
+        let master = self.srv.repl.master_client_id();
+        let replicas: Vec<u64> = self
+            .srv
+            .repl
+            .master
+            .replicas
+            .iter()
+            .map(|r| r.client_id)
+            .collect();
+        let mut total = 0usize;
+        let mut candidates = Vec::new();
+        for (t, c) in self.srv.clients.iter() {
+            let Some(c) = c else { continue };
+            if Some(c.id) == master || replicas.contains(&c.id) {
+                continue;
+            }
+            let used = c.memory_usage();
+            total += used;
+            if !c.no_evict {
+                candidates.push((used, t));
+            }
+        }
+        if total <= limit {
+            return;
+        }
+        candidates.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        for (used, t) in candidates {
+            if total <= limit {
+                break;
+            }
+            if let Some(Some(c)) = self.srv.clients.get(t) {
+                warn!(
+                    "Evicting client id={} addr={} tot-mem={used}: clients use {total} bytes, maxmemory-clients is {limit}",
+                    c.id, c.addr
+                );
+            }
+            self.srv.stats.evicted_clients += 1;
+            total -= used;
+            self.close_client(t);
+        }
     }
 
     /// Flushes the clients with queued replies (those waiting for the AOF
     /// stay queued while it is failing).
     fn write_pending(&mut self, aof_ok: bool) {
         let pending = std::mem::take(&mut self.srv.pending_writes);
+        let backpressure = self.srv.config.client_reply_backpressure as usize;
+        // Clients paused on output whose replies drained: read and run again.
+        let mut resumed = Vec::new();
         for t in pending {
             let Some(Some(c)) = self.srv.clients.get_mut(t) else {
                 continue;
@@ -483,6 +620,10 @@ impl Reactor {
                 self.close_client(t);
                 continue;
             }
+            if c.output_paused && c.pending_output() <= backpressure / 2 {
+                c.output_paused = false;
+                resumed.push(t);
+            }
             // Writable readiness is asked for only while a reply is stuck
             // behind a full socket buffer: with it always on, every ACK that
             // drains the buffer would wake the loop (an edge per reply).
@@ -504,6 +645,7 @@ impl Reactor {
                 }
             }
         }
+        self.srv.pending_reads.extend(resumed);
     }
 
     /// Processes input a client already has buffered (released from
