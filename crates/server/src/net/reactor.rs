@@ -573,7 +573,7 @@ impl Reactor {
         if total <= limit {
             return;
         }
-        candidates.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        candidates.sort_unstable_by_key(|&(used, _)| std::cmp::Reverse(used));
         for (used, t) in candidates {
             if total <= limit {
                 break;
