@@ -814,13 +814,27 @@ fn lcs(ctx: &mut Ctx, args: Args) {
         return;
     }
     let (alen, blen) = (a.len(), b.len());
+    // Hostile input: the table is (alen+1)*(blen+1) u32 cells, refused
+    // past proto-max-bulk-len bytes exactly as Redis 7.0.15 refuses it (a
+    // 512 MB table at most by default, ~134 M cells of work). Only a
+    // raised proto-max-bulk-len lets strings reach Redis's 32-bit limit,
+    // or the allocation fail.
+    if alen as u64 >= u32::MAX as u64 - 1 || blen as u64 >= u32::MAX as u64 - 1 {
+        ctx.error("ERR String too long for LCS");
+        return;
+    }
     let dp_size = (alen as u64 + 1) * (blen as u64 + 1) * 4;
     if dp_size > ctx.srv.config.proto_max_bulk_len {
         ctx.error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
         return;
     }
     let w = blen + 1;
-    let mut dp = vec![0u32; (alen + 1) * w];
+    let mut dp: Vec<u32> = Vec::new();
+    if dp.try_reserve_exact((alen + 1) * w).is_err() {
+        ctx.error("ERR Insufficient memory, failed allocating transient memory for LCS");
+        return;
+    }
+    dp.resize((alen + 1) * w, 0);
     for i in 1..=alen {
         for j in 1..=blen {
             dp[i * w + j] = if a[i - 1] == b[j - 1] {

@@ -1551,6 +1551,7 @@ fn zrandmember(ctx: &mut Ctx, args: Args) {
 }
 
 fn zrandmember_count(ctx: &mut Ctx, key: &[u8], count: i64, withscores: bool) {
+    let max_bytes = ctx.srv.config.proto_max_bulk_len;
     let Ok((z, out)) = read_zset(ctx, key) else {
         return;
     };
@@ -1577,13 +1578,16 @@ fn zrandmember_count(ctx: &mut Ctx, key: &[u8], count: i64, withscores: bool) {
     let header =
         |out: &mut Reply, n: usize| out.array(if withscores && !resp3 { n * 2 } else { n });
     if count < 0 {
-        // Repetitions allowed: `|count|` independent draws.
-        let n = count.unsigned_abs() as usize;
-        header(out, n);
-        for _ in 0..n {
+        // Repetitions allowed: `|count|` independent draws, a reply
+        // bounded in bytes (see `set::reply_repeated_picks`).
+        let n = count.unsigned_abs();
+        let header_len = if withscores && !resp3 { n * 2 } else { n };
+        // A score is at least a one-digit bulk (RESP2) or `,1\r\n` (RESP3).
+        let min_bytes = super::set::MIN_BULK_BYTES + if withscores { 4 } else { 0 };
+        super::set::reply_repeated_picks(out, max_bytes, n, header_len, min_bytes, |out| {
             let (m, s) = z.at_rank(rng.gen_range(0..len)).expect("in range");
             emit(out, m, s);
-        }
+        });
         return;
     }
     let n = (count as usize).min(len);
