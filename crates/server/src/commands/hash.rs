@@ -5,6 +5,18 @@
 //! types, writes replies and says what propagates. Replies and errors are
 //! Redis 7.0's, including the RESP3 shapes (`HGETALL` a map, `HRANDFIELD
 //! .. WITHVALUES` an array of pairs).
+//!
+//! # Hostile input
+//!
+//! Audited for work or memory a client could choose (issue #15; cases in
+//! `tests/limits.rs`). `HRANDFIELD`: `LONG_MIN`, and with `WITHVALUES` a
+//! count outside `±LONG_MAX/2`, answer Redis's errors; a positive count
+//! gives at most the hash; a negative one (picks with repetition, a reply
+//! sized by the client) is bounded at `proto-max-bulk-len` bytes by
+//! `set::reply_repeated_picks` — Redis 7.0 has no bound there and never
+//! answers `-LONG_MAX`. The pairs are indexed only for a (small) listpack.
+//! `HINCRBY` overflow and `HINCRBYFLOAT` to an infinity are refused.
+//! `HSCAN` costs O(fields) per call whatever `COUNT` (see `Dense::scan`).
 
 use super::flags::*;
 use super::keys::{parse_scan_options, reply_scan};

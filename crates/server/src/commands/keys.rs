@@ -1,5 +1,20 @@
 //! The generic keyspace family: existence, deletion, renaming, copying,
 //! iteration (`KEYS`, `SCAN`), expiry and `OBJECT`.
+//!
+//! # Hostile input
+//!
+//! Audited for work or memory a client could choose (issue #15; cases in
+//! `tests/limits.rs`). Expiry overflow (seconds to milliseconds, plus the
+//! base time) is an invalid expire time, as Redis. Database indexes outside
+//! 32 bits get Redis's range error before any lookup. `SCAN` refuses a
+//! `COUNT` below 1 and never allocates from `COUNT`: it visits whole
+//! segments until `COUNT` entries were seen, so one call is at most one
+//! pass over the keyspace however large the count (Redis's `COUNT*10`
+//! bucket bound overflows for such counts and walks the whole table too);
+//! a cursor past the table answers 0. `RANDOMKEY` either answers or
+//! deletes the expired key it drew, so its work is bounded by the expired
+//! keys it removes, and each draw is O(1) expected (`Db::random_entry`).
+//! The cost of `KEYS`/`SCAN MATCH` patterns is `ferrokv_store::pattern`'s.
 
 use super::flags::*;
 use super::{err, is, parse_int, CommandSpec, Ctx};

@@ -6,6 +6,18 @@
 //! `SPOP` as `SREM` of the popped members (or `DEL` when it emptied the
 //! set), as Redis does. RESP3 shapes are Redis 7.0's: SMEMBERS, the
 //! algebra and SPOP with a count answer sets; SRANDMEMBER an array.
+//!
+//! # Hostile input
+//!
+//! Audited for work or memory a client could choose (issue #15; cases in
+//! `tests/limits.rs`). `SRANDMEMBER`: `LONG_MIN` is out of range (Redis's
+//! text), a positive count gives at most the set, and a negative one —
+//! picks with repetition, a reply sized by the client alone — goes through
+//! [`reply_repeated_picks`], bounded at `proto-max-bulk-len` bytes (Redis
+//! 7.0 writes all `-LONG_MAX` picks and never answers). `SPOP` refuses a
+//! negative count and pops at most the set. `SINTERCARD` refuses a
+//! `numkeys` past the arguments; the algebra costs O(sum of the inputs).
+//! `SSCAN` costs O(members) per call whatever `COUNT` (see `Dense::scan`).
 
 use super::flags::*;
 use super::keys::{parse_scan_options, reply_scan};

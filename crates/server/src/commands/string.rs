@@ -3,6 +3,20 @@
 //! Values are stored as Redis stores them: a canonical integer as an `i64`
 //! (so `INCR` needs no parsing and `OBJECT ENCODING` says `int`), anything
 //! else as bytes, inline when short.
+//!
+//! # Hostile input
+//!
+//! Audited for work or memory a client could choose (issue #15; cases in
+//! `tests/limits.rs`). Every size a client names is checked before memory
+//! is touched: `SETRANGE` and `APPEND` against `proto-max-bulk-len`
+//! (Redis's error, nothing allocated; an empty `SETRANGE` value needs no
+//! check), `GETRANGE` clamps any `i64` to the string. `LCS` refuses a table
+//! of more than `proto-max-bulk-len` bytes exactly as Redis 7.0.15 does (a
+//! 512 MB table, ~134 M cells of work, at most by default) and allocates it
+//! fallibly. Expiry overflow in `SET`/`SETEX`/`PSETEX`/`GETEX` (unit
+//! conversion, base time) is an invalid expire time; `INCRBY`/`DECRBY`
+//! overflow and `DECRBY LONG_MIN` answer Redis's errors; `INCRBYFLOAT` to
+//! an infinity is refused. `MSET`/`MGET` work is per argument.
 
 use super::flags::*;
 use super::long_double::LongDouble;

@@ -6,6 +6,19 @@
 //! range command turns its bounds into a *rank interval* once and then reads,
 //! counts or removes that interval, so the three kinds of range share one
 //! code path. Scores are printed as Redis 7.0 prints doubles (`%.17g`).
+//!
+//! # Hostile input
+//!
+//! Audited for work or memory a client could choose (issue #15; cases in
+//! `tests/limits.rs`). `ZRANDMEMBER` as `HRANDFIELD` (Redis's errors for
+//! `LONG_MIN` and `WITHSCORES` outside `±LONG_MAX/2`, negative counts
+//! bounded in bytes by `set::reply_repeated_picks`). `LIMIT offset count`
+//! takes any `i64`: the rank interval is found in O(log n) and clamped, so
+//! the walk is the size of the reply; `ZRANGESTORE` allocates only for the
+//! interval. Pops stop at the set's size. `numkeys` past the arguments is
+//! a syntax error before `WEIGHTS` is allocated (by `numkeys`, so by the
+//! arguments). `ZINCRBY`/`ZADD INCR` to NaN are refused. `ZSCAN` walks at
+//! most `COUNT` live arena slots of a skiplist (and the freed ones between).
 
 use super::flags::*;
 use super::{err, is, parse_f64, parse_int, CommandSpec, Ctx};
