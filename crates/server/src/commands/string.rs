@@ -787,16 +787,19 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
 fn lcs(ctx: &mut Ctx, args: Args) {
     // As Redis: the keys' types are checked before the options.
     let db = ctx.client.db;
-    let load = |ctx: &mut Ctx, k: &[u8]| -> Result<Vec<u8>, ()> {
+    // Only the lengths at first: the strings are copied once the table
+    // they call for is known to be allowed, so two 512 MB values cost no
+    // copy to be refused.
+    let len_of = |ctx: &mut Ctx, k: &[u8]| -> Result<usize, ()> {
         match ctx.srv.lookup_read(db, k, ctx.now_ms) {
-            None => Ok(Vec::new()),
+            None => Ok(0),
             Some(e) => {
                 let mut buf = itoa_buf::Buf::new();
-                as_bytes(e.value(), &mut buf).map(|b| b.to_vec()).ok_or(())
+                as_bytes(e.value(), &mut buf).map(|b| b.len()).ok_or(())
             }
         }
     };
-    let (Ok(a), Ok(b)) = (load(ctx, args.get(1)), load(ctx, args.get(2))) else {
+    let (Ok(alen), Ok(blen)) = (len_of(ctx, args.get(1)), len_of(ctx, args.get(2))) else {
         ctx.error("ERR The specified keys must contain string values");
         return;
     };
@@ -827,7 +830,6 @@ fn lcs(ctx: &mut Ctx, args: Args) {
         ctx.error("ERR If you want both the length and indexes, please just use IDX.");
         return;
     }
-    let (alen, blen) = (a.len(), b.len());
     // Hostile input: the table is (alen+1)*(blen+1) u32 cells, refused
     // past proto-max-bulk-len bytes exactly as Redis 7.0.15 refuses it (a
     // 512 MB table at most by default, ~134 M cells of work). Only a
@@ -842,6 +844,15 @@ fn lcs(ctx: &mut Ctx, args: Args) {
         ctx.error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
         return;
     }
+    // The key was just looked up (a hit counted): read it without another.
+    let load = |ctx: &mut Ctx, k: &[u8]| -> Vec<u8> {
+        let mut buf = itoa_buf::Buf::new();
+        ctx.srv
+            .peek(db, k, ctx.now_ms)
+            .and_then(|e| as_bytes(e.value(), &mut buf).map(<[u8]>::to_vec))
+            .unwrap_or_default()
+    };
+    let (a, b) = (load(ctx, args.get(1)), load(ctx, args.get(2)));
     let w = blen + 1;
     let mut dp: Vec<u32> = Vec::new();
     if dp.try_reserve_exact((alen + 1) * w).is_err() {
