@@ -885,11 +885,30 @@ impl Db {
         }
     }
 
-    /// A random entry (for `RANDOMKEY` and eviction sampling).
+    /// A random entry (for `RANDOMKEY` and eviction sampling), every entry
+    /// equally likely. O(1) expected on a table of many segments: a random
+    /// directory slot picks segment `s` with probability `w/slots` (it has
+    /// `w = 2^(global_depth - depth)` of the `slots`), kept with probability
+    /// `len/(w * SEGMENT_MAX)`, so each of its entries has the same chance,
+    /// and a draw succeeds with probability `len / (slots * SEGMENT_MAX)` —
+    /// a few tries while segments are reasonably full. Why it matters:
+    /// `RANDOMKEY` draws once per expired key it removes, and a walk over
+    /// the segments per draw made that O(expired × segments).
     pub fn random_entry(&self, rng: &mut impl Rng) -> Option<&Entry> {
         if self.len == 0 {
             return None;
         }
+        if self.segments.len() > 8 {
+            for _ in 0..64 {
+                let slot = rng.gen_range(0..self.directory.len());
+                let s = &self.segments[self.directory[slot] as usize];
+                let w = 1usize << (self.global_depth - s.depth);
+                if rng.gen_range(0..w * SEGMENT_MAX) < s.len() {
+                    return s.entries.get(rng.gen_range(0..s.len()));
+                }
+            }
+        }
+        // A small or sparse table: pick by a walk over the segment sizes.
         // Pick a segment weighted by its size, then an entry in it.
         let mut n = rng.gen_range(0..self.len);
         for s in &self.segments {
@@ -1061,6 +1080,30 @@ mod tests {
         }
         assert_eq!(n, 5_000);
         assert_eq!(db.len(), 5_000);
+    }
+
+    #[test]
+    fn random_entry_draws_every_segment_by_its_size() {
+        let mut db = Db::new();
+        for i in 0..40_000 {
+            db.upsert(format!("k{i}").as_bytes(), Value::Int(i), NO_EXPIRE, 0);
+        }
+        assert!(db.segments.len() > 8, "the sampled path runs");
+        let mut rng = <rand::rngs::SmallRng as rand::SeedableRng>::seed_from_u64(7);
+        let mut draws = vec![0usize; db.segments.len()];
+        let n = 400_000;
+        for _ in 0..n {
+            let e = db.random_entry(&mut rng).unwrap();
+            draws[db.segment_of(db.hash(e.key()))] += 1;
+        }
+        for (si, seg) in db.segments.iter().enumerate() {
+            let want = n as f64 * seg.len() as f64 / db.len() as f64;
+            let got = draws[si] as f64;
+            assert!(
+                (got - want).abs() < want * 0.05,
+                "segment {si}: {got} draws, {want} expected"
+            );
+        }
     }
 
     #[test]

@@ -452,17 +452,25 @@ fn client_list(ctx: &mut Ctx, args: Args) {
     all.push(ctx.client);
     all.sort_by_key(|c| c.id);
     let mut text = String::new();
-    for c in all {
-        if only_type.is_some_and(|f| !type_matches(ctx.srv, c, f)) {
-            continue;
-        }
-        if let Some(ids) = &ids {
-            if !ids.contains(&c.id) {
-                continue;
+    if let Some(ids) = ids {
+        // As Redis: one line per id given, in their order (a repeated id
+        // is listed again), each client found by its id — O(ids + clients),
+        // however many ids the request carries.
+        let by_id: hashbrown::HashMap<u64, &Client> = all.iter().map(|c| (c.id, *c)).collect();
+        for id in ids {
+            if let Some(c) = by_id.get(&id) {
+                text.push_str(&client_line(c, c.id == ctx.client.id));
+                text.push('\n');
             }
         }
-        text.push_str(&client_line(c, c.id == ctx.client.id));
-        text.push('\n');
+    } else {
+        for c in all {
+            if only_type.is_some_and(|f| !type_matches(ctx.srv, c, f)) {
+                continue;
+            }
+            text.push_str(&client_line(c, c.id == ctx.client.id));
+            text.push('\n');
+        }
     }
     ctx.client.out.verbatim(text.as_bytes());
 }

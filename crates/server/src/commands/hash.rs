@@ -5,6 +5,18 @@
 //! types, writes replies and says what propagates. Replies and errors are
 //! Redis 7.0's, including the RESP3 shapes (`HGETALL` a map, `HRANDFIELD
 //! .. WITHVALUES` an array of pairs).
+//!
+//! # Hostile input
+//!
+//! Audited for work or memory a client could choose (issue #15; cases in
+//! `tests/limits.rs`). `HRANDFIELD`: `LONG_MIN`, and with `WITHVALUES` a
+//! count outside `±LONG_MAX/2`, answer Redis's errors; a positive count
+//! gives at most the hash; a negative one (picks with repetition, a reply
+//! sized by the client) is bounded at `proto-max-bulk-len` bytes by
+//! `set::reply_repeated_picks` — Redis 7.0 has no bound there and never
+//! answers `-LONG_MAX`. The pairs are indexed only for a (small) listpack.
+//! `HINCRBY` overflow and `HINCRBYFLOAT` to an infinity are refused.
+//! `HSCAN` costs O(fields) per call whatever `COUNT` (see `Dense::scan`).
 
 use super::flags::*;
 use super::keys::{parse_scan_options, reply_scan};
@@ -385,26 +397,55 @@ fn hrandfield(ctx: &mut Ctx, args: Args) {
         return ctx.client.out.array(0);
     }
     let size = h.len();
-    // A listpack walks to a position: index its pairs once.
-    let pairs: Vec<(&[u8], &[u8])> = h.iter().collect();
-    let picks: Vec<usize> = if count < 0 {
+    // A listpack walks to a position: index its pairs once (a hashtable
+    // finds a position in O(1), and may be large: no index for it).
+    let pairs: Vec<(&[u8], &[u8])> = match &h {
+        Hash::Listpack(_) => h.iter().collect(),
+        Hash::Table(_) => Vec::new(),
+    };
+    let pair = |i: usize| if pairs.is_empty() { h.nth(i) } else { pairs[i] };
+    let resp3 = ctx.client.out.proto == Protocol::Resp3;
+    if count < 0 {
+        // Repetitions allowed: `|count|` draws, a reply bounded in bytes
+        // (see `set::reply_repeated_picks`).
         use rand::Rng;
-        let n = count.unsigned_abs() as usize;
-        (0..n).map(|_| ctx.srv.rng.gen_range(0..size)).collect()
-    } else if count as usize >= size {
+        let max = ctx.srv.config.proto_max_bulk_len;
+        let rng = &mut ctx.srv.rng;
+        let n = count.unsigned_abs();
+        let per_pick = 1 + withvalues as u64;
+        let header_len = if withvalues && !resp3 { n * 2 } else { n };
+        let min_bytes = super::set::MIN_BULK_BYTES * per_pick;
+        return super::set::reply_repeated_picks(
+            &mut ctx.client.out,
+            max,
+            n,
+            header_len,
+            min_bytes,
+            |out| {
+                let (f, v) = pair(rng.gen_range(0..size));
+                if withvalues && resp3 {
+                    out.array(2);
+                }
+                out.bulk(f);
+                if withvalues {
+                    out.bulk(v);
+                }
+            },
+        );
+    }
+    let picks: Vec<usize> = if count as usize >= size {
         (0..size).collect()
     } else {
         rand::seq::index::sample(&mut ctx.srv.rng, size, count as usize).into_vec()
     };
     let out = &mut ctx.client.out;
-    let resp3 = out.proto == Protocol::Resp3;
     if withvalues && !resp3 {
         out.array(picks.len() * 2);
     } else {
         out.array(picks.len());
     }
     for i in picks {
-        let (f, v) = pairs[i];
+        let (f, v) = pair(i);
         if withvalues && resp3 {
             out.array(2);
         }

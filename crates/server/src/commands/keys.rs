@@ -1,5 +1,20 @@
 //! The generic keyspace family: existence, deletion, renaming, copying,
 //! iteration (`KEYS`, `SCAN`), expiry and `OBJECT`.
+//!
+//! # Hostile input
+//!
+//! Audited for work or memory a client could choose (issue #15; cases in
+//! `tests/limits.rs`). Expiry overflow (seconds to milliseconds, plus the
+//! base time) is an invalid expire time, as Redis. Database indexes outside
+//! 32 bits get Redis's range error before any lookup. `SCAN` refuses a
+//! `COUNT` below 1 and never allocates from `COUNT`: it visits whole
+//! segments until `COUNT` entries were seen, so one call is at most one
+//! pass over the keyspace however large the count (Redis's `COUNT*10`
+//! bucket bound overflows for such counts and walks the whole table too);
+//! a cursor past the table answers 0. `RANDOMKEY` either answers or
+//! deletes the expired key it drew, so its work is bounded by the expired
+//! keys it removes, and each draw is O(1) expected (`Db::random_entry`).
+//! The cost of `KEYS`/`SCAN MATCH` patterns is `ferrokv_store::pattern`'s.
 
 use super::flags::*;
 use super::{err, is, parse_int, CommandSpec, Ctx};
@@ -378,23 +393,40 @@ fn scan(ctx: &mut Ctx, args: Args) {
 }
 
 /// RANDOMKEY
+///
+/// Redis's `dbRandomKey`: a random key; one found expired is deleted and
+/// another drawn, so the work is bounded by the expired keys it removes,
+/// and nil means the database is empty. A replica deletes nothing: there,
+/// when every key has a TTL (all may be logically expired), it gives up
+/// after 100 draws and answers the last key drawn, as Redis does.
 fn randomkey(ctx: &mut Ctx, _args: Args) {
     let db = ctx.client.db;
     let now = ctx.now_ms;
-    for _ in 0..100 {
+    let replica = ctx.srv.repl.is_replica();
+    let d = &ctx.srv.keyspace.dbs[db];
+    let all_volatile = d.len() == d.expires();
+    let mut tries = 100;
+    loop {
         let srv = &mut *ctx.srv;
+        let before = srv.keyspace.dbs[db].len();
         let Some(e) = srv.keyspace.dbs[db].random_entry(&mut srv.rng) else {
-            break;
+            return ctx.client.out.null();
         };
-        if live(e, now) {
-            let k = e.key().to_vec();
-            ctx.client.out.bulk(&k);
-            return;
-        }
         let k = e.key().to_vec();
-        ctx.srv.exists(db, &k, now);
+        if live(e, now) {
+            return ctx.client.out.bulk(&k);
+        }
+        if !replica {
+            ctx.srv.exists(db, &k, now);
+        }
+        // Nothing was deleted (a replica): the draws are what bound it.
+        if ctx.srv.keyspace.dbs[db].len() == before {
+            tries -= 1;
+            if all_volatile && tries == 0 {
+                return ctx.client.out.bulk(&k);
+            }
+        }
     }
-    ctx.client.out.null();
 }
 
 /// TOUCH key [key ...]

@@ -10,6 +10,12 @@
 //! duration into an HdrHistogram (nanoseconds, 1 ns .. 1 s, 2 significant
 //! digits, as Redis's `CONFIG_LATENCY_HISTOGRAM_*`), allocated on a
 //! command's first call so the many commands never called cost nothing.
+//!
+//! # Hostile input
+//!
+//! Audited (issue #15): `LATENCY HISTORY`/`GRAPH` read a fixed ring of
+//! 160 samples; `LATENCY HISTOGRAM` answers per command named (or the
+//! table); `RESET` is per event named. No client-chosen number sizes work.
 
 use super::flags::*;
 use super::{reply_help, CommandSpec, Ctx};

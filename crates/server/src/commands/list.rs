@@ -11,6 +11,19 @@
 //! key they wait on holds a list (see `blocking.rs`). A served pop is
 //! propagated as its non-blocking form (`BLPOP` → `LPOP key`, `BLMOVE` →
 //! `LMOVE`, `BLMPOP` → `LPOP key count`) through `ctx.rewrite`.
+//!
+//! # Hostile input
+//!
+//! Audited for work or memory a client could choose (issue #15; cases in
+//! `tests/limits.rs`). Indexes (`LRANGE`, `LTRIM`, `LINDEX`, `LSET`) clamp
+//! any `i64` to the list; nothing is allocated from an index. `LPOS`:
+//! `RANK LONG_MIN` behaves as in Redis (negated, it stays negative: the
+//! first match from the tail), negative `COUNT`/`MAXLEN` are refused and
+//! huge ones are bounded by the list. `LPOP`/`RPOP`/`LMPOP` counts stop at
+//! the list's length; an `LMPOP` `numkeys` past the arguments is a syntax
+//! error (saturating arithmetic). Blocking timeouts too large for
+//! milliseconds answer "timeout is negative" as Redis's cast does; a
+//! deadline past `i64` saturates (blocks forever, as Redis's overflow).
 
 use super::flags::*;
 use super::{err, is, parse_int, CommandSpec, Ctx};

@@ -504,7 +504,10 @@ fn parse_hex_f64(s: &str) -> Option<f64> {
     for c in int.chars().chain(frac.chars()) {
         v = v * 16.0 + c.to_digit(16)? as f64;
     }
-    let v = v * 2f64.powi(exp - 4 * frac.len() as i32);
+    // In i64: `0x1.8p-2147483648` must not overflow the exponent (it is
+    // an ERANGE underflow, refused by the caller).
+    let exp = (exp as i64 - 4 * frac.len() as i64).clamp(i32::MIN as i64, i32::MAX as i64);
+    let v = v * 2f64.powi(exp as i32);
     Some(if neg { -v } else { v })
 }
 
@@ -546,5 +549,7 @@ mod tests {
         assert_eq!(parse_f64(b"nan"), None);
         assert_eq!(parse_f64(b" 1"), None);
         assert_eq!(parse_f64(b"0x"), None);
+        assert_eq!(parse_f64(b"0x1.8p-2147483648"), None);
+        assert_eq!(parse_f64(b"0x1.8p2147483647"), None);
     }
 }

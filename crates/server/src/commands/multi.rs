@@ -19,6 +19,13 @@
 //! connections, and their EXEC answers a null array. As Redis 7.0, a
 //! watched key that expired (even if nobody deleted it yet) counts as
 //! changed at EXEC, unless it was already expired when it was watched.
+//!
+//! # Hostile input
+//!
+//! Audited (issue #15): no client-chosen number drives work here. A queue
+//! holds what the client sent (its memory shows as `multi-mem` in
+//! `CLIENT LIST`, as in Redis); `WATCH` is per key given;
+//! EXEC's work is its queue's.
 
 use super::flags::*;
 use super::{CommandSpec, Ctx};

@@ -6,6 +6,13 @@
 //! these handlers only change subscriptions and write the confirmations.
 //! Every confirmation is a push frame (RESP3) or a three-element array
 //! (RESP2), one per channel, as Redis writes them.
+//!
+//! # Hostile input
+//!
+//! Audited (issue #15): every handler here works per argument. `PUBLISH`
+//! costs O(receivers + patterns) plus the pattern matching
+//! (`ferrokv_store::pattern`), and its copies land in output buffers under
+//! the `pubsub` client-output-buffer limits (`crate::pubsub`).
 
 use super::flags::*;
 use super::{reply_help, CommandSpec, Ctx};

@@ -559,8 +559,13 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
             _ => ctx.error(err::NO_SUCH_KEY),
         }
     } else if is(sub, "sleep") && args.len() == 3 {
-        let secs = parse_f64(args.get(2)).unwrap_or(0.0).max(0.0);
-        std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+        // Redis converts to microseconds with a C cast: a time too large
+        // for it (`inf`, `1e300`) becomes LLONG_MIN and sleeps not at all,
+        // as do negative times. (`Duration::from_secs_f64` panics there.)
+        let usec = parse_f64(args.get(2)).unwrap_or(0.0) * 1e6;
+        if (1.0..9.223_372_036_854_775e18).contains(&usec) {
+            std::thread::sleep(std::time::Duration::from_micros(usec as u64));
+        }
         ctx.client.out.ok();
     } else if is(sub, "set-active-expire") && args.len() == 3 {
         ctx.srv.active_expire_enabled = args.get(2) != b"0";

@@ -6,6 +6,18 @@
 //! `SPOP` as `SREM` of the popped members (or `DEL` when it emptied the
 //! set), as Redis does. RESP3 shapes are Redis 7.0's: SMEMBERS, the
 //! algebra and SPOP with a count answer sets; SRANDMEMBER an array.
+//!
+//! # Hostile input
+//!
+//! Audited for work or memory a client could choose (issue #15; cases in
+//! `tests/limits.rs`). `SRANDMEMBER`: `LONG_MIN` is out of range (Redis's
+//! text), a positive count gives at most the set, and a negative one —
+//! picks with repetition, a reply sized by the client alone — goes through
+//! [`reply_repeated_picks`], bounded at `proto-max-bulk-len` bytes (Redis
+//! 7.0 writes all `-LONG_MAX` picks and never answers). `SPOP` refuses a
+//! negative count and pops at most the set. `SINTERCARD` refuses a
+//! `numkeys` past the arguments; the algebra costs O(sum of the inputs).
+//! `SSCAN` costs O(members) per call whatever `COUNT` (see `Dense::scan`).
 
 use super::flags::*;
 use super::keys::{parse_scan_options, reply_scan};
@@ -56,6 +68,50 @@ pub(super) fn parse_range_long(ctx: &mut Ctx, a: &[u8]) -> Option<i64> {
     }
     Some(v)
 }
+
+/// The error for a reply with repetition (a negative count) that would
+/// pass `proto-max-bulk-len` bytes. Redis 7.0 has no such limit: it writes
+/// every pick, so `SRANDMEMBER s -9223372036854775807` never returns and
+/// takes the server's memory with it (redis/redis#11671).
+pub(super) const REPLY_TOO_LARGE: &str =
+    "ERR reply exceeds maximum allowed size (proto-max-bulk-len)";
+
+/// Writes the reply of a negative count (`SRANDMEMBER`, `HRANDFIELD`,
+/// `ZRANDMEMBER`): `picks` calls of `emit_one`, each writing one random
+/// pick, under an array header of `header_len`. Its size is chosen by the
+/// client, not by the data, so it is bounded in bytes: a count that could
+/// not fit even at `min_pick_bytes` a pick is refused at once, and the
+/// picks are written only while they stay within `max_bytes`; past it they
+/// are taken back and the error replaces them. The header goes in front
+/// once the picks are known to fit (one move of the reply).
+pub(super) fn reply_repeated_picks(
+    out: &mut crate::net::client::Reply,
+    max_bytes: u64,
+    picks: u64,
+    header_len: u64,
+    min_pick_bytes: u64,
+    mut emit_one: impl FnMut(&mut crate::net::client::Reply),
+) {
+    if picks.saturating_mul(min_pick_bytes) > max_bytes {
+        return out.error(REPLY_TOO_LARGE);
+    }
+    let start = out.buf.len();
+    for _ in 0..picks {
+        emit_one(out);
+        if (out.buf.len() - start) as u64 > max_bytes {
+            out.buf.truncate(start);
+            out.buf.shrink_to(start.max(crate::net::client::READ_CHUNK));
+            return out.error(REPLY_TOO_LARGE);
+        }
+    }
+    let mut header = Vec::with_capacity(24);
+    ferrokv_resp::encode::array(&mut header, header_len as usize);
+    out.buf.splice(start..start, header);
+}
+
+/// The RESP size of the shortest bulk string (`$0\r\n\r\n`): a lower
+/// bound of one pick's reply, for [`reply_repeated_picks`].
+pub(super) const MIN_BULK_BYTES: u64 = 6;
 
 /// SADD key member [member ...]
 fn sadd(ctx: &mut Ctx, args: Args) {
@@ -280,10 +336,15 @@ fn srandmember(ctx: &mut Ctx, args: Args) {
         let i = ctx.srv.rng.gen_range(0..size);
         return s.nth(i).with_bytes(|b| ctx.client.out.bulk(b));
     };
-    let picks: Vec<usize> = if count < 0 {
-        let n = count.unsigned_abs() as usize;
-        (0..n).map(|_| ctx.srv.rng.gen_range(0..size)).collect()
-    } else if count as usize >= size {
+    if count < 0 {
+        let max = ctx.srv.config.proto_max_bulk_len;
+        let rng = &mut ctx.srv.rng;
+        let n = count.unsigned_abs();
+        return reply_repeated_picks(&mut ctx.client.out, max, n, n, MIN_BULK_BYTES, |out| {
+            s.nth(rng.gen_range(0..size)).with_bytes(|b| out.bulk(b))
+        });
+    }
+    let picks: Vec<usize> = if count as usize >= size {
         (0..size).collect()
     } else {
         rand::seq::index::sample(&mut ctx.srv.rng, size, count as usize).into_vec()

@@ -6,6 +6,13 @@
 //! each at most 128 bytes), so one huge `MSET` cannot make the log hold
 //! its whole payload. The newest entry is at the front; the log keeps
 //! `slowlog-max-len` entries.
+//!
+//! # Hostile input
+//!
+//! Audited (issue #15): `SLOWLOG GET` takes any count from -1 to
+//! `LONG_MAX` (below -1, Redis's error) and answers at most the
+//! `slowlog-max-len` entries held; entries keep at most 32 arguments of
+//! 128 bytes, so no request makes the log hold its payload.
 
 use super::flags::*;
 use super::{reply_help, CommandSpec, Ctx};

@@ -3,6 +3,20 @@
 //! Values are stored as Redis stores them: a canonical integer as an `i64`
 //! (so `INCR` needs no parsing and `OBJECT ENCODING` says `int`), anything
 //! else as bytes, inline when short.
+//!
+//! # Hostile input
+//!
+//! Audited for work or memory a client could choose (issue #15; cases in
+//! `tests/limits.rs`). Every size a client names is checked before memory
+//! is touched: `SETRANGE` and `APPEND` against `proto-max-bulk-len`
+//! (Redis's error, nothing allocated; an empty `SETRANGE` value needs no
+//! check), `GETRANGE` clamps any `i64` to the string. `LCS` refuses a table
+//! of more than `proto-max-bulk-len` bytes exactly as Redis 7.0.15 does (a
+//! 512 MB table, ~134 M cells of work, at most by default) and allocates it
+//! fallibly. Expiry overflow in `SET`/`SETEX`/`PSETEX`/`GETEX` (unit
+//! conversion, base time) is an invalid expire time; `INCRBY`/`DECRBY`
+//! overflow and `DECRBY LONG_MIN` answer Redis's errors; `INCRBYFLOAT` to
+//! an infinity is refused. `MSET`/`MGET` work is per argument.
 
 use super::flags::*;
 use super::long_double::LongDouble;
@@ -773,16 +787,19 @@ fn incrbyfloat(ctx: &mut Ctx, args: Args) {
 fn lcs(ctx: &mut Ctx, args: Args) {
     // As Redis: the keys' types are checked before the options.
     let db = ctx.client.db;
-    let load = |ctx: &mut Ctx, k: &[u8]| -> Result<Vec<u8>, ()> {
+    // Only the lengths at first: the strings are copied once the table
+    // they call for is known to be allowed, so two 512 MB values cost no
+    // copy to be refused.
+    let len_of = |ctx: &mut Ctx, k: &[u8]| -> Result<usize, ()> {
         match ctx.srv.lookup_read(db, k, ctx.now_ms) {
-            None => Ok(Vec::new()),
+            None => Ok(0),
             Some(e) => {
                 let mut buf = itoa_buf::Buf::new();
-                as_bytes(e.value(), &mut buf).map(|b| b.to_vec()).ok_or(())
+                as_bytes(e.value(), &mut buf).map(|b| b.len()).ok_or(())
             }
         }
     };
-    let (Ok(a), Ok(b)) = (load(ctx, args.get(1)), load(ctx, args.get(2))) else {
+    let (Ok(alen), Ok(blen)) = (len_of(ctx, args.get(1)), len_of(ctx, args.get(2))) else {
         ctx.error("ERR The specified keys must contain string values");
         return;
     };
@@ -813,14 +830,36 @@ fn lcs(ctx: &mut Ctx, args: Args) {
         ctx.error("ERR If you want both the length and indexes, please just use IDX.");
         return;
     }
-    let (alen, blen) = (a.len(), b.len());
+    // Hostile input: the table is (alen+1)*(blen+1) u32 cells, refused
+    // past proto-max-bulk-len bytes exactly as Redis 7.0.15 refuses it (a
+    // 512 MB table at most by default, ~134 M cells of work). Only a
+    // raised proto-max-bulk-len lets strings reach Redis's 32-bit limit,
+    // or the allocation fail.
+    if alen as u64 >= u32::MAX as u64 - 1 || blen as u64 >= u32::MAX as u64 - 1 {
+        ctx.error("ERR String too long for LCS");
+        return;
+    }
     let dp_size = (alen as u64 + 1) * (blen as u64 + 1) * 4;
     if dp_size > ctx.srv.config.proto_max_bulk_len {
         ctx.error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
         return;
     }
+    // The key was just looked up (a hit counted): read it without another.
+    let load = |ctx: &mut Ctx, k: &[u8]| -> Vec<u8> {
+        let mut buf = itoa_buf::Buf::new();
+        ctx.srv
+            .peek(db, k, ctx.now_ms)
+            .and_then(|e| as_bytes(e.value(), &mut buf).map(<[u8]>::to_vec))
+            .unwrap_or_default()
+    };
+    let (a, b) = (load(ctx, args.get(1)), load(ctx, args.get(2)));
     let w = blen + 1;
-    let mut dp = vec![0u32; (alen + 1) * w];
+    let mut dp: Vec<u32> = Vec::new();
+    if dp.try_reserve_exact((alen + 1) * w).is_err() {
+        ctx.error("ERR Insufficient memory, failed allocating transient memory for LCS");
+        return;
+    }
+    dp.resize((alen + 1) * w, 0);
     for i in 1..=alen {
         for j in 1..=blen {
             dp[i * w + j] = if a[i - 1] == b[j - 1] {

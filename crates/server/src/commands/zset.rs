@@ -6,6 +6,19 @@
 //! range command turns its bounds into a *rank interval* once and then reads,
 //! counts or removes that interval, so the three kinds of range share one
 //! code path. Scores are printed as Redis 7.0 prints doubles (`%.17g`).
+//!
+//! # Hostile input
+//!
+//! Audited for work or memory a client could choose (issue #15; cases in
+//! `tests/limits.rs`). `ZRANDMEMBER` as `HRANDFIELD` (Redis's errors for
+//! `LONG_MIN` and `WITHSCORES` outside `±LONG_MAX/2`, negative counts
+//! bounded in bytes by `set::reply_repeated_picks`). `LIMIT offset count`
+//! takes any `i64`: the rank interval is found in O(log n) and clamped, so
+//! the walk is the size of the reply; `ZRANGESTORE` allocates only for the
+//! interval. Pops stop at the set's size. `numkeys` past the arguments is
+//! a syntax error before `WEIGHTS` is allocated (by `numkeys`, so by the
+//! arguments). `ZINCRBY`/`ZADD INCR` to NaN are refused. `ZSCAN` walks at
+//! most `COUNT` live arena slots of a skiplist (and the freed ones between).
 
 use super::flags::*;
 use super::{err, is, parse_f64, parse_int, CommandSpec, Ctx};
@@ -1551,6 +1564,7 @@ fn zrandmember(ctx: &mut Ctx, args: Args) {
 }
 
 fn zrandmember_count(ctx: &mut Ctx, key: &[u8], count: i64, withscores: bool) {
+    let max_bytes = ctx.srv.config.proto_max_bulk_len;
     let Ok((z, out)) = read_zset(ctx, key) else {
         return;
     };
@@ -1577,13 +1591,16 @@ fn zrandmember_count(ctx: &mut Ctx, key: &[u8], count: i64, withscores: bool) {
     let header =
         |out: &mut Reply, n: usize| out.array(if withscores && !resp3 { n * 2 } else { n });
     if count < 0 {
-        // Repetitions allowed: `|count|` independent draws.
-        let n = count.unsigned_abs() as usize;
-        header(out, n);
-        for _ in 0..n {
+        // Repetitions allowed: `|count|` independent draws, a reply
+        // bounded in bytes (see `set::reply_repeated_picks`).
+        let n = count.unsigned_abs();
+        let header_len = if withscores && !resp3 { n * 2 } else { n };
+        // A score is at least a one-digit bulk (RESP2) or `,1\r\n` (RESP3).
+        let min_bytes = super::set::MIN_BULK_BYTES + if withscores { 4 } else { 0 };
+        super::set::reply_repeated_picks(out, max_bytes, n, header_len, min_bytes, |out| {
             let (m, s) = z.at_rank(rng.gen_range(0..len)).expect("in range");
             emit(out, m, s);
-        }
+        });
         return;
     }
     let n = (count as usize).min(len);
