@@ -203,9 +203,9 @@ impl Victim {
                         log.pings += 1;
                         log.worst = log.worst.max(took);
                         if took > REPLY_BOUND {
+                            let n = log.pings;
                             log.failures.push(format!(
-                                "PING #{} answered after {:.2} s",
-                                log.pings,
+                                "PING #{n} answered after {:.2} s",
                                 took.as_secs_f64()
                             ));
                         }
@@ -220,9 +220,9 @@ impl Victim {
                             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                         ) =>
                     {
+                        let n = log.pings + 1;
                         log.failures.push(format!(
-                            "PING #{} unanswered after {:.2} s",
-                            log.pings + 1,
+                            "PING #{n} unanswered after {:.2} s",
                             took.as_secs_f64()
                         ));
                         // The server is stuck: one failure says it; stop
@@ -480,9 +480,24 @@ pub fn truncate(b: &[u8], max: usize) -> String {
     }
 }
 
+/// A frame for failure messages, its strings as text.
+pub fn show_frame(f: &Frame) -> String {
+    match f {
+        Frame::Simple(b) => format!("+{}", String::from_utf8_lossy(b)),
+        Frame::Error(b) => format!("-{}", String::from_utf8_lossy(b)),
+        Frame::Bulk(b) => truncate(b, 80),
+        Frame::Array(v) if v.len() > 8 => format!("an array of {}", v.len()),
+        Frame::Array(v) => format!(
+            "[{}]",
+            v.iter().map(show_frame).collect::<Vec<_>>().join(", ")
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
 pub fn show(o: &Outcome) -> String {
     match o {
-        Outcome::Frame(f) => format!("reply {f:?}"),
+        Outcome::Frame(f) => format!("reply {}", show_frame(f)),
         Outcome::Closed(b) => format!("connection closed after {}", truncate(b, 80)),
         Outcome::TimedOut(b) => format!("timed out after receiving {}", truncate(b, 80)),
         Outcome::Invalid(b) => format!("not RESP: {}", truncate(b, 80)),

@@ -257,11 +257,15 @@ fn collect_docs(
     out: &mut std::collections::HashMap<String, Vec<ArgDoc>>,
 ) {
     for (name, doc) in pairs(reply) {
-        let mut words: Vec<String> = prefix.to_vec();
-        words.extend(name.split('|').skip(prefix.len()).map(str::to_lowercase));
-        if prefix.is_empty() {
-            words = name.split('|').map(str::to_lowercase).collect();
-        }
+        // Redis names a subcommand `config|get`; a bare `get` is taken
+        // to be under `prefix` too.
+        let words: Vec<String> = if name.contains('|') || prefix.is_empty() {
+            name.split('|').map(str::to_lowercase).collect()
+        } else {
+            let mut w = prefix.to_vec();
+            w.push(name.to_lowercase());
+            w
+        };
         for (k, v) in pairs(doc) {
             match k.as_str() {
                 "arguments" => {
@@ -559,15 +563,20 @@ pub fn generate(e: &CommandEntry, pool: &Pool, seed: u64, case: u64) -> Vec<Vec<
         } else {
             min
         };
+        // Another command's tokens could spell a config name (`TIMEOUT`,
+        // `SAVE`): not for CONFIG SET.
         let foreign = e.name() != "config|set";
-        for i in 0..n.max(0) {
-            // Positions in COMMAND's numbering (the name is 0).
-            let pos = i + 1;
-            let last = if e.last_key < 0 {
-                n + e.last_key + 1
-            } else {
-                e.last_key
-            };
+        let n = n.max(0);
+        let argc = words + n;
+        let last = if e.last_key < 0 {
+            argc + e.last_key
+        } else {
+            e.last_key
+        };
+        for i in 0..n {
+            // Positions in COMMAND's numbering: argv indices, the
+            // command's words first.
+            let pos = words + i;
             let is_key = e.first_key > 0
                 && pos >= e.first_key
                 && pos <= last
@@ -666,6 +675,7 @@ pub struct Stats {
     pub worst_reply: (Duration, String),
     pub worst_rss_step: (u64, String),
     pub restarts: usize,
+    pub victim_reconnects: u32,
 }
 
 /// The server, its victim and its memory watch; rebuilt on a restart.
@@ -675,6 +685,7 @@ pub struct Session {
     watch: Option<RssWatch>,
     base_rss: u64,
     base_used: u64,
+    reconnects: u32,
 }
 
 impl Session {
@@ -685,6 +696,7 @@ impl Session {
             watch: None,
             base_rss: 0,
             base_used: 0,
+            reconnects: 0,
         };
         s.prepare();
         s
@@ -735,6 +747,8 @@ impl Session {
             };
             let n = match c.read_frame_within(REPLY_BOUND) {
                 Outcome::Frame(Frame::Integer(n)) => n,
+                // WRONGTYPE: the type check below redoes it.
+                Outcome::Frame(_) => 0,
                 o => return Err(format!("restore: length of {k}: {}", show(&o))),
             };
             let want = if k.contains(":big") {
@@ -774,6 +788,10 @@ impl Session {
         Ok(())
     }
 
+    fn count_reconnects(&mut self) {
+        self.reconnects += self.victim.as_ref().map_or(0, |v| v.reconnects());
+    }
+
     fn victim_failures(&self) -> usize {
         self.victim.as_ref().map_or(0, |v| v.failures().len())
     }
@@ -791,6 +809,7 @@ impl Session {
     }
 
     fn restart(&mut self) {
+        self.count_reconnects();
         self.victim = None;
         self.watch = None;
         self.server.kill_and_restart();
@@ -951,6 +970,8 @@ pub fn sweep(sess: &mut Session, seed: u64, cases: u64, only: Option<&str>) -> (
                             command: "(sweep)".into(),
                             what: format!("stopped after {MAX_RESTARTS} restarts"),
                         });
+                        sess.count_reconnects();
+                        stats.victim_reconnects = sess.reconnects;
                         return (failures, stats);
                     }
                     stats.restarts += 1;
@@ -966,5 +987,7 @@ pub fn sweep(sess: &mut Session, seed: u64, cases: u64, only: Option<&str>) -> (
             }
         }
     }
+    sess.count_reconnects();
+    stats.victim_reconnects = sess.reconnects;
     (failures, stats)
 }
