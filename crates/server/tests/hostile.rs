@@ -23,7 +23,8 @@
 //! weak by its defaults (the never-reading client) run against ferrokv
 //! only. Knobs of the table sweep: `FERROKV_HOSTILE_SEED`,
 //! `FERROKV_HOSTILE_CASES` (argument lists per command, default 8) and
-//! `FERROKV_HOSTILE_ONLY` (a name prefix, e.g. `client|`).
+//! `FERROKV_HOSTILE_ONLY` (a name prefix, e.g. `client|`) and
+//! `FERROKV_HOSTILE_VERBOSE` (print every run and its reply).
 mod common;
 #[path = "hostile/harness.rs"]
 mod harness;
@@ -395,7 +396,7 @@ fn long_line(s: &common::ServerProcess, prefix: &[u8], fill: u8, expected: &[u8]
     let mut c = Conn::open(s);
     let mut writer = c.s.try_clone().unwrap();
     let mut line = prefix.to_vec();
-    line.extend(std::iter::repeat(fill).take(256 * 1024));
+    line.extend(std::iter::repeat_n(fill, 256 * 1024));
     let w = std::thread::spawn(move || {
         use std::io::Write;
         for chunk in line.chunks(8192) {
@@ -606,7 +607,11 @@ fn queue_deep(c: &mut Conn) {
     for b in 0..QUEUED / batch {
         let mut req = Vec::new();
         for i in 0..batch {
-            req.extend(Frame::command(&["SET", &format!("q:{}", b * batch + i), "v"]));
+            req.extend(Frame::command(&[
+                "SET",
+                &format!("q:{}", b * batch + i),
+                "v",
+            ]));
         }
         c.send(&req).unwrap();
         for _ in 0..batch {
@@ -803,7 +808,9 @@ fn config_set_dir_and_dbfilename_are_protected() {
             format!("{r:?}"),
             format!("{:?}", Frame::Error(expected.into_bytes())),
             "CONFIG SET {name} {value}: {}",
-            r.as_bytes().map(String::from_utf8_lossy).unwrap_or_default()
+            r.as_bytes()
+                .map(String::from_utf8_lossy)
+                .unwrap_or_default()
         );
     }
     assert_eq!(
@@ -821,7 +828,7 @@ fn every_command_in_the_table_survives_extreme_arguments() {
     let seed = std::env::var("FERROKV_HOSTILE_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(0x05EE_D15u64);
+        .unwrap_or(0x005E_ED15_u64);
     let cases = std::env::var("FERROKV_HOSTILE_CASES")
         .ok()
         .and_then(|s| s.parse().ok())

@@ -174,6 +174,8 @@ pub struct CommandEntry {
     pub last_key: i64,
     pub step: i64,
     pub docs: Vec<ArgDoc>,
+    /// The docs' group (`string`, `hash`, `sorted-set`...).
+    pub group: String,
 }
 
 impl CommandEntry {
@@ -251,11 +253,9 @@ fn parse_arg(f: &Frame) -> ArgDoc {
     a
 }
 
-fn collect_docs(
-    reply: &Frame,
-    prefix: &[String],
-    out: &mut std::collections::HashMap<String, Vec<ArgDoc>>,
-) {
+type Docs = std::collections::HashMap<String, (Vec<ArgDoc>, String)>;
+
+fn collect_docs(reply: &Frame, prefix: &[String], out: &mut Docs) {
     for (name, doc) in pairs(reply) {
         // Redis names a subcommand `config|get`; a bare `get` is taken
         // to be under `prefix` too.
@@ -266,19 +266,23 @@ fn collect_docs(
             w.push(name.to_lowercase());
             w
         };
+        let entry = out.entry(words.join("|")).or_default();
         for (k, v) in pairs(doc) {
             match k.as_str() {
-                "arguments" => {
-                    out.insert(words.join("|"), items(v).iter().map(parse_arg).collect());
-                }
-                "subcommands" => collect_docs(v, &words, out),
+                "arguments" => entry.0 = items(v).iter().map(parse_arg).collect(),
+                "group" => entry.1 = text(v),
                 _ => {}
+            }
+        }
+        for (k, v) in pairs(doc) {
+            if k == "subcommands" {
+                collect_docs(v, &words, out);
             }
         }
     }
 }
 
-fn parse_entry(f: &Frame, parent: Option<&str>, docs: &mut std::collections::HashMap<String, Vec<ArgDoc>>, out: &mut Vec<CommandEntry>) {
+fn parse_entry(f: &Frame, parent: Option<&str>, docs: &mut Docs, out: &mut Vec<CommandEntry>) {
     let v = items(f);
     let full = text(&v[0]).to_lowercase();
     let words: Vec<String> = match parent {
@@ -292,7 +296,8 @@ fn parse_entry(f: &Frame, parent: Option<&str>, docs: &mut std::collections::Has
         first_key: int(&v[3]),
         last_key: int(&v[4]),
         step: int(&v[5]),
-        docs: docs.remove(&name).unwrap_or_default(),
+        docs: docs.get(&name).map(|d| d.0.clone()).unwrap_or_default(),
+        group: docs.get(&name).map(|d| d.1.clone()).unwrap_or_default(),
         words: words.clone(),
     });
     if let Some(subs) = v.get(9) {
@@ -386,6 +391,14 @@ impl Pool {
                 "0",
                 "-1",
                 "1",
+                "2",
+                "3",
+                "10",
+                "100",
+                "10000",
+                "-2",
+                "-100",
+                "1.5",
                 "4294967296",
                 "9007199254740993",
                 "inf",
@@ -406,7 +419,16 @@ impl Pool {
                 "+",
             ]),
             patterns,
-            strings: b(&["", "abc", " 1", "0x10", "\u{0}", "\r\n", "é", "#", "$", "-1.5e3"]),
+            strings: {
+                // Members and fields the prepared keys hold, so that
+                // commands also take their found-it paths.
+                let mut v = b(&[
+                    "", "abc", " 1", "0x10", "\u{0}", "\r\n", "é", "#", "$", "-1.5e3", "a", "b",
+                    "f", "field", "v", "e1", "m1", "f1", "m9999",
+                ]);
+                v.push(pattern_subject().into_bytes());
+                v
+            },
             huge: Arc::new(vec![b'x'; 1 << 20]),
             all_tokens,
         }
@@ -455,8 +477,22 @@ fn tokens_of(args: &[ArgDoc], out: &mut Vec<String>) {
     }
 }
 
-fn key(rng: &mut Rng) -> Vec<u8> {
-    if rng.chance(8) {
+/// A key for a command of `group`: most often one of the type the group
+/// works on (small or big), else any type, the missing key, or the pattern
+/// subject.
+fn key(rng: &mut Rng, group: &str) -> Vec<u8> {
+    let ty = match group {
+        "string" | "bitmap" | "hyperloglog" => "string",
+        "hash" => "hash",
+        "list" => "list",
+        "set" => "set",
+        "sorted-set" | "geo" => "zset",
+        _ => "",
+    };
+    let typed: Vec<&str> = KEYS.iter().filter(|k| k.1 == ty).map(|k| k.0).collect();
+    if !typed.is_empty() && rng.chance(70) {
+        rng.pick(&typed).as_bytes().to_vec()
+    } else if rng.chance(8) {
         MISSING_KEY.as_bytes().to_vec()
     } else if rng.chance(4) {
         pattern_subject().into_bytes()
@@ -481,11 +517,15 @@ fn timeout(rng: &mut Rng, seconds: bool) -> Vec<u8> {
 }
 
 fn is_timeout(a: &ArgDoc) -> bool {
-    a.name == "timeout" || a.token.as_deref().is_some_and(|t| t.eq_ignore_ascii_case("BLOCK"))
+    a.name == "timeout"
+        || a.token
+            .as_deref()
+            .is_some_and(|t| t.eq_ignore_ascii_case("BLOCK"))
 }
 
 struct Gen<'a> {
     pool: &'a Pool,
+    group: String,
     own: Vec<String>,
     blocking: bool,
     out: Vec<Vec<u8>>,
@@ -498,7 +538,7 @@ impl Gen<'_> {
             return timeout(rng, seconds);
         }
         match a.kind.as_str() {
-            "key" => key(rng),
+            "key" => key(rng, &self.group),
             "integer" | "double" | "unix-time" => self.pool.number(rng, &self.own),
             "pattern" => self.pool.pattern(rng, &self.own),
             _ => self.pool.any(rng, &self.own, false),
@@ -545,6 +585,7 @@ pub fn generate(e: &CommandEntry, pool: &Pool, seed: u64, case: u64) -> Vec<Vec<
     tokens_of(&e.docs, &mut own);
     let mut gen = Gen {
         pool,
+        group: e.group.clone(),
         own,
         blocking: e.has_flag("blocking"),
         out: vec![],
@@ -582,7 +623,7 @@ pub fn generate(e: &CommandEntry, pool: &Pool, seed: u64, case: u64) -> Vec<Vec<
                 && pos <= last
                 && (pos - e.first_key) % e.step.max(1) == 0;
             let v = if is_key {
-                key(&mut rng)
+                key(&mut rng, &e.group)
             } else {
                 pool.any(&mut rng, &gen.own, foreign)
             };
@@ -604,10 +645,8 @@ fn fix_up(e: &CommandEntry, args: &mut Vec<Vec<u8>>, rng: &mut Rng) {
     match e.name().as_str() {
         "client|pause" => set(args, 0, timeout(rng, false)),
         "wait" => set(args, 1, timeout(rng, false)),
-        "replicaof" | "slaveof" => {
-            if !(args.len() == 2 && args[0].eq_ignore_ascii_case(b"NO")) {
-                set(args, 0, b"127.0.0.1".to_vec());
-            }
+        "replicaof" | "slaveof" if !(args.len() == 2 && args[0].eq_ignore_ascii_case(b"NO")) => {
+            set(args, 0, b"127.0.0.1".to_vec())
         }
         "migrate" => {
             set(args, 0, b"127.0.0.1".to_vec());
@@ -657,8 +696,7 @@ fn may_stay_silent(e: &CommandEntry, args: &[Vec<u8>]) -> bool {
     let first = args.first().map(|a| a.to_ascii_uppercase());
     e.has_flag("blocking")
         || e.name() == "replconf"
-        || (e.name() == "client|reply"
-            && matches!(first.as_deref(), Some(b"OFF") | Some(b"SKIP")))
+        || (e.name() == "client|reply" && matches!(first.as_deref(), Some(b"OFF") | Some(b"SKIP")))
 }
 
 pub struct Failure {
@@ -766,11 +804,17 @@ impl Session {
         }
         let subject = c.read_frame_within(REPLY_BOUND);
         if !matches!(subject, Outcome::Frame(Frame::Integer(1))) {
-            c.call(&["SET", &pattern_subject(), "1"], "restore the pattern subject");
+            c.call(
+                &["SET", &pattern_subject(), "1"],
+                "restore the pattern subject",
+            );
         }
         if used_memory(&mut c) > self.base_used + DATASET_RESET {
             c.call(&["FLUSHALL"], "restore: FLUSHALL");
-            c.call(&["SET", &pattern_subject(), "1"], "restore the pattern subject");
+            c.call(
+                &["SET", &pattern_subject(), "1"],
+                "restore the pattern subject",
+            );
             redo = KEYS.iter().map(|(k, _)| *k).collect();
         }
         for k in redo {
@@ -850,6 +894,14 @@ fn run_one(
         c.read_frame_within(within)
     };
     let took = t.elapsed();
+    if std::env::var_os("FERROKV_HOSTILE_VERBOSE").is_some() {
+        eprintln!(
+            "hostile sweep: {:.3} s {} -> {}",
+            took.as_secs_f64(),
+            describe(&e.words, args),
+            show(&outcome)
+        );
+    }
     if took > stats.worst_reply.0 && !matches!(outcome, Outcome::TimedOut(_)) {
         stats.worst_reply = (took, describe(&e.words, args));
     }
@@ -945,11 +997,20 @@ fn last_lines(log: &str, n: usize) -> String {
 
 /// Runs `cases` argument lists of every command of the table except
 /// `SHUTDOWN`; returns the failures and the statistics.
-pub fn sweep(sess: &mut Session, seed: u64, cases: u64, only: Option<&str>) -> (Vec<Failure>, Stats) {
+pub fn sweep(
+    sess: &mut Session,
+    seed: u64,
+    cases: u64,
+    only: Option<&str>,
+) -> (Vec<Failure>, Stats) {
     let mut stats = Stats::default();
     let mut failures = Vec::new();
     let table = fetch_table(&mut Conn::open(&sess.server));
-    assert!(table.len() > 100, "COMMAND listed only {} commands", table.len());
+    assert!(
+        table.len() > 100,
+        "COMMAND listed only {} commands",
+        table.len()
+    );
     let pool = Pool::new(&table);
     for e in &table {
         let name = e.name();
