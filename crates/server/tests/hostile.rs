@@ -915,3 +915,19 @@ fn every_command_in_the_table_survives_extreme_arguments() {
         list.join("\n")
     );
 }
+
+/// Found by hand while choosing what the sweep skips: `DEBUG SLEEP inf`
+/// panicked on converting the time and the process exited. Redis answers
+/// `+OK` at once for every time it cannot represent.
+#[test]
+fn debug_sleep_with_an_unrepresentable_time_answers_at_once() {
+    let s = start(&[]);
+    let mut c = Conn::open(&s);
+    for t in ["inf", "1e300", "-inf", "nan", "abc"] {
+        assert_eq!(
+            c.call(&["DEBUG", "SLEEP", t], &format!("DEBUG SLEEP {t}")),
+            ok()
+        );
+    }
+    assert_eq!(c.call(&["PING"], "PING"), Frame::Simple(b"PONG".to_vec()));
+}

@@ -551,7 +551,8 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
         }
     } else if is(sub, "sleep") && args.len() == 3 {
         let secs = parse_f64(args.get(2)).unwrap_or(0.0).max(0.0);
-        std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+        // Too big for a Duration (inf, 1e300): at once, as Redis does.
+        std::thread::sleep(std::time::Duration::try_from_secs_f64(secs).unwrap_or_default());
         ctx.client.out.ok();
     } else if is(sub, "set-active-expire") && args.len() == 3 {
         ctx.srv.active_expire_enabled = args.get(2) != b"0";
