@@ -225,13 +225,8 @@ impl RequestDecoder {
                 self.state = State::Multibulk { remaining };
                 return Ok(None);
             };
-            if first != b'$' {
-                self.state = State::Idle;
-                return Err(ProtocolError(format!(
-                    "Protocol error: expected '$', got '{}'",
-                    first as char
-                )));
-            }
+            // As Redis: the header line must be complete (or too long)
+            // before its first byte is judged.
             let Some(nl) = memchr(b'\r', rest) else {
                 if rest.len() > INLINE_MAX {
                     self.state = State::Idle;
@@ -240,6 +235,13 @@ impl RequestDecoder {
                 self.state = State::Multibulk { remaining };
                 return Ok(None);
             };
+            if first != b'$' {
+                self.state = State::Idle;
+                return Err(ProtocolError(format!(
+                    "Protocol error: expected '$', got '{}'",
+                    first as char
+                )));
+            }
             if nl > INLINE_MAX {
                 self.state = State::Idle;
                 return Err(ProtocolError::new("too big bulk count string"));
