@@ -532,7 +532,11 @@ fn watchdog() -> &'static std::sync::Mutex<Running> {
                 let r = running.lock().unwrap_or_else(|e| e.into_inner());
                 if let Some((t0, limit, argv)) = r.as_ref() {
                     if t0.elapsed() > *limit {
-                        eprintln!(
+                        // Straight to the process's stderr: `eprintln!` in a
+                        // test is captured, and lost with the abort.
+                        use std::io::Write;
+                        let _ = writeln!(
+                            std::io::stderr(),
                             "step budget exceeded: `{}` still running after {:?}; aborting",
                             show(argv),
                             t0.elapsed()
