@@ -281,7 +281,7 @@ pub fn decode(data: &[u8], max_commands: usize) -> Program {
     let mut cur = Cursor { data, pos: 0 };
     let flags = cur.byte().unwrap_or(0);
     let setup = Setup {
-        maxmemory_headroom: (flags & 3 == 3).then(|| 64 * 1024 << ((flags >> 2) & 7)),
+        maxmemory_headroom: (flags & 3 == 3).then(|| (64 * 1024) << ((flags >> 2) & 7)),
         maxmemory_policy: POLICIES[((flags >> 2) & 7) as usize],
         small_encodings: flags & 0x20 != 0,
         keyspace_events: flags & 0x40 != 0,
@@ -503,11 +503,11 @@ fn answers_once(emb: &EmbeddedServer, token: usize, argv: &[Vec<u8>]) -> bool {
                     .any(|q| per_channel(specs[q.idx].name.as_bytes()))
             });
     }
-    !per_channel(name)
-        && !(name.eq_ignore_ascii_case(b"client")
-            && argv
-                .get(1)
-                .is_some_and(|a| a.eq_ignore_ascii_case(b"reply")))
+    let client_reply = name.eq_ignore_ascii_case(b"client")
+        && argv
+            .get(1)
+            .is_some_and(|a| a.eq_ignore_ascii_case(b"reply"));
+    !per_channel(name) && !client_reply
 }
 
 /// The command running now, for the watchdog: when it started, how long
@@ -584,12 +584,14 @@ impl Drop for TempDir {
 
 /// The configuration of a program's server.
 fn config_for(setup: &Setup, dir: &std::path::Path) -> Config {
-    let mut c = Config::default();
-    c.dir = dir.to_string_lossy().into_owned();
-    c.save_rules.clear();
-    c.appendonly = false;
-    c.enable_debug_command = DebugCommand::Yes;
-    c.proto_max_bulk_len = 1024 * 1024;
+    let mut c = Config {
+        dir: dir.to_string_lossy().into_owned(),
+        save_rules: Vec::new(),
+        appendonly: false,
+        enable_debug_command: DebugCommand::Yes,
+        proto_max_bulk_len: 1024 * 1024,
+        ..Config::default()
+    };
     let mut set = |k: &str, v: &str| c.set(k, v).expect("harness config value");
     set("maxmemory-policy", setup.maxmemory_policy);
     if setup.small_encodings {
@@ -868,7 +870,7 @@ fn check_encodings(
         if !ok {
             return Err(format!(
                 "db{db} key {}: TYPE answered {:?} and OBJECT ENCODING {:?}",
-                show(&[k.clone()]),
+                show(std::slice::from_ref(k)),
                 String::from_utf8_lossy(&t),
                 String::from_utf8_lossy(&e)
             ));
