@@ -26,11 +26,15 @@
 //! - [`alloc`]: the counting global allocator behind `INFO memory`.
 //! - [`fdlimit`]: fitting `maxclients` to the open-files limit.
 //! - [`signals`]: SIGTERM/SIGINT as a clean shutdown.
+//! - [`embedded`]: the server driven in-process, without sockets.
+//! - [`command_fuzz`]: the command fuzzer's harness (`fuzz/`, and its replay test).
 
 pub mod alloc;
 pub mod blocking;
+pub mod command_fuzz;
 pub mod commands;
 pub mod config;
+pub mod embedded;
 pub mod evict;
 pub mod fdlimit;
 pub mod info;
