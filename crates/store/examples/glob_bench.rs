@@ -1,0 +1,86 @@
+//! Before/after benchmark of the glob matcher (issue #15): matches a million
+//! `user:<n>` keys and 200,000 others, in process, against the patterns KEYS
+//! users send most (`user:*`, a suffix search, `?`, a class, a literal),
+//! once with the old recursive matcher (`src/pattern/reference.rs`) and
+//! once with the new one, and prints the median of several runs.
+//!
+//! `flock /tmp/ferrokv-bench.lock cargo run --release -p ferrokv-store --example glob_bench`
+//! (`GLOB_BENCH_RUNS` sets the number of runs, 9 by default).
+
+#[allow(dead_code)]
+#[path = "../src/pattern/reference.rs"]
+mod reference;
+
+use ferrokv_store::pattern::glob_match;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+fn keys() -> Vec<Vec<u8>> {
+    let mut keys: Vec<Vec<u8>> = (0..1_000_000)
+        .map(|n| format!("user:{n}").into_bytes())
+        .collect();
+    keys.extend((0..100_000).map(|n| format!("session:{:016x}", n * 0x9e37_79b9_u64).into_bytes()));
+    keys.extend((0..100_000).map(|n| format!("cache:page:{n}:body").into_bytes()));
+    keys
+}
+
+/// Median wall time of `runs` passes of `matcher` over `keys`, and the
+/// number of keys it matched.
+fn time(
+    keys: &[Vec<u8>],
+    pattern: &[u8],
+    runs: usize,
+    matcher: fn(&[u8], &[u8]) -> bool,
+) -> (Duration, usize) {
+    let mut times = Vec::with_capacity(runs);
+    let mut matched = 0;
+    for _ in 0..runs {
+        let start = Instant::now();
+        matched = keys
+            .iter()
+            .filter(|k| matcher(black_box(pattern), k))
+            .count();
+        times.push(start.elapsed());
+    }
+    times.sort();
+    (times[runs / 2], matched)
+}
+
+fn main() {
+    let runs: usize = std::env::var("GLOB_BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(9);
+    let keys = keys();
+    let patterns: &[&[u8]] = &[
+        b"user:*",
+        b"*:1*",
+        b"user:?00000",
+        b"user:[0-4]*",
+        b"*page*body",
+        b"user:123456",
+        b"a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b",
+    ];
+    println!(
+        "{} keys, median of {runs} runs\n{:<44} {:>8} {:>12} {:>12} {:>7}",
+        keys.len(),
+        "pattern",
+        "matched",
+        "old ms",
+        "new ms",
+        "old/new"
+    );
+    for &pattern in patterns {
+        let (old, old_n) = time(&keys, pattern, runs, reference::glob_match);
+        let (new, new_n) = time(&keys, pattern, runs, glob_match);
+        assert_eq!(old_n, new_n, "the matchers disagree on {pattern:?}");
+        println!(
+            "{:<44} {:>8} {:>12.2} {:>12.2} {:>7.2}",
+            String::from_utf8_lossy(pattern),
+            new_n,
+            old.as_secs_f64() * 1e3,
+            new.as_secs_f64() * 1e3,
+            old.as_secs_f64() / new.as_secs_f64()
+        );
+    }
+}
