@@ -5,7 +5,7 @@
 //! once with the new one, and prints the median of several runs.
 //!
 //! `flock /tmp/ferrokv-bench.lock cargo run --release -p ferrokv-store --example glob_bench`
-//! (`GLOB_BENCH_RUNS` sets the number of runs, 9 by default).
+//! (`GLOB_BENCH_RUNS` sets the number of runs, 15 by default).
 
 #[allow(dead_code)]
 #[path = "../src/pattern/reference.rs"]
@@ -24,33 +24,40 @@ fn keys() -> Vec<Vec<u8>> {
     keys
 }
 
-/// Median wall time of `runs` passes of `matcher` over `keys`, and the
-/// number of keys it matched.
-fn time(
-    keys: &[Vec<u8>],
-    pattern: &[u8],
-    runs: usize,
-    matcher: fn(&[u8], &[u8]) -> bool,
-) -> (Duration, usize) {
-    let mut times = Vec::with_capacity(runs);
+/// One pass of `matcher` over `keys`: its wall time and how many matched.
+fn pass(keys: &[Vec<u8>], pattern: &[u8], matcher: fn(&[u8], &[u8]) -> bool) -> (Duration, usize) {
+    let start = Instant::now();
+    let matched = keys
+        .iter()
+        .filter(|k| matcher(black_box(pattern), k))
+        .count();
+    (start.elapsed(), matched)
+}
+
+/// Median wall times of `runs` passes of the old and the new matcher,
+/// alternating so that a noisy neighbour slows both alike, and the number
+/// of keys matched.
+fn time(keys: &[Vec<u8>], pattern: &[u8], runs: usize) -> (Duration, Duration, usize) {
+    let (mut old, mut new) = (Vec::with_capacity(runs), Vec::with_capacity(runs));
     let mut matched = 0;
     for _ in 0..runs {
-        let start = Instant::now();
-        matched = keys
-            .iter()
-            .filter(|k| matcher(black_box(pattern), k))
-            .count();
-        times.push(start.elapsed());
+        let (t, old_n) = pass(keys, pattern, reference::glob_match);
+        old.push(t);
+        let (t, new_n) = pass(keys, pattern, glob_match);
+        new.push(t);
+        assert_eq!(old_n, new_n, "the matchers disagree on {pattern:?}");
+        matched = new_n;
     }
-    times.sort();
-    (times[runs / 2], matched)
+    old.sort();
+    new.sort();
+    (old[runs / 2], new[runs / 2], matched)
 }
 
 fn main() {
     let runs: usize = std::env::var("GLOB_BENCH_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(9);
+        .unwrap_or(15);
     let keys = keys();
     let patterns: &[&[u8]] = &[
         b"user:*",
@@ -71,9 +78,7 @@ fn main() {
         "old/new"
     );
     for &pattern in patterns {
-        let (old, old_n) = time(&keys, pattern, runs, reference::glob_match);
-        let (new, new_n) = time(&keys, pattern, runs, glob_match);
-        assert_eq!(old_n, new_n, "the matchers disagree on {pattern:?}");
+        let (old, new, new_n) = time(&keys, pattern, runs);
         println!(
             "{:<44} {:>8} {:>12.2} {:>12.2} {:>7.2}",
             String::from_utf8_lossy(pattern),

@@ -43,20 +43,36 @@ const MAX_STAR_GROUPS: usize = 1000;
 
 /// True when `subject` matches `pattern`.
 pub fn glob_match(pattern: &[u8], subject: &[u8]) -> bool {
-    matches(pattern, subject, false)
+    matches::<false>(pattern, subject)
 }
 
 /// Case-insensitive variant (ASCII letters only, as C's `tolower` in the C
 /// locale).
 pub fn glob_match_nocase(pattern: &[u8], subject: &[u8]) -> bool {
-    matches(pattern, subject, true)
+    matches::<true>(pattern, subject)
 }
 
-fn matches(p: &[u8], s: &[u8], nocase: bool) -> bool {
+/// Bytes that start something other than a literal token.
+fn is_special(b: u8) -> bool {
+    matches!(b, b'*' | b'?' | b'[' | b'\\')
+}
+
+/// One function per case mode, so the per-byte comparison carries no
+/// branch on it.
+fn matches<const NOCASE: bool>(p: &[u8], s: &[u8]) -> bool {
     if s.is_empty() {
         return p.is_empty();
     }
-    let (mut pi, mut si) = (0, 0);
+    // The literal prefix (`user:` of `user:*`), byte against byte, giving up
+    // at the first difference.
+    let mut i = 0;
+    while i < p.len() && i < s.len() && !is_special(p[i]) {
+        if !same(p[i], s[i], NOCASE) {
+            return false;
+        }
+        i += 1;
+    }
+    let (mut pi, mut si) = (i, i);
     // The last star passed: where the pattern resumes after it, and where in
     // the subject the current attempt of that rest began.
     let mut star: Option<(usize, usize)> = None;
@@ -74,14 +90,14 @@ fn matches(p: &[u8], s: &[u8], nocase: bool) -> bool {
                 if star_groups > MAX_STAR_GROUPS {
                     return false;
                 }
-                match next_start(p, pi, s, si, nocase) {
+                match next_start(p, pi, s, si, NOCASE) {
                     Some(start) => si = start,
                     None => return false,
                 }
                 star = Some((pi, si));
                 continue;
             }
-            let (hit, next) = token(p, pi, s[si], nocase);
+            let (hit, next) = token(p, pi, s[si], NOCASE);
             if hit {
                 pi = next;
                 si += 1;
@@ -93,7 +109,7 @@ fn matches(p: &[u8], s: &[u8], nocase: bool) -> bool {
         let Some((rest, start)) = star else {
             return false;
         };
-        match next_start(p, rest, s, start + 1, nocase) {
+        match next_start(p, rest, s, start + 1, NOCASE) {
             Some(start) => {
                 star = Some((rest, start));
                 pi = rest;
@@ -115,7 +131,7 @@ fn next_start(p: &[u8], pi: usize, s: &[u8], from: usize, nocase: bool) -> Optio
         return None;
     }
     let b = p[pi];
-    if matches!(b, b'?' | b'[' | b'\\') {
+    if is_special(b) {
         return Some(from);
     }
     let hay = &s[from..];
@@ -129,6 +145,7 @@ fn next_start(p: &[u8], pi: usize, s: &[u8], from: usize, nocase: bool) -> Optio
 
 /// Matches the one-byte token at `p[i]` (anything but `*`) against `c`:
 /// whether it matched, and where the next token begins.
+#[inline]
 fn token(p: &[u8], i: usize, c: u8, nocase: bool) -> (bool, usize) {
     match p[i] {
         b'?' => (true, i + 1),
@@ -166,6 +183,7 @@ fn class(p: &[u8], mut j: usize, c: u8, nocase: bool) -> (bool, usize) {
     }
 }
 
+#[inline]
 fn same(a: u8, b: u8, nocase: bool) -> bool {
     if nocase {
         a.eq_ignore_ascii_case(&b)
