@@ -137,8 +137,12 @@ fn keys_selects_what_redis_selects_for_generated_patterns() {
                 eprintln!(
                     "KEYS {:?}: redis {:?}, ferrokv {:?}",
                     String::from_utf8_lossy(p),
-                    want.iter().map(|k| String::from_utf8_lossy(k)).collect::<Vec<_>>(),
-                    have.iter().map(|k| String::from_utf8_lossy(k)).collect::<Vec<_>>()
+                    want.iter()
+                        .map(|k| String::from_utf8_lossy(k))
+                        .collect::<Vec<_>>(),
+                    have.iter()
+                        .map(|k| String::from_utf8_lossy(k))
+                        .collect::<Vec<_>>()
                 );
             }
         }
@@ -222,7 +226,10 @@ fn exponential_patterns_answer_promptly_through_every_keyspace_entry_point() {
     let server = target();
     let (mut a, mut b) = (conn(&server), conn(&server));
     let s = subject();
-    assert_eq!(a.cmd(&[&b"SET"[..], &s, b"1"]), Frame::Simple(b"OK".to_vec()));
+    assert_eq!(
+        a.cmd(&[&b"SET"[..], &s, b"1"]),
+        Frame::Simple(b"OK".to_vec())
+    );
     assert_eq!(a.cmd(&[&b"HSET"[..], b"h", &s, b"1"]), int(1));
     assert_eq!(a.cmd(&[&b"SADD"[..], b"s", &s]), int(1));
     assert_eq!(a.cmd(&[&b"ZADD"[..], b"z", b"1", &s]), int(1));
@@ -235,13 +242,27 @@ fn exponential_patterns_answer_promptly_through_every_keyspace_entry_point() {
             &[b"SCAN", b"0", b"MATCH", &p, b"COUNT", b"1000"],
             empty_scan.clone(),
         );
-        for (cmd, key) in [(&b"HSCAN"[..], &b"h"[..]), (b"SSCAN", b"s"), (b"ZSCAN", b"z")] {
-            answers_promptly(&mut a, &mut b, &[cmd, key, b"0", b"MATCH", &p], empty_scan.clone());
+        for (cmd, key) in [
+            (&b"HSCAN"[..], &b"h"[..]),
+            (b"SSCAN", b"s"),
+            (b"ZSCAN", b"z"),
+        ] {
+            answers_promptly(
+                &mut a,
+                &mut b,
+                &[cmd, key, b"0", b"MATCH", &p],
+                empty_scan.clone(),
+            );
         }
     }
     // The same shapes still match what they should.
     let star_tail = [b"a*".repeat(60), b"a".to_vec()].concat();
-    answers_promptly(&mut a, &mut b, &[b"KEYS", &star_tail], arr(vec![Frame::Bulk(s)]));
+    answers_promptly(
+        &mut a,
+        &mut b,
+        &[b"KEYS", &star_tail],
+        arr(vec![Frame::Bulk(s)]),
+    );
 }
 
 #[test]
@@ -285,7 +306,12 @@ fn exponential_patterns_answer_promptly_through_pubsub() {
         arr(vec![bulk("ssubscribe"), Frame::Bulk(s.clone()), int(1)])
     );
     for p in attacks() {
-        answers_promptly(&mut publisher, &mut b, &[b"PUBSUB", b"CHANNELS", &p], arr(vec![]));
+        answers_promptly(
+            &mut publisher,
+            &mut b,
+            &[b"PUBSUB", b"CHANNELS", &p],
+            arr(vec![]),
+        );
         answers_promptly(
             &mut publisher,
             &mut b,
