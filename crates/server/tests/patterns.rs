@@ -347,3 +347,35 @@ fn exponential_patterns_answer_promptly_through_config_get_and_command_list() {
         bulks(&["maxmemory-policy", "noeviction"])
     );
 }
+
+#[test]
+fn a_bare_star_pattern_selects_no_empty_channel_as_in_redis() {
+    // Redis's matcher never matches an empty subject except with an empty
+    // pattern; only KEYS and SCAN answer a bare `*` without it.
+    let server = target();
+    let (mut direct, mut by_pattern, mut c) = (conn(&server), conn(&server), conn(&server));
+    assert_eq!(
+        direct.cmd(&["SUBSCRIBE", ""]),
+        arr(vec![bulk("subscribe"), bulk(""), int(1)])
+    );
+    assert_eq!(
+        by_pattern.cmd(&["PSUBSCRIBE", "*"]),
+        arr(vec![bulk("psubscribe"), bulk("*"), int(1)])
+    );
+    assert_eq!(c.cmd(&["PUBSUB", "CHANNELS", "*"]), arr(vec![]));
+    assert_eq!(c.cmd(&["PUBSUB", "CHANNELS"]), bulks(&[""]));
+    assert_eq!(c.cmd(&["PUBLISH", "", "one"]), int(1));
+    assert_eq!(c.cmd(&["PUBLISH", "a", "two"]), int(1));
+    assert_eq!(
+        direct.read_frame(),
+        arr(vec![bulk("message"), bulk(""), bulk("one")])
+    );
+    assert_eq!(
+        by_pattern.read_frame(),
+        arr(vec![bulk("pmessage"), bulk("*"), bulk("a"), bulk("two")])
+    );
+    // And the empty key is in `KEYS *` but not in `KEYS **`.
+    assert_eq!(c.cmd(&["SET", "", "v"]), Frame::Simple(b"OK".to_vec()));
+    assert_eq!(c.cmd(&["KEYS", "*"]), bulks(&[""]));
+    assert_eq!(c.cmd(&["KEYS", "**"]), arr(vec![]));
+}
