@@ -15,10 +15,8 @@
 //!       -len_control=0 -max_len=2048 -timeout=30
 //!
 //! (`-s none`: the server allocates through mimalloc, which AddressSanitizer
-//! does not see, so it would only slow the run.) Until the polynomial glob
-//! matcher lands (issue #15, item 1) the first thing it finds is `CONFIG
-//! GET *?*?...*?b`; `FERROKV_FUZZ_TAME_PATTERNS=1` leaves those patterns
-//! out of the dictionary to look past it.
+//! does not see, so it would only slow the run.) The first thing it found
+//! was the exponential glob matcher (`CONFIG GET *?*?...*?b`), fixed since.
 //!
 //! A crash artifact reads as commands with
 //! `FERROKV_FUZZ_INPUT=<artifact> cargo test -p ferrokv-server --test

@@ -47,7 +47,7 @@
 //! memory by configuration, not a bug). Blocking commands run: without a
 //! socket a client cannot block, so they answer as their timeout would.
 
-use crate::config::{Config, DebugCommand};
+use crate::config::{Config, ProtectedAction};
 use crate::embedded::EmbeddedServer;
 use crate::server::Server;
 use ferrokv_resp::frame::FrameError;
@@ -321,22 +321,9 @@ pub fn decode(data: &[u8], max_commands: usize) -> Program {
     Program { setup, steps }
 }
 
-/// `FERROKV_FUZZ_TAME_PATTERNS=1` leaves out the patterns and long fills
-/// whose matching is exponential in a backtracking matcher, so a fuzzing
-/// session can look past that one known bug (issue #15, item 1) until the
-/// polynomial matcher lands. Off by default: the fuzzer must find it.
-fn tame_patterns() -> bool {
-    static TAME: OnceLock<bool> = OnceLock::new();
-    *TAME.get_or_init(|| std::env::var_os("FERROKV_FUZZ_TAME_PATTERNS").is_some_and(|v| v == "1"))
-}
-
 fn argument(t: u8, cur: &mut Cursor, voc: &Vocabulary) -> Vec<u8> {
     let pick = |d: &[&str], b: u8| d[b as usize % d.len()].as_bytes().to_vec();
-    let (patterns, fills) = if tame_patterns() {
-        (&PATTERNS[..PATTERNS.len() - 3], &FILLS[..2])
-    } else {
-        (PATTERNS, FILLS)
-    };
+    let (patterns, fills) = (PATTERNS, FILLS);
     match t {
         0..=79 => pick(KEYS, t),
         80..=127 => pick(NUMBERS, t),
@@ -588,7 +575,7 @@ fn config_for(setup: &Setup, dir: &std::path::Path) -> Config {
         dir: dir.to_string_lossy().into_owned(),
         save_rules: Vec::new(),
         appendonly: false,
-        enable_debug_command: DebugCommand::Yes,
+        enable_debug_command: ProtectedAction::Yes,
         proto_max_bulk_len: 1024 * 1024,
         ..Config::default()
     };
