@@ -11,9 +11,9 @@
 //! memory (a negative `SRANDMEMBER` count of `-LONG_MAX`) run against
 //! ferrokv only, and say so.
 mod common;
+use common::reply::{against_redis, arr, bulk, bulks, check, err, int, nil, ok, server};
 use common::{Raw, ServerProcess};
 use ferrokv_resp::Frame;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const LONG_MIN: &str = "-9223372036854775808";
@@ -25,19 +25,6 @@ const INT_RANGE: &str = "ERR value is out of range, value must between -21474836
 const SYNTAX: &str = "ERR syntax error";
 const TOO_BIG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 const REPLY_TOO_LARGE: &str = "ERR reply exceeds maximum allowed size (proto-max-bulk-len)";
-
-fn against_redis() -> bool {
-    std::env::var("FERROKV_TESTS_TARGET").as_deref() == Ok("redis")
-}
-
-/// The server shared by the tests that change no global setting.
-fn server() -> Arc<ServerProcess> {
-    if against_redis() {
-        Arc::new(ServerProcess::redis(&[]))
-    } else {
-        common::shared_ferrokv()
-    }
-}
 
 /// A server of its own, for a test that changes a config or the expiry.
 fn own_server() -> ServerProcess {
@@ -55,36 +42,6 @@ fn conn(s: &ServerProcess, db: u32) -> Raw {
     r.s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     assert_eq!(r.cmd(&["SELECT", &db.to_string()]), ok());
     r
-}
-
-fn ok() -> Frame {
-    Frame::Simple(b"OK".to_vec())
-}
-fn bulk(s: &str) -> Frame {
-    Frame::Bulk(s.as_bytes().to_vec())
-}
-fn int(i: i64) -> Frame {
-    Frame::Integer(i)
-}
-fn nil() -> Frame {
-    Frame::Null
-}
-fn err(s: &str) -> Frame {
-    Frame::Error(s.as_bytes().to_vec())
-}
-fn arr(v: Vec<Frame>) -> Frame {
-    Frame::Array(v)
-}
-fn bulks(v: &[&str]) -> Frame {
-    arr(v.iter().map(|s| bulk(s)).collect())
-}
-
-/// Runs each command and asserts its exact reply.
-fn check(r: &mut Raw, cases: &[(&[&str], Frame)]) {
-    for (args, expected) in cases {
-        let got = r.cmd(args);
-        assert_eq!(&got, expected, "{args:?}");
-    }
 }
 
 /// The server answers a new connection's PING within a second: it did not

@@ -549,14 +549,7 @@ impl Reactor {
             return;
         }
         let master = self.srv.repl.master_client_id();
-        let replicas: Vec<u64> = self
-            .srv
-            .repl
-            .master
-            .replicas
-            .iter()
-            .map(|r| r.client_id)
-            .collect();
+        let replicas = self.srv.repl.master.replica_ids();
         let mut total = 0usize;
         let mut candidates = Vec::new();
         for (t, c) in self.srv.clients.iter() {

@@ -142,6 +142,11 @@ impl MasterSide {
     }
 
     /// Whether a client is blocked in `WAIT` (it runs nothing more until then).
+    /// The client ids of the replicas attached now.
+    pub fn replica_ids(&self) -> Vec<u64> {
+        self.replicas.iter().map(|r| r.client_id).collect()
+    }
+
     #[inline]
     pub fn is_waiting(&self, client_id: u64) -> bool {
         !self.waiters.is_empty() && self.waiters.iter().any(|w| w.client_id == client_id)
@@ -264,14 +269,7 @@ impl Server {
 
     /// Closes every replica (our replication id or data changed under them).
     pub fn disconnect_replicas(&mut self) {
-        let ids: Vec<u64> = self
-            .repl
-            .master
-            .replicas
-            .iter()
-            .map(|r| r.client_id)
-            .collect();
-        for id in ids {
+        for id in self.repl.master.replica_ids() {
             self.drop_replica(id);
         }
     }

@@ -17,6 +17,14 @@ pub fn server() -> Arc<ServerProcess> {
     }
 }
 
+pub fn ok() -> Frame {
+    Frame::Simple(b"OK".to_vec())
+}
+
+pub fn nil() -> Frame {
+    Frame::Null
+}
+
 pub fn bulk(s: &str) -> Frame {
     Frame::Bulk(s.as_bytes().to_vec())
 }
