@@ -463,6 +463,20 @@ impl Server {
                 spec.name
             ));
         }
+        // The protected commands (Redis's `CMD_PROTECTED`), refused before
+        // anything else is looked at, so also before they can be queued.
+        let protected = match spec.name {
+            "debug" => Some(("DEBUG", self.config.enable_debug_command)),
+            "module|load" | "module|loadex" | "module|unload" => {
+                Some(("MODULE", self.config.enable_module_command))
+            }
+            _ => None,
+        };
+        if let Some((name, allowed)) = protected {
+            if !allowed.allows(client.is_local()) {
+                return Some(format!("ERR {name} command not allowed. If the enable-{} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.", if name == "DEBUG" { "debug-command" } else { "module-command" }));
+            }
+        }
         if !client.authenticated && !spec.has(flags::NO_AUTH) {
             return Some(err::NOAUTH.to_string());
         }

@@ -1289,6 +1289,10 @@ fn protected_configs_and_commands_are_refused_by_default() {
             (&["MODULE"], err("ERR wrong number of arguments for 'module' command")),
             (&["MODULE", "FOO"], err("ERR unknown subcommand 'FOO'. Try MODULE HELP.")),
             (&["MODULE", "LOAD"], err("ERR wrong number of arguments for 'module|load' command")),
+            // Refused in dispatch, so never queued: the transaction aborts.
+            (&["MULTI"], ok()),
+            (&["MODULE", "LOAD", "/tmp/x.so"], err(module_refused)),
+            (&["EXEC"], err("EXECABORT Transaction discarded because of previous errors.")),
         ],
     );
     let Frame::Array(help) = r.cmd(&["MODULE", "HELP"]) else {

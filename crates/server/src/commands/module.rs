@@ -4,8 +4,9 @@
 //! against Redis's internals), so no module is ever loaded: LIST is empty,
 //! LOAD and LOADEX fail as Redis fails on a library it cannot load, and
 //! UNLOAD finds nothing. What the family does do as Redis 7.0 does is the
-//! gate: LOAD, LOADEX and UNLOAD are protected actions, refused unless
-//! `enable-module-command` allows them for this client (`MODULE LOAD` of a
+//! gate: LOAD, LOADEX and UNLOAD are protected commands, refused in
+//! dispatch (`Server::refusal`) unless `enable-module-command` allows them
+//! for this client (`MODULE LOAD` of a
 //! file the attacker wrote is remote code execution on a real Redis, so
 //! clients and scanners probe for it).
 
@@ -45,23 +46,6 @@ static MODULE_SUBS: &[CommandSpec] = &[
         .doc("Returns helpful text about the different subcommands.", ""),
 ];
 
-const NOT_ALLOWED: &str = "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
-
-/// True when the client may load and unload modules; otherwise answers
-/// Redis's refusal.
-fn allowed(ctx: &mut Ctx) -> bool {
-    if ctx
-        .srv
-        .config
-        .enable_module_command
-        .allows(ctx.client.is_local())
-    {
-        return true;
-    }
-    ctx.error(NOT_ALLOWED);
-    false
-}
-
 /// MODULE LIST
 fn module_list(ctx: &mut Ctx, _args: Args) {
     ctx.client.out.array(0);
@@ -70,9 +54,6 @@ fn module_list(ctx: &mut Ctx, _args: Args) {
 /// MODULE LOAD path [arg ...]
 /// MODULE LOADEX path [CONFIG name value ...] [ARGS args ...]
 fn module_load(ctx: &mut Ctx, args: Args) {
-    if !allowed(ctx) {
-        return;
-    }
     warn!(
         "Module {} failed to load: ferrokv does not load Redis modules",
         String::from_utf8_lossy(args.get(2))
@@ -82,9 +63,6 @@ fn module_load(ctx: &mut Ctx, args: Args) {
 
 /// MODULE UNLOAD name
 fn module_unload(ctx: &mut Ctx, _args: Args) {
-    if !allowed(ctx) {
-        return;
-    }
     ctx.error("ERR Error unloading module: no such module with that name");
 }
 

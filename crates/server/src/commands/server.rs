@@ -490,15 +490,6 @@ fn command_help(ctx: &mut Ctx, _args: Args) {
 
 /// DEBUG DIGEST | DIGEST-VALUE key [key ...] | OBJECT key | SLEEP seconds | SET-ACTIVE-EXPIRE 0|1 | HELP
 fn debug_help(ctx: &mut Ctx, args: Args) {
-    if !ctx
-        .srv
-        .config
-        .enable_debug_command
-        .allows(ctx.client.is_local())
-    {
-        ctx.error("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.");
-        return;
-    }
     let sub = args.get(1);
     let db = ctx.client.db;
     if is(sub, "digest") && args.len() == 2 {

@@ -733,7 +733,23 @@ impl Generator {
             51 => vec![b("MOVE"), src, self.db()],
             52..=53 => vec![b("SELECT"), self.db()],
             54 => vec![b("SWAPDB"), self.db(), self.db()],
-            55 => vec![b("DBSIZE")],
+            55 => match self.rng.gen_range(0..8) {
+                // The protected actions, refused by both servers' defaults
+                // (enable-protected-configs / enable-module-command no).
+                0 => vec![
+                    b("CONFIG"),
+                    b("SET"),
+                    b(self.pick(&["dir", "dbfilename"])),
+                    b("/tmp"),
+                ],
+                1 => vec![
+                    b("MODULE"),
+                    b(self.pick(&["LOAD", "LOADEX", "UNLOAD"])),
+                    b("/tmp/x.so"),
+                ],
+                2 => vec![b("MODULE"), b(self.pick(&["LIST", "HELP", "FOO"]))],
+                _ => vec![b("DBSIZE")],
+            },
             56 => {
                 if self.chance(0.3) {
                     let mut a = vec![b("FLUSHDB")];
