@@ -132,20 +132,6 @@ impl ProtectedAction {
     }
 }
 
-/// The configs Redis 7.0 flags `PROTECTED_CONFIG`: where snapshots are
-/// written. With them settable at run time, `CONFIG SET dir` + `CONFIG SET
-/// dbfilename` + `SAVE` writes a file of the attacker's choosing anywhere
-/// the server may write, so `CONFIG SET` refuses them unless
-/// `enable-protected-configs` allows it (checked against the real
-/// redis-server 7.0.15: these two and no others).
-pub const PROTECTED_CONFIGS: &[&str] = &["dir", "dbfilename"];
-
-pub fn is_protected(name: &str) -> bool {
-    PROTECTED_CONFIGS
-        .iter()
-        .any(|p| p.eq_ignore_ascii_case(name))
-}
-
 #[derive(Debug, Clone)]
 pub struct Config {
     pub bind: Vec<String>,
@@ -346,6 +332,8 @@ pub struct ConfigOption {
     pub default: &'static str,
     /// Settable with `CONFIG SET`.
     pub mutable: bool,
+    /// Redis 7.0's `PROTECTED_CONFIG` (see [`protected`]).
+    pub protected: bool,
     pub set: Setter,
     pub get: Getter,
     /// For another name of an option (`hash-max-ziplist-entries`), the
@@ -503,6 +491,20 @@ fn parse_listpack_value(a: &[String]) -> Result<u64, String> {
     Ok(v)
 }
 
+/// Marks a row as Redis 7.0's `PROTECTED_CONFIG`: where snapshots are
+/// written. With them settable at run time, `CONFIG SET dir` + `CONFIG SET
+/// dbfilename` + `SAVE` writes a file of the attacker's choosing anywhere
+/// the server may write, so `CONFIG SET` refuses them unless
+/// `enable-protected-configs` allows it (checked against the real
+/// redis-server 7.0.15 by setting every config: `dir` and `dbfilename`,
+/// and no others).
+const fn protected(o: ConfigOption) -> ConfigOption {
+    ConfigOption {
+        protected: true,
+        ..o
+    }
+}
+
 /// The option an alias row stands for.
 fn aliased(name: &str) -> &'static ConfigOption {
     OPTIONS
@@ -521,6 +523,7 @@ macro_rules! alias {
             mutable: true,
             set: |c: &mut Config, a: &[String]| -> Result<(), String> { (aliased($of).set)(c, a) },
             get: |c: &Config| -> String { (aliased($of).get)(c) },
+            protected: false,
             alias_of: Some($of),
         }
     };
@@ -534,6 +537,7 @@ macro_rules! opt {
             mutable: $mutable,
             set: |$c: &mut Config, $a: &[String]| -> Result<(), String> { $set },
             get: |$g: &Config| -> String { $get },
+            protected: false,
             alias_of: None,
         }
     };
@@ -697,7 +701,7 @@ pub static OPTIONS: &[ConfigOption] = &[
         },
         |c| c.databases.to_string()
     ),
-    opt!(
+    protected(opt!(
         "dir",
         "data",
         true,
@@ -710,7 +714,7 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.dir.clone()
-    ),
+    )),
     opt!(
         "proto-max-bulk-len",
         "512mb",
@@ -886,7 +890,7 @@ pub static OPTIONS: &[ConfigOption] = &[
         },
         |c| c.enable_protected_configs.name()
     ),
-    opt!(
+    protected(opt!(
         "dbfilename",
         "dump.rdb",
         true,
@@ -899,7 +903,7 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.dbfilename.clone()
-    ),
+    )),
     opt!(
         "save",
         "3600 1 300 100 60 10000",

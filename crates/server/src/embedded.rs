@@ -170,12 +170,7 @@ impl EmbeddedServer {
     /// Closes a connection as the reactor does (its waits, subscriptions,
     /// WATCHes and replication role are forgotten).
     pub fn close(&mut self, token: usize) {
-        if let Some(Some(mut c)) = self.srv.clients.try_remove(token) {
-            self.srv.repl_client_closed(c.id, c.db);
-            crate::blocking::forget(&mut self.srv, token, &mut c);
-            self.srv.forget_client(&mut c);
-            c.release(&mut self.srv.pool);
-        }
+        self.srv.close_client(token);
     }
 
     /// One run of the periodic work (`serverCron`): active expiry, save

@@ -463,18 +463,20 @@ impl Server {
                 spec.name
             ));
         }
-        // The protected commands (Redis's `CMD_PROTECTED`), refused before
-        // anything else is looked at, so also before they can be queued.
-        let protected = match spec.name {
-            "debug" => Some(("DEBUG", self.config.enable_debug_command)),
-            "module|load" | "module|loadex" | "module|unload" => {
-                Some(("MODULE", self.config.enable_module_command))
-            }
-            _ => None,
-        };
-        if let Some((name, allowed)) = protected {
+        // Protected commands are refused before anything else is looked
+        // at, so also before they can be queued in MULTI.
+        if spec.has(flags::PROTECTED) {
+            let (command, option, allowed) = if spec.name.starts_with("module|") {
+                (
+                    "MODULE",
+                    "module-command",
+                    self.config.enable_module_command,
+                )
+            } else {
+                ("DEBUG", "debug-command", self.config.enable_debug_command)
+            };
             if !allowed.allows(client.is_local()) {
-                return Some(format!("ERR {name} command not allowed. If the enable-{} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.", if name == "DEBUG" { "debug-command" } else { "module-command" }));
+                return Some(format!("ERR {command} command not allowed. If the enable-{option} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."));
             }
         }
         if !client.authenticated && !spec.has(flags::NO_AUTH) {
@@ -701,6 +703,23 @@ impl Server {
             aof.feed(db, argv);
         }
         self.repl_feed(db, argv);
+    }
+
+    /// Removes the connection in slot `t` and forgets it everywhere
+    /// (replication, blocking, pub/sub, WATCH), its buffers back in the
+    /// pool. Returns its socket, for the reactor to deregister; dropping it
+    /// closes the connection.
+    pub fn close_client(&mut self, t: usize) -> Option<mio::net::TcpStream> {
+        let Some(Some(mut c)) = self.clients.try_remove(t) else {
+            return None;
+        };
+        self.repl_client_closed(c.id, c.db);
+        crate::blocking::forget(self, t, &mut c);
+        tracing::debug!("Client closed: id={} addr={}", c.id, c.addr);
+        self.forget_client(&mut c);
+        let stream = c.stream.take();
+        c.release(&mut self.pool);
+        stream
     }
 
     /// Drops what registries hold for a closing connection (its pub/sub

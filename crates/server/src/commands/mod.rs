@@ -53,6 +53,11 @@ pub mod flags {
     pub const ALLOW_BUSY: u32 = 1 << 14;
     /// Never in the slow log (EXEC: its commands are logged one by one).
     pub const SKIP_SLOWLOG: u32 = 1 << 15;
+    /// Redis's `CMD_PROTECTED` (DEBUG, MODULE LOAD/LOADEX/UNLOAD): refused
+    /// in dispatch unless `enable-debug-command` / `enable-module-command`
+    /// allow it for the client. Internal, so not in [`NAMES`]: Redis's
+    /// `COMMAND INFO` does not show it either.
+    pub const PROTECTED: u32 = 1 << 16;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),

@@ -29,18 +29,28 @@ static MODULE_SUBS: &[CommandSpec] = &[
         .since("4.0.0")
         .complexity("O(N) where N is the number of loaded modules.")
         .doc("Returns all loaded modules.", ""),
-    cmd("module|load", -3, ADMIN | NOSCRIPT, module_load)
+    cmd("module|load", -3, ADMIN | NOSCRIPT | PROTECTED, module_load)
         .since("4.0.0")
         .doc("Loads a module.", "path [arg [arg ...]]"),
-    cmd("module|loadex", -3, ADMIN | NOSCRIPT, module_load)
-        .since("7.0.0")
-        .doc(
-            "Loads a module using extended parameters.",
-            "path [CONFIG name value [CONFIG name value ...]] [ARGS args [args ...]]",
-        ),
-    cmd("module|unload", 3, ADMIN | NOSCRIPT, module_unload)
-        .since("4.0.0")
-        .doc("Unloads a module.", "name"),
+    cmd(
+        "module|loadex",
+        -3,
+        ADMIN | NOSCRIPT | PROTECTED,
+        module_load,
+    )
+    .since("7.0.0")
+    .doc(
+        "Loads a module using extended parameters.",
+        "path [CONFIG name value [CONFIG name value ...]] [ARGS args [args ...]]",
+    ),
+    cmd(
+        "module|unload",
+        3,
+        ADMIN | NOSCRIPT | PROTECTED,
+        module_unload,
+    )
+    .since("4.0.0")
+    .doc("Unloads a module.", "name"),
     cmd("module|help", 2, LOADING | STALE, module_help)
         .since("5.0.0")
         .doc("Returns helpful text about the different subcommands.", ""),

@@ -658,15 +658,8 @@ impl Reactor {
     }
 
     pub fn close_client(&mut self, t: usize) {
-        if let Some(Some(mut c)) = self.srv.clients.try_remove(t) {
-            self.srv.repl_client_closed(c.id, c.db);
-            crate::blocking::forget(&mut self.srv, t, &mut c);
-            if let Some(stream) = c.stream.as_mut() {
-                let _ = self.poll.registry().deregister(stream);
-            }
-            debug!("Client closed: id={} addr={}", c.id, c.addr);
-            self.srv.forget_client(&mut c);
-            c.release(&mut self.srv.pool);
+        if let Some(mut stream) = self.srv.close_client(t) {
+            let _ = self.poll.registry().deregister(&mut stream);
         }
     }
 

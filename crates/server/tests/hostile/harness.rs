@@ -26,9 +26,7 @@ pub const REPLY_BOUND: Duration = Duration::from_secs(2);
 /// How often the victim asks PING.
 pub const VICTIM_PERIOD: Duration = Duration::from_millis(100);
 
-pub fn against_redis() -> bool {
-    std::env::var("FERROKV_TESTS_TARGET").as_deref() == Ok("redis")
-}
+pub use crate::common::reply::against_redis;
 
 /// Starts the server under test with extra `--option value` arguments.
 pub fn start(extra: &[&str]) -> ServerProcess {
