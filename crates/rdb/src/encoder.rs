@@ -206,6 +206,14 @@ impl RdbEncoder {
         self.account(out, start);
     }
 
+    /// A `FUNCTION LOAD` library: opcode FUNCTION2 and its code.
+    pub fn function_library(&mut self, out: &mut Vec<u8>, code: &[u8]) {
+        let start = out.len();
+        out.push(OPCODE_FUNCTION2);
+        self.put_string(out, code);
+        self.account(out, start);
+    }
+
     pub fn select_db(&mut self, out: &mut Vec<u8>, db: u64) {
         let start = out.len();
         out.push(OPCODE_SELECTDB);

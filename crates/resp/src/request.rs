@@ -70,6 +70,13 @@ impl<'a> Args<'a> {
             ranges: &self.ranges[i.min(self.ranges.len())..],
         }
     }
+    /// The first `n` arguments (all of them when there are fewer).
+    pub fn take(&self, n: usize) -> Args<'a> {
+        Args {
+            buf: self.buf,
+            ranges: &self.ranges[..n.min(self.ranges.len())],
+        }
+    }
     pub fn to_vecs(&self) -> Vec<Vec<u8>> {
         self.iter().map(|a| a.to_vec()).collect()
     }

@@ -199,6 +199,11 @@ pub struct Config {
     pub slowlog_max_len: u64,
     /// The latency monitor's threshold in ms (0: off).
     pub latency_monitor_threshold: u64,
+    /// `busy-reply-threshold` (`lua-time-limit`): ms a script runs before
+    /// other clients are answered `-BUSY` (0: never).
+    pub busy_reply_threshold: u64,
+    /// `lua-heap-limit` (ferrokv's): most bytes one Lua heap may hold (0: no limit).
+    pub lua_heap_limit: u64,
     /// `notify-keyspace-events`, as `crate::notify::NOTIFY_*` bits.
     pub notify_keyspace_events: u32,
     /// `INFO latencystats`: whether per-command distributions are kept,
@@ -282,6 +287,8 @@ impl Default for Config {
             slowlog_log_slower_than: 0,
             slowlog_max_len: 0,
             latency_monitor_threshold: 0,
+            busy_reply_threshold: 5000,
+            lua_heap_limit: 1 << 30,
             notify_keyspace_events: 0,
             latency_tracking: true,
             latency_tracking_info_percentiles: Vec::new(),
@@ -1121,6 +1128,27 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.slowlog_max_len.to_string()
+    ),
+    opt!(
+        "busy-reply-threshold",
+        "5000",
+        true,
+        |c, a| {
+            c.busy_reply_threshold = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.busy_reply_threshold.to_string()
+    ),
+    alias!("lua-time-limit", "busy-reply-threshold"),
+    opt!(
+        "lua-heap-limit",
+        "1073741824",
+        true,
+        |c, a| {
+            c.lua_heap_limit = parse_memory(one(a)?)?;
+            Ok(())
+        },
+        |c| c.lua_heap_limit.to_string()
     ),
     opt!(
         "latency-monitor-threshold",

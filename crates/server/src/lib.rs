@@ -26,6 +26,7 @@
 //! - [`alloc`]: the counting global allocator behind `INFO memory`.
 //! - [`fdlimit`]: fitting `maxclients` to the open-files limit.
 //! - [`signals`]: SIGTERM/SIGINT as a clean shutdown.
+//! - [`scripting`]: Lua scripts (`EVAL`) and functions (`FCALL`), with Redis 7.0's sandbox.
 //! - [`embedded`]: the server driven in-process, without sockets.
 //! - [`command_fuzz`]: the command fuzzer's harness (`fuzz/`, and its replay test).
 
@@ -45,6 +46,7 @@ pub mod persistence;
 pub mod propagate;
 pub mod pubsub;
 pub mod replication;
+pub mod scripting;
 pub mod server;
 pub mod signals;
 

@@ -138,6 +138,11 @@ pub struct Server {
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
     /// `maxmemory` eviction state.
     pub eviction: crate::evict::Eviction,
+    /// Lua scripts and functions.
+    pub scripting: crate::scripting::Scripting,
+    /// The listening sockets (the reactor accepts on them; so does a busy
+    /// script's pump).
+    pub listeners: Vec<mio::net::TcpListener>,
 }
 
 pub fn unix_ms() -> i64 {
@@ -164,6 +169,9 @@ impl Server {
         let mut rng = SmallRng::from_entropy();
         let run_id = random_hex(&mut rng, 40);
         let repl = crate::replication::ReplState::new(&config.repl, &mut rng);
+        let mut pool = BufferPool::new(256);
+        // The script client's id: Redis gives its Lua client one as well.
+        let scripting = crate::scripting::Scripting::new(&mut pool, u64::MAX - 1);
         let mut srv = Server {
             keyspace: Keyspace::new(config.databases as usize),
             config,
@@ -172,7 +180,7 @@ impl Server {
             error_stats: HashMap::new(),
             clients: Slab::new(),
             next_client_id: 1,
-            pool: BufferPool::new(256),
+            pool,
             pending_writes: Vec::new(),
             close_queue: Vec::new(),
             pending_reads: Vec::new(),
@@ -209,6 +217,8 @@ impl Server {
             blocking: Default::default(),
             lazyfree: spawn_lazyfree(),
             eviction: Default::default(),
+            scripting,
+            listeners: Vec::new(),
         };
         srv.refresh_lru_clock();
         srv
@@ -369,7 +379,12 @@ impl Server {
             self.execute(client, args);
             return Instant::now();
         }
-        if let Some(msg) = self.refusal(client, spec, args.len()) {
+        let flags = if spec.has(crate::commands::flags::SCRIPT_FLAGS) {
+            crate::scripting::eval::dynamic_flags(self, spec, &args)
+        } else {
+            spec.flags
+        };
+        if let Some(msg) = self.refusal(client, spec, flags, args.len()) {
             self.reject(client, Some(spec.name), msg.as_bytes());
             self.cmd_stats[idx].rejected_calls += 1;
             return Instant::now();
@@ -413,7 +428,12 @@ impl Server {
                 }
             }
         }
-        if let Some(msg) = self.refusal(client, spec, args.len()) {
+        let flags = if spec.has(crate::commands::flags::SCRIPT_FLAGS) {
+            crate::scripting::eval::dynamic_flags(self, spec, &args)
+        } else {
+            spec.flags
+        };
+        if let Some(msg) = self.refusal(client, spec, flags, args.len()) {
             self.reject(client, Some(spec.name), msg.as_bytes());
             self.cmd_stats[idx].rejected_calls += 1;
             return;
@@ -454,6 +474,7 @@ impl Server {
         &mut self,
         client: &Client,
         spec: &crate::commands::CommandSpec,
+        cmd_flags: u32,
         nargs: usize,
     ) -> Option<String> {
         use crate::commands::flags;
@@ -487,14 +508,14 @@ impl Server {
         // MULTI so is queueing anything (the queue itself grows).
         if self.config.maxmemory > 0
             && self.perform_evictions() == crate::evict::Evict::Fail
-            && self.grows_memory(client, spec)
+            && self.grows_memory(client, spec, cmd_flags)
         {
             return Some(err::OOM.to_string());
         }
-        if spec.has(flags::WRITE) && self.writes_refused_for_persistence() {
+        if cmd_flags & flags::WRITE != 0 && self.writes_refused_for_persistence() {
             return Some(self.misconf_error());
         }
-        if let Some(e) = self.replication_refusal(client.id, spec.flags) {
+        if let Some(e) = self.replication_refusal(client.id, cmd_flags) {
             return Some(e.to_string());
         }
         if client.out.proto == ferrokv_resp::Protocol::Resp2
@@ -515,9 +536,14 @@ impl Server {
     /// Whether a command is refused when memory cannot be freed: `denyoom`
     /// commands, an EXEC whose queue holds one, and inside MULTI anything
     /// but the commands that end or shape the transaction.
-    fn grows_memory(&self, client: &Client, spec: &crate::commands::CommandSpec) -> bool {
+    fn grows_memory(
+        &self,
+        client: &Client,
+        spec: &crate::commands::CommandSpec,
+        cmd_flags: u32,
+    ) -> bool {
         use crate::commands::flags;
-        if spec.has(flags::DENYOOM) {
+        if cmd_flags & flags::DENYOOM != 0 {
             return true;
         }
         match &client.multi {

@@ -487,7 +487,14 @@ fn min_replicas_to_write_refuses_writes_without_good_replicas() {
 
 #[test]
 fn failover_promoted_replica_keeps_partial_resync_for_its_sibling_and_old_master() {
-    let master = ferrokv(&["--repl-diskless-sync-delay", "0"]);
+    // No PING in the stream during the test either (one between the last
+    // convergence and the promotion would put the old master ahead too).
+    let master = ferrokv(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--repl-ping-replica-period",
+        "3600",
+    ]);
     let t = types_of(&master);
     fill_dataset(&master, 1000, false, t);
     let r1 = ferrokv(&["--repl-diskless-sync-delay", "0"]);
@@ -497,6 +504,14 @@ fn failover_promoted_replica_keeps_partial_resync_for_its_sibling_and_old_master
     wait_converged(&master, &r1, 30);
     wait_converged(&master, &r2, 30);
     write_load(master.port, 10, 7, t);
+    // The load's `short:*` keys expire 30 ms after they are set, and each
+    // expiry is a DEL in the stream: a planned failover starts once the old
+    // master has stopped writing, so wait for the last of them (otherwise a
+    // DEL the promoted replica never saw puts the old master ahead of it,
+    // and its resync is rightly a full one).
+    wait_for("the load's short keys to expire", 20, || {
+        (num(&master, "stats", "expired_keys") >= 10).then_some(())
+    });
     wait_converged(&master, &r1, 30);
     wait_converged(&master, &r2, 30);
     let old_id = info(&master, "replication", "master_replid");

@@ -58,6 +58,10 @@ pub mod flags {
     /// allow it for the client. Internal, so not in [`NAMES`]: Redis's
     /// `COMMAND INFO` does not show it either.
     pub const PROTECTED: u32 = 1 << 16;
+    /// `EVAL`, `EVALSHA`, `FCALL` and their `_RO` forms: dispatch checks
+    /// the flags of the script they name (`#!lua flags=`), as Redis's
+    /// `getCommandFlags`. Internal, not in [`NAMES`].
+    pub const SCRIPT_FLAGS: u32 = 1 << 17;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -187,6 +191,7 @@ impl CommandTable {
             replication::COMMANDS,
             list::COMMANDS,
             zset::COMMANDS,
+            crate::scripting::eval::COMMANDS,
         ] {
             for spec in family {
                 specs.push(spec);

@@ -37,7 +37,6 @@ const PASS_COMMANDS: usize = 1024;
 
 pub struct Reactor {
     poll: Poll,
-    listeners: Vec<TcpListener>,
     pub srv: Server,
 }
 
@@ -89,11 +88,8 @@ impl Reactor {
         let mut srv = srv;
         srv.tcp_port = bound_port;
         srv.repl.registry = Some(poll.registry().try_clone()?);
-        Ok(Reactor {
-            poll,
-            listeners,
-            srv,
-        })
+        srv.listeners = listeners;
+        Ok(Reactor { poll, srv })
     }
 
     pub fn port(&self) -> u16 {
@@ -197,54 +193,7 @@ impl Reactor {
     }
 
     fn accept(&mut self, li: usize) {
-        loop {
-            let (stream, addr) = match self.listeners[li].accept() {
-                Ok(x) => x,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) => {
-                    warn!("Accepting client connection: {e}");
-                    return;
-                }
-            };
-            self.srv.stats.total_connections_received += 1;
-            let _ = stream.set_nodelay(true);
-            if self.srv.config.tcp_keepalive > 0 {
-                let ka = socket2::TcpKeepalive::new()
-                    .with_time(Duration::from_secs(self.srv.config.tcp_keepalive));
-                let _ = socket2::SockRef::from(&stream).set_tcp_keepalive(&ka);
-            }
-            let mut stream = stream;
-            if self.srv.clients.len() as u64 >= self.srv.config.maxclients {
-                self.srv.stats.rejected_connections += 1;
-                let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
-                continue;
-            }
-            if self.srv.config.protected_mode
-                && self.srv.config.requirepass.is_none()
-                && !addr.ip().is_loopback()
-            {
-                self.srv.stats.rejected_connections += 1;
-                let _ = stream.write_all(PROTECTED_MODE_MSG);
-                continue;
-            }
-            let id = self.srv.next_client_id;
-            self.srv.next_client_id += 1;
-            let authenticated = self.srv.config.requirepass.is_none();
-            let entry = self.srv.clients.vacant_entry();
-            let token = entry.key();
-            let mut client = Client::new(id, stream, addr, &mut self.srv.pool, authenticated);
-            client.token = token;
-            if let Err(e) = self.poll.registry().register(
-                client.stream.as_mut().expect("a connection has a socket"),
-                Token(token),
-                Interest::READABLE,
-            ) {
-                warn!("Registering client: {e}");
-                continue;
-            }
-            entry.insert(Some(Box::new(client)));
-            debug!("Accepted {addr}");
-        }
+        self.srv.accept_clients(li, self.poll.registry());
     }
 
     fn handle_readable(&mut self, t: usize) {
@@ -703,3 +652,59 @@ impl Reactor {
 }
 
 const PROTECTED_MODE_MSG: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+impl Server {
+    /// Accepts every pending connection on listener `li` and registers it
+    /// with `registry` (the reactor's, or, from a busy script's pump, a
+    /// clone of it).
+    pub fn accept_clients(&mut self, li: usize, registry: &mio::Registry) {
+        loop {
+            let (stream, addr) = match self.listeners[li].accept() {
+                Ok(x) => x,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    warn!("Accepting client connection: {e}");
+                    return;
+                }
+            };
+            self.stats.total_connections_received += 1;
+            let _ = stream.set_nodelay(true);
+            if self.config.tcp_keepalive > 0 {
+                let ka = socket2::TcpKeepalive::new()
+                    .with_time(Duration::from_secs(self.config.tcp_keepalive));
+                let _ = socket2::SockRef::from(&stream).set_tcp_keepalive(&ka);
+            }
+            let mut stream = stream;
+            if self.clients.len() as u64 >= self.config.maxclients {
+                self.stats.rejected_connections += 1;
+                let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
+                continue;
+            }
+            if self.config.protected_mode
+                && self.config.requirepass.is_none()
+                && !addr.ip().is_loopback()
+            {
+                self.stats.rejected_connections += 1;
+                let _ = stream.write_all(PROTECTED_MODE_MSG);
+                continue;
+            }
+            let id = self.next_client_id;
+            self.next_client_id += 1;
+            let authenticated = self.config.requirepass.is_none();
+            let entry = self.clients.vacant_entry();
+            let token = entry.key();
+            let mut client = Client::new(id, stream, addr, &mut self.pool, authenticated);
+            client.token = token;
+            if let Err(e) = registry.register(
+                client.stream.as_mut().expect("a connection has a socket"),
+                Token(token),
+                Interest::READABLE,
+            ) {
+                warn!("Registering client: {e}");
+                continue;
+            }
+            entry.insert(Some(Box::new(client)));
+            debug!("Accepted {addr}");
+        }
+    }
+}

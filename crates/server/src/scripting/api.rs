@@ -1,0 +1,444 @@
+//! The `redis` table scripts see, and Redis's `math.random`.
+//!
+//! `redis.call` is a small Lua function over a Rust one (`raw`) that
+//! returns the reply and whether it is an error: a Lua function can raise
+//! the error *table* Redis raises (`{err = "ERR ..."}`), which a Rust
+//! callback cannot. `redis.pcall` is the Rust function itself.
+
+use super::engine::Kind;
+use super::run;
+use mlua::{Lua, MultiValue, Table, Value};
+
+/// Redis's log levels (`LL_DEBUG` ... `LL_WARNING`).
+const LOG_LEVELS: [(&str, i64); 4] = [
+    ("LOG_DEBUG", 0),
+    ("LOG_VERBOSE", 1),
+    ("LOG_NOTICE", 2),
+    ("LOG_WARNING", 3),
+];
+
+/// `PROPAGATE_AOF` / `PROPAGATE_REPL`.
+pub const REPL_AOF: u8 = 1;
+pub const REPL_REPLICA: u8 = 2;
+pub const REPL_ALL: u8 = REPL_AOF | REPL_REPLICA;
+
+/// Redis's error table for `msg`, as `luaPushErrorBuff` builds it: a
+/// leading `-CODE ` gives the code, otherwise `ERR`; trailing CR/LF cut.
+pub fn error_table(lua: &Lua, msg: &str) -> mlua::Result<Table> {
+    let (code, text) = match msg.strip_prefix('-') {
+        Some(rest) => match rest.split_once(' ') {
+            Some((code, text)) => (code, text),
+            None => ("ERR", rest),
+        },
+        None => ("ERR", msg),
+    };
+    let text = text.trim_matches(|c| c == '\r' || c == '\n');
+    let t = lua.create_table()?;
+    t.raw_set("err", format!("{code} {text}"))?;
+    Ok(t)
+}
+
+/// "user_script:3: " for the Lua code that called the running Rust
+/// function (what `luaL_error` prefixes), or "" when it is not Lua code.
+pub fn where_prefix(lua: &Lua) -> String {
+    match lua.inspect_stack(1) {
+        Some(d) => {
+            let line = d.curr_line();
+            let src = d.source();
+            match (src.short_src, line > 0) {
+                (Some(s), true) => format!("{s}:{line}: "),
+                _ => String::new(),
+            }
+        }
+        None => String::new(),
+    }
+}
+
+/// A `luaL_error`-style error: the caller's position, then `msg`.
+pub fn lua_error(lua: &Lua, msg: &str) -> mlua::Error {
+    mlua::Error::runtime(format!("{}{msg}", where_prefix(lua)))
+}
+
+/// Raises Redis's error table (through the `raise` helper the sandbox
+/// keeps): `redis.log` and friends raise tables, not strings.
+fn raise_table(lua: &Lua, msg: &str) -> mlua::Result<MultiValue> {
+    let t = error_table(lua, msg)?;
+    Err(mlua::Error::external(RaisedTable(
+        lua.create_registry_value(t)?,
+    )))
+}
+
+/// An error table raised from Rust: the error handler unwraps it.
+#[derive(Debug)]
+pub struct RaisedTable(pub mlua::RegistryKey);
+
+impl std::fmt::Display for RaisedTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("error table")
+    }
+}
+
+impl std::error::Error for RaisedTable {}
+
+/// Builds the `redis` table for an engine of `kind`.
+pub fn create(lua: &Lua, kind: Kind) -> mlua::Result<Table> {
+    let redis = lua.create_table()?;
+    // redis.call raises the error table itself (a Rust function, so the
+    // error names the script's line even after `return redis.call(..)`,
+    // which would be a tail call into a Lua wrapper).
+    let call = lua.create_function(|lua, args: MultiValue| {
+        let (v, failed): (Value, bool) = run::redis_call(lua, args)?;
+        if failed {
+            if let Value::Table(t) = v {
+                return Err(mlua::Error::external(RaisedTable(
+                    lua.create_registry_value(t)?,
+                )));
+            }
+        }
+        Ok(v)
+    })?;
+    redis.raw_set("call", call)?;
+    let pcall = lua.create_function(move |lua, args: MultiValue| {
+        let (v, _failed): (Value, bool) = run::redis_call(lua, args)?;
+        Ok(v)
+    })?;
+    redis.raw_set("pcall", pcall)?;
+    redis.raw_set(
+        "log",
+        lua.create_function(|lua, args: MultiValue| log(lua, args))?,
+    )?;
+    for (name, level) in LOG_LEVELS {
+        redis.raw_set(name, level)?;
+    }
+    redis.raw_set("REDIS_VERSION", crate::REDIS_COMPAT_VERSION)?;
+    redis.raw_set(
+        "REDIS_VERSION_NUM",
+        version_num(crate::REDIS_COMPAT_VERSION),
+    )?;
+    redis.raw_set(
+        "setresp",
+        lua.create_function(|lua, args: MultiValue| {
+            if args.len() != 1 {
+                return raise_table(lua, "redis.setresp() requires one argument.");
+            }
+            let v = number(&args[0]).unwrap_or(0.0) as i64;
+            if v != 2 && v != 3 {
+                return raise_table(lua, "RESP version must be 2 or 3.");
+            }
+            if !run::set_resp(lua, v as u8) {
+                return raise_table(
+                    lua,
+                    "redis.setresp can only be called inside a script invocation",
+                );
+            }
+            Ok(MultiValue::new())
+        })?,
+    )?;
+    redis.raw_set(
+        "sha1hex",
+        lua.create_function(|lua, args: MultiValue| {
+            if args.len() != 1 {
+                return raise_table(lua, "wrong number of arguments");
+            }
+            let s = bytes_of(&args[0]).unwrap_or_default();
+            let hex = crate::scripting::cache::sha1_hex(&s);
+            Ok(MultiValue::from_iter([Value::String(
+                lua.create_string(hex)?,
+            )]))
+        })?,
+    )?;
+    redis.raw_set(
+        "error_reply",
+        lua.create_function(|lua, args: MultiValue| {
+            let Some(msg) = single_string(&args) else {
+                return Ok(Value::Table(error_table(
+                    lua,
+                    "wrong number or type of arguments",
+                )?));
+            };
+            let msg = String::from_utf8_lossy(&msg).into_owned();
+            let msg = if msg.starts_with('-') {
+                msg
+            } else {
+                format!("-{msg}")
+            };
+            Ok(Value::Table(error_table(lua, &msg)?))
+        })?,
+    )?;
+    redis.raw_set(
+        "status_reply",
+        lua.create_function(|lua, args: MultiValue| {
+            let Some(msg) = single_string(&args) else {
+                return Ok(Value::Table(error_table(
+                    lua,
+                    "wrong number or type of arguments",
+                )?));
+            };
+            let t = lua.create_table()?;
+            t.raw_set("ok", lua.create_string(&msg)?)?;
+            Ok(Value::Table(t))
+        })?,
+    )?;
+    redis.raw_set(
+        "set_repl",
+        lua.create_function(|lua, args: MultiValue| {
+            if args.len() != 1 {
+                return raise_table(lua, "redis.set_repl() requires two arguments.");
+            }
+            let flags = number(&args[0]).unwrap_or(0.0) as i64;
+            if flags & !(REPL_ALL as i64) != 0 {
+                return raise_table(
+                    lua,
+                    "Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.",
+                );
+            }
+            if !run::set_repl(lua, flags as u8) {
+                return raise_table(
+                    lua,
+                    "redis.set_repl can only be called inside a script invocation",
+                );
+            }
+            Ok(MultiValue::new())
+        })?,
+    )?;
+    for (name, v) in [
+        ("REPL_NONE", 0),
+        ("REPL_AOF", REPL_AOF),
+        ("REPL_SLAVE", REPL_REPLICA),
+        ("REPL_REPLICA", REPL_REPLICA),
+        ("REPL_ALL", REPL_ALL),
+    ] {
+        redis.raw_set(name, v)?;
+    }
+    // Effects replication is the only kind since 7.0: always on.
+    redis.raw_set("replicate_commands", lua.create_function(|_, ()| Ok(true))?)?;
+    redis.raw_set(
+        "acl_check_cmd",
+        lua.create_function(|lua, args: MultiValue| {
+            if args.is_empty() {
+                return raise_table(
+                    lua,
+                    "Please specify at least one argument for this redis lib call",
+                );
+            }
+            let Some(name) = bytes_of(&args[0]) else {
+                return raise_table(
+                    lua,
+                    "Lua redis lib command arguments must be strings or integers",
+                );
+            };
+            if !run::command_exists(lua, &name) {
+                return raise_table(lua, "Invalid command passed to redis.acl_check_cmd()");
+            }
+            // One user with every permission until ACLs exist.
+            Ok(MultiValue::from_iter([Value::Boolean(true)]))
+        })?,
+    )?;
+    if kind == Kind::Eval {
+        // The debugger's calls: no-ops outside `SCRIPT DEBUG`.
+        redis.raw_set("breakpoint", lua.create_function(|_, ()| Ok(false))?)?;
+        redis.raw_set("debug", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+    }
+    if kind == Kind::Function {
+        redis.raw_set(
+            "register_function",
+            lua.create_function(|lua, args: MultiValue| run::register_function(lua, args))?,
+        )?;
+    }
+    Ok(redis)
+}
+
+/// `redis.log(level, msg, ...)`.
+fn log(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
+    if args.len() < 2 {
+        return raise_table(lua, "redis.log() requires two arguments or more.");
+    }
+    let Some(level) = number(&args[0]) else {
+        return raise_table(lua, "First argument must be a number (log level).");
+    };
+    let level = level as i64;
+    if !(0..=3).contains(&level) {
+        return raise_table(lua, "Invalid debug level.");
+    }
+    let parts: Vec<String> = args
+        .iter()
+        .skip(1)
+        .filter_map(bytes_of)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .collect();
+    let msg = parts.join(" ");
+    match level {
+        0 | 1 => tracing::debug!("{msg}"),
+        2 => tracing::info!("{msg}"),
+        _ => tracing::warn!("{msg}"),
+    }
+    Ok(MultiValue::new())
+}
+
+/// `lua_tonumber`: numbers, and strings that read as numbers.
+pub fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Integer(i) => Some(*i as f64),
+        Value::Number(n) => Some(*n),
+        Value::String(s) => {
+            let s = s.to_str().ok()?;
+            let t = s.trim();
+            if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+                return u64::from_str_radix(hex, 16).ok().map(|v| v as f64);
+            }
+            t.parse::<f64>().ok()
+        }
+        _ => None,
+    }
+}
+
+/// `lua_tolstring`: strings, and numbers as Lua prints them (`%.14g`).
+pub fn bytes_of(v: &Value) -> Option<Vec<u8>> {
+    match v {
+        Value::String(s) => Some(s.as_bytes().to_vec()),
+        Value::Integer(i) => Some(ferrokv_resp::encode::format_g(*i as f64, 14).into_bytes()),
+        Value::Number(n) => Some(ferrokv_resp::encode::format_g(*n, 14).into_bytes()),
+        _ => None,
+    }
+}
+
+fn single_string(args: &MultiValue) -> Option<Vec<u8>> {
+    if args.len() != 1 {
+        return None;
+    }
+    match &args[0] {
+        Value::String(s) => Some(s.as_bytes().to_vec()),
+        _ => None,
+    }
+}
+
+/// `7.0.15` as Redis's `REDIS_VERSION_NUM` (`0x00070f`).
+fn version_num(v: &str) -> i64 {
+    let mut parts = v.split('.').map(|p| p.parse::<i64>().unwrap_or(0));
+    let (a, b, c) = (
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+    );
+    (a << 16) | (b << 8) | c
+}
+
+/// Redis's `redisLrand48` state: the 48-bit generator of POSIX `lrand48`,
+/// so `math.random` gives Redis's sequence for the same seed.
+pub struct Rand48(pub u64);
+
+impl Rand48 {
+    const A: u64 = 0x5DEE_CE66D;
+    const C: u64 = 0xB;
+    const MASK: u64 = (1 << 48) - 1;
+    /// `REDIS_LRAND48_MAX`.
+    pub const MAX: i64 = i32::MAX as i64;
+
+    pub fn seed(seed: i32) -> Self {
+        Rand48(((seed as u32 as u64) << 16 | 0x330E) & Self::MASK)
+    }
+
+    pub fn next(&mut self) -> i64 {
+        self.0 = (self.0.wrapping_mul(Self::A).wrapping_add(Self::C)) & Self::MASK;
+        (self.0 >> 17) as i64
+    }
+}
+
+/// `luaL_checkint` of argument `n` (1-based) of `fname`.
+fn check_int(lua: &Lua, args: &MultiValue, n: usize, fname: &str) -> mlua::Result<i64> {
+    match args.get(n - 1).and_then(number) {
+        Some(v) => Ok(v as i64),
+        None => {
+            let got = match args.get(n - 1) {
+                None => "no value".to_string(),
+                Some(v) => v.type_name().to_string(),
+            };
+            Err(lua_error(
+                lua,
+                &format!("bad argument #{n} to '{fname}' (number expected, got {got})"),
+            ))
+        }
+    }
+}
+
+/// Replaces `math.random` and `math.randomseed` with Redis's.
+pub fn replace_math_random(lua: &Lua) -> mlua::Result<()> {
+    // Redis 7.0 does not reseed per script (effects replication made the
+    // sequence irrelevant to replicas): one sequence from a random seed.
+    lua.set_app_data(Rand48::seed(rand::random::<i32>()));
+    let math: Table = lua.globals().raw_get("math")?;
+    math.raw_set(
+        "random",
+        lua.create_function(|lua, args: MultiValue| {
+            let r = {
+                let mut rng = lua
+                    .app_data_mut::<Rand48>()
+                    .ok_or_else(|| mlua::Error::runtime("no generator"))?;
+                (rng.next() % Rand48::MAX) as f64 / Rand48::MAX as f64
+            };
+            match args.len() {
+                0 => Ok(r),
+                1 => {
+                    let u = check_int(lua, &args, 1, "random")?;
+                    if u < 1 {
+                        return Err(lua_error(
+                            lua,
+                            "bad argument #1 to 'random' (interval is empty)",
+                        ));
+                    }
+                    Ok((r * u as f64).floor() + 1.0)
+                }
+                2 => {
+                    let l = check_int(lua, &args, 1, "random")?;
+                    let u = check_int(lua, &args, 2, "random")?;
+                    if l > u {
+                        return Err(lua_error(
+                            lua,
+                            "bad argument #2 to 'random' (interval is empty)",
+                        ));
+                    }
+                    Ok((r * (u - l + 1) as f64).floor() + l as f64)
+                }
+                _ => Err(lua_error(lua, "wrong number of arguments")),
+            }
+        })?,
+    )?;
+    math.raw_set(
+        "randomseed",
+        lua.create_function(|lua, args: MultiValue| {
+            let s = check_int(lua, &args, 1, "randomseed")?;
+            lua.set_app_data(Rand48::seed(s as i32));
+            Ok(())
+        })?,
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rand48_gives_redis_sequence_after_randomseed() {
+        // Redis 7.0.15: `math.randomseed(3) return {math.random(100),
+        // math.random(100), math.random(1000000)}` → 79 87 311709
+        let mut r = Rand48::seed(3);
+        let mut next = |u: f64| {
+            let v = (r.next() % Rand48::MAX) as f64 / Rand48::MAX as f64;
+            (v * u).floor() + 1.0
+        };
+        assert_eq!(next(100.0), 79.0);
+        assert_eq!(next(100.0), 87.0);
+        assert_eq!(next(1000000.0), 311709.0);
+    }
+
+    #[test]
+    fn error_tables_take_the_code_from_the_message() {
+        let lua = Lua::new();
+        let t = error_table(&lua, "-WRONGTYPE Operation\r\n").unwrap();
+        assert_eq!(t.get::<String>("err").unwrap(), "WRONGTYPE Operation");
+        let t = error_table(&lua, "plain").unwrap();
+        assert_eq!(t.get::<String>("err").unwrap(), "ERR plain");
+        assert_eq!(version_num("7.0.15"), 458767);
+    }
+}

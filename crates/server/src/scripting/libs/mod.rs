@@ -1,0 +1,490 @@
+//! The four C libraries Redis 7.0 links into its Lua interpreter, in Rust.
+//!
+//! Redis scripts can rely on four globals besides the Lua 5.1 standard
+//! library: `bit` (LuaBitOp 1.0.2), `struct` (Roberto Ierusalimschy's
+//! lua_struct), `cjson` (lua-cjson 2.1.0) and `cmsgpack` (lua-cmsgpack
+//! 0.4.0). [`open`] installs all four as plain tables of functions; the
+//! scripting engine makes them read-only afterwards, as Redis does.
+//!
+//! Each library reproduces what the C version computes and the text of every
+//! error it raises, as observed on Redis 7.0.15 (the modules' own files hold
+//! the details). The C versions lean on undefined behaviour in a few corners
+//! (double to integer casts out of range, oversized shifts); where those
+//! corners are reachable from a script we reproduce what the x86-64 build of
+//! Redis does.
+//!
+//! # How errors reach the script
+//!
+//! A C library raises errors with `luaL_error`, which prefixes the position of
+//! the calling Lua code (`user_script:1: ...`) and throws a plain string. An
+//! `mlua` callback that returns `Err` instead throws a Rust error object. So
+//! every function is registered as a small Lua wrapper around its Rust body:
+//! the body returns `true, results...` or `false, message, level`, and the
+//! wrapper calls `error(message, level)`, which yields exactly the string
+//! (and position prefix) the C version throws, catchable by `pcall`.
+//! `luaL_argerror`'s "bad argument #n to 'name'" takes `name` from the
+//! calling frame, as Lua does.
+//!
+//! # Where we depart from the C versions
+//!
+//! - Inputs that crash or exhaust memory in C are Lua errors here (the
+//!   affected cases are listed in each module).
+//! - `mlua` reads a Lua number that is within `f64::EPSILON` of an integer
+//!   as that integer, which loses `-0` and magnitudes below 2.2e-16. Values
+//!   inside tables and the arguments of `struct.pack`, `cmsgpack.pack` and
+//!   `cjson.encode` are re-read exactly, so encoding is unaffected; only a
+//!   table *key* such a tiny number or `-0` is seen as `0` (it matters to
+//!   `cjson.encode` alone, which would print the key as `"0"`).
+//! - The C libraries recurse on the C stack; ours recurse on the Rust stack to
+//!   the same depths (bounded by Lua's 8000-slot C stack limit, which we
+//!   model), so the thread running scripts needs a few megabytes of stack.
+
+pub mod bit;
+pub mod cjson;
+pub mod cmsgpack;
+pub mod structlib;
+
+use mlua::{Function, Lua, MultiValue, Table, Value};
+
+/// Installs the globals `bit`, `struct`, `cjson` and `cmsgpack`.
+pub fn open(lua: &Lua) -> mlua::Result<()> {
+    let reg = Registrar::new(lua)?;
+    let globals = lua.globals();
+    globals.raw_set("bit", bit::create(lua, &reg)?)?;
+    globals.raw_set("struct", structlib::create(lua, &reg)?)?;
+    globals.raw_set("cjson", cjson::create(lua, &reg)?)?;
+    globals.raw_set("cmsgpack", cmsgpack::create(lua, &reg)?)?;
+    Ok(())
+}
+
+/// Lua 5.1's limit on the stack slots one C function may use
+/// (`LUAI_MAXCSTACK`); `lua_checkstack` fails beyond it.
+pub(crate) const LUAI_MAXCSTACK: usize = 8000;
+
+/// An error raised by a library function, as the C code would raise it.
+#[derive(Debug)]
+pub(crate) enum LibError {
+    /// `luaL_error`: the message, prefixed with the caller's position.
+    Msg(String),
+    /// An error raised by the Lua core from inside the C function (such as
+    /// "table index is nil"): the message without a position.
+    Raw(String),
+    /// `luaL_argerror(narg, msg)`.
+    Arg(usize, String),
+    /// A failure of `mlua` itself (out of memory and the like).
+    Lua(mlua::Error),
+}
+
+impl From<mlua::Error> for LibError {
+    fn from(e: mlua::Error) -> Self {
+        LibError::Lua(e)
+    }
+}
+
+/// The result of a library function body.
+pub(crate) type LResult<T> = Result<T, LibError>;
+
+/// Shorthand for a `luaL_error`.
+pub(crate) fn err<T>(msg: impl Into<String>) -> LResult<T> {
+    Err(LibError::Msg(msg.into()))
+}
+
+/// Shorthand for a `luaL_argerror`.
+pub(crate) fn arg_err<T>(narg: usize, msg: impl Into<String>) -> LResult<T> {
+    Err(LibError::Arg(narg, msg.into()))
+}
+
+/// How a wrapped function passes its arguments and results.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// Returns exactly one value.
+    One,
+    /// Returns any number of values.
+    Multi,
+    /// Returns one value, and numbers among the arguments must be read
+    /// exactly (see the module documentation).
+    OneExact,
+}
+
+/// The arguments of a call, with `lua_*`-style accessors (1-based).
+pub(crate) struct Args {
+    values: Vec<Value>,
+    /// The arguments packed in a table, when the shape asks for exact numbers.
+    packed: Option<Table>,
+}
+
+impl Args {
+    /// `lua_gettop`.
+    pub(crate) fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Argument `i` (1-based), `None` past the end (`lua_isnone`).
+    pub(crate) fn get(&self, i: usize) -> Option<&Value> {
+        self.values.get(i.wrapping_sub(1))
+    }
+
+    /// Argument `i` or nil.
+    pub(crate) fn value(&self, i: usize) -> Value {
+        self.get(i).cloned().unwrap_or(Value::Nil)
+    }
+
+    /// The exact double of argument `i` when it is a number.
+    pub(crate) fn exact_number(&self, i: usize) -> Option<f64> {
+        match self.get(i)? {
+            Value::Integer(0) => Some(match &self.packed {
+                Some(t) => t.raw_get::<f64>(i).unwrap_or(0.0),
+                None => 0.0,
+            }),
+            Value::Integer(n) => Some(*n as f64),
+            Value::Number(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// Drops the arguments past `n` (`lua_settop(L, n)` for n <= top).
+    pub(crate) fn truncate(&mut self, n: usize) {
+        self.values.truncate(n);
+    }
+}
+
+/// Lua's name for the type of `v` (`lua_typename(lua_type(v))`).
+pub(crate) fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Nil => "nil",
+        Value::Boolean(_) => "boolean",
+        Value::LightUserData(_) => "userdata",
+        Value::Integer(_) | Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Table(_) => "table",
+        Value::Function(_) => "function",
+        Value::Thread(_) => "thread",
+        _ => "userdata",
+    }
+}
+
+/// `luaL_typerror`'s message for argument `i`.
+pub(crate) fn type_error<T>(args: &Args, i: usize, expected: &str) -> LResult<T> {
+    let got = args.get(i).map_or("no value", type_name);
+    arg_err(i, format!("{expected} expected, got {got}"))
+}
+
+/// `lua_tonumber`: numbers, and strings Lua converts to numbers.
+pub(crate) fn to_number(lua: &Lua, v: &Value) -> Option<f64> {
+    match v {
+        Value::Integer(n) => Some(*n as f64),
+        Value::Number(n) => Some(*n),
+        Value::String(_) => lua.coerce_number(v.clone()).ok().flatten(),
+        _ => None,
+    }
+}
+
+/// `luaL_checknumber` (exact for shapes that ask for it).
+pub(crate) fn check_number(lua: &Lua, args: &Args, i: usize) -> LResult<f64> {
+    if let Some(n) = args.exact_number(i) {
+        return Ok(n);
+    }
+    match args.get(i).and_then(|v| to_number(lua, v)) {
+        Some(n) => Ok(n),
+        None => type_error(args, i, "number"),
+    }
+}
+
+/// A double cast to a 64-bit integer as x86-64 does it (`cvttsd2si`): out of
+/// range and NaN give `i64::MIN`.
+pub(crate) fn cast_i64(n: f64) -> i64 {
+    if n >= -9.223_372_036_854_775_808e18 && n < 9.223_372_036_854_775_808e18 {
+        n as i64
+    } else {
+        i64::MIN
+    }
+}
+
+/// A double cast to a C `int` as x86-64 does it: out of range and NaN give
+/// `i32::MIN`.
+pub(crate) fn cast_i32(n: f64) -> i32 {
+    if n > -2_147_483_649.0 && n < 2_147_483_648.0 {
+        n as i32
+    } else {
+        i32::MIN
+    }
+}
+
+/// `luaL_checkinteger` (Lua 5.1: `lua_Integer` is 64-bit, cast truncates).
+pub(crate) fn check_integer(lua: &Lua, args: &Args, i: usize) -> LResult<i64> {
+    match args.get(i).and_then(|v| to_number(lua, v)) {
+        Some(n) => Ok(cast_i64(n)),
+        None => type_error(args, i, "number"),
+    }
+}
+
+/// `luaL_optinteger`.
+pub(crate) fn opt_integer(lua: &Lua, args: &Args, i: usize, default: i64) -> LResult<i64> {
+    match args.get(i) {
+        None | Some(Value::Nil) => Ok(default),
+        Some(_) => check_integer(lua, args, i),
+    }
+}
+
+/// `luaL_checklstring`: strings, and numbers converted as Lua does.
+pub(crate) fn check_bytes(lua: &Lua, args: &Args, i: usize) -> LResult<Vec<u8>> {
+    match args.get(i) {
+        Some(Value::String(s)) => Ok(s.as_bytes().to_vec()),
+        Some(v @ (Value::Integer(_) | Value::Number(_))) => match lua.coerce_string(v.clone())? {
+            Some(s) => Ok(s.as_bytes().to_vec()),
+            None => type_error(args, i, "string"),
+        },
+        _ => type_error(args, i, "string"),
+    }
+}
+
+/// The Rust body of a library function.
+type Body = dyn Fn(&Lua, &mut Args) -> LResult<Vec<Value>> + 'static;
+
+/// Registers Rust bodies as Lua functions that raise errors like C does.
+#[derive(Clone)]
+pub(crate) struct Registrar {
+    /// `function(raw, shape) return wrapper end`, compiled once.
+    make: Function,
+}
+
+/// The wrappers: `raw` returns `true, results...` or `false, msg, level`.
+const WRAPPERS: &str = r#"
+local error, select, unpack = error, select, unpack
+local function pack(...) return select('#', ...), {...} end
+return function(raw, shape)
+  if shape == 1 then
+    return function(...)
+      local ok, r, l = raw(...)
+      if ok then return r end
+      error(r, l)
+    end
+  elseif shape == 2 then
+    return function(...)
+      local n, t = pack(raw(...))
+      if t[1] then return unpack(t, 2, n) end
+      error(t[2], t[3])
+    end
+  else
+    return function(...)
+      local ok, r, l = raw(select('#', ...), {...}, ...)
+      if ok then return r end
+      error(r, l)
+    end
+  end
+end
+"#;
+
+impl Registrar {
+    /// Compiles the wrapper factory in `lua`.
+    pub(crate) fn new(lua: &Lua) -> mlua::Result<Self> {
+        let make = lua.load(WRAPPERS).set_name("=libs").call::<Function>(())?;
+        Ok(Registrar { make })
+    }
+
+    /// Sets `table[name]` to a function running `body`.
+    pub(crate) fn add(
+        &self,
+        lua: &Lua,
+        table: &Table,
+        name: &str,
+        shape: Shape,
+        body: impl Fn(&Lua, &mut Args) -> LResult<Vec<Value>> + 'static,
+    ) -> mlua::Result<()> {
+        let body: Box<Body> = Box::new(body);
+        let raw = lua.create_function(move |lua, mv: MultiValue| {
+            let mut values = mv.into_vec();
+            let packed = if shape == Shape::OneExact {
+                // (select('#', ...), {...}, ...)
+                let n = match values.first() {
+                    Some(Value::Integer(n)) => *n as usize,
+                    _ => 0,
+                };
+                let t = match values.get(1) {
+                    Some(Value::Table(t)) => Some(t.clone()),
+                    _ => None,
+                };
+                values.drain(..2.min(values.len()));
+                values.resize(n, Value::Nil);
+                t
+            } else {
+                None
+            };
+            let mut args = Args { values, packed };
+            let mut out = Vec::new();
+            match body(lua, &mut args) {
+                Ok(results) => {
+                    out.push(Value::Boolean(true));
+                    out.extend(results);
+                }
+                Err(LibError::Lua(e)) => return Err(e),
+                Err(e) => {
+                    let (msg, level) = match e {
+                        LibError::Msg(m) => (m, 2),
+                        LibError::Raw(m) => (m, 0),
+                        LibError::Arg(narg, m) => (arg_message(lua, narg, &m), 2),
+                        LibError::Lua(_) => unreachable!("returned above"),
+                    };
+                    out.push(Value::Boolean(false));
+                    out.push(Value::String(lua.create_string(msg)?));
+                    out.push(Value::Integer(level));
+                }
+            }
+            Ok(MultiValue::from_vec(out))
+        })?;
+        let code = match shape {
+            Shape::One => 1,
+            Shape::Multi => 2,
+            Shape::OneExact => 3,
+        };
+        let wrapper: Function = self.make.call((raw, code))?;
+        table.raw_set(name, wrapper)
+    }
+}
+
+/// `luaL_argerror`'s message: the function's name comes from the frame that
+/// called it (level 1 from the Rust body is the wrapper).
+fn arg_message(lua: &Lua, narg: usize, msg: &str) -> String {
+    let (name, what) = match lua.inspect_stack(1) {
+        Some(d) => {
+            let names = d.names();
+            (
+                names.name.map(|n| n.into_owned()),
+                names.name_what.unwrap_or(""),
+            )
+        }
+        None => return format!("bad argument #{narg} ({msg})"),
+    };
+    let mut narg = narg as i64;
+    if what == "method" {
+        narg -= 1;
+        if narg == 0 {
+            let name = name.unwrap_or_else(|| "?".into());
+            return format!("calling '{name}' on bad self ({msg})");
+        }
+    }
+    let name = name.unwrap_or_else(|| "?".into());
+    format!("bad argument #{narg} to '{name}' ({msg})")
+}
+
+/// `t[key]` read again as an exact double when `mlua` rounded it to `0`
+/// (see the module documentation); `raw` chooses `rawget` over `gettable`.
+pub(crate) fn exact_value(t: &Table, key: &Value, v: Value, raw: bool) -> Value {
+    if let Value::Integer(0) = v {
+        let n = if raw {
+            t.raw_get::<f64>(key.clone())
+        } else {
+            t.get::<f64>(key.clone())
+        };
+        if let Ok(n) = n {
+            return Value::Number(n);
+        }
+    }
+    v
+}
+
+/// `lua_pushnumber` of a C double, as the `Value` Lua will see.
+pub(crate) fn num(n: f64) -> Value {
+    Value::Number(n)
+}
+
+/// A Lua string value from bytes.
+pub(crate) fn bytes(lua: &Lua, b: &[u8]) -> LResult<Value> {
+    Ok(Value::String(lua.create_string(b)?))
+}
+
+/// Formats `x` like C's `printf("%.{prec}g", x)` (glibc output).
+pub(crate) fn fmt_g(x: f64, prec: usize) -> String {
+    if x.is_nan() {
+        return if x.is_sign_negative() { "-nan" } else { "nan" }.to_string();
+    }
+    if x.is_infinite() {
+        return if x < 0.0 { "-inf" } else { "inf" }.to_string();
+    }
+    let p = prec.max(1);
+    // %e with p-1 digits gives the decimal exponent after rounding.
+    let e_repr = format!("{:.*e}", p - 1, x);
+    let (mant, exp) = e_repr.split_once('e').unwrap_or((&e_repr, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if exp < -4 || exp >= p as i32 {
+        let mant = strip_zeros(mant);
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mant}e{sign}{:02}", exp.unsigned_abs())
+    } else {
+        let decimals = (p as i32 - 1 - exp).max(0) as usize;
+        strip_zeros(&format!("{:.*}", decimals, x)).to_string()
+    }
+}
+
+/// Removes trailing fractional zeros (and a bare '.') as `%g` does.
+fn strip_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fmt_g_matches_printf() {
+        let cases: &[(f64, usize, &str)] = &[
+            (0.0, 14, "0"),
+            (-0.0, 14, "-0"),
+            (1.0, 14, "1"),
+            (0.1, 14, "0.1"),
+            (1.0 / 3.0, 14, "0.33333333333333"),
+            (1e14, 14, "1e+14"),
+            (123456789012345.0, 14, "1.2345678901234e+14"),
+            (99999999999999.0, 14, "99999999999999"),
+            (999999999999999.0, 14, "1e+15"),
+            (0.0001, 14, "0.0001"),
+            (0.00001, 14, "1e-05"),
+            (1e-300, 14, "1e-300"),
+            (1.5, 1, "2"),
+            (2.5, 1, "2"),
+            (-12.5, 3, "-12.5"),
+            (f64::INFINITY, 14, "inf"),
+            (f64::NEG_INFINITY, 14, "-inf"),
+        ];
+        for (x, p, want) in cases {
+            assert_eq!(fmt_g(*x, *p), *want, "{x} %.{p}g");
+        }
+    }
+
+    #[test]
+    fn errors_are_strings_with_position_and_pcall_catches_them() {
+        let lua = Lua::new();
+        open(&lua).unwrap();
+        let msg: String = lua
+            .load("local ok, e = pcall(function() return cjson.decode('x') end) return e")
+            .set_name("@user_script")
+            .eval()
+            .unwrap();
+        assert_eq!(
+            msg,
+            "user_script:1: Expected value but found invalid token at character 1"
+        );
+        let msg: String = lua
+            .load("local ok, e = pcall(function() return bit.band() end) return e")
+            .set_name("@user_script")
+            .eval()
+            .unwrap();
+        assert_eq!(
+            msg,
+            "user_script:1: bad argument #1 to 'band' (number expected, got no value)"
+        );
+        // Called directly by pcall: no Lua caller, no position, no name.
+        let msg: String = lua
+            .load("local ok, e = pcall(bit.band) return e")
+            .eval()
+            .unwrap();
+        assert_eq!(
+            msg,
+            "bad argument #1 to '?' (number expected, got no value)"
+        );
+    }
+}

@@ -1,0 +1,718 @@
+//! Running one script or function (Redis's `scriptPrepareForRun`,
+//! `luaCallFunction`, `scriptCall`).
+//!
+//! # The run state, and the one unsafe spot
+//! A script runs inside the `EVAL`/`FCALL` handler, which holds the server
+//! and the caller mutably. Lua calls back into Rust — `redis.call`, the
+//! instruction hook — and those callbacks need the same server. They reach
+//! it through [`RunPtrs`], two raw pointers made from the handler's own
+//! `&mut` borrows and stored in the Lua state's app data for the length of
+//! the call, removed before the handler touches the server again. While
+//! Lua runs, the handler does nothing but wait for it, everything runs on
+//! the one execution thread, and callbacks never overlap (a Lua callback
+//! does not run Lua, the hook is not called inside a callback): at any
+//! moment exactly one piece of code uses the server, as with any command.
+//! The callbacks rebuild `&mut Server` from the pointer for the length of
+//! one callback only.
+
+use super::api::{error_table, REPL_ALL, REPL_AOF, REPL_REPLICA};
+use super::convert::{self, Out};
+use super::engine::{Engine, Kind, SANDBOX_CHUNK};
+use super::{sflags, Running};
+use crate::commands::{flags, Ctx};
+use crate::net::client::Client;
+use crate::server::Server;
+use ferrokv_resp::{Args, Protocol};
+use mlua::{Function, HookTriggers, Lua, MultiValue, Table, Value, VmState};
+use std::time::{Duration, Instant};
+
+/// The server and the script client, while a script runs (see the module
+/// documentation for why this is sound).
+#[derive(Clone, Copy)]
+pub struct RunPtrs {
+    srv: *mut Server,
+    client: *mut Client,
+}
+
+/// The hook's mode: every 100k instructions, or every line once the
+/// script is being killed (so a `pcall` cannot swallow the kill).
+#[derive(Clone, Copy, Default)]
+pub struct HookMode {
+    pub killing: bool,
+}
+
+fn triggers(lua: &Lua) -> HookTriggers {
+    let killing = lua.app_data_ref::<HookMode>().is_some_and(|m| m.killing);
+    if killing {
+        HookTriggers::new().every_line()
+    } else {
+        HookTriggers::new().every_nth_instruction(super::engine::HOOK_EVERY)
+    }
+}
+
+/// Hooks the running Lua thread again (coroutines: mlua keeps one hooked
+/// thread, so the sandbox's `coroutine` functions call this on every
+/// switch).
+pub fn rehook(lua: &Lua) {
+    lua.set_hook(triggers(lua), hook);
+}
+
+/// What one invocation runs.
+pub struct Invocation<'a> {
+    /// The sha (EVAL) or the function's name (FCALL), for errors.
+    pub name: String,
+    pub func: Function,
+    pub keys: Args<'a>,
+    pub args: Args<'a>,
+    /// `sflags` of the script or function.
+    pub flags: u32,
+    /// `EVAL_RO` / `EVALSHA_RO` / `FCALL_RO`.
+    pub ro: bool,
+}
+
+/// The error of `scriptPrepareForRun` when the script may not run now.
+fn prepare_refusal(srv: &mut Server, caller: &Client, inv: &Invocation) -> Option<String> {
+    let from_master = srv.repl.master_client_id() == Some(caller.id);
+    let stale = srv.repl.link.as_ref().is_some_and(|l| !l.is_up())
+        && !srv.config.repl.replica_serve_stale_data;
+    if inv.flags & sflags::EVAL_COMPAT != 0 {
+        if stale {
+            return Some(
+                "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+                    .into(),
+            );
+        }
+        return None;
+    }
+    if stale && inv.flags & sflags::ALLOW_STALE == 0 {
+        return Some("MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' and 'allow-stale' flag is not set on the script.".into());
+    }
+    if inv.flags & sflags::NO_WRITES == 0 {
+        if srv.repl.is_replica() && srv.config.repl.replica_read_only && !from_master {
+            return Some("READONLY Can not run script with write flag on readonly replica".into());
+        }
+        if srv.writes_refused_for_persistence() && !from_master {
+            return Some(match srv.aof.as_ref().and_then(|a| a.write_error.as_ref()) {
+                Some(e) => format!("MISCONF Errors writing to the AOF file: {e}"),
+                None => "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read only scripts.".into(),
+            });
+        }
+        if inv.ro {
+            return Some("ERR Can not execute a script with write flag using *_ro command.".into());
+        }
+        if let Some(e) = srv.replication_refusal(caller.id, flags::WRITE) {
+            if e.starts_with("NOREPLICAS") {
+                return Some(e.into());
+            }
+        }
+    }
+    if srv.config.maxmemory > 0
+        && inv.flags & (sflags::ALLOW_OOM | sflags::NO_WRITES) == 0
+        && srv.perform_evictions() == crate::evict::Evict::Fail
+    {
+        return Some(
+            "OOM allowed memory exceeded. Set the 'allow-oom' flag to run this script.".into(),
+        );
+    }
+    None
+}
+
+/// The per-run settings `redis.call` checks.
+#[derive(Default)]
+pub struct RunSettings {
+    pub read_only: bool,
+    pub allow_oom: bool,
+    /// Memory could not be freed when the script started.
+    pub oom_at_start: bool,
+    /// `redis.set_repl`.
+    pub repl: u8,
+    /// What the script's commands propagated, with the targets
+    /// `redis.set_repl` had chosen then.
+    pub ops: Vec<(u8, usize, Vec<Vec<u8>>)>,
+    pub calls: u64,
+}
+
+/// Runs `inv` for the client in `ctx` and writes its reply.
+pub fn run(ctx: &mut Ctx, kind: Kind, inv: Invocation) {
+    if let Some(e) = prepare_refusal(ctx.srv, ctx.client, &inv) {
+        ctx.error(&e);
+        return;
+    }
+    let Some(mut sc) = ctx.srv.scripting.client.take() else {
+        ctx.error("ERR a script is already running");
+        return;
+    };
+    let engine: &Engine = match kind {
+        Kind::Eval => &ctx.srv.scripting.eval,
+        Kind::Function => &ctx.srv.scripting.functions.engine,
+    };
+    engine.set_heap_limit(ctx.srv.config.lua_heap_limit as usize);
+    let lua = engine.lua.clone();
+    let handler = engine.handler.clone();
+    let xpcall = engine.xpcall.clone();
+    let call2 = engine.call2.clone();
+    let globals = engine.globals.clone();
+
+    sc.db = ctx.client.db;
+    sc.out.proto = Protocol::Resp2;
+    sc.out.buf.clear();
+    sc.out.error_codes.clear();
+    let oom_at_start =
+        ctx.srv.config.maxmemory > 0 && ctx.srv.perform_evictions() == crate::evict::Evict::Fail;
+    let read_only = inv.ro || inv.flags & sflags::NO_WRITES != 0;
+    let compat = inv.flags & sflags::EVAL_COMPAT != 0;
+    let now = Instant::now();
+    ctx.srv.scripting.running = Some(Running {
+        name: inv.name.clone(),
+        is_function: kind == Kind::Function,
+        start: now,
+        caller_id: ctx.client.id,
+        wrote: false,
+        kill: false,
+        busy: false,
+        last_pump: now,
+        command: Vec::new(),
+        settings: RunSettings {
+            read_only,
+            allow_oom: !compat && inv.flags & sflags::ALLOW_OOM != 0,
+            oom_at_start,
+            repl: REPL_ALL,
+            ops: Vec::new(),
+            calls: 0,
+        },
+    });
+    let nested = ctx.srv.propagation.exec_ops.is_some();
+    if !nested {
+        ctx.srv.begin_exec_propagation();
+    }
+
+    let result = (|| -> mlua::Result<(bool, Value)> {
+        let keys = array_of(&lua, inv.keys)?;
+        let args = array_of(&lua, inv.args)?;
+        lua.set_app_data(HookMode::default());
+        lua.set_hook(triggers(&lua), hook);
+        lua.set_app_data(RunPtrs {
+            srv: ctx.srv as *mut Server,
+            client: &mut *sc as *mut Client,
+        });
+        match kind {
+            Kind::Eval => {
+                globals.raw_set("KEYS", keys)?;
+                globals.raw_set("ARGV", args)?;
+                xpcall.call((inv.func.clone(), handler.clone()))
+            }
+            Kind::Function => call2.call((inv.func.clone(), handler.clone(), keys, args)),
+        }
+    })();
+    lua.remove_app_data::<RunPtrs>();
+    if kind == Kind::Eval {
+        let _ = globals.raw_set("KEYS", Value::Nil);
+        let _ = globals.raw_set("ARGV", Value::Nil);
+    }
+    let running = ctx.srv.scripting.running.take().expect("set above");
+    sc.out.buf.clear();
+    ctx.srv.scripting.client = Some(sc);
+    if running.kill {
+        ctx.srv.scripting.stats.killed += 1;
+        lua.set_app_data(HookMode::default());
+        tracing::warn!("Lua script killed by user with SCRIPT KILL.");
+    }
+    if running.busy {
+        tracing::info!(
+            "Script {} ended after {:?} busy",
+            running.name,
+            running.start.elapsed()
+        );
+    }
+    let mut settings = running.settings;
+    finish_propagation(ctx.srv, nested, std::mem::take(&mut settings.ops));
+    ctx.srv.scripting.gc_counter += 1;
+    if ctx.srv.scripting.gc_counter >= 50 {
+        ctx.srv.scripting.gc_counter = 0;
+        let _ = lua.gc_step_kbytes(50);
+    }
+
+    let caller_proto = ctx.client.out.proto;
+    let script_resp3 = false;
+    let cap = ctx.client.out.cap;
+    let mut out = Out {
+        buf: &mut ctx.client.out.buf,
+        proto: caller_proto,
+        script_resp3,
+        error_codes: Vec::new(),
+        cap,
+        overflowed: false,
+    };
+    match result {
+        Ok((true, v)) => {
+            out.script_resp3 = running_resp3(&lua);
+            if let Err(e) = convert::lua_to_reply(&mut out, &v, 0) {
+                convert::write_error(&mut out, &format!("ERR {}", lua_error_text(&e)), true);
+            }
+        }
+        Ok((false, e)) => error_reply(&mut out, &inv.name, &e),
+        Err(e) => {
+            let mut msg = lua_error_text(&e);
+            msg.truncate(100);
+            convert::write_error(
+                &mut out,
+                &format!("ERR Error running script {}, {msg}", inv.name),
+                true,
+            );
+        }
+    }
+    lua.remove_app_data::<ScriptResp>();
+    let (codes, overflowed) = (std::mem::take(&mut out.error_codes), out.overflowed);
+    ctx.client.out.error_codes.extend(codes);
+    ctx.client.out.overflowed |= overflowed;
+}
+
+/// `redis.setresp(3)` of the script that just ran.
+struct ScriptResp(u8);
+
+fn running_resp3(lua: &Lua) -> bool {
+    lua.app_data_ref::<ScriptResp>().is_some_and(|r| r.0 == 3)
+}
+
+/// The reply to a script that raised `e` (normally Redis's error table,
+/// with the location the handler added).
+fn error_reply(out: &mut Out, name: &str, e: &Value) {
+    let Value::Table(t) = e else {
+        convert::write_error(
+            out,
+            &format!("ERR Error running script {name}, execution failure"),
+            true,
+        );
+        return;
+    };
+    let msg = match t.raw_get::<Value>("err") {
+        Ok(Value::String(s)) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+        Ok(Value::Integer(i)) => i.to_string(),
+        Ok(Value::Number(n)) => ferrokv_resp::encode::format_g(n, 14),
+        // Redis 7.0.15 crashes on `error({})`; an error is the sane answer.
+        _ => "ERR the script raised an error object without an 'err' field".to_string(),
+    };
+    let ignore = matches!(
+        t.raw_get::<Value>("ignore_error_stats_update"),
+        Ok(Value::Boolean(true))
+    );
+    let mut full = msg;
+    if let (Ok(Value::String(src)), Ok(line)) =
+        (t.raw_get::<Value>("source"), t.raw_get::<Value>("line"))
+    {
+        let line = match line {
+            Value::Integer(i) => Some(i.to_string()),
+            Value::Number(n) => Some(ferrokv_resp::encode::format_g(n, 14)),
+            Value::String(s) => Some(String::from_utf8_lossy(&s.as_bytes()).into_owned()),
+            _ => None,
+        };
+        if let Some(line) = line {
+            full.push_str(&format!(
+                " script: {name}, on {}:{line}.",
+                String::from_utf8_lossy(&src.as_bytes())
+            ));
+        }
+    }
+    convert::write_error(out, &full, !ignore);
+}
+
+/// Emits what the script's commands propagated: through the EXEC
+/// machinery (one MULTI/EXEC block when more than one command) when every
+/// command went everywhere; split by `redis.set_repl`'s targets otherwise.
+fn finish_propagation(srv: &mut Server, nested: bool, ops: Vec<(u8, usize, Vec<Vec<u8>>)>) {
+    let uniform = ops.iter().all(|(m, _, _)| *m == REPL_ALL);
+    if uniform || nested {
+        if let Some(exec) = srv.propagation.exec_ops.as_mut() {
+            // Inside MULTI/EXEC the whole transaction is one block: targets
+            // narrower than "all" go everywhere, "none" nowhere.
+            exec.extend(
+                ops.into_iter()
+                    .filter(|(m, _, _)| *m != 0)
+                    .map(|(_, db, argv)| (db, argv)),
+            );
+        }
+        if !nested {
+            srv.end_exec_propagation();
+        } else {
+            srv.propagation.exec_done = Some(false);
+        }
+        return;
+    }
+    // Mixed targets: each stream gets its own block.
+    srv.propagation.exec_ops = None;
+    let mut any = false;
+    for (bit, to_aof) in [(REPL_AOF, true), (REPL_REPLICA, false)] {
+        let mine: Vec<&(u8, usize, Vec<Vec<u8>>)> =
+            ops.iter().filter(|(m, _, _)| m & bit != 0).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        any = true;
+        let wrap = mine.len() > 1;
+        let first = mine[0].1;
+        let last = mine[mine.len() - 1].1;
+        let feed = |srv: &mut Server, db: usize, argv: &[Vec<u8>]| {
+            if to_aof {
+                if let Some(aof) = srv.aof.as_mut() {
+                    aof.feed(db, argv);
+                }
+            } else {
+                srv.repl_feed(db, argv);
+            }
+        };
+        if wrap {
+            feed(srv, first, &[b"MULTI".to_vec()]);
+        }
+        for (_, db, argv) in &mine {
+            feed(srv, *db, argv);
+        }
+        if wrap {
+            feed(srv, last, &[b"EXEC".to_vec()]);
+        }
+    }
+    srv.propagation.exec_done = Some(any);
+}
+
+/// A Lua array of the arguments.
+fn array_of(lua: &Lua, a: Args) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(a.len(), 0)?;
+    for (i, v) in a.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(v)?)?;
+    }
+    Ok(t)
+}
+
+/// The text of an mlua error as Lua would show it.
+pub fn lua_error_text(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::RuntimeError(m) => m.clone(),
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        mlua::Error::MemoryError(_) => "not enough memory".to_string(),
+        mlua::Error::CallbackError { cause, .. } => lua_error_text(cause),
+        mlua::Error::WithContext { cause, .. } => lua_error_text(cause),
+        other => other.to_string(),
+    }
+}
+
+/// Redis's `__redis__err__handler`: any error becomes an error table
+/// `{err=..., source=..., line=...}` naming the script line that raised
+/// it (skipping C functions and the sandbox's own Lua).
+pub fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Value> {
+    let t = match err {
+        Value::Table(t) => t,
+        Value::Error(e) => match raised_table(lua, &e) {
+            Some(t) => t,
+            None => error_table(lua, &lua_error_text(&e))?,
+        },
+        Value::String(s) => {
+            let t = lua.create_table()?;
+            let mut m = b"ERR ".to_vec();
+            m.extend_from_slice(&s.as_bytes());
+            t.raw_set("err", lua.create_string(&m)?)?;
+            t
+        }
+        Value::Integer(i) => error_table(lua, &i.to_string())?,
+        Value::Number(n) => error_table(lua, &ferrokv_resp::encode::format_g(n, 14))?,
+        Value::Nil => error_table(lua, "nil")?,
+        Value::Boolean(b) => error_table(lua, &b.to_string())?,
+        other => error_table(lua, other.type_name())?,
+    };
+    for level in 1..8 {
+        let Some(d) = lua.inspect_stack(level) else {
+            break;
+        };
+        let src = d.source();
+        let source = src.source.as_deref().unwrap_or("");
+        if src.what == "C" || source == SANDBOX_CHUNK {
+            continue;
+        }
+        t.raw_set("source", source)?;
+        t.raw_set("line", d.curr_line())?;
+        break;
+    }
+    Ok(Value::Table(t))
+}
+
+/// What Lua code sees of an error raised from Rust: the error table it
+/// carries, or an error table of its text.
+pub fn unwrap_error(lua: &Lua, e: Value) -> mlua::Result<Value> {
+    match e {
+        Value::Error(err) => match raised_table(lua, &err) {
+            Some(t) => Ok(Value::Table(t)),
+            None => Ok(Value::Table(error_table(lua, &lua_error_text(&err))?)),
+        },
+        other => Ok(other),
+    }
+}
+
+/// The error table inside an error raised from Rust with
+/// [`super::api::RaisedTable`].
+fn raised_table(lua: &Lua, e: &mlua::Error) -> Option<Table> {
+    match e {
+        mlua::Error::CallbackError { cause, .. } => raised_table(lua, cause),
+        mlua::Error::WithContext { cause, .. } => raised_table(lua, cause),
+        mlua::Error::ExternalError(ext) => {
+            let r = ext.downcast_ref::<super::api::RaisedTable>()?;
+            lua.registry_value::<Table>(&r.0).ok()
+        }
+        _ => None,
+    }
+}
+
+/// The instruction hook: kills a script asked to stop, and past
+/// `busy-reply-threshold` serves the other clients (busy.rs).
+pub fn hook(lua: &Lua, _debug: mlua::Debug) -> mlua::Result<VmState> {
+    if super::function::load_timed_out(lua) {
+        let t = error_table(lua, "FUNCTION LOAD timeout")?;
+        return Err(mlua::Error::external(super::api::RaisedTable(
+            lua.create_registry_value(t)?,
+        )));
+    }
+    let Some(ptrs) = lua.app_data_ref::<RunPtrs>().map(|p| *p) else {
+        return Ok(VmState::Continue);
+    };
+    // SAFETY: see the module documentation; the pointer is valid while
+    // the app data holds it, and nothing else uses the server now.
+    let srv = unsafe { &mut *ptrs.srv };
+    let threshold = srv.config.busy_reply_threshold;
+    let Some(run) = srv.scripting.running.as_mut() else {
+        return Ok(VmState::Continue);
+    };
+    if run.kill {
+        return Err(killed(lua));
+    }
+    if threshold == 0 || run.start.elapsed() < Duration::from_millis(threshold) {
+        return Ok(VmState::Continue);
+    }
+    if !run.busy {
+        run.busy = true;
+        let name = run.name.clone();
+        let kind = if run.is_function {
+            "FUNCTION"
+        } else {
+            "SCRIPT"
+        };
+        srv.scripting.stats.busy_scripts += 1;
+        tracing::warn!(
+            "Slow script detected: still in execution after {} milliseconds. You can try killing the script using the {kind} KILL command. Script name is: {name}.",
+            run.start.elapsed().as_millis()
+        );
+    }
+    let Some(run) = srv.scripting.running.as_mut() else {
+        return Ok(VmState::Continue);
+    };
+    if run.last_pump.elapsed() >= Duration::from_millis(2) {
+        run.last_pump = Instant::now();
+        super::busy::pump(srv);
+    }
+    let kill = srv.shutdown_requested || srv.scripting.running.as_ref().is_some_and(|r| r.kill);
+    if kill {
+        if let Some(r) = srv.scripting.running.as_mut() {
+            r.kill = true;
+        }
+        return Err(killed(lua));
+    }
+    Ok(VmState::Continue)
+}
+
+/// The error that ends a killed script; from now on the hook fires on
+/// every line, so that `pcall` cannot catch it for long.
+fn killed(lua: &Lua) -> mlua::Error {
+    lua.set_app_data(HookMode { killing: true });
+    rehook(lua);
+    match error_table(lua, "Script killed by user with SCRIPT KILL...")
+        .and_then(|t| lua.create_registry_value(t))
+    {
+        Ok(k) => mlua::Error::external(super::api::RaisedTable(k)),
+        Err(e) => e,
+    }
+}
+
+/// `redis.setresp`: false outside a run.
+pub fn set_resp(lua: &Lua, v: u8) -> bool {
+    let Some(ptrs) = lua.app_data_ref::<RunPtrs>().map(|p| *p) else {
+        return false;
+    };
+    // SAFETY: as in `hook`.
+    let client = unsafe { &mut *ptrs.client };
+    client.out.proto = if v == 3 {
+        Protocol::Resp3
+    } else {
+        Protocol::Resp2
+    };
+    lua.set_app_data(ScriptResp(v));
+    true
+}
+
+/// `redis.set_repl`: false outside a run.
+pub fn set_repl(lua: &Lua, v: u8) -> bool {
+    let Some(ptrs) = lua.app_data_ref::<RunPtrs>().map(|p| *p) else {
+        return false;
+    };
+    // SAFETY: as in `hook`.
+    let srv = unsafe { &mut *ptrs.srv };
+    match srv.scripting.running.as_mut() {
+        Some(r) => {
+            r.settings.repl = v;
+            true
+        }
+        None => false,
+    }
+}
+
+/// Whether `name` is a command (`redis.acl_check_cmd`).
+pub fn command_exists(lua: &Lua, name: &[u8]) -> bool {
+    let Some(ptrs) = lua.app_data_ref::<RunPtrs>().map(|p| *p) else {
+        return false;
+    };
+    // SAFETY: as in `hook`.
+    let srv = unsafe { &*ptrs.srv };
+    srv.commands.lookup(name).is_some()
+}
+
+/// `redis.register_function`, in the functions engine (functions.rs).
+pub fn register_function(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
+    super::function::register_function(lua, args)
+}
+
+/// `redis.call` / `redis.pcall`: runs one command as the script client;
+/// the reply as a Lua value and whether it is an error.
+pub fn redis_call(lua: &Lua, args: MultiValue) -> mlua::Result<(Value, bool)> {
+    let Some(ptrs) = lua.app_data_ref::<RunPtrs>().map(|p| *p) else {
+        let t = error_table(
+            lua,
+            "redis.call/pcall can only be called inside a script invocation",
+        )?;
+        return Ok((Value::Table(t), true));
+    };
+    if args.is_empty() {
+        let t = error_table(
+            lua,
+            "Please specify at least one argument for this redis lib call",
+        )?;
+        return Ok((Value::Table(t), true));
+    }
+    let mut buf = Vec::with_capacity(64);
+    let mut ranges = Vec::with_capacity(args.len());
+    for a in args.iter() {
+        let start = buf.len();
+        match a {
+            Value::String(s) => buf.extend_from_slice(&s.as_bytes()),
+            // `%.17g`, not Lua's `%.14g`, so no precision is lost.
+            Value::Integer(i) => {
+                buf.extend_from_slice(ferrokv_resp::encode::format_g(*i as f64, 17).as_bytes())
+            }
+            Value::Number(n) => {
+                buf.extend_from_slice(ferrokv_resp::encode::format_g(*n, 17).as_bytes())
+            }
+            _ => {
+                let t = error_table(
+                    lua,
+                    "Lua redis lib command arguments must be strings or integers",
+                )?;
+                return Ok((Value::Table(t), true));
+            }
+        }
+        ranges.push((start, buf.len() - start));
+    }
+    // SAFETY: as in `hook`.
+    let srv = unsafe { &mut *ptrs.srv };
+    let client = unsafe { &mut *ptrs.client };
+    let argv = Args::new(&buf, &ranges);
+    if let Err(msg) = script_call(srv, client, argv) {
+        let t = error_table(lua, &msg)?;
+        t.raw_set("ignore_error_stats_update", true)?;
+        return Ok((Value::Table(t), true));
+    }
+    let r = convert::reply_to_lua(lua, &client.out.buf);
+    client.out.buf.clear();
+    r
+}
+
+/// Checks and runs one command of a script (Redis's `scriptCall`). An
+/// `Err` is a refusal, in `luaPushErrorBuff`'s format.
+fn script_call(srv: &mut Server, client: &mut Client, argv: Args) -> Result<(), String> {
+    let top_level = |i: &usize| !srv.commands.specs[*i].name.contains('|');
+    let mut idx = srv
+        .commands
+        .lookup(argv.get(0))
+        .filter(top_level)
+        .ok_or("Unknown Redis command called from script")?;
+    let mut spec = srv.commands.specs[idx];
+    if !spec.subcommands.is_empty() && argv.len() >= 2 {
+        idx = srv
+            .commands
+            .lookup_sub(spec.name, argv.get(1))
+            .ok_or("Unknown Redis command called from script")?;
+        spec = srv.commands.specs[idx];
+    }
+    if !spec.arity_ok(argv.len()) {
+        return Err("Wrong number of args calling Redis command from script".into());
+    }
+    if spec.has(flags::NOSCRIPT) {
+        return Err("This Redis command is not allowed from script".into());
+    }
+    let run = srv
+        .scripting
+        .running
+        .as_ref()
+        .ok_or("no script is running")?;
+    let caller = run.caller_id;
+    if run.settings.read_only && spec.flags & (flags::WRITE | flags::MAY_REPLICATE) != 0 {
+        return Err("Write commands are not allowed from read-only scripts.".into());
+    }
+    let wrote = run.wrote;
+    let from_master = srv.repl.master_client_id() == Some(caller);
+    if spec.has(flags::WRITE) && !wrote {
+        if srv.repl.is_replica() && srv.config.repl.replica_read_only && !from_master {
+            return Err("-READONLY You can't write against a read only replica.".into());
+        }
+        if srv.writes_refused_for_persistence() {
+            return Err(format!("-{}", srv.misconf_error()));
+        }
+        if let Some(e) = srv.replication_refusal(caller, flags::WRITE) {
+            if e.starts_with("NOREPLICAS") {
+                return Err(format!("-{e}"));
+            }
+        }
+    }
+    let run = srv
+        .scripting
+        .running
+        .as_ref()
+        .ok_or("no script is running")?;
+    if !run.settings.allow_oom
+        && srv.config.maxmemory > 0
+        && !from_master
+        && !wrote
+        && run.settings.oom_at_start
+        && spec.has(flags::DENYOOM)
+    {
+        return Err(format!("-{}", crate::commands::err::OOM));
+    }
+    let run = srv
+        .scripting
+        .running
+        .as_mut()
+        .ok_or("no script is running")?;
+    if spec.has(flags::WRITE) {
+        run.wrote = true;
+    }
+    run.settings.calls += 1;
+    let mask = run.settings.repl;
+    let before = srv.propagation.exec_ops.as_ref().map_or(0, |o| o.len());
+    srv.call(client, idx, argv);
+    srv.count_errors(client);
+    // What it propagated, with the targets chosen now.
+    if let Some(exec) = srv.propagation.exec_ops.as_mut() {
+        if exec.len() > before {
+            let new: Vec<_> = exec.drain(before..).collect();
+            if let Some(run) = srv.scripting.running.as_mut() {
+                run.settings
+                    .ops
+                    .extend(new.into_iter().map(|(db, argv)| (mask, db, argv)));
+            }
+        }
+    }
+    Ok(())
+}
