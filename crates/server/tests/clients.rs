@@ -1,9 +1,11 @@
 //! Guards compatibility with real Redis clients and tools run as separate
 //! processes: redis-py (RESP2 and RESP3, with its CLIENT SETINFO and
-//! HELLO 3 handshakes), `redis-cli` and `redis-benchmark`.
+//! HELLO 3 handshakes), redis-py's `Lock` and Lua scripts from several
+//! threads (`clients/redis_py_lock.py`), `redis-cli` and `redis-benchmark`.
 //!
 //! A missing tool fails the test loudly: these are the clients users run.
 mod common;
+use common::reply::against_redis;
 use common::ServerProcess;
 use std::process::Command;
 
@@ -39,6 +41,39 @@ fn redis_py_smoke_script_passes_over_resp2_and_resp3() {
     );
     let out = run(Command::new("python3").arg(script).arg(s.port.to_string()));
     assert!(out.contains(": OK"), "{out}");
+}
+
+/// Fails loudly when python3 or redis-py is missing.
+fn require_redis_py() {
+    let import = Command::new("python3")
+        .args(["-c", "import redis; print(redis.__version__)"])
+        .output()
+        .expect("python3 is required for this test");
+    assert!(
+        import.status.success(),
+        "redis-py is required for this test (`pip install redis`): {}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+}
+
+/// redis-py's `Lock` (acquire, extend, reacquire, release, wrong tokens,
+/// threads contending) and a token bucket and a compare-and-delete script
+/// run from several threads, over RESP2 and RESP3. Runs against the real
+/// redis-server with `FERROKV_TESTS_TARGET=redis`.
+#[test]
+fn redis_py_lock_and_scripts_pass_over_resp2_and_resp3() {
+    require_redis_py();
+    let s = if against_redis() {
+        ServerProcess::redis(&[])
+    } else {
+        ServerProcess::ferrokv(&[])
+    };
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/redis_py_lock.py"
+    );
+    let out = run(Command::new("python3").arg(script).arg(s.port.to_string()));
+    assert!(out.contains("Lock and scripts: OK"), "{out}");
 }
 
 #[test]

@@ -4,9 +4,11 @@
 //! belongs to a documented class of nondeterminism, see `generator.rs`), and
 //! after each sequence `DEBUG DIGEST` proves both hold the same data.
 //!
-//! Guards against any divergence from Redis in the string and generic
-//! families: replies, error texts, option parsing, expiry, encodings, and
-//! single-session transactions (MULTI/EXEC/DISCARD/WATCH on two connections).
+//! Guards against any divergence from Redis in the string, generic, hash,
+//! list, set and sorted-set families: replies, error texts, option
+//! parsing, expiry, encodings, single-session transactions
+//! (MULTI/EXEC/DISCARD/WATCH on two connections), and Lua scripts and
+//! Functions calling all of them (`differential/script_gen.rs`).
 //!
 //! One redis-server and one ferrokv serve every sequence (FLUSHALL before
 //! each). A sequence runs over two connections per server: the first speaks
@@ -21,6 +23,8 @@
 //! - `FERROKV_DIFF_LEN`: commands per sequence (default 50).
 //! - `FERROKV_DIFF_MAX_FAILURES`: keep going until this many failing
 //!   sequences were seen (default 1).
+//! - `FERROKV_TESTS_TARGET=redis`: compare Redis with a second Redis, to
+//!   check that the generator only makes deterministic sequences.
 //!
 //! A failure prints the seed, the index of the first differing command, the
 //! command, both replies, and a shrunk sequence that still differs.
@@ -82,6 +86,17 @@ struct Mismatch {
 /// started without a config file, differs (512 hash listpack entries).
 const REDIS_ARGS: &[&str] = &["--hash-max-listpack-entries", "128"];
 
+/// The server compared with Redis: ferrokv, or with
+/// `FERROKV_TESTS_TARGET=redis` a second redis-server, which checks that
+/// the generator is deterministic (Redis against itself never differs).
+fn subject() -> ServerProcess {
+    if common::reply::against_redis() {
+        ServerProcess::redis(REDIS_ARGS)
+    } else {
+        ServerProcess::ferrokv(&["--enable-debug-command", "yes"])
+    }
+}
+
 struct Servers {
     redis: ServerProcess,
     ferrokv: ServerProcess,
@@ -90,7 +105,7 @@ struct Servers {
 impl Servers {
     fn start() -> Servers {
         let redis = ServerProcess::redis(REDIS_ARGS);
-        let ferrokv = ServerProcess::ferrokv(&["--enable-debug-command", "yes"]);
+        let ferrokv = subject();
         Servers { redis, ferrokv }
     }
 
@@ -119,7 +134,7 @@ impl Servers {
         }
         if !answers(&mut self.ferrokv) {
             eprintln!("ferrokv died; its log:\n{}", self.ferrokv.log());
-            self.ferrokv = ServerProcess::ferrokv(&["--enable-debug-command", "yes"]);
+            self.ferrokv = subject();
         }
         if !answers(&mut self.redis) {
             eprintln!("redis died; its log:\n{}", self.redis.log());
@@ -491,6 +506,22 @@ fn run_once(servers: &mut Servers, case: &Case) -> Result<(), Mismatch> {
         show(&r),
         show(&f)
     );
+    // The script cache and the function libraries outlive FLUSHALL: empty
+    // them, so EVALSHA and FCALL depend on this sequence alone.
+    for flush in [&["SCRIPT", "FLUSH"], &["FUNCTION", "FLUSH"]] {
+        let (r, f) = s.both(flush);
+        if show(&r) != show(&f) {
+            return Err(Mismatch {
+                index: 0,
+                what: format!(
+                    "{} before the sequence differs: redis {} ferrokv {}",
+                    flush.join(" "),
+                    show(&r),
+                    show(&f)
+                ),
+            });
+        }
+    }
     // A sequence may move the zset listpack threshold: start each at the default.
     let _ = s.both(&["CONFIG", "SET", "zset-max-listpack-entries", "128"]);
     for (index, cmd) in case.commands.iter().enumerate() {

@@ -30,6 +30,9 @@
 //!   member, or an error), so the data stay comparable.
 //! - **Server identity.** The `HELLO 3` reply (version, client id) is not
 //!   compared.
+//! - **Scripts** (`script_gen.rs`) are deterministic by construction: no
+//!   time, no `math.random`, no hash-ordered replies; the runner flushes
+//!   the script cache and the function libraries before each sequence.
 //!
 //! `INCRBYFLOAT` is compared exactly on every key: Redis adds in C `long
 //! double`, which on this oracle (Debian amd64) is x87 80-bit, and ferrokv
@@ -38,6 +41,8 @@
 //! [`FLOAT_KEY`] only ever holds float-like values, so increments pile up
 //! there instead of failing on text.
 
+#[path = "script_gen.rs"]
+mod script_gen;
 #[path = "zset_gen.rs"]
 mod zset_gen;
 
@@ -599,6 +604,9 @@ impl Generator {
 
     fn command_inner(&mut self) -> Command {
         use Check::*;
+        if self.chance(0.12) {
+            return self.script_command();
+        }
         if self.chance(0.3) {
             return self.zset_command();
         }
