@@ -1719,17 +1719,13 @@ fn function_dump_and_restore() {
             "ERR unknown subcommand or wrong number of arguments for 'RESTORE'. Try FUNCTION HELP."
         )
     );
-    // A key's DUMP is no function payload, nor the other way round.
-    exact(&mut r, &["SET", "sk", "v"], "+OK\r\n");
-    let Frame::Bulk(key_dump) = r.cmd(&["DUMP", "sk"]) else {
-        panic!("DUMP")
-    };
+    // A key's DUMP (redis-server 7.0.15's `DUMP` of the string "v") is no
+    // function payload.
+    let key_dump: &[u8] = b"\x00\x01v\n\x00\x91\x08\xce\xb2\x198\x8a\xce";
     assert_eq!(
-        restore(&mut r, &key_dump, None),
+        restore(&mut r, key_dump, None),
         err("ERR given type is not a function")
     );
-    let args: Vec<&[u8]> = vec![b"RESTORE", b"rk", b"0", &redis_payload];
-    assert_eq!(r.cmd(&args), err("ERR Bad data format"));
     assert_eq!(names(&mut r), vec![bulk("mylib")]);
 }
 

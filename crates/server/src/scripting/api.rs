@@ -334,6 +334,9 @@ impl Rand48 {
     /// `REDIS_LRAND48_MAX`.
     pub const MAX: i64 = i32::MAX as i64;
 
+    /// The state before any seeding (`x = {0x330E, 0xABCD, 0x1234}`).
+    pub const INITIAL: Rand48 = Rand48(0x1234_ABCD_330E);
+
     pub fn seed(seed: i32) -> Self {
         Rand48(((seed as u32 as u64) << 16 | 0x330E) & Self::MASK)
     }
@@ -363,19 +366,21 @@ fn check_int(lua: &Lua, args: &MultiValue, n: usize, fname: &str) -> mlua::Resul
 
 /// Replaces `math.random` and `math.randomseed` with Redis's.
 pub fn replace_math_random(lua: &Lua) -> mlua::Result<()> {
-    // Redis 7.0 does not reseed per script (effects replication made the
-    // sequence irrelevant to replicas): one sequence from a random seed.
-    lua.set_app_data(Rand48::seed(rand::random::<i32>()));
+    // The generator is the server's (`Scripting::rand`), shared by both
+    // engines and kept across SCRIPT FLUSH, as Redis's global one.
     let math: Table = lua.globals().raw_get("math")?;
     math.raw_set(
         "random",
         lua.create_function(|lua, args: MultiValue| {
-            let r = {
-                let mut rng = lua
-                    .app_data_mut::<Rand48>()
-                    .ok_or_else(|| mlua::Error::runtime("no generator"))?;
+            let r = run::with_rand(lua, |rng| {
                 (rng.next() % Rand48::MAX) as f64 / Rand48::MAX as f64
-            };
+            })
+            .ok_or_else(|| {
+                lua_error(
+                    lua,
+                    "math.random can only be called inside a script invocation",
+                )
+            })?;
             match args.len() {
                 0 => Ok(r),
                 1 => {
@@ -407,7 +412,12 @@ pub fn replace_math_random(lua: &Lua) -> mlua::Result<()> {
         "randomseed",
         lua.create_function(|lua, args: MultiValue| {
             let s = check_int(lua, &args, 1, "randomseed")?;
-            lua.set_app_data(Rand48::seed(s as i32));
+            run::with_rand(lua, |rng| *rng = Rand48::seed(s as i32)).ok_or_else(|| {
+                lua_error(
+                    lua,
+                    "math.randomseed can only be called inside a script invocation",
+                )
+            })?;
             Ok(())
         })?,
     )?;

@@ -32,7 +32,7 @@ pub fn dump(codes: &[&[u8]]) -> Vec<u8> {
 
 /// The library codes of a payload, or Redis's error.
 pub fn parse(payload: &[u8]) -> Result<Vec<Vec<u8>>, String> {
-    const WRONG: &str = "ERR payload version or checksum are wrong";
+    const WRONG: &str = "ERR DUMP payload version or checksum are wrong";
     if payload.len() < 10 {
         return Err(WRONG.into());
     }
@@ -41,6 +41,12 @@ pub fn parse(payload: &[u8]) -> Result<Vec<Vec<u8>>, String> {
     let crc = u64::from_le_bytes(footer[2..10].try_into().expect("8 bytes"));
     if version > RDB_VERSION || ferrokv_rdb::crc64::crc64(0, &payload[..payload.len() - 8]) != crc {
         return Err(WRONG.into());
+    }
+    if body
+        .first()
+        .is_some_and(|&op| op != ferrokv_rdb::consts::OPCODE_FUNCTION2)
+    {
+        return Err("ERR given type is not a function".into());
     }
     // The records as the body of an RDB file: the decoder reads them and
     // hands each library to the visitor.
@@ -67,7 +73,7 @@ pub fn parse(payload: &[u8]) -> Result<Vec<Vec<u8>>, String> {
         Err(e) if e.to_string().contains("given type is not a function") => {
             Err("ERR given type is not a function".into())
         }
-        Err(_) => Err("ERR payload version or checksum are wrong".into()),
+        Err(_) => Err("ERR DUMP payload version or checksum are wrong".into()),
     }
 }
 
@@ -87,6 +93,10 @@ pub fn restore(
         }
     }
     for code in &codes {
+        let name = super::function::parse_metadata(code)?;
+        if policy == Policy::Append && fresh.library(&name).is_some() {
+            return Err(format!("ERR Library {name} already exists"));
+        }
         fresh.load(code, policy == Policy::Replace)?;
     }
     *f = fresh;

@@ -622,7 +622,7 @@ fn function_list(ctx: &mut Ctx, args: Args) {
             let names = super::function::flag_names(f.flags);
             out.set(names.len());
             for n in names {
-                out.bulk(n.as_bytes());
+                out.simple(n);
             }
         }
         if with_code {
@@ -710,7 +710,9 @@ fn function_restore(ctx: &mut Ctx, args: Args) {
     } else if args.len() == 3 {
         super::dump::Policy::Append
     } else {
-        ctx.error(crate::commands::err::SYNTAX);
+        ctx.error(
+            "ERR unknown subcommand or wrong number of arguments for 'RESTORE'. Try FUNCTION HELP.",
+        );
         return;
     };
     let codes = match super::dump::parse(args.get(2)) {

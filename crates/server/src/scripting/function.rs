@@ -164,7 +164,7 @@ pub fn load_timed_out(lua: &Lua) -> bool {
 }
 
 /// The library name from the `#!lua name=<name>` first line.
-fn parse_metadata(code: &[u8]) -> Result<String, String> {
+pub fn parse_metadata(code: &[u8]) -> Result<String, String> {
     if !code.starts_with(b"#!") {
         return Err("ERR Missing library metadata".into());
     }

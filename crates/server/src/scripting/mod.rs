@@ -114,6 +114,8 @@ pub struct Scripting {
     pub client: Option<Box<crate::net::client::Client>>,
     pub running: Option<Running>,
     pub stats: ScriptStats,
+    /// `math.random`'s generator (Redis's global `redisLrand48`).
+    pub rand: api::Rand48,
 }
 
 impl Scripting {
@@ -132,6 +134,7 @@ impl Scripting {
             client: Some(Box::new(client)),
             running: None,
             stats: Default::default(),
+            rand: api::Rand48::INITIAL,
         }
     }
 

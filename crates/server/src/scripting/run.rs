@@ -528,6 +528,14 @@ fn killed(lua: &Lua) -> mlua::Error {
     }
 }
 
+/// Runs `f` on the server's `math.random` generator (`None` outside a run).
+pub fn with_rand<R>(lua: &Lua, f: impl FnOnce(&mut super::api::Rand48) -> R) -> Option<R> {
+    let ptrs = lua.app_data_ref::<RunPtrs>().map(|p| *p)?;
+    // SAFETY: as in `hook`.
+    let srv = unsafe { &mut *ptrs.srv };
+    Some(f(&mut srv.scripting.rand))
+}
+
 /// `redis.setresp`: false outside a run.
 pub fn set_resp(lua: &Lua, v: u8) -> bool {
     let Some(ptrs) = lua.app_data_ref::<RunPtrs>().map(|p| *p) else {
