@@ -208,6 +208,32 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
                 }
             );
             f!("used_memory_dataset_tables:{dataset}");
+            // Scripting, with Redis 7.0's names: the two Lua heaps and
+            // what the script cache and the libraries hold.
+            let sc = &srv.scripting;
+            let vm_eval = sc.eval_vm_memory() as u64;
+            let vm_functions = sc.functions.engine.lua.used_memory() as u64;
+            let scripts_eval = sc.cache.body_bytes as u64;
+            let functions_mem = sc.functions.code_bytes() as u64;
+            f!("used_memory_lua:{vm_eval}");
+            f!("used_memory_vm_eval:{vm_eval}");
+            f!("used_memory_lua_human:{}", human_bytes(vm_eval));
+            f!("used_memory_scripts_eval:{scripts_eval}");
+            f!("number_of_cached_scripts:{}", sc.cache.len());
+            f!("number_of_functions:{}", sc.functions.function_count());
+            f!("number_of_libraries:{}", sc.functions.libraries.len());
+            f!("used_memory_vm_functions:{vm_functions}");
+            f!("used_memory_vm_total:{}", vm_eval + vm_functions);
+            f!(
+                "used_memory_vm_total_human:{}",
+                human_bytes(vm_eval + vm_functions)
+            );
+            f!("used_memory_functions:{functions_mem}");
+            f!("used_memory_scripts:{}", scripts_eval + functions_mem);
+            f!(
+                "used_memory_scripts_human:{}",
+                human_bytes(scripts_eval + functions_mem)
+            );
             f!("total_system_memory:{total}");
             f!("total_system_memory_human:{}", human_bytes(total));
             let maxmemory = srv.config.maxmemory;
@@ -353,6 +379,10 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
             f!("expired_keys:{}", s.expired_keys);
             f!("evicted_keys:{}", srv.eviction.evicted_keys);
             f!("evicted_clients:{}", s.evicted_clients);
+            let st = srv.scripting.stats;
+            f!("scripts_killed:{}", st.killed);
+            f!("busy_scripts:{}", st.busy_scripts);
+            f!("busy_replies:{}", st.busy_replies);
             f!(
                 "expire_cycle_cpu_milliseconds:{}",
                 s.expire_cycle_cpu_milliseconds

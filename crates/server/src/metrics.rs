@@ -274,6 +274,37 @@ fn collect_server(srv: &Server, r: &mut Registry) {
         "Clients closed by maxmemory-clients (INFO evicted_clients).",
         s.evicted_clients as f64,
     );
+    let sc = &srv.scripting;
+    r.counter(
+        "ferrokv_scripts_killed_total",
+        "Scripts and functions ended by SCRIPT KILL / FUNCTION KILL (INFO scripts_killed).",
+        sc.stats.killed as f64,
+    );
+    r.counter(
+        "ferrokv_busy_scripts_total",
+        "Scripts that ran past busy-reply-threshold (INFO busy_scripts).",
+        sc.stats.busy_scripts as f64,
+    );
+    r.counter(
+        "ferrokv_busy_replies_total",
+        "Commands answered -BUSY while a script ran (INFO busy_replies).",
+        sc.stats.busy_replies as f64,
+    );
+    r.gauge(
+        "ferrokv_cached_scripts",
+        "Scripts in the EVAL cache (INFO number_of_cached_scripts).",
+        sc.cache.len() as f64,
+    );
+    r.gauge(
+        "ferrokv_function_libraries",
+        "FUNCTION libraries loaded (INFO number_of_libraries).",
+        sc.functions.libraries.len() as f64,
+    );
+    r.gauge(
+        "ferrokv_lua_memory_bytes",
+        "Bytes of the two Lua heaps (INFO used_memory_vm_total).",
+        (sc.eval_vm_memory() + sc.functions.engine.lua.used_memory()) as f64,
+    );
     r.counter(
         "ferrokv_client_output_pauses_total",
         "Times a client's commands waited for its unsent replies to drain (client-reply-backpressure).",

@@ -954,6 +954,13 @@ impl Server {
             limits: self.config.encoding_limits(),
             key_delay_us,
             direct_io: self.config.rdb_direct_io,
+            functions: self
+                .scripting
+                .functions
+                .libraries
+                .iter()
+                .map(|l| l.code.clone())
+                .collect(),
         }
     }
 
@@ -1278,12 +1285,15 @@ impl Server {
             let data =
                 std::fs::read(path).map_err(|e| format!("Can't read {}: {e}", path.display()))?;
             if data.starts_with(b"REDIS") {
-                crate::persistence::load::load_rdb(
+                let st = crate::persistence::load::load_rdb(
                     &mut self.keyspace,
                     path,
                     unix_ms(),
                     &self.config,
                 )?;
+                if let Some(st) = st {
+                    self.install_loaded_functions(&st.functions)?;
+                }
                 continue;
             }
             let name = path.display().to_string();
@@ -1410,6 +1420,7 @@ impl Server {
             &self.config,
         )? {
             Some(st) => {
+                self.install_loaded_functions(&st.functions)?;
                 self.persistence.last_load_keys = st.keys;
                 self.persistence.last_load_expired = st.expired;
                 self.persistence.last_load_repl = st.repl.clone();
@@ -1422,6 +1433,26 @@ impl Server {
             }
             None => tracing::info!("No snapshot at {}: starting empty", path.display()),
         }
+        Ok(())
+    }
+}
+
+impl Server {
+    /// The libraries an RDB held replace the loaded ones (start-up, AOF
+    /// base, a full sync from a master), as Redis's `rdbLoad` does.
+    pub fn install_loaded_functions(&mut self, codes: &[Vec<u8>]) -> Result<(), String> {
+        if codes.is_empty() && self.scripting.functions.libraries.is_empty() {
+            return Ok(());
+        }
+        let limit = self.config.lua_heap_limit as usize;
+        let mut fresh = crate::scripting::function::Functions::new().map_err(|e| e.to_string())?;
+        fresh.engine.set_heap_limit(limit);
+        for code in codes {
+            fresh
+                .load(code, false)
+                .map_err(|e| format!("Failed loading a library from the RDB: {e}"))?;
+        }
+        self.scripting.functions = fresh;
         Ok(())
     }
 }

@@ -17,6 +17,8 @@ pub struct LoadStats {
     pub expired: u64,
     /// The file's replication AUX fields.
     pub repl: ReplAux,
+    /// Its `FUNCTION` libraries' code (opcode FUNCTION2).
+    pub functions: Vec<Vec<u8>>,
 }
 
 /// `repl-id`, `repl-offset` and `repl-stream-db`, as a server with a
@@ -158,6 +160,11 @@ impl RdbVisitor for Loader<'_> {
 
     fn select_db(&mut self, db: u64) -> Result<(), VisitError> {
         self.db = db as usize;
+        Ok(())
+    }
+
+    fn function_library(&mut self, code: &[u8]) -> Result<(), VisitError> {
+        self.stats.functions.push(code.to_vec());
         Ok(())
     }
 

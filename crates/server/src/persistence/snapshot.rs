@@ -137,6 +137,9 @@ pub struct SnapshotMeta<'a> {
     /// Write the file of a background save with `O_DIRECT`
     /// (`rdb-direct-io`, see `direct.rs`).
     pub direct_io: bool,
+    /// The `FUNCTION` libraries' code, saved after the AUX fields (opcode
+    /// FUNCTION2, where Redis 7.0 writes them).
+    pub functions: Vec<Vec<u8>>,
 }
 
 impl SnapshotJob {
@@ -236,6 +239,9 @@ impl SnapshotJob {
         let mut chunk = Vec::with_capacity(CHUNK + 64 * 1024);
         let aux: Vec<(&[u8], &[u8])> = meta.aux.iter().map(|(k, v)| (*k, v.as_slice())).collect();
         encoder.header(&mut chunk, &aux);
+        for code in &meta.functions {
+            encoder.function_library(&mut chunk, code);
+        }
         SnapshotJob {
             kind,
             encoder: Some(encoder),
@@ -648,6 +654,7 @@ pub(crate) mod tests {
             limits: Default::default(),
             key_delay_us: 0,
             direct_io: true,
+            functions: Vec::new(),
         }
     }
 

@@ -325,6 +325,9 @@ impl Server {
                 let old = std::mem::replace(&mut self.keyspace, keyspace);
                 self.lazy_free(old);
                 if let Some(st) = load {
+                    if let Err(e) = self.install_loaded_functions(&st.functions) {
+                        tracing::warn!("MASTER <-> REPLICA sync: {e}");
+                    }
                     tracing::info!(
                         "MASTER <-> REPLICA sync: Finished with success ({} keys, {rdb_bytes} bytes)",
                         st.keys

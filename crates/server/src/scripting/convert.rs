@@ -247,6 +247,15 @@ pub fn lua_to_reply(out: &mut Out, v: &Value, depth: usize) -> mlua::Result<()> 
     Ok(())
 }
 
+/// A status or error text as Redis reads it from Lua: a C string, cut at
+/// the first NUL.
+fn c_str(b: &[u8]) -> &[u8] {
+    match memchr::memchr(0, b) {
+        Some(i) => &b[..i],
+        None => b,
+    }
+}
+
 /// An error reply: `msg` with its code, CR/LF made spaces.
 pub fn write_error(out: &mut Out, msg: &str, count: bool) {
     let clean: String = msg
@@ -266,28 +275,23 @@ fn table_to_reply(out: &mut Out, t: &Table, depth: usize) -> mlua::Result<()> {
             t.raw_get::<Value>("ignore_error_stats_update")?,
             Value::Boolean(true)
         );
-        write_error(out, &String::from_utf8_lossy(&e.as_bytes()), !ignore);
+        write_error(out, &String::from_utf8_lossy(c_str(&e.as_bytes())), !ignore);
         return Ok(());
     }
     if let Value::String(s) = t.raw_get::<Value>("ok")? {
-        let s: Vec<u8> = s
-            .as_bytes()
+        let s: Vec<u8> = c_str(&s.as_bytes())
             .iter()
             .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
             .collect();
         encode::simple(out.buf, &s);
         return Ok(());
     }
-    match t.raw_get::<Value>("double")? {
-        Value::Number(d) => {
-            encode::double(out.buf, out.proto, d);
-            return Ok(());
-        }
-        Value::Integer(i) => {
-            encode::double(out.buf, out.proto, i as f64);
-            return Ok(());
-        }
-        _ => {}
+    if let Value::Number(_) | Value::Integer(_) = t.raw_get::<Value>("double")? {
+        // Read as a number straight from Lua: mlua's `Value` makes an
+        // integral double an integer, which would lose `-0`.
+        let d: f64 = t.raw_get("double")?;
+        encode::double(out.buf, out.proto, d);
+        return Ok(());
     }
     if let Value::String(s) = t.raw_get::<Value>("big_number")? {
         let s: String = String::from_utf8_lossy(&s.as_bytes())

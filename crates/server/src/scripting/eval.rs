@@ -347,6 +347,7 @@ fn eval_generic(ctx: &mut Ctx, args: Args, by_sha: bool, ro: bool) {
         args: argv,
         flags: s.flags,
         ro,
+        command: Vec::new(),
     };
     run::run(ctx, Kind::Eval, inv);
 }
@@ -493,6 +494,7 @@ fn fcall_generic(ctx: &mut Ctx, args: Args, ro: bool) {
         args: argv,
         flags,
         ro,
+        command: args.to_vecs(),
     };
     run::run(ctx, Kind::Function, inv);
 }
@@ -509,21 +511,21 @@ fn fcall_ro(ctx: &mut Ctx, args: Args) {
 
 /// FUNCTION LOAD [REPLACE] function-code
 fn function_load(ctx: &mut Ctx, args: Args) {
-    let (replace, code) = match args.len() {
-        3 => (false, args.get(2)),
-        4 if is(args.get(2), "replace") => (true, args.get(3)),
-        4 => {
-            ctx.error(&format!(
-                "ERR Unknown option given: {}",
-                String::from_utf8_lossy(args.get(2))
-            ));
+    // The last argument is the code; everything between is an option.
+    let mut replace = false;
+    for a in args.iter().take(args.len() - 1).skip(2) {
+        if is(a, "replace") {
+            replace = true;
+        } else {
+            let shown: String = String::from_utf8_lossy(a)
+                .chars()
+                .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
+                .collect();
+            ctx.error(&format!("ERR Unknown option given: {shown}"));
             return;
         }
-        _ => {
-            ctx.wrong_args("function|load");
-            return;
-        }
-    };
+    }
+    let code = args.get(args.len() - 1);
     let limit = ctx.srv.config.lua_heap_limit as usize;
     ctx.srv.scripting.functions.engine.set_heap_limit(limit);
     match ctx.srv.scripting.functions.load(code, replace) {
@@ -634,6 +636,17 @@ fn function_list(ctx: &mut Ctx, args: Args) {
 
 /// FUNCTION STATS
 fn function_stats(ctx: &mut Ctx, _args: Args) {
+    // While an EVAL script is busy, Redis answers as to any other command.
+    if ctx
+        .srv
+        .scripting
+        .running
+        .as_ref()
+        .is_some_and(|r| !r.is_function)
+    {
+        ctx.error(super::busy::BUSY_EVAL);
+        return;
+    }
     let libs = ctx.srv.scripting.functions.libraries.len() as i64;
     let fns = ctx.srv.scripting.functions.function_count() as i64;
     let running = ctx

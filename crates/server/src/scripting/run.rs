@@ -68,6 +68,8 @@ pub struct Invocation<'a> {
     pub flags: u32,
     /// `EVAL_RO` / `EVALSHA_RO` / `FCALL_RO`.
     pub ro: bool,
+    /// The command that runs it (`FUNCTION STATS` shows it).
+    pub command: Vec<Vec<u8>>,
 }
 
 /// The error of `scriptPrepareForRun` when the script may not run now.
@@ -133,7 +135,7 @@ pub struct RunSettings {
 }
 
 /// Runs `inv` for the client in `ctx` and writes its reply.
-pub fn run(ctx: &mut Ctx, kind: Kind, inv: Invocation) {
+pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
     if let Some(e) = prepare_refusal(ctx.srv, ctx.client, &inv) {
         ctx.error(&e);
         return;
@@ -171,7 +173,7 @@ pub fn run(ctx: &mut Ctx, kind: Kind, inv: Invocation) {
         kill: false,
         busy: false,
         last_pump: now,
-        command: Vec::new(),
+        command: std::mem::take(&mut inv.command),
         settings: RunSettings {
             read_only,
             allow_oom: !compat && inv.flags & sflags::ALLOW_OOM != 0,
@@ -232,6 +234,12 @@ pub fn run(ctx: &mut Ctx, kind: Kind, inv: Invocation) {
         let _ = lua.gc_step_kbytes(50);
     }
 
+    // SHUTDOWN NOSAVE ended the script: the server exits now, and the
+    // caller gets no reply (Redis exits from inside the script).
+    if ctx.srv.shutdown_requested {
+        lua.remove_app_data::<ScriptResp>();
+        return;
+    }
     let caller_proto = ctx.client.out.proto;
     let script_resp3 = false;
     let cap = ctx.client.out.cap;
