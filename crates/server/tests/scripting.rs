@@ -638,6 +638,11 @@ fn lua_pcall_numbers_and_line_breaks_as_redis() {
             (&["EVAL", "return {err=ARGV[1]}", "0", "a\r\nb"], "-a  b\r\n"),
             (&["EVAL", "return redis.error_reply(ARGV[1])", "0", "a\r\nb"], "-ERR a  b\r\n"),
             (&["EVAL", "return redis.status_reply(ARGV[1])", "0", "a\r\nb"], "+a  b\r\n"),
+            // ... and they end at a NUL byte.
+            (&["EVAL", "return {ok=ARGV[1]}", "0", "a\0b"], "+a\r\n"),
+            (&["EVAL", "return {err=ARGV[1]}", "0", "a\0b"], "-a\r\n"),
+            (&["EVAL", "return redis.error_reply(ARGV[1])", "0", "a\0b"], "-ERR a\r\n"),
+            (&["EVAL", "return redis.status_reply(ARGV[1])", "0", "a\0b"], "+a\r\n"),
         ],
     );
     let raise = "error(ARGV[1])";
@@ -646,6 +651,14 @@ fn lua_pcall_numbers_and_line_breaks_as_redis() {
         &["EVAL", raise, "0", "a\r\nb"],
         format!(
             "-ERR user_script:1: a  b script: {}, on @user_script:1.\r\n",
+            sha1_hex(raise.as_bytes())
+        ),
+    );
+    exact(
+        &mut r,
+        &["EVAL", raise, "0", "a\0b"],
+        format!(
+            "-ERR user_script:1: a script: {}, on @user_script:1.\r\n",
             sha1_hex(raise.as_bytes())
         ),
     );
@@ -1301,6 +1314,16 @@ fn function_load_errors() {
             (
                 &["FUNCTION", "LOAD"],
                 "-ERR wrong number of arguments for 'function|load' command\r\n",
+            ),
+            // More arguments than the code: the code is an unknown option
+            // (its line breaks shown as spaces).
+            (
+                &["FUNCTION", "LOAD", "#!lua name=x\nredis.register_function('f', function() return 1 end)", "extra"],
+                "-ERR Unknown option given: #!lua name=x redis.register_function('f', function() return 1 end)\r\n",
+            ),
+            (
+                &["FUNCTION", "LOAD", "REPLACE", "#!lua name=x\nredis.register_function('f', function() return 1 end)", "extra"],
+                "-ERR Unknown option given: #!lua name=x redis.register_function('f', function() return 1 end)\r\n",
             ),
             (
                 &["FUNCTION", "FOO"],
