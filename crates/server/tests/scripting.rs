@@ -594,6 +594,77 @@ fn call_raises_and_pcall_returns_the_same_errors() {
 }
 
 #[test]
+fn lua_pcall_numbers_and_line_breaks_as_redis() {
+    let s = fresh();
+    let mut r = s.raw();
+    exact(&mut r, &["SET", "s", "str"], "+OK\r\n");
+    exact_all(
+        &mut r,
+        &[
+            // Lua's own pcall (which Redis wraps) hands over a raised
+            // Redis error, or an error table, as its `err` string.
+            (
+                &["EVAL", "local ok, e = pcall(redis.call, 'incr', KEYS[1]); return {type(e), e}", "1", "s"],
+                "*2\r\n$6\r\nstring\r\n$43\r\nERR value is not an integer or out of range\r\n",
+            ),
+            (
+                &["EVAL", "local ok, e = pcall(function() return redis.call('incr', KEYS[1]) end); return e", "1", "s"],
+                "$43\r\nERR value is not an integer or out of range\r\n",
+            ),
+            (&["EVAL", "local ok, e = pcall(function() error({err='X'}) end); return e", "0"], "$1\r\nX\r\n"),
+            // redis.pcall's error table carries a second, hidden field.
+            (&["EVAL", "return redis.pcall('incr', KEYS[1]).ignore_error_stats_update", "1", "s"], ":1\r\n"),
+            (
+                &["EVAL", "local n = 0; for _ in pairs(redis.pcall('incr', KEYS[1])) do n = n + 1 end; return n", "1", "s"],
+                ":2\r\n",
+            ),
+            (&["EVAL", "return redis.error_reply('x').ignore_error_stats_update", "0"], "$-1\r\n"),
+            // Lua numbers passed to redis.call become %.17g text.
+            (&["EVAL", "redis.call('set', KEYS[1], 0.1); return redis.call('get', KEYS[1])", "1", "n"], "$19\r\n0.10000000000000001\r\n"),
+            (&["EVAL", "redis.call('set', KEYS[1], 1/3); return redis.call('get', KEYS[1])", "1", "n"], "$19\r\n0.33333333333333331\r\n"),
+            (&["EVAL", "redis.call('set', KEYS[1], 2^63); return redis.call('get', KEYS[1])", "1", "n"], "$22\r\n9.2233720368547758e+18\r\n"),
+            (&["EVAL", "redis.call('set', KEYS[1], 100); return redis.call('get', KEYS[1])", "1", "n"], "$3\r\n100\r\n"),
+            (&["EVAL", "redis.call('set', KEYS[1], -0); return redis.call('get', KEYS[1])", "1", "n"], "$2\r\n-0\r\n"),
+            (&["EVAL", "redis.call('set', KEYS[1], 1e20); return redis.call('get', KEYS[1])", "1", "n"], "$5\r\n1e+20\r\n"),
+            (&["EVAL", "redis.call('set', KEYS[1], 1/0); return redis.call('get', KEYS[1])", "1", "n"], "$3\r\ninf\r\n"),
+            (&["EVAL", "return redis.call('incrbyfloat', KEYS[1], 0.1)", "1", "f"], "$19\r\n0.10000000000000001\r\n"),
+            // Doubles as RESP2 bulks, %.17g too.
+            (&["EVAL", "return {double=1/3}", "0"], "$19\r\n0.33333333333333331\r\n"),
+            (&["EVAL", "return {double=1e300}", "0"], "$23\r\n1.0000000000000001e+300\r\n"),
+            (&["EVAL", "return {double=1/0}", "0"], "$3\r\ninf\r\n"),
+            (&["EVAL", "return {double=-1/0}", "0"], "$4\r\n-inf\r\n"),
+            // CR and LF in status and error replies become spaces.
+            (&["EVAL", "return {ok=ARGV[1]}", "0", "a\r\nb\rc\nd"], "+a  b c d\r\n"),
+            (&["EVAL", "return {err=ARGV[1]}", "0", "a\r\nb"], "-a  b\r\n"),
+            (&["EVAL", "return redis.error_reply(ARGV[1])", "0", "a\r\nb"], "-ERR a  b\r\n"),
+            (&["EVAL", "return redis.status_reply(ARGV[1])", "0", "a\r\nb"], "+a  b\r\n"),
+            // ... and they end at a NUL byte.
+            (&["EVAL", "return {ok=ARGV[1]}", "0", "a\0b"], "+a\r\n"),
+            (&["EVAL", "return {err=ARGV[1]}", "0", "a\0b"], "-a\r\n"),
+            (&["EVAL", "return redis.error_reply(ARGV[1])", "0", "a\0b"], "-ERR a\r\n"),
+            (&["EVAL", "return redis.status_reply(ARGV[1])", "0", "a\0b"], "+a\r\n"),
+        ],
+    );
+    let raise = "error(ARGV[1])";
+    exact(
+        &mut r,
+        &["EVAL", raise, "0", "a\r\nb"],
+        format!(
+            "-ERR user_script:1: a  b script: {}, on @user_script:1.\r\n",
+            sha1_hex(raise.as_bytes())
+        ),
+    );
+    exact(
+        &mut r,
+        &["EVAL", raise, "0", "a\0b"],
+        format!(
+            "-ERR user_script:1: a script: {}, on @user_script:1.\r\n",
+            sha1_hex(raise.as_bytes())
+        ),
+    );
+}
+
+#[test]
 fn globals_are_protected() {
     let s = fresh();
     let mut r = s.raw();
@@ -1243,6 +1314,16 @@ fn function_load_errors() {
             (
                 &["FUNCTION", "LOAD"],
                 "-ERR wrong number of arguments for 'function|load' command\r\n",
+            ),
+            // More arguments than the code: the code is an unknown option
+            // (its line breaks shown as spaces).
+            (
+                &["FUNCTION", "LOAD", "#!lua name=x\nredis.register_function('f', function() return 1 end)", "extra"],
+                "-ERR Unknown option given: #!lua name=x redis.register_function('f', function() return 1 end)\r\n",
+            ),
+            (
+                &["FUNCTION", "LOAD", "REPLACE", "#!lua name=x\nredis.register_function('f', function() return 1 end)", "extra"],
+                "-ERR Unknown option given: #!lua name=x redis.register_function('f', function() return 1 end)\r\n",
             ),
             (
                 &["FUNCTION", "FOO"],

@@ -43,6 +43,7 @@
 
 #[path = "script_gen.rs"]
 mod script_gen;
+pub use script_gen::scripts_enabled;
 #[path = "zset_gen.rs"]
 mod zset_gen;
 
@@ -604,7 +605,7 @@ impl Generator {
 
     fn command_inner(&mut self) -> Command {
         use Check::*;
-        if self.chance(0.12) {
+        if scripts_enabled() && self.chance(0.12) {
             return self.script_command();
         }
         if self.chance(0.3) {

@@ -215,6 +215,14 @@ const FUNCTIONS: &[&str] = &[
     "fa_get", "fa_ro", "fa_set", "fa_incr", "fb_resp3", "fb_err", "fb_nw", "fb_v2", "nosuch",
 ];
 
+/// Whether the family is generated: yes unless `FERROKV_DIFF_SCRIPTS=0`
+/// (for a server without scripting; the runner then also skips the
+/// SCRIPT FLUSH / FUNCTION FLUSH before each sequence).
+pub fn scripts_enabled() -> bool {
+    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ENABLED.get_or_init(|| std::env::var("FERROKV_DIFF_SCRIPTS").as_deref() != Ok("0"))
+}
+
 /// SHA-1 in lowercase hex (the script cache's digests).
 pub fn sha1_hex(data: &[u8]) -> String {
     let mut h: [u32; 5] = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0];
