@@ -10,12 +10,12 @@
 //! string of 2^31 bytes read from an 8-byte buffer; here the count is treated
 //! as -(2^31-1), i.e. 8 uppercase digits, as LuaBitOp 1.0.3 does.
 
-use super::{num, to_number, type_error, Args, LResult, Registrar, Shape};
-use mlua::{Lua, Table, Value};
+use super::{num, to_number, type_error, Args, LResult, Registrar, Ret, Shape};
+use mlua::{Lua, Table};
 
 /// Normalises argument `i` to 32 bits (`barg`).
 fn barg(lua: &Lua, args: &Args, i: usize) -> LResult<u32> {
-    let n = args.get(i).and_then(|v| to_number(lua, v));
+    let n = args.get(i).and_then(|v| to_number(lua, &v));
     let b = (n.unwrap_or(0.0) + 6_755_399_441_055_744.0).to_bits() as u32;
     if b == 0 && n.is_none() {
         return type_error(args, i, "number");
@@ -24,19 +24,15 @@ fn barg(lua: &Lua, args: &Args, i: usize) -> LResult<u32> {
 }
 
 /// A result as Lua sees it (`BRET`: signed 32-bit as a double).
-fn bret(b: u32) -> LResult<Vec<Value>> {
-    Ok(vec![num(b as i32 as f64)])
+fn bret(b: u32) -> LResult<Ret> {
+    Ok(Ret::One(num(b as i32 as f64)))
 }
 
 /// Builds the `bit` table.
 pub(crate) fn create(lua: &Lua, reg: &Registrar) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    reg.add(lua, &t, "tobit", Shape::One, |lua, a| {
-        bret(barg(lua, a, 1)?)
-    })?;
-    reg.add(lua, &t, "bnot", Shape::One, |lua, a| {
-        bret(!barg(lua, a, 1)?)
-    })?;
+    reg.add(lua, &t, "tobit", Shape::One, |lua, a| bret(barg(lua, a, 1)?))?;
+    reg.add(lua, &t, "bnot", Shape::One, |lua, a| bret(!barg(lua, a, 1)?))?;
     type Fold = fn(u32, u32) -> u32;
     let folds: [(&str, Fold); 3] = [
         ("band", |x, y| x & y),
@@ -90,7 +86,7 @@ pub(crate) fn create(lua: &Lua, reg: &Registrar) -> mlua::Result<Table> {
             *slot = digits[(b & 15) as usize];
             b >>= 4;
         }
-        Ok(vec![super::bytes(lua, &buf[..n])?])
+        Ok(Ret::One(super::bytes(lua, &buf[..n])?))
     })?;
     Ok(t)
 }
@@ -102,10 +98,7 @@ mod tests {
     fn eval(code: &str) -> String {
         let lua = Lua::new();
         super::super::open(&lua).unwrap();
-        lua.load(code)
-            .set_name("@user_script")
-            .eval::<String>()
-            .unwrap()
+        lua.load(code).set_name("@user_script").eval::<String>().unwrap()
     }
 
     #[test]
@@ -129,14 +122,8 @@ mod tests {
         assert_eq!(eval("return tostring(bit.lshift(1, 33))"), "2");
         assert_eq!(eval("return tostring(bit.rshift(-1, 28))"), "15");
         assert_eq!(eval("return tostring(bit.arshift(-256, 4))"), "-16");
-        assert_eq!(
-            eval("return tostring(bit.rol(0x12345678, 12))"),
-            "1164411171"
-        );
-        assert_eq!(
-            eval("return tostring(bit.ror(0x12345678, 12))"),
-            "1736516421"
-        );
+        assert_eq!(eval("return tostring(bit.rol(0x12345678, 12))"), "1164411171");
+        assert_eq!(eval("return tostring(bit.ror(0x12345678, 12))"), "1736516421");
         assert_eq!(eval("return tostring(bit.rol(7, 0))"), "7");
         assert_eq!(eval("return tostring(bit.bswap(0x12345678))"), "2018915346");
     }
@@ -153,11 +140,7 @@ mod tests {
 
     #[test]
     fn errors() {
-        let e = |code: &str| {
-            eval(&format!(
-                "local ok, e = pcall(function() {code} end) return e"
-            ))
-        };
+        let e = |code: &str| eval(&format!("local ok, e = pcall(function() {code} end) return e"));
         assert_eq!(
             e("return bit.tobit({})"),
             "user_script:1: bad argument #1 to 'tobit' (number expected, got table)"

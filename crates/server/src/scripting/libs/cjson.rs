@@ -23,14 +23,16 @@
 //! limit, both reported as "Found too many nested data structures".
 
 use super::{
-    arg_err, bytes, cast_i32, cast_i64, check_bytes, err, exact_value, fmt_g, num, to_number,
-    type_error, type_name, Args, LResult, Registrar, Shape, LUAI_MAXCSTACK,
+    arg_err, bytes, cast_i32, cast_i64, check_bytes, err, exact_value, fmt_g, for_each_pair, num,
+    to_number, type_error, type_name, Args, LResult, LibError, Registrar, Ret, Shape,
+    LUAI_MAXCSTACK, REF_BUDGET,
 };
-use mlua::{LightUserData, Lua, Table, Value};
-use std::cell::RefCell;
+use mlua::{Function, LightUserData, Lua, Table, Value};
+use std::cell::Cell;
 use std::rc::Rc;
 
 /// One module table's settings (`json_config_t`).
+#[derive(Clone, Copy)]
 struct Config {
     sparse_convert: i32,
     sparse_ratio: i32,
@@ -60,7 +62,7 @@ impl Default for Config {
     }
 }
 
-type Shared = Rc<RefCell<Config>>;
+type Shared = Rc<Cell<Config>>;
 
 /// `cjson.null`.
 fn null() -> Value {
@@ -95,8 +97,17 @@ fn append_string(out: &mut Vec<u8>, s: &[u8]) {
 /// The encoder's state: settings and the modelled Lua stack height.
 struct Encoder<'a> {
     cfg: &'a Config,
+    next: &'a Function,
     out: Vec<u8>,
     height: usize,
+}
+
+/// A table being written.
+enum EncFrame {
+    /// An array of `len` elements, `done` of them written.
+    Array { t: Table, len: i32, done: i32 },
+    /// An object; `key` is the last key written (nil before the first).
+    Object { t: Table, key: Value },
 }
 
 impl Encoder<'_> {
@@ -123,20 +134,28 @@ impl Encoder<'_> {
     fn array_length(&self, t: &Table) -> LResult<Option<i32>> {
         let mut max: i32 = 0;
         let mut items: i32 = 0;
-        for pair in t.pairs::<Value, Value>() {
-            let (k, _) = pair?;
+        let mut array = true;
+        let walk = for_each_pair(t, |k, _| {
             let k = match k {
                 Value::Integer(i) => i as f64,
                 Value::Number(n) => n,
-                _ => return Ok(None),
+                _ => 0.0,
             };
             if k == 0.0 || k.floor() != k || k < 1.0 {
-                return Ok(None);
+                array = false;
+                // Stop walking: any error does, this one is dropped.
+                return Err(LibError::Raw(Vec::new()));
             }
             if k > max as f64 {
                 max = cast_i32(k);
             }
             items = items.wrapping_add(1);
+            Ok(())
+        });
+        match walk {
+            Err(LibError::Raw(m)) if m.is_empty() => return Ok(None),
+            Err(e) => return Err(e),
+            Ok(()) => {}
         }
         let cfg = self.cfg;
         if cfg.sparse_ratio > 0
@@ -151,8 +170,8 @@ impl Encoder<'_> {
         Ok(if max > 0 { Some(max) } else { None })
     }
 
-    /// `json_append_data`; `depth` is the depth of the enclosing table.
-    fn value(&mut self, v: &Value, depth: i32) -> LResult<()> {
+    /// `json_append_data` for everything but tables.
+    fn scalar(&mut self, v: &Value) -> LResult<()> {
         match v {
             Value::String(s) => append_string(&mut self.out, &s.as_bytes()),
             Value::Integer(i) => self.number(*i as f64)?,
@@ -161,66 +180,6 @@ impl Encoder<'_> {
             Value::Boolean(false) => self.out.extend_from_slice(b"false"),
             Value::Nil => self.out.extend_from_slice(b"null"),
             Value::LightUserData(p) if p.0.is_null() => self.out.extend_from_slice(b"null"),
-            Value::Table(t) => {
-                let depth = depth + 1;
-                if depth > self.cfg.encode_max_depth || self.height + 3 > LUAI_MAXCSTACK {
-                    return err(format!("Cannot serialise, excessive nesting ({depth})"));
-                }
-                match self.array_length(t)? {
-                    Some(len) => {
-                        self.out.push(b'[');
-                        self.height += 1;
-                        for i in 1..=len {
-                            if i > 1 {
-                                self.out.push(b',');
-                            }
-                            let key = Value::Integer(i as i64);
-                            let item = exact_value(t, &key, t.raw_get::<Value>(i)?, true);
-                            self.value(&item, depth)?;
-                        }
-                        self.height -= 1;
-                        self.out.push(b']');
-                    }
-                    None => {
-                        self.out.push(b'{');
-                        self.height += 2;
-                        let mut first = true;
-                        for pair in t.pairs::<Value, Value>() {
-                            let (k, item) = pair?;
-                            if !first {
-                                self.out.push(b',');
-                            }
-                            first = false;
-                            match &k {
-                                Value::Integer(_) | Value::Number(_) => {
-                                    let n = match k {
-                                        Value::Integer(i) => i as f64,
-                                        Value::Number(n) => n,
-                                        _ => unreachable!("matched a number"),
-                                    };
-                                    self.out.push(b'"');
-                                    self.number(n)?;
-                                    self.out.extend_from_slice(b"\":");
-                                }
-                                Value::String(s) => {
-                                    append_string(&mut self.out, &s.as_bytes());
-                                    self.out.push(b':');
-                                }
-                                other => {
-                                    return err(format!(
-                                        "Cannot serialise {}: table key must be a number or string",
-                                        type_name(other)
-                                    ))
-                                }
-                            }
-                            let item = exact_value(t, &k, item, true);
-                            self.value(&item, depth)?;
-                        }
-                        self.height -= 2;
-                        self.out.push(b'}');
-                    }
-                }
-            }
             other => {
                 return err(format!(
                     "Cannot serialise {}: type not supported",
@@ -230,10 +189,100 @@ impl Encoder<'_> {
         }
         Ok(())
     }
+
+    /// `json_append_data`, with an explicit stack of open tables.
+    fn value(&mut self, root: Value) -> LResult<()> {
+        let mut frames: Vec<EncFrame> = Vec::new();
+        let mut pending = Some(root);
+        loop {
+            match pending.take() {
+                Some(Value::Table(t)) => {
+                    let depth = frames.len() as i32 + 1;
+                    if depth > self.cfg.encode_max_depth
+                        || self.height + 3 > LUAI_MAXCSTACK
+                        || 2 * frames.len() >= REF_BUDGET
+                    {
+                        return err(format!("Cannot serialise, excessive nesting ({depth})"));
+                    }
+                    match self.array_length(&t)? {
+                        Some(len) => {
+                            self.out.push(b'[');
+                            self.height += 1;
+                            frames.push(EncFrame::Array { t, len, done: 0 });
+                        }
+                        None => {
+                            self.out.push(b'{');
+                            self.height += 2;
+                            frames.push(EncFrame::Object { t, key: Value::Nil });
+                        }
+                    }
+                }
+                Some(v) => self.scalar(&v)?,
+                None => {}
+            }
+            let Some(frame) = frames.last_mut() else {
+                return Ok(());
+            };
+            match frame {
+                EncFrame::Array { t, len, done } => {
+                    if *done < *len {
+                        if *done > 0 {
+                            self.out.push(b',');
+                        }
+                        *done += 1;
+                        let key = Value::Integer(*done as i64);
+                        pending = Some(exact_value(t, &key, t.raw_get::<Value>(*done)?, true));
+                        continue;
+                    }
+                    self.out.push(b']');
+                    self.height -= 1;
+                }
+                EncFrame::Object { t, key } => {
+                    let (k, item) = self
+                        .next
+                        .call::<(Value, Value)>((t.clone(), key.clone()))
+                        .map_err(|_| LibError::Raw(b"invalid key to 'next'".to_vec()))?;
+                    if !k.is_nil() {
+                        if !key.is_nil() {
+                            self.out.push(b',');
+                        }
+                        match &k {
+                            Value::Integer(_) | Value::Number(_) => {
+                                let n = match k {
+                                    Value::Integer(i) => i as f64,
+                                    Value::Number(n) => n,
+                                    _ => unreachable!("matched a number"),
+                                };
+                                self.out.push(b'"');
+                                self.number(n)?;
+                                self.out.extend_from_slice(b"\":");
+                            }
+                            Value::String(s) => {
+                                append_string(&mut self.out, &s.as_bytes());
+                                self.out.push(b':');
+                            }
+                            other => {
+                                return err(format!(
+                                    "Cannot serialise {}: table key must be a number or string",
+                                    type_name(other)
+                                ))
+                            }
+                        }
+                        pending = Some(exact_value(t, &k, item, true));
+                        *key = k;
+                        continue;
+                    }
+                    self.out.push(b'}');
+                    self.height -= 2;
+                }
+            }
+            frames.pop();
+        }
+    }
 }
 
 /// `cjson.encode(v)`.
-fn encode(lua: &Lua, cfg: &Config, args: &Args) -> LResult<Vec<Value>> {
+fn encode(lua: &Lua, cfg: &Config, next: &Function, args: &Args) -> LResult<Ret> {
     if args.len() != 1 {
         return arg_err(1, "expected 1 argument");
     }
@@ -243,11 +292,12 @@ fn encode(lua: &Lua, cfg: &Config, args: &Args) -> LResult<Vec<Value>> {
     };
     let mut enc = Encoder {
         cfg,
+        next,
         out: Vec::new(),
         height: 1,
     };
-    enc.value(&v, 0)?;
-    Ok(vec![bytes(lua, &enc.out)?])
+    enc.value(v)?;
+    Ok(Ret::One(bytes(lua, &enc.out)?))
 }
 
 // ===== Decoding =====
@@ -312,11 +362,7 @@ fn strtod(d: &[u8], start: usize) -> Option<(f64, usize)> {
     };
     let sign = |x: f64| if neg { -x } else { x };
     if has_prefix_ci(d, p, "inf") {
-        let end = if has_prefix_ci(d, p, "infinity") {
-            p + 8
-        } else {
-            p + 3
-        };
+        let end = if has_prefix_ci(d, p, "infinity") { p + 8 } else { p + 3 };
         return Some((sign(f64::INFINITY), end));
     }
     if has_prefix_ci(d, p, "nan") {
@@ -432,17 +478,9 @@ fn strtod(d: &[u8], start: usize) -> Option<(f64, usize)> {
         }
     }
     let mut text = String::with_capacity(int_part.len() + frac_part.len() + 16);
-    text.push_str(if int_part.is_empty() {
-        "0"
-    } else {
-        std::str::from_utf8(int_part).ok()?
-    });
+    text.push_str(if int_part.is_empty() { "0" } else { std::str::from_utf8(int_part).ok()? });
     text.push('.');
-    text.push_str(if frac_part.is_empty() {
-        "0"
-    } else {
-        std::str::from_utf8(frac_part).ok()?
-    });
+    text.push_str(if frac_part.is_empty() { "0" } else { std::str::from_utf8(frac_part).ok()? });
     text.push('e');
     text.push_str(&exp.to_string());
     let v: f64 = text.parse().ok()?;
@@ -652,10 +690,13 @@ impl Parser<'_> {
         ))
     }
 
-    /// `json_decode_descend`.
-    fn descend(&mut self, slots: usize) -> LResult<()> {
+    /// `json_decode_descend`; `open` containers hold references.
+    fn descend(&mut self, slots: usize, open: usize) -> LResult<()> {
         self.depth += 1;
-        if self.depth <= self.cfg.decode_max_depth && self.height + slots <= LUAI_MAXCSTACK {
+        if self.depth <= self.cfg.decode_max_depth
+            && self.height + slots <= LUAI_MAXCSTACK
+            && open < REF_BUDGET
+        {
             return Ok(());
         }
         err(format!(
@@ -664,88 +705,117 @@ impl Parser<'_> {
         ))
     }
 
-    /// `json_process_value`.
+    /// The key and colon that start an object member.
+    fn member_key(&mut self, tok: Tok, index: usize) -> LResult<Vec<u8>> {
+        let Tok::Str(key) = tok else {
+            return Self::parse_error("object key string", &tok, index);
+        };
+        let (colon, ci) = self.next_token();
+        if !matches!(colon, Tok::Colon) {
+            return Self::parse_error("colon", &colon, ci);
+        }
+        Ok(key)
+    }
+
+    /// `json_process_value`, with an explicit stack of open containers.
     fn value(&mut self, tok: Tok, index: usize) -> LResult<Value> {
-        Ok(match tok {
-            Tok::Str(s) => bytes(self.lua, &s)?,
-            Tok::Number(n) => num(n),
-            Tok::Boolean(b) => Value::Boolean(b),
-            Tok::Null => null(),
-            Tok::ObjBegin => self.object()?,
-            Tok::ArrBegin => self.array()?,
-            t => return Self::parse_error("value", &t, index),
-        })
-    }
-
-    /// `json_parse_object_context`, after the `{`.
-    fn object(&mut self) -> LResult<Value> {
-        self.descend(3)?;
-        let t = self.lua.create_table()?;
-        let (mut tok, mut index) = self.next_token();
-        if matches!(tok, Tok::ObjEnd) {
-            self.depth -= 1;
-            return Ok(Value::Table(t));
-        }
-        self.height += 2;
+        let mut frames: Vec<DecFrame> = Vec::new();
+        let mut cur = (tok, index);
         loop {
-            let Tok::Str(key) = tok else {
-                return Self::parse_error("object key string", &tok, index);
+            let (tok, index) = std::mem::replace(&mut cur, (Tok::End, 0));
+            let mut v = match tok {
+                Tok::Str(s) => bytes(self.lua, &s)?,
+                Tok::Number(n) => num(n),
+                Tok::Boolean(b) => Value::Boolean(b),
+                Tok::Null => null(),
+                Tok::ObjBegin => {
+                    self.descend(3, frames.len())?;
+                    let t = self.lua.create_table()?;
+                    let (tok, index) = self.next_token();
+                    if matches!(tok, Tok::ObjEnd) {
+                        self.depth -= 1;
+                        Value::Table(t)
+                    } else {
+                        let key = self.member_key(tok, index)?;
+                        self.height += 2;
+                        frames.push(DecFrame::Object { t, key });
+                        cur = self.next_token();
+                        continue;
+                    }
+                }
+                Tok::ArrBegin => {
+                    self.descend(2, frames.len())?;
+                    let t = self.lua.create_table()?;
+                    let (tok, index) = self.next_token();
+                    if matches!(tok, Tok::ArrEnd) {
+                        self.depth -= 1;
+                        Value::Table(t)
+                    } else {
+                        self.height += 1;
+                        frames.push(DecFrame::Array { t, next: 1 });
+                        cur = (tok, index);
+                        continue;
+                    }
+                }
+                t => return Self::parse_error("value", &t, index),
             };
-            let (colon, ci) = self.next_token();
-            if !matches!(colon, Tok::Colon) {
-                return Self::parse_error("colon", &colon, ci);
+            // Store the value in the innermost container; close the
+            // containers that end here.
+            loop {
+                match frames.last_mut() {
+                    None => return Ok(v),
+                    Some(DecFrame::Array { t, next }) => {
+                        t.raw_set(*next, v)?;
+                        *next += 1;
+                        let (sep, si) = self.next_token();
+                        match sep {
+                            Tok::ArrEnd => self.height -= 1,
+                            Tok::Comma => {
+                                cur = self.next_token();
+                                break;
+                            }
+                            _ => return Self::parse_error("comma or array end", &sep, si),
+                        }
+                    }
+                    Some(DecFrame::Object { t, key }) => {
+                        t.raw_set(self.lua.create_string(&*key)?, v)?;
+                        let (sep, si) = self.next_token();
+                        match sep {
+                            Tok::ObjEnd => self.height -= 2,
+                            Tok::Comma => {
+                                let (tok, index) = self.next_token();
+                                *key = self.member_key(tok, index)?;
+                                cur = self.next_token();
+                                break;
+                            }
+                            _ => return Self::parse_error("comma or object end", &sep, si),
+                        }
+                    }
+                }
+                self.depth -= 1;
+                v = match frames.pop() {
+                    Some(DecFrame::Array { t, .. } | DecFrame::Object { t, .. }) => Value::Table(t),
+                    None => unreachable!("a frame was open"),
+                };
             }
-            let (vt, vi) = self.next_token();
-            let v = self.value(vt, vi)?;
-            t.raw_set(self.lua.create_string(&key)?, v)?;
-            let (sep, si) = self.next_token();
-            match sep {
-                Tok::ObjEnd => break,
-                Tok::Comma => {}
-                _ => return Self::parse_error("comma or object end", &sep, si),
-            }
-            (tok, index) = self.next_token();
         }
-        self.height -= 2;
-        self.depth -= 1;
-        Ok(Value::Table(t))
-    }
-
-    /// `json_parse_array_context`, after the `[`.
-    fn array(&mut self) -> LResult<Value> {
-        self.descend(2)?;
-        let t = self.lua.create_table()?;
-        let (mut tok, mut index) = self.next_token();
-        if matches!(tok, Tok::ArrEnd) {
-            self.depth -= 1;
-            return Ok(Value::Table(t));
-        }
-        self.height += 1;
-        let mut i: i64 = 1;
-        loop {
-            let v = self.value(tok, index)?;
-            t.raw_set(i, v)?;
-            i += 1;
-            let (sep, si) = self.next_token();
-            match sep {
-                Tok::ArrEnd => break,
-                Tok::Comma => {}
-                _ => return Self::parse_error("comma or array end", &sep, si),
-            }
-            (tok, index) = self.next_token();
-        }
-        self.height -= 1;
-        self.depth -= 1;
-        Ok(Value::Table(t))
     }
 }
 
+/// A container being decoded.
+enum DecFrame {
+    /// An array; `next` is the index of the next element.
+    Array { t: Table, next: i64 },
+    /// An object; `key` is the key of the value being read.
+    Object { t: Table, key: Vec<u8> },
+}
+
 /// `cjson.decode(s)`.
-fn decode(lua: &Lua, cfg: &Config, args: &Args) -> LResult<Vec<Value>> {
+fn decode(lua: &Lua, cfg: &Config, args: &Args) -> LResult<Ret> {
     if args.len() != 1 {
         return arg_err(1, "expected 1 argument");
     }
-    let data = check_bytes(lua, args, 1)?;
+    let data = check_bytes(args, 1)?;
     if data.len() >= 2 && (data[0] == 0 || data[1] == 0) {
         return err("JSON parser does not support UTF-16 or UTF-32");
     }
@@ -763,7 +833,7 @@ fn decode(lua: &Lua, cfg: &Config, args: &Args) -> LResult<Vec<Value>> {
     if !matches!(tok, Tok::End) {
         return Parser::parse_error("the end", &tok, index);
     }
-    Ok(vec![v])
+    Ok(Ret::One(v))
 }
 
 // ===== Configuration =====
@@ -786,7 +856,7 @@ fn integer_option(
     max: i32,
 ) -> LResult<Value> {
     if !matches!(args.value(i), Value::Nil) {
-        let n = match args.get(i).and_then(|v| to_number(lua, v)) {
+        let n = match args.get(i).and_then(|v| to_number(lua, &v)) {
             Some(n) => n,
             None => return type_error(args, i, "number"),
         };
@@ -813,12 +883,14 @@ fn enum_option(
         if let Value::Boolean(b) = arg {
             *setting = b as i32;
         } else {
-            let name = check_bytes(lua, args, i)?;
+            let name = check_bytes(args, i)?;
             match options.iter().position(|o| o.as_bytes() == name) {
                 Some(k) => *setting = k as i32,
                 None => {
-                    let name = String::from_utf8_lossy(&name).into_owned();
-                    return arg_err(i, format!("invalid option '{name}'"));
+                    let mut msg = b"invalid option '".to_vec();
+                    msg.extend_from_slice(&name);
+                    msg.push(b'\'');
+                    return arg_err(i, msg);
                 }
             }
         }
@@ -833,33 +905,36 @@ fn enum_option(
 /// Builds a `cjson` module table with default settings.
 pub(crate) fn create(lua: &Lua, reg: &Registrar) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    let cfg: Shared = Rc::new(RefCell::new(Config::default()));
+    let cfg: Shared = Rc::new(Cell::new(Config::default()));
 
     let c = cfg.clone();
-    reg.add(lua, &t, "encode", Shape::OneExact, move |lua, a| {
-        encode(lua, &c.borrow(), a)
+    let next = reg.next.clone();
+    reg.add(lua, &t, "encode", Shape::One, move |lua, a| {
+        encode(lua, &c.get(), &next, a)
     })?;
     let c = cfg.clone();
     reg.add(lua, &t, "decode", Shape::One, move |lua, a| {
-        decode(lua, &c.borrow(), a)
+        decode(lua, &c.get(), a)
     })?;
     let c = cfg.clone();
-    reg.add(
-        lua,
-        &t,
-        "encode_sparse_array",
-        Shape::Multi,
-        move |lua, a| {
-            arg_init(a, 3)?;
-            let mut cfg = c.borrow_mut();
-            let convert = enum_option(lua, a, 1, &mut cfg.sparse_convert, None)?;
-            let ratio = integer_option(lua, a, 2, &mut cfg.sparse_ratio, 0, i32::MAX)?;
-            let safe = integer_option(lua, a, 3, &mut cfg.sparse_safe, 0, i32::MAX)?;
-            Ok(vec![convert, ratio, safe])
-        },
-    )?;
-    type IntField = fn(&mut Config) -> &mut i32;
-    let ints: [(&str, IntField, i32); 3] = [
+    reg.add(lua, &t, "encode_sparse_array", Shape::Multi, move |lua, a| {
+        arg_init(a, 3)?;
+        // Each option takes effect before the next one is checked, as in C.
+        let mut cfg = c.get();
+        let convert = enum_option(lua, a, 1, &mut cfg.sparse_convert, None)?;
+        c.set(cfg);
+        let ratio = integer_option(lua, a, 2, &mut cfg.sparse_ratio, 0, i32::MAX)?;
+        c.set(cfg);
+        let safe = integer_option(lua, a, 3, &mut cfg.sparse_safe, 0, i32::MAX)?;
+        c.set(cfg);
+        let out = lua.create_table()?;
+        out.raw_set(1, convert)?;
+        out.raw_set(2, ratio)?;
+        out.raw_set(3, safe)?;
+        Ok(Ret::Multi(out, 3))
+    })?;
+    type Field = fn(&mut Config) -> &mut i32;
+    let ints: [(&str, Field, i32); 3] = [
         ("encode_max_depth", |c| &mut c.encode_max_depth, i32::MAX),
         ("decode_max_depth", |c| &mut c.decode_max_depth, i32::MAX),
         ("encode_number_precision", |c| &mut c.precision, 14),
@@ -868,35 +943,34 @@ pub(crate) fn create(lua: &Lua, reg: &Registrar) -> mlua::Result<Table> {
         let c = cfg.clone();
         reg.add(lua, &t, name, Shape::One, move |lua, a| {
             arg_init(a, 1)?;
-            let mut cfg = c.borrow_mut();
-            Ok(vec![integer_option(lua, a, 1, field(&mut cfg), 1, max)?])
+            let mut cfg = c.get();
+            let v = integer_option(lua, a, 1, field(&mut cfg), 1, max)?;
+            c.set(cfg);
+            Ok(Ret::One(v))
         })?;
     }
-    type EnumField = fn(&mut Config) -> &mut i32;
-    let enums: [(&str, EnumField, Option<&'static [&'static str]>); 3] = [
+    let enums: [(&str, Field, Option<&'static [&'static str]>); 3] = [
         ("encode_keep_buffer", |c| &mut c.keep_buffer, None),
         (
             "encode_invalid_numbers",
             |c| &mut c.encode_invalid_numbers,
             Some(&["off", "on", "null"]),
         ),
-        (
-            "decode_invalid_numbers",
-            |c| &mut c.decode_invalid_numbers,
-            None,
-        ),
+        ("decode_invalid_numbers", |c| &mut c.decode_invalid_numbers, None),
     ];
     for (name, field, options) in enums {
         let c = cfg.clone();
         reg.add(lua, &t, name, Shape::One, move |lua, a| {
             arg_init(a, 1)?;
-            let mut cfg = c.borrow_mut();
-            Ok(vec![enum_option(lua, a, 1, field(&mut cfg), options)?])
+            let mut cfg = c.get();
+            let v = enum_option(lua, a, 1, field(&mut cfg), options)?;
+            c.set(cfg);
+            Ok(Ret::One(v))
         })?;
     }
     let r = reg.clone();
     reg.add(lua, &t, "new", Shape::One, move |lua, _| {
-        Ok(vec![Value::Table(create(lua, &r)?)])
+        Ok(Ret::One(Value::Table(create(lua, &r)?)))
     })?;
     t.raw_set("null", null())?;
     t.raw_set("_NAME", "cjson")?;
@@ -911,10 +985,7 @@ mod tests {
     fn eval(code: &str) -> String {
         let lua = Lua::new();
         super::super::open(&lua).unwrap();
-        lua.load(code)
-            .set_name("@user_script")
-            .eval::<String>()
-            .unwrap()
+        lua.load(code).set_name("@user_script").eval::<String>().unwrap()
     }
 
     fn error(code: &str) -> String {
@@ -931,10 +1002,7 @@ mod tests {
     fn encode_values() {
         assert_eq!(enc("{1,2,{a=3}}"), r#"[1,2,{"a":3}]"#);
         assert_eq!(enc("{}"), "{}");
-        assert_eq!(
-            enc("'a/b\"c\\\\d\\n\\1\\127'"),
-            r#""a\/b\"c\\d\n\u0001\u007f""#
-        );
+        assert_eq!(enc("'a/b\"c\\\\d\\n\\1\\127'"), r#""a\/b\"c\\d\n\u0001\u007f""#);
         assert_eq!(enc("0.1"), "0.1");
         assert_eq!(enc("1/3"), "0.33333333333333");
         assert_eq!(enc("2^53"), "9.007199254741e+15");
@@ -979,15 +1047,10 @@ mod tests {
     #[test]
     fn decode_values() {
         assert_eq!(
-            eval(
-                r#"local t = cjson.decode('{"a":[1,2.5,"x\u00e9\ud83d\ude00",true,null]}') return cjson.encode(t)"#
-            ),
+            eval(r#"local t = cjson.decode([[{"a":[1,2.5,"x\u00e9\ud83d\ude00",true,null]}]]) return cjson.encode(t)"#),
             "{\"a\":[1,2.5,\"x\u{e9}\u{1f600}\",true,null]}"
         );
-        assert_eq!(
-            eval("return tostring(cjson.decode('[null]')[1] == cjson.null)"),
-            "true"
-        );
+        assert_eq!(eval("return tostring(cjson.decode('[null]')[1] == cjson.null)"), "true");
         assert_eq!(eval("return tostring(cjson.decode('0x10'))"), "16");
         assert_eq!(eval("return tostring(cjson.decode(' -1.5e3 '))"), "-1500");
         assert_eq!(eval("return tostring(cjson.decode('[1]\\0junk')[1])"), "1");
@@ -1029,10 +1092,7 @@ mod tests {
         );
         // Raised depth limit: Lua's stack limit still stops it.
         let e = error("cjson.decode_max_depth(1000000) cjson.decode(string.rep('[', 100000))");
-        assert!(
-            e.starts_with("user_script:1: Found too many nested data structures ("),
-            "{e}"
-        );
+        assert!(e.starts_with("user_script:1: Found too many nested data structures ("), "{e}");
         assert_eq!(
             error("cjson.decode('a\\0')"),
             "user_script:1: JSON parser does not support UTF-16 or UTF-32"
@@ -1078,9 +1138,6 @@ mod tests {
             error("cjson.decode_invalid_numbers(false) cjson.decode('0x10')"),
             "user_script:1: Expected value but found invalid number at character 1"
         );
-        assert_eq!(
-            eval("return cjson._NAME .. ' ' .. cjson._VERSION"),
-            "cjson 2.1.0"
-        );
+        assert_eq!(eval("return cjson._NAME .. ' ' .. cjson._VERSION"), "cjson 2.1.0");
     }
 }

@@ -25,8 +25,8 @@
 //! bounded by Lua's C stack limit, reported with the C version's message.
 
 use super::{
-    arg_err, bytes, cast_i32, check_bytes, check_integer, err, exact_value, num, opt_integer, Args,
-    LResult, LibError, Registrar, Shape, LUAI_MAXCSTACK,
+    arg_err, bytes, cast_i32, check_bytes, check_integer, err, exact_value, for_each_pair, num,
+    opt_integer, Args, LResult, LibError, Registrar, Ret, Shape, LUAI_MAXCSTACK, REF_BUDGET,
 };
 use mlua::{Lua, Table, Value};
 
@@ -127,20 +127,27 @@ fn encode_number(buf: &mut Vec<u8>, n: f64) {
 fn table_is_an_array(t: &Table) -> LResult<bool> {
     let mut count: i32 = 0;
     let mut max: i32 = 0;
-    for pair in t.pairs::<Value, Value>() {
-        let (k, _) = pair?;
+    let mut array = true;
+    // Stop at the first key that is not a positive int (an Err we drop).
+    let walk = for_each_pair(t, |k, _| {
         let n = match k {
             Value::Integer(i) => i as f64,
             Value::Number(n) => n,
-            _ => return Ok(false),
+            _ => f64::NAN,
         };
-        if n <= 0.0 || n.is_infinite() || cast_i32(n) as f64 != n {
-            return Ok(false);
+        if n.is_nan() || n <= 0.0 || n.is_infinite() || cast_i32(n) as f64 != n {
+            array = false;
+            return Err(LibError::Raw(Vec::new()));
         }
         max = max.max(n as i32);
         count = count.wrapping_add(1);
+        Ok(())
+    });
+    match walk {
+        Err(LibError::Raw(m)) if m.is_empty() => Ok(false),
+        Err(e) => Err(e),
+        Ok(()) => Ok(array && max == count),
     }
-    Ok(max == count)
 }
 
 /// `mp_encode_lua_type`.
@@ -161,17 +168,16 @@ fn encode_value(buf: &mut Vec<u8>, v: &Value, level: usize) -> LResult<()> {
                 }
             } else {
                 let mut len: u64 = 0;
-                for pair in t.pairs::<Value, Value>() {
-                    pair?;
+                for_each_pair(t, |_, _| {
                     len += 1;
-                }
+                    Ok(())
+                })?;
                 encode_header(buf, 0x80, len);
-                for pair in t.pairs::<Value, Value>() {
-                    let (k, item) = pair?;
+                for_each_pair(t, |k, item| {
                     let item = exact_value(t, &k, item, true);
                     encode_value(buf, &k, level + 1)?;
-                    encode_value(buf, &item, level + 1)?;
-                }
+                    encode_value(buf, &item, level + 1)
+                })?;
             }
         }
         _ => buf.push(0xc0),
@@ -180,7 +186,7 @@ fn encode_value(buf: &mut Vec<u8>, v: &Value, level: usize) -> LResult<()> {
 }
 
 /// `cmsgpack.pack(...)`.
-fn pack(lua: &Lua, args: &mut Args) -> LResult<Vec<Value>> {
+fn pack(lua: &Lua, args: &mut Args) -> LResult<Ret> {
     let nargs = args.len();
     if nargs == 0 {
         return arg_err(0, "MessagePack pack needs input.");
@@ -196,7 +202,7 @@ fn pack(lua: &Lua, args: &mut Args) -> LResult<Vec<Value>> {
         };
         encode_value(&mut buf, &v, 0)?;
     }
-    Ok(vec![bytes(lua, &buf)?])
+    Ok(Ret::One(bytes(lua, &buf)?))
 }
 
 /// Why decoding stopped (`MP_CUR_ERROR_*`), or a Lua error to raise.
@@ -212,6 +218,36 @@ impl From<mlua::Error> for DecodeError {
     }
 }
 
+impl From<LibError> for DecodeError {
+    fn from(e: LibError) -> Self {
+        DecodeError::Lib(e)
+    }
+}
+
+/// What one tag byte starts: a complete value or a container of `n` items.
+enum Head {
+    Value(Value),
+    Array(usize),
+    Map(usize),
+}
+
+/// A container being filled; `base` is the C stack height below its table.
+enum Frame {
+    Array {
+        t: Table,
+        len: usize,
+        next: usize,
+        base: usize,
+    },
+    Map {
+        t: Table,
+        len: usize,
+        done: usize,
+        key: Option<Value>,
+        base: usize,
+    },
+}
+
 /// A decoding cursor plus the C function's stack height, for the
 /// `luaL_checkstack` checks the C version makes.
 struct Cursor<'a> {
@@ -225,57 +261,64 @@ impl Cursor<'_> {
         self.data.len() - self.pos
     }
 
-    /// `mp_cur_need` then consume: the next `n` bytes.
-    fn take(&mut self, n: usize) -> Result<&[u8], DecodeError> {
-        if self.left() < n {
+    /// The `n` bytes after the tag, consuming tag and bytes
+    /// (`mp_cur_need(c, 1 + n)`).
+    fn after_tag(&mut self, n: usize) -> Result<&[u8], DecodeError> {
+        if self.left() < 1 + n {
             return Err(DecodeError::Eof);
         }
-        let s = &self.data[self.pos..self.pos + n];
-        self.pos += n;
+        let s = &self.data[self.pos + 1..self.pos + 1 + n];
+        self.pos += 1 + n;
         Ok(s)
     }
 
     /// `luaL_checkstack(L, 1, msg)`.
-    fn check_stack(&self, extra: usize, msg: &str) -> Result<(), DecodeError> {
-        if self.height + extra > LUAI_MAXCSTACK {
-            return Err(DecodeError::Lib(LibError::Msg(format!(
-                "stack overflow ({msg})"
-            ))));
+    fn check_stack(&self, msg: &str) -> Result<(), DecodeError> {
+        if self.height + 1 > LUAI_MAXCSTACK {
+            return Err(DecodeError::Lib(LibError::Msg(
+                format!("stack overflow ({msg})").into_bytes(),
+            )));
         }
         Ok(())
     }
 
-    /// A big-endian length of `n` bytes following a `skip`-byte tag.
+    /// A big-endian length of `n` bytes after the tag.
     fn length(&mut self, n: usize) -> Result<usize, DecodeError> {
-        let b = self.take(n)?;
+        let b = self.after_tag(n)?;
         Ok(b.iter().fold(0usize, |acc, &x| (acc << 8) | x as usize))
+    }
+
+    /// A string of `l` bytes at the cursor.
+    fn string(&mut self, lua: &Lua, l: usize) -> Result<Value, DecodeError> {
+        if self.left() < l {
+            return Err(DecodeError::Eof);
+        }
+        let v = bytes(lua, &self.data[self.pos..self.pos + l])?;
+        self.pos += l;
+        Ok(v)
     }
 }
 
-/// `mp_decode_to_lua_type`: one object; the stack grows by one.
-fn decode_value(lua: &Lua, c: &mut Cursor) -> Result<Value, DecodeError> {
+/// The start of `mp_decode_to_lua_type`: reads one tag and what follows it
+/// unless it opens a container.
+fn decode_head(lua: &Lua, c: &mut Cursor) -> Result<Head, DecodeError> {
     let Some(&tag) = c.data.get(c.pos) else {
         return Err(DecodeError::Eof);
     };
-    c.check_stack(
-        1,
-        "too many return values at once; use unpack_one or unpack_limit instead.",
-    )?;
-    // Fixed-width payloads: check the whole object is there first.
-    let fixed = |c: &mut Cursor, n: usize| -> Result<Vec<u8>, DecodeError> {
-        let b = c.take(1 + n)?;
-        Ok(b[1..].to_vec())
-    };
+    c.check_stack("too many return values at once; use unpack_one or unpack_limit instead.")?;
+    fn be<const N: usize>(b: &[u8]) -> [u8; N] {
+        b.try_into().expect("length checked")
+    }
     let v = match tag {
-        0xcc => num(fixed(c, 1)?[0] as f64),
-        0xd0 => num(fixed(c, 1)?[0] as i8 as f64),
-        0xcd => num(u16::from_be_bytes(fixed(c, 2)?.try_into().expect("2")) as f64),
-        0xd1 => num(i16::from_be_bytes(fixed(c, 2)?.try_into().expect("2")) as f64),
-        0xce => num(u32::from_be_bytes(fixed(c, 4)?.try_into().expect("4")) as f64),
-        0xd2 => num(i32::from_be_bytes(fixed(c, 4)?.try_into().expect("4")) as f64),
+        0xcc => num(c.after_tag(1)?[0] as f64),
+        0xd0 => num(c.after_tag(1)?[0] as i8 as f64),
+        0xcd => num(u16::from_be_bytes(be(c.after_tag(2)?)) as f64),
+        0xd1 => num(i16::from_be_bytes(be(c.after_tag(2)?)) as f64),
+        0xce => num(u32::from_be_bytes(be(c.after_tag(4)?)) as f64),
+        0xd2 => num(i32::from_be_bytes(be(c.after_tag(4)?)) as f64),
         // lua_pushunsigned is lua_pushinteger on 64-bit builds.
-        0xcf => num(u64::from_be_bytes(fixed(c, 8)?.try_into().expect("8")) as i64 as f64),
-        0xd3 => num(i64::from_be_bytes(fixed(c, 8)?.try_into().expect("8")) as f64),
+        0xcf => num(u64::from_be_bytes(be(c.after_tag(8)?)) as i64 as f64),
+        0xd3 => num(i64::from_be_bytes(be(c.after_tag(8)?)) as f64),
         0xc0 => {
             c.pos += 1;
             Value::Nil
@@ -284,40 +327,24 @@ fn decode_value(lua: &Lua, c: &mut Cursor) -> Result<Value, DecodeError> {
             c.pos += 1;
             Value::Boolean(tag == 0xc3)
         }
-        0xca => num(f32::from_be_bytes(fixed(c, 4)?.try_into().expect("4")) as f64),
-        0xcb => num(f64::from_be_bytes(fixed(c, 8)?.try_into().expect("8"))),
-        0xd9 | 0xda | 0xdb => {
-            let n = match tag {
-                0xd9 => 1,
-                0xda => 2,
-                _ => 4,
-            };
-            if c.left() < 1 + n {
-                return Err(DecodeError::Eof);
-            }
-            let start = c.pos;
-            c.pos += 1;
-            let l = c.length(n)?;
-            if c.left() < l {
-                c.pos = start;
-                return Err(DecodeError::Eof);
-            }
-            let s = bytes(lua, c.take(l)?).map_err(DecodeError::Lib)?;
-            s
+        0xca => num(f32::from_be_bytes(be(c.after_tag(4)?)) as f64),
+        0xcb => num(f64::from_be_bytes(be(c.after_tag(8)?))),
+        0xd9 => {
+            let l = c.length(1)?;
+            c.string(lua, l)?
         }
-        0xdc | 0xdd | 0xde | 0xdf => {
-            let n = if tag == 0xdc || tag == 0xde { 2 } else { 4 };
-            if c.left() < 1 + n {
-                return Err(DecodeError::Eof);
-            }
-            c.pos += 1;
-            let l = c.length(n)?;
-            if tag <= 0xdd {
-                decode_array(lua, c, l)?
-            } else {
-                decode_map(lua, c, l)?
-            }
+        0xda => {
+            let l = c.length(2)?;
+            c.string(lua, l)?
         }
+        0xdb => {
+            let l = c.length(4)?;
+            c.string(lua, l)?
+        }
+        0xdc => return Ok(Head::Array(c.length(2)?)),
+        0xdd => return Ok(Head::Array(c.length(4)?)),
+        0xde => return Ok(Head::Map(c.length(2)?)),
+        0xdf => return Ok(Head::Map(c.length(4)?)),
         _ if tag & 0x80 == 0 => {
             c.pos += 1;
             num(tag as f64)
@@ -328,20 +355,23 @@ fn decode_value(lua: &Lua, c: &mut Cursor) -> Result<Value, DecodeError> {
         }
         _ if tag & 0xe0 == 0xa0 => {
             let l = (tag & 0x1f) as usize;
-            let b = c.take(1 + l)?;
-            bytes(lua, &b[1..]).map_err(DecodeError::Lib)?
+            if c.left() < 1 + l {
+                return Err(DecodeError::Eof);
+            }
+            c.pos += 1;
+            c.string(lua, l)?
         }
         _ if tag & 0xf0 == 0x90 => {
             c.pos += 1;
-            decode_array(lua, c, (tag & 0xf) as usize)?
+            return Ok(Head::Array((tag & 0xf) as usize));
         }
         _ if tag & 0xf0 == 0x80 => {
             c.pos += 1;
-            decode_map(lua, c, (tag & 0xf) as usize)?
+            return Ok(Head::Map((tag & 0xf) as usize));
         }
         _ => return Err(DecodeError::BadFormat),
     };
-    Ok(v)
+    Ok(Head::Value(v))
 }
 
 /// A fresh table, presized no larger than the input could fill.
@@ -354,47 +384,124 @@ fn new_table(lua: &Lua, c: &Cursor, len: usize, map: bool) -> Result<Table, Deco
     })
 }
 
-/// `mp_decode_to_lua_array`.
-fn decode_array(lua: &Lua, c: &mut Cursor, len: usize) -> Result<Value, DecodeError> {
-    let t = new_table(lua, c, len, false)?;
-    c.height += 1;
-    c.check_stack(1, "in function mp_decode_to_lua_array")?;
-    for i in 1..=len {
-        c.height += 1; // the index
-        let v = decode_value(lua, c)?;
-        c.height -= 1;
-        t.raw_set(i, v)?;
+/// Raises what `lua_settable` raises for keys a table cannot hold.
+fn check_key(k: &Value) -> Result<(), DecodeError> {
+    match k {
+        Value::Nil => Err(LibError::Raw(b"table index is nil".to_vec()).into()),
+        Value::Number(n) if n.is_nan() => Err(LibError::Raw(b"table index is NaN".to_vec()).into()),
+        _ => Ok(()),
     }
-    c.height -= 1;
-    Ok(Value::Table(t))
 }
 
-/// `mp_decode_to_lua_hash`.
-fn decode_map(lua: &Lua, c: &mut Cursor, len: usize) -> Result<Value, DecodeError> {
-    let t = new_table(lua, c, len, true)?;
-    c.height += 1;
-    for _ in 0..len {
-        let k = decode_value(lua, c)?;
-        c.height += 1;
-        let v = decode_value(lua, c)?;
-        c.height -= 1;
-        match &k {
-            Value::Nil => return Err(DecodeError::Lib(LibError::Raw("table index is nil".into()))),
-            Value::Number(n) if n.is_nan() => {
-                return Err(DecodeError::Lib(LibError::Raw("table index is NaN".into())))
+/// `mp_decode_to_lua_type` for one top-level object, with an explicit stack
+/// of open containers instead of recursion.
+fn decode_value(lua: &Lua, c: &mut Cursor) -> Result<Value, DecodeError> {
+    let mut frames: Vec<Frame> = Vec::new();
+    let mut refs = 0usize;
+    loop {
+        let mut v = match decode_head(lua, c)? {
+            Head::Value(v) => v,
+            Head::Array(len) => {
+                let t = new_table(lua, c, len, false)?;
+                let base = c.height;
+                c.height += 1;
+                c.check_stack("in function mp_decode_to_lua_array")?;
+                if len == 0 {
+                    c.height = base;
+                    Value::Table(t)
+                } else {
+                    refs += 1;
+                    if refs > REF_BUDGET {
+                        return Err(LibError::Msg(b"stack overflow (in function mp_decode_to_lua_array)".to_vec()).into());
+                    }
+                    c.height += 1; // the index
+                    frames.push(Frame::Array {
+                        t,
+                        len,
+                        next: 1,
+                        base,
+                    });
+                    continue;
+                }
             }
-            _ => {}
+            Head::Map(len) => {
+                let t = new_table(lua, c, len, true)?;
+                let base = c.height;
+                if len == 0 {
+                    Value::Table(t)
+                } else {
+                    refs += 2;
+                    if refs > REF_BUDGET {
+                        return Err(LibError::Msg(b"stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)".to_vec()).into());
+                    }
+                    c.height += 1;
+                    frames.push(Frame::Map {
+                        t,
+                        len,
+                        done: 0,
+                        key: None,
+                        base,
+                    });
+                    continue;
+                }
+            }
+        };
+        // Hand the value to the innermost open container, closing the
+        // containers it completes.
+        loop {
+            match frames.last_mut() {
+                None => return Ok(v),
+                Some(Frame::Array { t, len, next, base }) => {
+                    t.raw_set(*next, v)?;
+                    *next += 1;
+                    if *next <= *len {
+                        break;
+                    }
+                    c.height = *base;
+                }
+                Some(Frame::Map {
+                    t,
+                    len,
+                    done,
+                    key,
+                    base,
+                }) => match key.take() {
+                    None => {
+                        *key = Some(v);
+                        c.height = *base + 2;
+                        break;
+                    }
+                    Some(k) => {
+                        check_key(&k)?;
+                        t.raw_set(k, v)?;
+                        *done += 1;
+                        c.height = *base + 1;
+                        if *done < *len {
+                            break;
+                        }
+                        c.height = *base;
+                    }
+                },
+            }
+            v = match frames.pop() {
+                Some(Frame::Array { t, .. }) => {
+                    refs -= 1;
+                    Value::Table(t)
+                }
+                Some(Frame::Map { t, .. }) => {
+                    refs -= 2;
+                    Value::Table(t)
+                }
+                None => unreachable!("a frame was open"),
+            };
         }
-        t.raw_set(k, v)?;
     }
-    c.height -= 1;
-    Ok(Value::Table(t))
 }
 
 /// `mp_unpack_full`: `limit == 0 && offset == 0` decodes everything and
 /// returns no offset.
-fn unpack_full(lua: &Lua, args: &Args, limit: i64, offset: i64) -> LResult<Vec<Value>> {
-    let s = check_bytes(lua, args, 1)?;
+fn unpack_full(lua: &Lua, args: &Args, limit: i64, offset: i64) -> LResult<Ret> {
+    let s = check_bytes(args, 1)?;
     let len = s.len();
     if offset < 0 || limit < 0 {
         return err(format!(
@@ -414,30 +521,33 @@ fn unpack_full(lua: &Lua, args: &Args, limit: i64, offset: i64) -> LResult<Vec<V
         pos: offset as usize,
         height: 1,
     };
-    let mut out = Vec::new();
-    while c.left() > 0 && (out.len() as i64) < limit {
+    let out = lua.create_table()?;
+    // Slot 1 is the offset when one is returned.
+    let first = if decode_all { 1 } else { 2 };
+    let mut cnt: usize = 0;
+    while c.left() > 0 && (cnt as i64) < limit {
         match decode_value(lua, &mut c) {
-            Ok(v) => out.push(v),
+            Ok(v) => out.raw_set(first + cnt, v)?,
             Err(DecodeError::Eof) => return err("Missing bytes in input."),
             Err(DecodeError::BadFormat) => return err("Bad data format in input."),
             Err(DecodeError::Lib(e)) => return Err(e),
         }
+        cnt += 1;
         c.height += 1;
     }
-    if !decode_all {
-        let next = if c.left() == 0 { -1 } else { c.pos as i64 };
-        out.insert(0, num(next as f64));
+    if decode_all {
+        return Ok(Ret::Multi(out, cnt));
     }
-    Ok(out)
+    let next = if c.left() == 0 { -1 } else { c.pos as i64 };
+    out.raw_set(1, num(next as f64))?;
+    Ok(Ret::Multi(out, cnt + 1))
 }
 
 /// Builds the `cmsgpack` table.
 pub(crate) fn create(lua: &Lua, reg: &Registrar) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    reg.add(lua, &t, "pack", Shape::OneExact, pack)?;
-    reg.add(lua, &t, "unpack", Shape::Multi, |lua, a| {
-        unpack_full(lua, a, 0, 0)
-    })?;
+    reg.add(lua, &t, "pack", Shape::One, pack)?;
+    reg.add(lua, &t, "unpack", Shape::Multi, |lua, a| unpack_full(lua, a, 0, 0))?;
     reg.add(lua, &t, "unpack_one", Shape::Multi, |lua, a| {
         let offset = opt_integer(lua, a, 2, 0)?;
         a.truncate(1);
@@ -463,10 +573,7 @@ mod tests {
     fn eval(code: &str) -> String {
         let lua = Lua::new();
         super::super::open(&lua).unwrap();
-        lua.load(code)
-            .set_name("@user_script")
-            .eval::<String>()
-            .unwrap()
+        lua.load(code).set_name("@user_script").eval::<String>().unwrap()
     }
 
     fn error(code: &str) -> String {
@@ -483,22 +590,10 @@ mod tests {
 
     #[test]
     fn integers() {
-        assert_eq!(
-            hex("cmsgpack.pack(0, 127, 128, 255, 256)"),
-            "007fcc80ccffcd0100"
-        );
-        assert_eq!(
-            hex("cmsgpack.pack(65536, 2^32)"),
-            "ce00010000cf0000000100000000"
-        );
-        assert_eq!(
-            hex("cmsgpack.pack(-1, -32, -33, -128, -129)"),
-            "ffe0d0dfd080d1ff7f"
-        );
-        assert_eq!(
-            hex("cmsgpack.pack(-32769, -2^31 - 1)"),
-            "d2ffff7fffd3ffffffff7fffffff"
-        );
+        assert_eq!(hex("cmsgpack.pack(0, 127, 128, 255, 256)"), "007fcc80ccffcd0100");
+        assert_eq!(hex("cmsgpack.pack(65536, 2^32)"), "ce00010000cf0000000100000000");
+        assert_eq!(hex("cmsgpack.pack(-1, -32, -33, -128, -129)"), "ffe0d0dfd080d1ff7f");
+        assert_eq!(hex("cmsgpack.pack(-32769, -2^31 - 1)"), "d2ffff7fffd3ffffffff7fffffff");
         assert_eq!(hex("cmsgpack.pack(-2^63)"), "d38000000000000000");
     }
 
@@ -512,18 +607,9 @@ mod tests {
         assert_eq!(hex("cmsgpack.pack({1e-300})"), "91cb01a56e1fc2f8f359");
         assert_eq!(hex("cmsgpack.pack(-0.0)"), "00");
         assert_eq!(hex("cmsgpack.pack(true, false, nil, print)"), "c3c2c0c0");
-        assert_eq!(
-            hex("cmsgpack.pack(string.rep('a', 32)):sub(1, 4)"),
-            "d9206161"
-        );
-        assert_eq!(
-            hex("cmsgpack.pack(string.rep('a', 256)):sub(1, 6)"),
-            "da01006161"
-        );
-        assert_eq!(
-            hex("cmsgpack.pack(string.rep('a', 65536)):sub(1, 10)"),
-            "db000100006161"
-        );
+        assert_eq!(hex("cmsgpack.pack(string.rep('a', 32)):sub(1, 4)"), "d9206161");
+        assert_eq!(hex("cmsgpack.pack(string.rep('a', 256)):sub(1, 6)"), "da0100616161");
+        assert_eq!(hex("cmsgpack.pack(string.rep('a', 65536)):sub(1, 10)"), "db000100006161616161");
     }
 
     #[test]
@@ -559,57 +645,22 @@ mod tests {
             eval("return table.concat({cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 2)}, ',')"),
             "2,1,2"
         );
-        assert_eq!(
-            eval("return tostring(select('#', cmsgpack.unpack('')))"),
-            "0"
-        );
-        assert_eq!(
-            eval(
-                "return tostring(cmsgpack.unpack('\\207\\255\\255\\255\\255\\255\\255\\255\\255'))"
-            ),
-            "-1"
-        );
-        assert_eq!(
-            eval("return tostring(cmsgpack.unpack('\\203\\63\\248\\0\\0\\0\\0\\0\\0'))"),
-            "1.5"
-        );
+        assert_eq!(eval("return tostring(select('#', cmsgpack.unpack('')))"), "0");
+        assert_eq!(eval("return tostring(cmsgpack.unpack('\\207\\255\\255\\255\\255\\255\\255\\255\\255'))"), "-1");
+        assert_eq!(eval("return tostring(cmsgpack.unpack('\\203\\63\\248\\0\\0\\0\\0\\0\\0'))"), "1.5");
     }
 
     #[test]
     fn hostile_input() {
         // str32 claiming 4 GB, array32 claiming 4G elements, map32 likewise.
-        assert_eq!(
-            error("cmsgpack.unpack('\\219\\255\\255\\255\\255abc')"),
-            "user_script:1: Missing bytes in input."
-        );
-        assert_eq!(
-            error("cmsgpack.unpack('\\221\\255\\255\\255\\255\\1')"),
-            "user_script:1: Missing bytes in input."
-        );
-        assert_eq!(
-            error("cmsgpack.unpack('\\223\\255\\255\\255\\255')"),
-            "user_script:1: Missing bytes in input."
-        );
-        assert_eq!(
-            error("cmsgpack.unpack('\\218\\0')"),
-            "user_script:1: Missing bytes in input."
-        );
-        assert_eq!(
-            error("cmsgpack.unpack('\\205\\1')"),
-            "user_script:1: Missing bytes in input."
-        );
-        assert_eq!(
-            error("cmsgpack.unpack('\\193')"),
-            "user_script:1: Bad data format in input."
-        );
-        assert_eq!(
-            error("cmsgpack.unpack('\\196\\1a')"),
-            "user_script:1: Bad data format in input."
-        );
-        assert_eq!(
-            error("cmsgpack.unpack('\\129\\192\\1')"),
-            "table index is nil"
-        );
+        assert_eq!(error("cmsgpack.unpack('\\219\\255\\255\\255\\255abc')"), "user_script:1: Missing bytes in input.");
+        assert_eq!(error("cmsgpack.unpack('\\221\\255\\255\\255\\255\\1')"), "user_script:1: Missing bytes in input.");
+        assert_eq!(error("cmsgpack.unpack('\\223\\255\\255\\255\\255')"), "user_script:1: Missing bytes in input.");
+        assert_eq!(error("cmsgpack.unpack('\\218\\0')"), "user_script:1: Missing bytes in input.");
+        assert_eq!(error("cmsgpack.unpack('\\205\\1')"), "user_script:1: Missing bytes in input.");
+        assert_eq!(error("cmsgpack.unpack('\\193')"), "user_script:1: Bad data format in input.");
+        assert_eq!(error("cmsgpack.unpack('\\196\\1a')"), "user_script:1: Bad data format in input.");
+        assert_eq!(error("cmsgpack.unpack('\\129\\192\\1')"), "table index is nil");
         // Deep nesting is bounded by the Lua stack limit.
         let e = error("cmsgpack.unpack(string.rep('\\145', 100000) .. '\\1')");
         assert!(e.starts_with("user_script:1: stack overflow ("), "{e}");

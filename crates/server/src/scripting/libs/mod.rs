@@ -44,7 +44,8 @@ pub mod cjson;
 pub mod cmsgpack;
 pub mod structlib;
 
-use mlua::{Function, Lua, MultiValue, Table, Value};
+use mlua::{ffi, Function, Lua, MultiValue, Table, Value};
+use std::os::raw::c_int;
 
 /// Installs the globals `bit`, `struct`, `cjson` and `cmsgpack`.
 pub fn open(lua: &Lua) -> mlua::Result<()> {
@@ -65,12 +66,12 @@ pub(crate) const LUAI_MAXCSTACK: usize = 8000;
 #[derive(Debug)]
 pub(crate) enum LibError {
     /// `luaL_error`: the message, prefixed with the caller's position.
-    Msg(String),
+    Msg(Vec<u8>),
     /// An error raised by the Lua core from inside the C function (such as
     /// "table index is nil"): the message without a position.
-    Raw(String),
+    Raw(Vec<u8>),
     /// `luaL_argerror(narg, msg)`.
-    Arg(usize, String),
+    Arg(usize, Vec<u8>),
     /// A failure of `mlua` itself (out of memory and the like).
     Lua(mlua::Error),
 }
@@ -85,68 +86,91 @@ impl From<mlua::Error> for LibError {
 pub(crate) type LResult<T> = Result<T, LibError>;
 
 /// Shorthand for a `luaL_error`.
-pub(crate) fn err<T>(msg: impl Into<String>) -> LResult<T> {
+pub(crate) fn err<T>(msg: impl Into<Vec<u8>>) -> LResult<T> {
     Err(LibError::Msg(msg.into()))
 }
 
 /// Shorthand for a `luaL_argerror`.
-pub(crate) fn arg_err<T>(narg: usize, msg: impl Into<String>) -> LResult<T> {
+pub(crate) fn arg_err<T>(narg: usize, msg: impl Into<Vec<u8>>) -> LResult<T> {
     Err(LibError::Arg(narg, msg.into()))
 }
 
-/// How a wrapped function passes its arguments and results.
+/// How many results a function returns.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Shape {
-    /// Returns exactly one value.
+    /// Exactly one value.
     One,
-    /// Returns any number of values.
+    /// Any number of values: the body returns them in a table.
     Multi,
-    /// Returns one value, and numbers among the arguments must be read
-    /// exactly (see the module documentation).
-    OneExact,
+}
+
+/// The results of a body: one value, or a table holding `n` values (so that
+/// thousands of results never exist as `mlua` references at once).
+pub(crate) enum Ret {
+    One(Value),
+    Multi(Table, usize),
 }
 
 /// The arguments of a call, with `lua_*`-style accessors (1-based).
 pub(crate) struct Args {
-    values: Vec<Value>,
-    /// The arguments packed in a table, when the shape asks for exact numbers.
-    packed: Option<Table>,
+    direct: Vec<Value>,
+    /// Arguments passed packed in a table (many, or numbers `mlua` would
+    /// misread) and their count.
+    packed: Option<(Table, usize)>,
 }
 
 impl Args {
     /// `lua_gettop`.
     pub(crate) fn len(&self) -> usize {
-        self.values.len()
+        match &self.packed {
+            Some((_, n)) => *n,
+            None => self.direct.len(),
+        }
     }
 
     /// Argument `i` (1-based), `None` past the end (`lua_isnone`).
-    pub(crate) fn get(&self, i: usize) -> Option<&Value> {
-        self.values.get(i.wrapping_sub(1))
+    pub(crate) fn get(&self, i: usize) -> Option<Value> {
+        if i == 0 || i > self.len() {
+            return None;
+        }
+        match &self.packed {
+            Some((t, _)) => Some(t.raw_get::<Value>(i).unwrap_or(Value::Nil)),
+            None => self.direct.get(i - 1).cloned(),
+        }
     }
 
     /// Argument `i` or nil.
     pub(crate) fn value(&self, i: usize) -> Value {
-        self.get(i).cloned().unwrap_or(Value::Nil)
+        self.get(i).unwrap_or(Value::Nil)
     }
 
     /// The exact double of argument `i` when it is a number.
     pub(crate) fn exact_number(&self, i: usize) -> Option<f64> {
         match self.get(i)? {
-            Value::Integer(0) => Some(match &self.packed {
-                Some(t) => t.raw_get::<f64>(i).unwrap_or(0.0),
-                None => 0.0,
+            Value::Integer(n) => Some(match &self.packed {
+                Some((t, _)) => t.raw_get::<f64>(i).unwrap_or(n as f64),
+                None => n as f64,
             }),
-            Value::Integer(n) => Some(*n as f64),
-            Value::Number(n) => Some(*n),
+            Value::Number(n) => Some(n),
             _ => None,
         }
     }
 
     /// Drops the arguments past `n` (`lua_settop(L, n)` for n <= top).
     pub(crate) fn truncate(&mut self, n: usize) {
-        self.values.truncate(n);
+        match &mut self.packed {
+            Some((_, len)) => *len = (*len).min(n),
+            None => self.direct.truncate(n),
+        }
     }
 }
+
+/// The most Lua references one call's nesting may hold at a time. `mlua`
+/// keeps every reference a Rust value holds in one auxiliary Lua stack of at
+/// most `LUAI_MAXCSTACK` slots shared by the whole state, and panics when it
+/// is exhausted; nested structures count against this budget as they count
+/// against the C stack limit in C.
+pub(crate) const REF_BUDGET: usize = 3000;
 
 /// Lua's name for the type of `v` (`lua_typename(lua_type(v))`).
 pub(crate) fn type_name(v: &Value) -> &'static str {
@@ -165,7 +189,7 @@ pub(crate) fn type_name(v: &Value) -> &'static str {
 
 /// `luaL_typerror`'s message for argument `i`.
 pub(crate) fn type_error<T>(args: &Args, i: usize, expected: &str) -> LResult<T> {
-    let got = args.get(i).map_or("no value", type_name);
+    let got = args.get(i).as_ref().map_or("no value", type_name);
     arg_err(i, format!("{expected} expected, got {got}"))
 }
 
@@ -179,12 +203,12 @@ pub(crate) fn to_number(lua: &Lua, v: &Value) -> Option<f64> {
     }
 }
 
-/// `luaL_checknumber` (exact for shapes that ask for it).
+/// `luaL_checknumber`, exact.
 pub(crate) fn check_number(lua: &Lua, args: &Args, i: usize) -> LResult<f64> {
     if let Some(n) = args.exact_number(i) {
         return Ok(n);
     }
-    match args.get(i).and_then(|v| to_number(lua, v)) {
+    match args.get(i).and_then(|v| to_number(lua, &v)) {
         Some(n) => Ok(n),
         None => type_error(args, i, "number"),
     }
@@ -193,7 +217,7 @@ pub(crate) fn check_number(lua: &Lua, args: &Args, i: usize) -> LResult<f64> {
 /// A double cast to a 64-bit integer as x86-64 does it (`cvttsd2si`): out of
 /// range and NaN give `i64::MIN`.
 pub(crate) fn cast_i64(n: f64) -> i64 {
-    if n >= -9.223_372_036_854_775_808e18 && n < 9.223_372_036_854_775_808e18 {
+    if (-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&n) {
         n as i64
     } else {
         i64::MIN
@@ -212,7 +236,7 @@ pub(crate) fn cast_i32(n: f64) -> i32 {
 
 /// `luaL_checkinteger` (Lua 5.1: `lua_Integer` is 64-bit, cast truncates).
 pub(crate) fn check_integer(lua: &Lua, args: &Args, i: usize) -> LResult<i64> {
-    match args.get(i).and_then(|v| to_number(lua, v)) {
+    match args.get(i).and_then(|v| to_number(lua, &v)) {
         Some(n) => Ok(cast_i64(n)),
         None => type_error(args, i, "number"),
     }
@@ -227,59 +251,125 @@ pub(crate) fn opt_integer(lua: &Lua, args: &Args, i: usize, default: i64) -> LRe
 }
 
 /// `luaL_checklstring`: strings, and numbers converted as Lua does.
-pub(crate) fn check_bytes(lua: &Lua, args: &Args, i: usize) -> LResult<Vec<u8>> {
+pub(crate) fn check_bytes(args: &Args, i: usize) -> LResult<Vec<u8>> {
     match args.get(i) {
         Some(Value::String(s)) => Ok(s.as_bytes().to_vec()),
-        Some(v @ (Value::Integer(_) | Value::Number(_))) => match lua.coerce_string(v.clone())? {
-            Some(s) => Ok(s.as_bytes().to_vec()),
-            None => type_error(args, i, "string"),
-        },
+        // Lua formats numbers with "%.14g".
+        Some(Value::Integer(_) | Value::Number(_)) => {
+            Ok(fmt_g(args.exact_number(i).unwrap_or(0.0), 14).into_bytes())
+        }
         _ => type_error(args, i, "string"),
     }
 }
 
+/// Iterates `t` in `next` order. A key `mlua` misread as `0` (a number of
+/// magnitude below 2.2e-16) cannot be handed back to `next`, so it stops the
+/// iteration with the error Lua's `next` raises for unknown keys.
+pub(crate) fn for_each_pair(
+    t: &Table,
+    mut f: impl FnMut(Value, Value) -> LResult<()>,
+) -> LResult<()> {
+    for pair in t.pairs::<Value, Value>() {
+        let (k, v) = pair?;
+        let misread = matches!(k, Value::Integer(0)) && t.raw_get::<Value>(0)?.is_nil();
+        if misread {
+            return Err(LibError::Raw(b"invalid key to 'next'".to_vec()));
+        }
+        f(k, v)?;
+    }
+    Ok(())
+}
+
 /// The Rust body of a library function.
-type Body = dyn Fn(&Lua, &mut Args) -> LResult<Vec<Value>> + 'static;
+type Body = dyn Fn(&Lua, &mut Args) -> LResult<Ret> + 'static;
 
 /// Registers Rust bodies as Lua functions that raise errors like C does.
 #[derive(Clone)]
 pub(crate) struct Registrar {
-    /// `function(raw, shape) return wrapper end`, compiled once.
-    make: Function,
+    /// Lua's `next`, to walk tables without holding an iterator.
+    pub(crate) next: Function,
 }
 
-/// The wrappers: `raw` returns `true, results...` or `false, msg, level`.
-const WRAPPERS: &str = r#"
-local error, select, unpack = error, select, unpack
-local function pack(...) return select('#', ...), {...} end
-return function(raw, shape)
-  if shape == 1 then
-    return function(...)
-      local ok, r, l = raw(...)
-      if ok then return r end
-      error(r, l)
-    end
-  elseif shape == 2 then
-    return function(...)
-      local n, t = pack(raw(...))
-      if t[1] then return unpack(t, 2, n) end
-      error(t[2], t[3])
-    end
-  else
-    return function(...)
-      local ok, r, l = raw(select('#', ...), {...}, ...)
-      if ok then return r end
-      error(r, l)
-    end
-  end
-end
-"#;
+/// Whether `mlua` would misread the number `x` (see the module docs).
+fn misread(x: f64) -> bool {
+    (x == 0.0 && x.is_sign_negative()) || (x != 0.0 && x.abs() < f64::EPSILON)
+}
+
+/// Above this many arguments they are passed packed in a table.
+const DIRECT_ARGS: i32 = 32;
+
+/// The C function scripts call: runs the body (upvalue 1) and turns its
+/// `false, message, level` into a Lua error the way `luaL_error` does, with
+/// the caller's position, or its `true, ...` into the results.
+///
+/// The body is called as `body(false, args...)`, or as `body(true, n, {args})`
+/// when there are many arguments or numbers `mlua` would misread.
+unsafe extern "C-unwind" fn trampoline(state: *mut ffi::lua_State) -> c_int {
+    let n = ffi::lua_gettop(state);
+    let mut packed = n > DIRECT_ARGS;
+    if !packed {
+        for i in 1..=n {
+            if ffi::lua_type(state, i) == ffi::LUA_TNUMBER && misread(ffi::lua_tonumber(state, i)) {
+                packed = true;
+                break;
+            }
+        }
+    }
+    let base;
+    if packed {
+        ffi::lua_createtable(state, n, 0);
+        for i in 1..=n {
+            ffi::lua_pushvalue(state, i);
+            ffi::lua_rawseti(state, -2, i as ffi::lua_Integer);
+        }
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+        ffi::lua_pushboolean(state, 1);
+        ffi::lua_pushinteger(state, n as ffi::lua_Integer);
+        ffi::lua_pushvalue(state, -4);
+        base = n + 1;
+        ffi::lua_call(state, 3, ffi::LUA_MULTRET);
+    } else {
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+        ffi::lua_insert(state, 1);
+        ffi::lua_pushboolean(state, 0);
+        ffi::lua_insert(state, 2);
+        base = 0;
+        ffi::lua_call(state, n + 1, ffi::LUA_MULTRET);
+    }
+    if ffi::lua_toboolean(state, base + 1) == 0 {
+        let level = ffi::lua_tointeger(state, base + 3) as c_int;
+        if level > 0 {
+            ffi::luaL_where(state, 1);
+            ffi::lua_pushvalue(state, base + 2);
+            ffi::lua_concat(state, 2);
+        } else {
+            ffi::lua_pushvalue(state, base + 2);
+        }
+        ffi::lua_error(state);
+    }
+    if ffi::lua_toboolean(state, ffi::lua_upvalueindex(2)) == 0 {
+        return 1;
+    }
+    // Multi: [ok, table, count] -> the table's values.
+    let count = ffi::lua_tointeger(state, base + 3) as c_int;
+    ffi::lua_settop(state, base + 2);
+    ffi::lua_replace(state, 1);
+    ffi::lua_settop(state, 1);
+    if ffi::lua_checkstack(state, count) == 0 {
+        ffi::lua_pushstring(state, c"stack overflow (too many results)".as_ptr());
+        ffi::lua_error(state);
+    }
+    for i in 1..=count {
+        ffi::lua_rawgeti(state, 1, i as ffi::lua_Integer);
+    }
+    count
+}
 
 impl Registrar {
-    /// Compiles the wrapper factory in `lua`.
+    /// Prepares registration in `lua`.
     pub(crate) fn new(lua: &Lua) -> mlua::Result<Self> {
-        let make = lua.load(WRAPPERS).set_name("=libs").call::<Function>(())?;
-        Ok(Registrar { make })
+        let next = lua.globals().raw_get::<Function>("next")?;
+        Ok(Registrar { next })
     }
 
     /// Sets `table[name]` to a function running `body`.
@@ -289,62 +379,74 @@ impl Registrar {
         table: &Table,
         name: &str,
         shape: Shape,
-        body: impl Fn(&Lua, &mut Args) -> LResult<Vec<Value>> + 'static,
+        body: impl Fn(&Lua, &mut Args) -> LResult<Ret> + 'static,
     ) -> mlua::Result<()> {
         let body: Box<Body> = Box::new(body);
         let raw = lua.create_function(move |lua, mv: MultiValue| {
             let mut values = mv.into_vec();
-            let packed = if shape == Shape::OneExact {
-                // (select('#', ...), {...}, ...)
-                let n = match values.first() {
+            let packed = matches!(values.first(), Some(Value::Boolean(true)));
+            let args = if packed {
+                let n = match values.get(1) {
                     Some(Value::Integer(n)) => *n as usize,
                     _ => 0,
                 };
-                let t = match values.get(1) {
-                    Some(Value::Table(t)) => Some(t.clone()),
-                    _ => None,
-                };
-                values.drain(..2.min(values.len()));
-                values.resize(n, Value::Nil);
-                t
-            } else {
-                None
-            };
-            let mut args = Args { values, packed };
-            let mut out = Vec::new();
-            match body(lua, &mut args) {
-                Ok(results) => {
-                    out.push(Value::Boolean(true));
-                    out.extend(results);
+                match values.get(2) {
+                    Some(Value::Table(t)) => Args {
+                        direct: Vec::new(),
+                        packed: Some((t.clone(), n)),
+                    },
+                    _ => Args {
+                        direct: Vec::new(),
+                        packed: None,
+                    },
                 }
+            } else {
+                values.drain(..1.min(values.len()));
+                Args {
+                    direct: values,
+                    packed: None,
+                }
+            };
+            let mut args = args;
+            let out = match body(lua, &mut args) {
+                Ok(Ret::One(v)) => vec![Value::Boolean(true), v],
+                Ok(Ret::Multi(t, n)) => vec![
+                    Value::Boolean(true),
+                    Value::Table(t),
+                    Value::Integer(n as i64),
+                ],
                 Err(LibError::Lua(e)) => return Err(e),
                 Err(e) => {
                     let (msg, level) = match e {
-                        LibError::Msg(m) => (m, 2),
+                        LibError::Msg(m) => (m, 1),
                         LibError::Raw(m) => (m, 0),
-                        LibError::Arg(narg, m) => (arg_message(lua, narg, &m), 2),
+                        LibError::Arg(narg, m) => (arg_message(lua, narg, &m), 1),
                         LibError::Lua(_) => unreachable!("returned above"),
                     };
-                    out.push(Value::Boolean(false));
-                    out.push(Value::String(lua.create_string(msg)?));
-                    out.push(Value::Integer(level));
+                    vec![
+                        Value::Boolean(false),
+                        Value::String(lua.create_string(msg)?),
+                        Value::Integer(level),
+                    ]
                 }
-            }
+            };
             Ok(MultiValue::from_vec(out))
         })?;
-        let code = match shape {
-            Shape::One => 1,
-            Shape::Multi => 2,
-            Shape::OneExact => 3,
+        let multi = shape == Shape::Multi;
+        // SAFETY: pops the two upvalues exec_raw pushed and pushes one
+        // closure over `trampoline`, which only uses the Lua C API.
+        let f: Function = unsafe {
+            lua.exec_raw((raw, multi), |state| {
+                ffi::lua_pushcclosure(state, trampoline, 2);
+            })?
         };
-        let wrapper: Function = self.make.call((raw, code))?;
-        table.raw_set(name, wrapper)
+        table.raw_set(name, f)
     }
 }
 
 /// `luaL_argerror`'s message: the function's name comes from the frame that
-/// called it (level 1 from the Rust body is the wrapper).
-fn arg_message(lua: &Lua, narg: usize, msg: &str) -> String {
+/// called it (level 1 from the Rust body is the trampoline).
+fn arg_message(lua: &Lua, narg: usize, msg: &[u8]) -> Vec<u8> {
     let (name, what) = match lua.inspect_stack(1) {
         Some(d) => {
             let names = d.names();
@@ -353,18 +455,21 @@ fn arg_message(lua: &Lua, narg: usize, msg: &str) -> String {
                 names.name_what.unwrap_or(""),
             )
         }
-        None => return format!("bad argument #{narg} ({msg})"),
+        None => (None, ""),
     };
     let mut narg = narg as i64;
-    if what == "method" {
-        narg -= 1;
-        if narg == 0 {
-            let name = name.unwrap_or_else(|| "?".into());
-            return format!("calling '{name}' on bad self ({msg})");
-        }
-    }
     let name = name.unwrap_or_else(|| "?".into());
-    format!("bad argument #{narg} to '{name}' ({msg})")
+    let mut out = if what == "method" && narg == 1 {
+        format!("calling '{name}' on bad self (").into_bytes()
+    } else {
+        if what == "method" {
+            narg -= 1;
+        }
+        format!("bad argument #{narg} to '{name}' (").into_bytes()
+    };
+    out.extend_from_slice(msg);
+    out.push(b')');
+    out
 }
 
 /// `t[key]` read again as an exact double when `mlua` rounded it to `0`
@@ -482,9 +587,6 @@ mod tests {
             .load("local ok, e = pcall(bit.band) return e")
             .eval()
             .unwrap();
-        assert_eq!(
-            msg,
-            "bad argument #1 to '?' (number expected, got no value)"
-        );
+        assert_eq!(msg, "bad argument #1 to '?' (number expected, got no value)");
     }
 }

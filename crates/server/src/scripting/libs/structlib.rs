@@ -15,12 +15,14 @@
 //! as in C. The Redis fixes are kept: numbers in the format that overflow an
 //! `int` are "integral size overflow", integer sizes above 32 are errors, and
 //! every read is bounds-checked ("data string too short"), including `c0`
-//! lengths taken from data and starting positions past the end or below 1,
-//! which crash the original C version.
+//! lengths taken from data and starting positions past the end, which crash
+//! the original C version; offset 0 is "offset must be 1 or greater", and
+//! `c0` takes its length only from a value this call unpacked ("format 'c0'
+//! needs a previous size").
 
 use super::{
     arg_err, bytes, cast_i64, check_bytes, check_number, err, num, opt_integer, to_number, Args,
-    LResult, Registrar, Shape, LUAI_MAXCSTACK,
+    LResult, Registrar, Ret, Shape, LUAI_MAXCSTACK,
 };
 use mlua::{Lua, Table, Value};
 
@@ -128,15 +130,16 @@ fn controloptions(opt: u8, fmt: &mut Fmt, h: &mut Header) -> LResult<()> {
             Ok(())
         }
         _ => {
-            let c = String::from_utf8_lossy(&[opt]).into_owned();
-            arg_err(1, format!("invalid format option '{c}'"))
+            let mut msg = b"invalid format option '".to_vec();
+            msg.extend_from_slice(&[opt, b'\'']);
+            arg_err(1, msg)
         }
     }
 }
 
 /// The format argument: a string (or number) up to its first NUL.
-fn format_arg(lua: &Lua, args: &Args) -> LResult<Vec<u8>> {
-    let mut f = check_bytes(lua, args, 1)?;
+fn format_arg(args: &Args) -> LResult<Vec<u8>> {
+    let mut f = check_bytes(args, 1)?;
     if let Some(z) = f.iter().position(|&c| c == 0) {
         f.truncate(z);
     }
@@ -157,9 +160,18 @@ fn to_ulong(n: f64) -> u64 {
     }
 }
 
+/// The C function pushes a nil after the arguments, so the first missing
+/// one is reported as nil rather than "no value".
+fn missing(args: &Args, arg: usize, expected: &str) -> LResult<()> {
+    if arg == args.len() + 1 {
+        return arg_err(arg, format!("{expected} expected, got nil"));
+    }
+    Ok(())
+}
+
 /// `struct.pack(fmt, ...)`.
-fn pack(lua: &Lua, args: &mut Args) -> LResult<Vec<Value>> {
-    let f = format_arg(lua, args)?;
+fn pack(lua: &Lua, args: &mut Args) -> LResult<Ret> {
+    let f = format_arg(args)?;
     let mut fmt = Fmt { s: &f, i: 0 };
     let mut h = Header::new();
     let mut arg = 2;
@@ -170,6 +182,7 @@ fn pack(lua: &Lua, args: &mut Args) -> LResult<Vec<Value>> {
         out.resize(out.len() + toalign, 0);
         match opt {
             b'b' | b'B' | b'h' | b'H' | b'l' | b'L' | b'T' | b'i' | b'I' => {
+                missing(args, arg, "number")?;
                 let mut value = to_ulong(check_number(lua, args, arg)?);
                 arg += 1;
                 let mut buf = [0u8; MAXINTSIZE as usize];
@@ -182,6 +195,7 @@ fn pack(lua: &Lua, args: &mut Args) -> LResult<Vec<Value>> {
             }
             b'x' => out.push(0),
             b'f' => {
+                missing(args, arg, "number")?;
                 let v = check_number(lua, args, arg)? as f32;
                 arg += 1;
                 out.extend_from_slice(&if h.big {
@@ -191,6 +205,7 @@ fn pack(lua: &Lua, args: &mut Args) -> LResult<Vec<Value>> {
                 });
             }
             b'd' => {
+                missing(args, arg, "number")?;
                 let v = check_number(lua, args, arg)?;
                 arg += 1;
                 out.extend_from_slice(&if h.big {
@@ -200,7 +215,8 @@ fn pack(lua: &Lua, args: &mut Args) -> LResult<Vec<Value>> {
                 });
             }
             b'c' | b's' => {
-                let s = check_bytes(lua, args, arg)?;
+                missing(args, arg, "string")?;
+                let s = check_bytes(args, arg)?;
                 arg += 1;
                 if size == 0 {
                     size = s.len();
@@ -217,7 +233,7 @@ fn pack(lua: &Lua, args: &mut Args) -> LResult<Vec<Value>> {
             _ => controloptions(opt, &mut fmt, &mut h)?,
         }
     }
-    Ok(vec![bytes(lua, &out)?])
+    Ok(Ret::One(bytes(lua, &out)?))
 }
 
 /// `getinteger`: bytes to a number through a 64-bit `unsigned long`.
@@ -240,16 +256,48 @@ fn getinteger(buf: &[u8], big: bool, signed: bool) -> f64 {
     l as i64 as f64
 }
 
+/// The results of `unpack`, kept in a Lua table so that thousands of them
+/// are one reference.
+struct Results {
+    t: Table,
+    count: usize,
+}
+
+impl Results {
+    fn push(&mut self, v: Value) -> LResult<()> {
+        self.count += 1;
+        self.t.raw_set(self.count, v)?;
+        Ok(())
+    }
+
+    fn pop(&mut self) -> LResult<Option<Value>> {
+        if self.count == 0 {
+            return Ok(None);
+        }
+        let v = self.t.raw_get::<Value>(self.count)?;
+        self.t.raw_set(self.count, Value::Nil)?;
+        self.count -= 1;
+        Ok(Some(v))
+    }
+}
+
 /// `struct.unpack(fmt, s [, i])`.
-fn unpack(lua: &Lua, args: &mut Args) -> LResult<Vec<Value>> {
-    let f = format_arg(lua, args)?;
-    let data = check_bytes(lua, args, 2)?;
+fn unpack(lua: &Lua, args: &mut Args) -> LResult<Ret> {
+    let f = format_arg(args)?;
+    let data = check_bytes(args, 2)?;
     let ld = data.len();
-    let mut pos = (opt_integer(lua, args, 3, 1)? as u64).wrapping_sub(1) as usize;
+    // A size_t in C: negative offsets wrap around and fail the bounds check.
+    let pos = opt_integer(lua, args, 3, 1)? as u64 as usize;
+    if pos == 0 {
+        return arg_err(3, "offset must be 1 or greater");
+    }
+    let mut pos = pos - 1;
     let mut fmt = Fmt { s: &f, i: 0 };
     let mut h = Header::new();
-    // The C function's stack after lua_settop(L, 2): fmt, data, results.
-    let mut stack: Vec<Value> = vec![args.value(1), args.value(2)];
+    let mut stack = Results {
+        t: lua.create_table()?,
+        count: 0,
+    };
     let too_short = || arg_err(2, "data string too short");
     while let Some(opt) = fmt.next() {
         let mut size = optsize(opt, &mut fmt)?;
@@ -257,13 +305,14 @@ fn unpack(lua: &Lua, args: &mut Args) -> LResult<Vec<Value>> {
         if size > ld || pos > ld - size {
             return too_short();
         }
-        if stack.len() + 1 > LUAI_MAXCSTACK {
+        // fmt and data are below the results on the C stack.
+        if 2 + stack.count + 1 > LUAI_MAXCSTACK {
             return err("stack overflow (too many results)");
         }
         match opt {
             b'b' | b'B' | b'h' | b'H' | b'l' | b'L' | b'T' | b'i' | b'I' => {
                 let signed = opt.is_ascii_lowercase();
-                stack.push(num(getinteger(&data[pos..pos + size], h.big, signed)));
+                stack.push(num(getinteger(&data[pos..pos + size], h.big, signed)))?;
             }
             b'x' => {}
             b'f' => {
@@ -273,7 +322,7 @@ fn unpack(lua: &Lua, args: &mut Args) -> LResult<Vec<Value>> {
                 } else {
                     f32::from_le_bytes(b)
                 };
-                stack.push(num(v as f64));
+                stack.push(num(v as f64))?;
             }
             b'd' => {
                 let b: [u8; 8] = data[pos..pos + 8].try_into().expect("8 bytes");
@@ -282,44 +331,44 @@ fn unpack(lua: &Lua, args: &mut Args) -> LResult<Vec<Value>> {
                 } else {
                     f64::from_le_bytes(b)
                 };
-                stack.push(num(v));
+                stack.push(num(v))?;
             }
             b'c' => {
                 if size == 0 {
-                    let prev = stack.last().and_then(|v| to_number(lua, v));
+                    // Redis's version only takes the size from a result.
+                    let prev = stack.pop()?.and_then(|v| to_number(lua, &v));
                     let Some(n) = prev else {
-                        return err("format `c0' needs a previous size");
+                        return err("format 'c0' needs a previous size");
                     };
                     size = if n < 9.223_372_036_854_775_808e18 {
                         cast_i64(n) as usize
                     } else {
                         usize::MAX
                     };
-                    stack.pop();
                     if size > ld || pos > ld - size {
                         return too_short();
                     }
                 }
-                stack.push(bytes(lua, &data[pos..pos + size])?);
+                stack.push(bytes(lua, &data[pos..pos + size])?)?;
             }
             b's' => {
                 let Some(e) = data[pos..].iter().position(|&c| c == 0) else {
                     return err("unfinished string in data");
                 };
-                stack.push(bytes(lua, &data[pos..pos + e])?);
+                stack.push(bytes(lua, &data[pos..pos + e])?)?;
                 size = e + 1;
             }
             _ => controloptions(opt, &mut fmt, &mut h)?,
         }
         pos = pos.wrapping_add(size);
     }
-    stack.push(num(pos.wrapping_add(1) as i64 as f64));
-    Ok(stack.split_off(2.min(stack.len())))
+    stack.push(num(pos.wrapping_add(1) as i64 as f64))?;
+    Ok(Ret::Multi(stack.t, stack.count))
 }
 
 /// `struct.size(fmt)`.
-fn size(lua: &Lua, args: &mut Args) -> LResult<Vec<Value>> {
-    let f = format_arg(lua, args)?;
+fn size(_: &Lua, args: &mut Args) -> LResult<Ret> {
+    let f = format_arg(args)?;
     let mut fmt = Fmt { s: &f, i: 0 };
     let mut h = Header::new();
     let mut pos: usize = 0;
@@ -336,13 +385,13 @@ fn size(lua: &Lua, args: &mut Args) -> LResult<Vec<Value>> {
         }
         pos = pos.wrapping_add(size);
     }
-    Ok(vec![num(pos as i64 as f64)])
+    Ok(Ret::One(num(pos as i64 as f64)))
 }
 
 /// Builds the `struct` table.
 pub(crate) fn create(lua: &Lua, reg: &Registrar) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    reg.add(lua, &t, "pack", Shape::OneExact, pack)?;
+    reg.add(lua, &t, "pack", Shape::One, pack)?;
     reg.add(lua, &t, "unpack", Shape::Multi, unpack)?;
     reg.add(lua, &t, "size", Shape::One, size)?;
     Ok(t)
@@ -355,10 +404,7 @@ mod tests {
     fn eval(code: &str) -> String {
         let lua = Lua::new();
         super::super::open(&lua).unwrap();
-        lua.load(code)
-            .set_name("@user_script")
-            .eval::<String>()
-            .unwrap()
+        lua.load(code).set_name("@user_script").eval::<String>().unwrap()
     }
 
     fn error(code: &str) -> String {
@@ -388,10 +434,7 @@ mod tests {
     #[test]
     fn alignment() {
         assert_eq!(hex("struct.pack('!4bi', 1, 2)"), "0100000002000000");
-        assert_eq!(
-            hex("struct.pack('!bd', 1, 0)"),
-            "01000000000000000000000000000000"
-        );
+        assert_eq!(hex("struct.pack('!bd', 1, 0)"), "01000000000000000000000000000000");
         assert_eq!(eval("return tostring(struct.size('!4bi'))"), "8");
         assert_eq!(eval("return tostring(struct.size('bi'))"), "5");
         assert_eq!(eval("return tostring(struct.size('z'))"), "0");
@@ -467,15 +510,15 @@ mod tests {
         );
         assert_eq!(
             error("struct.pack('i')"),
-            "user_script:1: bad argument #2 to 'pack' (number expected, got no value)"
+            "user_script:1: bad argument #2 to 'pack' (number expected, got nil)"
         );
         assert_eq!(
             error("struct.unpack('i', 'abc')"),
             "user_script:1: bad argument #2 to 'unpack' (data string too short)"
         );
         assert_eq!(
-            error("struct.unpack('c0', 'abc')"),
-            "user_script:1: format `c0' needs a previous size"
+            error("struct.unpack('c0', '1')"),
+            "user_script:1: format 'c0' needs a previous size"
         );
         assert_eq!(
             error("struct.unpack('Bc0', '\\255abc')"),
@@ -485,8 +528,12 @@ mod tests {
             error("struct.unpack('s', 'abc')"),
             "user_script:1: unfinished string in data"
         );
+        assert_eq!(
+            error("struct.unpack('b', 'abc', 0)"),
+            "user_script:1: bad argument #3 to 'unpack' (offset must be 1 or greater)"
+        );
         // Starting positions outside the string, including wrapped ones.
-        for i in ["0", "-1", "-9007199254740992", "5", "9007199254740992"] {
+        for i in ["-1", "-9007199254740992", "5", "9007199254740992"] {
             assert_eq!(
                 error(&format!("struct.unpack('b', 'abc', {i})")),
                 "user_script:1: bad argument #2 to 'unpack' (data string too short)"
