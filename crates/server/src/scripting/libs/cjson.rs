@@ -23,11 +23,10 @@
 //! limit, both reported as "Found too many nested data structures".
 
 use super::{
-    arg_err, bytes, cast_i32, cast_i64, check_bytes, err, exact_value, fmt_g, for_each_pair, num,
-    to_number, type_error, type_name, Args, LResult, LibError, Registrar, Ret, Shape,
-    LUAI_MAXCSTACK, REF_BUDGET,
+    arg_err, bytes, cast_i32, cast_i64, check_bytes, err, exact_value, fmt_g, num, to_number,
+    type_error, type_name, Args, LResult, Pairs, Registrar, Ret, Shape, Spill, LUAI_MAXCSTACK,
 };
-use mlua::{Function, LightUserData, Lua, Table, Value};
+use mlua::{LightUserData, Lua, Table, Value};
 use std::cell::Cell;
 use std::rc::Rc;
 
@@ -96,18 +95,24 @@ fn append_string(out: &mut Vec<u8>, s: &[u8]) {
 
 /// The encoder's state: settings and the modelled Lua stack height.
 struct Encoder<'a> {
+    lua: &'a Lua,
     cfg: &'a Config,
-    next: &'a Function,
+    reg: &'a Registrar,
     out: Vec<u8>,
     height: usize,
 }
 
 /// A table being written.
-enum EncFrame {
+enum EncKind {
     /// An array of `len` elements, `done` of them written.
-    Array { t: Table, len: i32, done: i32 },
-    /// An object; `key` is the last key written (nil before the first).
-    Object { t: Table, key: Value },
+    Array { len: i32, done: i32 },
+    /// An object (its iterator is kept for the innermost one only).
+    Object,
+}
+
+/// A table spilled to Lua as something else (cannot happen).
+fn not_a_table<T>() -> LResult<T> {
+    err("cjson: lost a table while walking")
 }
 
 impl Encoder<'_> {
@@ -134,28 +139,20 @@ impl Encoder<'_> {
     fn array_length(&self, t: &Table) -> LResult<Option<i32>> {
         let mut max: i32 = 0;
         let mut items: i32 = 0;
-        let mut array = true;
-        let walk = for_each_pair(t, |k, _| {
+        let mut it = Pairs::new(self.reg, t.clone(), Value::Nil);
+        while let Some((k, _)) = it.next()? {
             let k = match k {
                 Value::Integer(i) => i as f64,
                 Value::Number(n) => n,
-                _ => 0.0,
+                _ => return Ok(None),
             };
             if k == 0.0 || k.floor() != k || k < 1.0 {
-                array = false;
-                // Stop walking: any error does, this one is dropped.
-                return Err(LibError::Raw(Vec::new()));
+                return Ok(None);
             }
             if k > max as f64 {
                 max = cast_i32(k);
             }
             items = items.wrapping_add(1);
-            Ok(())
-        });
-        match walk {
-            Err(LibError::Raw(m)) if m.is_empty() => return Ok(None),
-            Err(e) => return Err(e),
-            Ok(()) => {}
         }
         let cfg = self.cfg;
         if cfg.sparse_ratio > 0
@@ -190,41 +187,82 @@ impl Encoder<'_> {
         Ok(())
     }
 
-    /// `json_append_data`, with an explicit stack of open tables.
+    /// An object key: a quoted number or an escaped string.
+    fn key(&mut self, k: &Value) -> LResult<()> {
+        match k {
+            Value::Integer(i) => {
+                self.out.push(b'"');
+                self.number(*i as f64)?;
+                self.out.extend_from_slice(b"\":");
+            }
+            Value::Number(n) => {
+                self.out.push(b'"');
+                self.number(*n)?;
+                self.out.extend_from_slice(b"\":");
+            }
+            Value::String(s) => {
+                append_string(&mut self.out, &s.as_bytes());
+                self.out.push(b':');
+            }
+            other => {
+                return err(format!(
+                    "Cannot serialise {}: table key must be a number or string",
+                    type_name(other)
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// `json_append_data`, walking nested tables with an explicit stack:
+    /// the innermost table is held here, the enclosing ones (and where their
+    /// iteration stopped) in a [`Spill`].
     fn value(&mut self, root: Value) -> LResult<()> {
-        let mut frames: Vec<EncFrame> = Vec::new();
+        let spill = Spill::new(self.lua)?;
+        let mut kinds: Vec<EncKind> = Vec::new();
+        let mut cur: Option<Table> = None;
+        let mut pairs: Option<Pairs> = None;
         let mut pending = Some(root);
         loop {
             match pending.take() {
                 Some(Value::Table(t)) => {
-                    let depth = frames.len() as i32 + 1;
-                    if depth > self.cfg.encode_max_depth
-                        || self.height + 3 > LUAI_MAXCSTACK
-                        || 2 * frames.len() >= REF_BUDGET
-                    {
+                    let depth = kinds.len() as i32 + 1;
+                    if depth > self.cfg.encode_max_depth || self.height + 3 > LUAI_MAXCSTACK {
                         return err(format!("Cannot serialise, excessive nesting ({depth})"));
                     }
-                    match self.array_length(&t)? {
+                    let len = self.array_length(&t)?;
+                    if let Some(outer) = cur.take() {
+                        let d = kinds.len();
+                        spill.set(2 * d - 1, Value::Table(outer))?;
+                        let at = pairs.take().map_or(Value::Nil, |p| p.last_key().clone());
+                        spill.set(2 * d, at)?;
+                    }
+                    match len {
                         Some(len) => {
                             self.out.push(b'[');
                             self.height += 1;
-                            frames.push(EncFrame::Array { t, len, done: 0 });
+                            kinds.push(EncKind::Array { len, done: 0 });
                         }
                         None => {
                             self.out.push(b'{');
                             self.height += 2;
-                            frames.push(EncFrame::Object { t, key: Value::Nil });
+                            kinds.push(EncKind::Object);
+                            pairs = Some(Pairs::new(self.reg, t.clone(), Value::Nil));
                         }
                     }
+                    cur = Some(t);
                 }
                 Some(v) => self.scalar(&v)?,
                 None => {}
             }
-            let Some(frame) = frames.last_mut() else {
+            let Some(kind) = kinds.last_mut() else {
                 return Ok(());
             };
-            match frame {
-                EncFrame::Array { t, len, done } => {
+            let Some(t) = cur.as_ref() else {
+                return not_a_table();
+            };
+            match kind {
+                EncKind::Array { len, done } => {
                     if *done < *len {
                         if *done > 0 {
                             self.out.push(b',');
@@ -237,52 +275,43 @@ impl Encoder<'_> {
                     self.out.push(b']');
                     self.height -= 1;
                 }
-                EncFrame::Object { t, key } => {
-                    let (k, item) = self
-                        .next
-                        .call::<(Value, Value)>((t.clone(), key.clone()))
-                        .map_err(|_| LibError::Raw(b"invalid key to 'next'".to_vec()))?;
-                    if !k.is_nil() {
-                        if !key.is_nil() {
+                EncKind::Object => {
+                    let Some(it) = pairs.as_mut() else {
+                        return not_a_table();
+                    };
+                    let first = it.last_key().is_nil();
+                    if let Some((k, item)) = it.next()? {
+                        if !first {
                             self.out.push(b',');
                         }
-                        match &k {
-                            Value::Integer(_) | Value::Number(_) => {
-                                let n = match k {
-                                    Value::Integer(i) => i as f64,
-                                    Value::Number(n) => n,
-                                    _ => unreachable!("matched a number"),
-                                };
-                                self.out.push(b'"');
-                                self.number(n)?;
-                                self.out.extend_from_slice(b"\":");
-                            }
-                            Value::String(s) => {
-                                append_string(&mut self.out, &s.as_bytes());
-                                self.out.push(b':');
-                            }
-                            other => {
-                                return err(format!(
-                                    "Cannot serialise {}: table key must be a number or string",
-                                    type_name(other)
-                                ))
-                            }
-                        }
-                        pending = Some(exact_value(t, &k, item, true));
-                        *key = k;
+                        self.key(&k)?;
+                        pending = Some(item);
                         continue;
                     }
                     self.out.push(b'}');
                     self.height -= 2;
                 }
             }
-            frames.pop();
+            kinds.pop();
+            cur = None;
+            pairs = None;
+            if let Some(kind) = kinds.last() {
+                let d = kinds.len();
+                let Value::Table(outer) = spill.take(2 * d - 1)? else {
+                    return not_a_table();
+                };
+                let at = spill.take(2 * d)?;
+                if let EncKind::Object = kind {
+                    pairs = Some(Pairs::new(self.reg, outer.clone(), at));
+                }
+                cur = Some(outer);
+            }
         }
     }
 }
 
 /// `cjson.encode(v)`.
-fn encode(lua: &Lua, cfg: &Config, next: &Function, args: &Args) -> LResult<Ret> {
+fn encode(lua: &Lua, cfg: &Config, reg: &Registrar, args: &Args) -> LResult<Ret> {
     if args.len() != 1 {
         return arg_err(1, "expected 1 argument");
     }
@@ -291,8 +320,9 @@ fn encode(lua: &Lua, cfg: &Config, next: &Function, args: &Args) -> LResult<Ret>
         None => args.value(1),
     };
     let mut enc = Encoder {
+        lua,
         cfg,
-        next,
+        reg,
         out: Vec::new(),
         height: 1,
     };
@@ -690,13 +720,10 @@ impl Parser<'_> {
         ))
     }
 
-    /// `json_decode_descend`; `open` containers hold references.
-    fn descend(&mut self, slots: usize, open: usize) -> LResult<()> {
+    /// `json_decode_descend`.
+    fn descend(&mut self, slots: usize) -> LResult<()> {
         self.depth += 1;
-        if self.depth <= self.cfg.decode_max_depth
-            && self.height + slots <= LUAI_MAXCSTACK
-            && open < REF_BUDGET
-        {
+        if self.depth <= self.cfg.decode_max_depth && self.height + slots <= LUAI_MAXCSTACK {
             return Ok(());
         }
         err(format!(
@@ -717,67 +744,83 @@ impl Parser<'_> {
         Ok(key)
     }
 
-    /// `json_process_value`, with an explicit stack of open containers.
+    /// `json_process_value`, with an explicit stack of open containers: the
+    /// innermost table is held here, the enclosing ones in a [`Spill`].
     fn value(&mut self, tok: Tok, index: usize) -> LResult<Value> {
+        let spill = Spill::new(self.lua)?;
         let mut frames: Vec<DecFrame> = Vec::new();
-        let mut cur = (tok, index);
+        let mut cur: Option<Table> = None;
+        let mut next = (tok, index);
         loop {
-            let (tok, index) = std::mem::replace(&mut cur, (Tok::End, 0));
-            let mut v = match tok {
-                Tok::Str(s) => bytes(self.lua, &s)?,
-                Tok::Number(n) => num(n),
-                Tok::Boolean(b) => Value::Boolean(b),
-                Tok::Null => null(),
+            let (tok, index) = std::mem::replace(&mut next, (Tok::End, 0));
+            let opened = match tok {
                 Tok::ObjBegin => {
-                    self.descend(3, frames.len())?;
+                    self.descend(3)?;
                     let t = self.lua.create_table()?;
                     let (tok, index) = self.next_token();
                     if matches!(tok, Tok::ObjEnd) {
                         self.depth -= 1;
-                        Value::Table(t)
+                        Err(Value::Table(t))
                     } else {
                         let key = self.member_key(tok, index)?;
                         self.height += 2;
-                        frames.push(DecFrame::Object { t, key });
-                        cur = self.next_token();
-                        continue;
+                        next = self.next_token();
+                        Ok((t, DecFrame::Object { key }))
                     }
                 }
                 Tok::ArrBegin => {
-                    self.descend(2, frames.len())?;
+                    self.descend(2)?;
                     let t = self.lua.create_table()?;
                     let (tok, index) = self.next_token();
                     if matches!(tok, Tok::ArrEnd) {
                         self.depth -= 1;
-                        Value::Table(t)
+                        Err(Value::Table(t))
                     } else {
                         self.height += 1;
-                        frames.push(DecFrame::Array { t, next: 1 });
-                        cur = (tok, index);
-                        continue;
+                        next = (tok, index);
+                        Ok((t, DecFrame::Array { next: 1 }))
                     }
                 }
+                Tok::Str(s) => Err(bytes(self.lua, &s)?),
+                Tok::Number(n) => Err(num(n)),
+                Tok::Boolean(b) => Err(Value::Boolean(b)),
+                Tok::Null => Err(null()),
                 t => return Self::parse_error("value", &t, index),
+            };
+            let mut v = match opened {
+                Ok((t, frame)) => {
+                    if let Some(outer) = cur.replace(t) {
+                        spill.set(frames.len(), Value::Table(outer))?;
+                    }
+                    frames.push(frame);
+                    continue;
+                }
+                Err(v) => v,
             };
             // Store the value in the innermost container; close the
             // containers that end here.
             loop {
-                match frames.last_mut() {
-                    None => return Ok(v),
-                    Some(DecFrame::Array { t, next }) => {
-                        t.raw_set(*next, v)?;
-                        *next += 1;
+                let Some(frame) = frames.last_mut() else {
+                    return Ok(v);
+                };
+                let Some(t) = cur.as_ref() else {
+                    return err("cjson: lost a table while parsing");
+                };
+                match frame {
+                    DecFrame::Array { next: i } => {
+                        t.raw_set(*i, v)?;
+                        *i += 1;
                         let (sep, si) = self.next_token();
                         match sep {
                             Tok::ArrEnd => self.height -= 1,
                             Tok::Comma => {
-                                cur = self.next_token();
+                                next = self.next_token();
                                 break;
                             }
                             _ => return Self::parse_error("comma or array end", &sep, si),
                         }
                     }
-                    Some(DecFrame::Object { t, key }) => {
+                    DecFrame::Object { key } => {
                         t.raw_set(self.lua.create_string(&*key)?, v)?;
                         let (sep, si) = self.next_token();
                         match sep {
@@ -785,7 +828,7 @@ impl Parser<'_> {
                             Tok::Comma => {
                                 let (tok, index) = self.next_token();
                                 *key = self.member_key(tok, index)?;
-                                cur = self.next_token();
+                                next = self.next_token();
                                 break;
                             }
                             _ => return Self::parse_error("comma or object end", &sep, si),
@@ -793,21 +836,28 @@ impl Parser<'_> {
                     }
                 }
                 self.depth -= 1;
-                v = match frames.pop() {
-                    Some(DecFrame::Array { t, .. } | DecFrame::Object { t, .. }) => Value::Table(t),
-                    None => unreachable!("a frame was open"),
+                frames.pop();
+                let Some(done) = cur.take() else {
+                    return err("cjson: lost a table while parsing");
                 };
+                v = Value::Table(done);
+                if !frames.is_empty() {
+                    let Value::Table(outer) = spill.take(frames.len())? else {
+                        return err("cjson: lost a table while parsing");
+                    };
+                    cur = Some(outer);
+                }
             }
         }
     }
 }
 
-/// A container being decoded.
+/// A container being decoded (its table is held apart).
 enum DecFrame {
     /// An array; `next` is the index of the next element.
-    Array { t: Table, next: i64 },
+    Array { next: i64 },
     /// An object; `key` is the key of the value being read.
-    Object { t: Table, key: Vec<u8> },
+    Object { key: Vec<u8> },
 }
 
 /// `cjson.decode(s)`.
@@ -908,9 +958,9 @@ pub(crate) fn create(lua: &Lua, reg: &Registrar) -> mlua::Result<Table> {
     let cfg: Shared = Rc::new(Cell::new(Config::default()));
 
     let c = cfg.clone();
-    let next = reg.next.clone();
+    let r = reg.clone();
     reg.add(lua, &t, "encode", Shape::One, move |lua, a| {
-        encode(lua, &c.get(), &next, a)
+        encode(lua, &c.get(), &r, a)
     })?;
     let c = cfg.clone();
     reg.add(lua, &t, "decode", Shape::One, move |lua, a| {

@@ -25,8 +25,8 @@
 //! bounded by Lua's C stack limit, reported with the C version's message.
 
 use super::{
-    arg_err, bytes, cast_i32, check_bytes, check_integer, err, exact_value, for_each_pair, num,
-    opt_integer, Args, LResult, LibError, Registrar, Ret, Shape, LUAI_MAXCSTACK, REF_BUDGET,
+    arg_err, bytes, cast_i32, check_bytes, check_integer, err, exact_value, num, opt_integer,
+    Args, LResult, LibError, Pairs, Registrar, Ret, Shape, Spill, LUAI_MAXCSTACK,
 };
 use mlua::{Lua, Table, Value};
 
@@ -124,60 +124,53 @@ fn encode_number(buf: &mut Vec<u8>, n: f64) {
 }
 
 /// `table_is_an_array`: keys are exactly 1..n.
-fn table_is_an_array(t: &Table) -> LResult<bool> {
+fn table_is_an_array(reg: &Registrar, t: &Table) -> LResult<bool> {
     let mut count: i32 = 0;
     let mut max: i32 = 0;
-    let mut array = true;
-    // Stop at the first key that is not a positive int (an Err we drop).
-    let walk = for_each_pair(t, |k, _| {
+    let mut it = Pairs::new(reg, t.clone(), Value::Nil);
+    while let Some((k, _)) = it.next()? {
         let n = match k {
             Value::Integer(i) => i as f64,
             Value::Number(n) => n,
-            _ => f64::NAN,
+            _ => return Ok(false),
         };
-        if n.is_nan() || n <= 0.0 || n.is_infinite() || cast_i32(n) as f64 != n {
-            array = false;
-            return Err(LibError::Raw(Vec::new()));
+        if n <= 0.0 || n.is_infinite() || cast_i32(n) as f64 != n {
+            return Ok(false);
         }
         max = max.max(n as i32);
         count = count.wrapping_add(1);
-        Ok(())
-    });
-    match walk {
-        Err(LibError::Raw(m)) if m.is_empty() => Ok(false),
-        Err(e) => Err(e),
-        Ok(()) => Ok(array && max == count),
     }
+    Ok(max == count)
 }
 
-/// `mp_encode_lua_type`.
-fn encode_value(buf: &mut Vec<u8>, v: &Value, level: usize) -> LResult<()> {
+/// `mp_encode_lua_type` (recursion is bounded by the nesting limit).
+fn encode_value(reg: &Registrar, buf: &mut Vec<u8>, v: &Value, level: usize) -> LResult<()> {
     match v {
         Value::String(s) => encode_bytes(buf, &s.as_bytes()),
         Value::Boolean(b) => buf.push(if *b { 0xc3 } else { 0xc2 }),
         Value::Integer(i) => encode_number(buf, *i as f64),
         Value::Number(n) => encode_number(buf, *n),
         Value::Table(t) if level < MAX_NESTING => {
-            if table_is_an_array(t)? {
+            if table_is_an_array(reg, t)? {
                 let len = t.raw_len();
                 encode_header(buf, 0x90, len as u64);
                 for j in 1..=len {
                     let key = Value::Integer(j as i64);
                     let item = exact_value(t, &key, t.get::<Value>(j)?, false);
-                    encode_value(buf, &item, level + 1)?;
+                    encode_value(reg, buf, &item, level + 1)?;
                 }
             } else {
                 let mut len: u64 = 0;
-                for_each_pair(t, |_, _| {
+                let mut it = Pairs::new(reg, t.clone(), Value::Nil);
+                while it.next()?.is_some() {
                     len += 1;
-                    Ok(())
-                })?;
+                }
                 encode_header(buf, 0x80, len);
-                for_each_pair(t, |k, item| {
-                    let item = exact_value(t, &k, item, true);
-                    encode_value(buf, &k, level + 1)?;
-                    encode_value(buf, &item, level + 1)
-                })?;
+                let mut it = Pairs::new(reg, t.clone(), Value::Nil);
+                while let Some((k, item)) = it.next()? {
+                    encode_value(reg, buf, &k, level + 1)?;
+                    encode_value(reg, buf, &item, level + 1)?;
+                }
             }
         }
         _ => buf.push(0xc0),
@@ -186,7 +179,7 @@ fn encode_value(buf: &mut Vec<u8>, v: &Value, level: usize) -> LResult<()> {
 }
 
 /// `cmsgpack.pack(...)`.
-fn pack(lua: &Lua, args: &mut Args) -> LResult<Ret> {
+fn pack(lua: &Lua, reg: &Registrar, args: &mut Args) -> LResult<Ret> {
     let nargs = args.len();
     if nargs == 0 {
         return arg_err(0, "MessagePack pack needs input.");
@@ -200,7 +193,7 @@ fn pack(lua: &Lua, args: &mut Args) -> LResult<Ret> {
             Some(n) => Value::Number(n),
             None => args.value(i),
         };
-        encode_value(&mut buf, &v, 0)?;
+        encode_value(reg, &mut buf, &v, 0)?;
     }
     Ok(Ret::One(bytes(lua, &buf)?))
 }
@@ -231,19 +224,19 @@ enum Head {
     Map(usize),
 }
 
-/// A container being filled; `base` is the C stack height below its table.
+/// A container being filled (its table is held apart); `base` is the C
+/// stack height below its table.
 enum Frame {
     Array {
-        t: Table,
         len: usize,
         next: usize,
         base: usize,
     },
     Map {
-        t: Table,
         len: usize,
         done: usize,
-        key: Option<Value>,
+        /// Whether the key of the pair being read is decoded.
+        has_key: bool,
         base: usize,
     },
 }
@@ -394,64 +387,67 @@ fn check_key(k: &Value) -> Result<(), DecodeError> {
 }
 
 /// `mp_decode_to_lua_type` for one top-level object, with an explicit stack
-/// of open containers instead of recursion.
+/// of open containers instead of recursion: the innermost table and pending
+/// map key are held here, the enclosing ones in a [`Spill`].
 fn decode_value(lua: &Lua, c: &mut Cursor) -> Result<Value, DecodeError> {
+    let spill = Spill::new(lua)?;
     let mut frames: Vec<Frame> = Vec::new();
-    let mut refs = 0usize;
+    let mut cur: Option<Table> = None;
+    let mut key = Value::Nil;
+    let lost = || DecodeError::Lib(LibError::Msg(b"cmsgpack: lost a table".to_vec()));
     loop {
-        let mut v = match decode_head(lua, c)? {
-            Head::Value(v) => v,
+        let base = c.height;
+        let opened = match decode_head(lua, c)? {
+            Head::Value(v) => Err(v),
             Head::Array(len) => {
                 let t = new_table(lua, c, len, false)?;
-                let base = c.height;
                 c.height += 1;
                 c.check_stack("in function mp_decode_to_lua_array")?;
                 if len == 0 {
                     c.height = base;
-                    Value::Table(t)
+                    Err(Value::Table(t))
                 } else {
-                    refs += 1;
-                    if refs > REF_BUDGET {
-                        return Err(LibError::Msg(b"stack overflow (in function mp_decode_to_lua_array)".to_vec()).into());
-                    }
                     c.height += 1; // the index
-                    frames.push(Frame::Array {
-                        t,
-                        len,
-                        next: 1,
-                        base,
-                    });
-                    continue;
+                    Ok((t, Frame::Array { len, next: 1, base }))
                 }
             }
             Head::Map(len) => {
                 let t = new_table(lua, c, len, true)?;
-                let base = c.height;
                 if len == 0 {
-                    Value::Table(t)
+                    Err(Value::Table(t))
                 } else {
-                    refs += 2;
-                    if refs > REF_BUDGET {
-                        return Err(LibError::Msg(b"stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)".to_vec()).into());
-                    }
                     c.height += 1;
-                    frames.push(Frame::Map {
-                        t,
+                    let frame = Frame::Map {
                         len,
                         done: 0,
-                        key: None,
+                        has_key: false,
                         base,
-                    });
-                    continue;
+                    };
+                    Ok((t, frame))
                 }
             }
+        };
+        let mut v = match opened {
+            Ok((t, frame)) => {
+                if let Some(outer) = cur.replace(t) {
+                    let d = frames.len();
+                    spill.set(2 * d - 1, Value::Table(outer))?;
+                    spill.set(2 * d, std::mem::replace(&mut key, Value::Nil))?;
+                }
+                frames.push(frame);
+                continue;
+            }
+            Err(v) => v,
         };
         // Hand the value to the innermost open container, closing the
         // containers it completes.
         loop {
-            match frames.last_mut() {
-                None => return Ok(v),
-                Some(Frame::Array { t, len, next, base }) => {
+            let Some(frame) = frames.last_mut() else {
+                return Ok(v);
+            };
+            let t = cur.as_ref().ok_or_else(lost)?;
+            match frame {
+                Frame::Array { len, next, base } => {
                     t.raw_set(*next, v)?;
                     *next += 1;
                     if *next <= *len {
@@ -459,41 +455,40 @@ fn decode_value(lua: &Lua, c: &mut Cursor) -> Result<Value, DecodeError> {
                     }
                     c.height = *base;
                 }
-                Some(Frame::Map {
-                    t,
+                Frame::Map {
                     len,
                     done,
-                    key,
+                    has_key,
                     base,
-                }) => match key.take() {
-                    None => {
-                        *key = Some(v);
+                } => {
+                    if !*has_key {
+                        key = v;
+                        *has_key = true;
                         c.height = *base + 2;
                         break;
                     }
-                    Some(k) => {
-                        check_key(&k)?;
-                        t.raw_set(k, v)?;
-                        *done += 1;
-                        c.height = *base + 1;
-                        if *done < *len {
-                            break;
-                        }
-                        c.height = *base;
+                    let k = std::mem::replace(&mut key, Value::Nil);
+                    check_key(&k)?;
+                    t.raw_set(k, v)?;
+                    *has_key = false;
+                    *done += 1;
+                    c.height = *base + 1;
+                    if *done < *len {
+                        break;
                     }
-                },
+                    c.height = *base;
+                }
             }
-            v = match frames.pop() {
-                Some(Frame::Array { t, .. }) => {
-                    refs -= 1;
-                    Value::Table(t)
-                }
-                Some(Frame::Map { t, .. }) => {
-                    refs -= 2;
-                    Value::Table(t)
-                }
-                None => unreachable!("a frame was open"),
-            };
+            frames.pop();
+            v = Value::Table(cur.take().ok_or_else(lost)?);
+            if !frames.is_empty() {
+                let d = frames.len();
+                let Value::Table(outer) = spill.take(2 * d - 1)? else {
+                    return Err(lost());
+                };
+                cur = Some(outer);
+                key = spill.take(2 * d)?;
+            }
         }
     }
 }
@@ -546,7 +541,8 @@ fn unpack_full(lua: &Lua, args: &Args, limit: i64, offset: i64) -> LResult<Ret> 
 /// Builds the `cmsgpack` table.
 pub(crate) fn create(lua: &Lua, reg: &Registrar) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    reg.add(lua, &t, "pack", Shape::One, pack)?;
+    let r = reg.clone();
+    reg.add(lua, &t, "pack", Shape::One, move |lua, a| pack(lua, &r, a))?;
     reg.add(lua, &t, "unpack", Shape::Multi, |lua, a| unpack_full(lua, a, 0, 0))?;
     reg.add(lua, &t, "unpack_one", Shape::Multi, |lua, a| {
         let offset = opt_integer(lua, a, 2, 0)?;

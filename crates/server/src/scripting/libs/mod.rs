@@ -165,13 +165,6 @@ impl Args {
     }
 }
 
-/// The most Lua references one call's nesting may hold at a time. `mlua`
-/// keeps every reference a Rust value holds in one auxiliary Lua stack of at
-/// most `LUAI_MAXCSTACK` slots shared by the whole state, and panics when it
-/// is exhausted; nested structures count against this budget as they count
-/// against the C stack limit in C.
-pub(crate) const REF_BUDGET: usize = 3000;
-
 /// Lua's name for the type of `v` (`lua_typename(lua_type(v))`).
 pub(crate) fn type_name(v: &Value) -> &'static str {
     match v {
@@ -262,23 +255,132 @@ pub(crate) fn check_bytes(args: &Args, i: usize) -> LResult<Vec<u8>> {
     }
 }
 
-/// Iterates `t` in `next` order. A key `mlua` misread as `0` (a number of
-/// magnitude below 2.2e-16) cannot be handed back to `next`, so it stops the
-/// iteration with the error Lua's `next` raises for unknown keys.
-pub(crate) fn for_each_pair(
-    t: &Table,
-    mut f: impl FnMut(Value, Value) -> LResult<()>,
-) -> LResult<()> {
-    for pair in t.pairs::<Value, Value>() {
-        let (k, v) = pair?;
-        let misread = matches!(k, Value::Integer(0)) && t.raw_get::<Value>(0)?.is_nil();
-        if misread {
-            return Err(LibError::Raw(b"invalid key to 'next'".to_vec()));
-        }
-        f(k, v)?;
-    }
-    Ok(())
+/// Walks a table in `next` order with exact keys, in batches fetched by a
+/// Lua helper (so no iterator holds `mlua` references between calls, and
+/// keys `mlua` would misread keep their exact value).
+pub(crate) struct Pairs {
+    step: Function,
+    t: Table,
+    /// The last key returned (where the next batch starts).
+    key: Value,
+    batch: Option<Table>,
+    exact: Option<Table>,
+    n: usize,
+    i: usize,
+    done: bool,
 }
+
+/// Pairs fetched per call of the helper.
+const BATCH: usize = 64;
+
+impl Pairs {
+    /// The pairs of `t` after key `after` (nil: from the start).
+    pub(crate) fn new(reg: &Registrar, t: Table, after: Value) -> Self {
+        Pairs {
+            step: reg.step.clone(),
+            t,
+            key: after,
+            batch: None,
+            exact: None,
+            n: 0,
+            i: 0,
+            done: false,
+        }
+    }
+
+    /// The next key and value, `None` at the end.
+    pub(crate) fn next(&mut self) -> LResult<Option<(Value, Value)>> {
+        if self.i == self.n {
+            if self.done {
+                return Ok(None);
+            }
+            let (batch, n, exact): (Table, usize, Option<Table>) =
+                self.step.call((self.t.clone(), self.key.clone(), BATCH))?;
+            self.done = n < BATCH;
+            self.batch = Some(batch);
+            self.exact = exact;
+            self.n = n;
+            self.i = 0;
+            if n == 0 {
+                return Ok(None);
+            }
+        }
+        self.i += 1;
+        let i = self.i;
+        let Some(batch) = &self.batch else {
+            return Ok(None);
+        };
+        let key = match &self.exact {
+            Some(e) => match e.raw_get::<Option<f64>>(i)? {
+                Some(x) => Value::Number(x),
+                None => batch.raw_get::<Value>(2 * i - 1)?,
+            },
+            None => batch.raw_get::<Value>(2 * i - 1)?,
+        };
+        let slot = Value::Integer(2 * i as i64);
+        let v = exact_value(batch, &slot, batch.raw_get::<Value>(2 * i)?, true);
+        self.key = key.clone();
+        Ok(Some((key, v)))
+    }
+
+    /// The last key returned (nil before the first).
+    pub(crate) fn last_key(&self) -> &Value {
+        &self.key
+    }
+}
+
+/// A Lua table used as a stack for the containers of an iterative walk, so
+/// that nesting thousands deep holds one `mlua` reference, not thousands
+/// (`mlua` keeps references in one Lua stack of at most `LUAI_MAXCSTACK`
+/// slots and panics when it is full).
+pub(crate) struct Spill {
+    t: Table,
+}
+
+impl Spill {
+    pub(crate) fn new(lua: &Lua) -> LResult<Self> {
+        Ok(Spill {
+            t: lua.create_table()?,
+        })
+    }
+
+    /// Stores `v` at slot `i`.
+    pub(crate) fn set(&self, i: usize, v: Value) -> LResult<()> {
+        self.t.raw_set(i, v)?;
+        Ok(())
+    }
+
+    /// Takes the value at slot `i` (exactly, for numbers), clearing it.
+    pub(crate) fn take(&self, i: usize) -> LResult<Value> {
+        let key = Value::Integer(i as i64);
+        let v = exact_value(&self.t, &key, self.t.raw_get::<Value>(i)?, true);
+        self.t.raw_set(i, Value::Nil)?;
+        Ok(v)
+    }
+}
+
+/// The Lua side of [`Pairs`]: up to `max` pairs after `k`, and the keys
+/// that are numbers `mlua` would misread, by position.
+const STEP: &str = r#"
+local next, type = next, type
+local eps = 2.220446049250313e-16
+return function(t, k, max)
+  local batch, exact, n = {}, nil, 0
+  while n < max do
+    local v
+    k, v = next(t, k)
+    if k == nil then break end
+    n = n + 1
+    batch[2 * n - 1] = k
+    batch[2 * n] = v
+    if type(k) == 'number' and ((k == 0 and 1 / k < 0) or (k ~= 0 and k < eps and k > -eps)) then
+      exact = exact or {}
+      exact[n] = k
+    end
+  end
+  return batch, n, exact
+end
+"#;
 
 /// The Rust body of a library function.
 type Body = dyn Fn(&Lua, &mut Args) -> LResult<Ret> + 'static;
@@ -286,8 +388,8 @@ type Body = dyn Fn(&Lua, &mut Args) -> LResult<Ret> + 'static;
 /// Registers Rust bodies as Lua functions that raise errors like C does.
 #[derive(Clone)]
 pub(crate) struct Registrar {
-    /// Lua's `next`, to walk tables without holding an iterator.
-    pub(crate) next: Function,
+    /// The batch helper behind [`Pairs`].
+    pub(crate) step: Function,
 }
 
 /// Whether `mlua` would misread the number `x` (see the module docs).
@@ -368,8 +470,8 @@ unsafe extern "C-unwind" fn trampoline(state: *mut ffi::lua_State) -> c_int {
 impl Registrar {
     /// Prepares registration in `lua`.
     pub(crate) fn new(lua: &Lua) -> mlua::Result<Self> {
-        let next = lua.globals().raw_get::<Function>("next")?;
-        Ok(Registrar { next })
+        let step = lua.load(STEP).set_name("=libs").call::<Function>(())?;
+        Ok(Registrar { step })
     }
 
     /// Sets `table[name]` to a function running `body`.
