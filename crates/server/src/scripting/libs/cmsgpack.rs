@@ -123,8 +123,17 @@ fn encode_number(buf: &mut Vec<u8>, n: f64) {
     }
 }
 
+/// `luaL_checkstack(L, extra, msg)` at C stack height `height`.
+fn check_stack(height: usize, extra: usize, msg: &str) -> LResult<()> {
+    if height + extra > LUAI_MAXCSTACK {
+        return err(format!("stack overflow ({msg})"));
+    }
+    Ok(())
+}
+
 /// `table_is_an_array`: keys are exactly 1..n.
-fn table_is_an_array(reg: &Registrar, t: &Table) -> LResult<bool> {
+fn table_is_an_array(reg: &Registrar, t: &Table, height: usize) -> LResult<bool> {
+    check_stack(height, 2, "in function table_is_an_array")?;
     let mut count: i32 = 0;
     let mut max: i32 = 0;
     let mut it = Pairs::new(reg, t.clone(), Value::Nil);
@@ -143,23 +152,32 @@ fn table_is_an_array(reg: &Registrar, t: &Table) -> LResult<bool> {
     Ok(max == count)
 }
 
-/// `mp_encode_lua_type` (recursion is bounded by the nesting limit).
-fn encode_value(reg: &Registrar, buf: &mut Vec<u8>, v: &Value, level: usize) -> LResult<()> {
+/// `mp_encode_lua_type`; `height` is the C stack height with `v` on top
+/// (recursion is bounded by the nesting limit).
+fn encode_value(
+    reg: &Registrar,
+    buf: &mut Vec<u8>,
+    v: &Value,
+    level: usize,
+    height: usize,
+) -> LResult<()> {
     match v {
         Value::String(s) => encode_bytes(buf, &s.as_bytes()),
         Value::Boolean(b) => buf.push(if *b { 0xc3 } else { 0xc2 }),
         Value::Integer(i) => encode_number(buf, *i as f64),
         Value::Number(n) => encode_number(buf, *n),
         Value::Table(t) if level < MAX_NESTING => {
-            if table_is_an_array(reg, t)? {
+            if table_is_an_array(reg, t, height)? {
                 let len = t.raw_len();
                 encode_header(buf, 0x90, len as u64);
+                check_stack(height, 1, "in function mp_encode_lua_table_as_array")?;
                 for j in 1..=len {
                     let key = Value::Integer(j as i64);
                     let item = exact_value(t, &key, t.get::<Value>(j)?, false);
-                    encode_value(reg, buf, &item, level + 1)?;
+                    encode_value(reg, buf, &item, level + 1, height + 1)?;
                 }
             } else {
+                check_stack(height, 3, "in function mp_encode_lua_table_as_map")?;
                 let mut len: u64 = 0;
                 let mut it = Pairs::new(reg, t.clone(), Value::Nil);
                 while it.next()?.is_some() {
@@ -168,8 +186,9 @@ fn encode_value(reg: &Registrar, buf: &mut Vec<u8>, v: &Value, level: usize) -> 
                 encode_header(buf, 0x80, len);
                 let mut it = Pairs::new(reg, t.clone(), Value::Nil);
                 while let Some((k, item)) = it.next()? {
-                    encode_value(reg, buf, &k, level + 1)?;
-                    encode_value(reg, buf, &item, level + 1)?;
+                    // Stack: table, key, value, key copy.
+                    encode_value(reg, buf, &k, level + 1, height + 3)?;
+                    encode_value(reg, buf, &item, level + 1, height + 2)?;
                 }
             }
         }
@@ -189,11 +208,14 @@ fn pack(lua: &Lua, reg: &Registrar, args: &mut Args) -> LResult<Ret> {
     }
     let mut buf = Vec::new();
     for i in 1..=nargs {
+        // Stack: the arguments, one string per packed argument, this one.
+        let height = nargs + (i - 1);
+        check_stack(height, 1, "in function mp_check")?;
         let v = match args.exact_number(i) {
             Some(n) => Value::Number(n),
             None => args.value(i),
         };
-        encode_value(reg, &mut buf, &v, 0)?;
+        encode_value(reg, &mut buf, &v, 0, height + 1)?;
     }
     Ok(Ret::One(bytes(lua, &buf)?))
 }

@@ -305,8 +305,9 @@ fn unpack(lua: &Lua, args: &mut Args) -> LResult<Ret> {
         if size > ld || pos > ld - size {
             return too_short();
         }
-        // fmt and data are below the results on the C stack.
-        if 2 + stack.count + 1 > LUAI_MAXCSTACK {
+        // fmt and data are below the results on the C stack; Redis 7.0.15
+        // refuses the 7998th result.
+        if 2 + stack.count + 2 > LUAI_MAXCSTACK {
             return err("stack overflow (too many results)");
         }
         match opt {
