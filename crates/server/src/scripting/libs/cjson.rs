@@ -216,7 +216,7 @@ impl Encoder<'_> {
 
     /// `json_append_data`, walking nested tables with an explicit stack:
     /// the innermost table is held here, the enclosing ones (and where their
-    /// iteration stopped) in a [`Spill`].
+    /// iteration stopped) in a `Spill`.
     fn value(&mut self, root: Value) -> LResult<()> {
         let spill = Spill::new(self.lua)?;
         let mut kinds: Vec<EncKind> = Vec::new();
@@ -745,7 +745,7 @@ impl Parser<'_> {
     }
 
     /// `json_process_value`, with an explicit stack of open containers: the
-    /// innermost table is held here, the enclosing ones in a [`Spill`].
+    /// innermost table is held here, the enclosing ones in a `Spill`.
     fn value(&mut self, tok: Tok, index: usize) -> LResult<Value> {
         let spill = Spill::new(self.lua)?;
         let mut frames: Vec<DecFrame> = Vec::new();
@@ -1141,12 +1141,46 @@ mod tests {
             "user_script:1: Found too many nested data structures (1001) at character 1001"
         );
         // Raised depth limit: Lua's stack limit still stops it.
-        let e = error("cjson.decode_max_depth(1000000) cjson.decode(string.rep('[', 100000))");
-        assert!(e.starts_with("user_script:1: Found too many nested data structures ("), "{e}");
+        assert_eq!(
+            error("cjson.decode_max_depth(1000000) cjson.decode(string.rep('[', 100000))"),
+            "user_script:1: Found too many nested data structures (7999) at character 7999"
+        );
         assert_eq!(
             error("cjson.decode('a\\0')"),
             "user_script:1: JSON parser does not support UTF-16 or UTF-32"
         );
+    }
+
+    #[test]
+    fn deep_nesting_at_the_c_limits() {
+        // Lua's 8000-slot C stack is the limit once the depth limits are raised.
+        assert_eq!(
+            eval("cjson.encode_max_depth(100000) local t = {} for i = 1, 7996 do t = {t} end return tostring(#cjson.encode(t))"),
+            "15994"
+        );
+        assert_eq!(
+            error("cjson.encode_max_depth(100000) local t = {} for i = 1, 7997 do t = {t} end cjson.encode(t)"),
+            "user_script:1: Cannot serialise, excessive nesting (7998)"
+        );
+        assert_eq!(
+            error("cjson.encode_max_depth(100000) local t = 1 for i = 1, 4000 do t = {a = t} end cjson.encode(t)"),
+            "user_script:1: Cannot serialise, excessive nesting (4000)"
+        );
+        assert_eq!(
+            error("cjson.decode_max_depth(100000) cjson.decode(string.rep('[', 100000))"),
+            "user_script:1: Found too many nested data structures (7999) at character 7999"
+        );
+        assert_eq!(
+            error("cjson.decode_max_depth(100000) cjson.decode(string.rep('{\"a\":', 100000))"),
+            "user_script:1: Found too many nested data structures (4000) at character 19996"
+        );
+    }
+
+    #[test]
+    fn numbers_mlua_would_misread() {
+        assert_eq!(enc("{[1e-20] = {[-0.0] = 1}}"), r#"{"1e-20":{"-0":1}}"#);
+        assert_eq!(enc("{a = -0.0}"), r#"{"a":-0}"#);
+        assert_eq!(enc("{-0.0, 1e-300}"), "[-0,1e-300]");
     }
 
     #[test]

@@ -410,7 +410,7 @@ fn check_key(k: &Value) -> Result<(), DecodeError> {
 
 /// `mp_decode_to_lua_type` for one top-level object, with an explicit stack
 /// of open containers instead of recursion: the innermost table and pending
-/// map key are held here, the enclosing ones in a [`Spill`].
+/// map key are held here, the enclosing ones in a `Spill`.
 fn decode_value(lua: &Lua, c: &mut Cursor) -> Result<Value, DecodeError> {
     let spill = Spill::new(lua)?;
     let mut frames: Vec<Frame> = Vec::new();
@@ -669,6 +669,39 @@ mod tests {
     }
 
     #[test]
+    fn stack_limits_as_in_c() {
+        assert_eq!(
+            eval("local t = {} for i = 1, 3999 do t[i] = {i} end return tostring(#cmsgpack.pack(unpack(t)))"),
+            "15614"
+        );
+        assert_eq!(
+            error("local t = {} for i = 1, 4000 do t[i] = {i} end cmsgpack.pack(unpack(t))"),
+            "user_script:1: stack overflow (in function table_is_an_array)"
+        );
+        assert_eq!(
+            error("local t = {} for i = 1, 4001 do t[i] = 1 end cmsgpack.pack(unpack(t))"),
+            "user_script:1: bad argument #0 to 'pack' (Too many arguments for MessagePack pack.)"
+        );
+        assert_eq!(
+            eval("return type(cmsgpack.unpack(string.rep('\\145', 3999) .. '\\1'))"),
+            "table"
+        );
+        assert_eq!(
+            error("cmsgpack.unpack(string.rep('\\145', 4000) .. '\\1')"),
+            "user_script:1: stack overflow (in function mp_decode_to_lua_array)"
+        );
+        assert_eq!(
+            error("cmsgpack.unpack(string.rep('\\129', 7998) .. '\\1\\1')"),
+            "user_script:1: stack overflow (too many return values at once; use unpack_one or unpack_limit instead.)"
+        );
+        assert_eq!(
+            eval("return tostring(select('#', cmsgpack.unpack(string.rep('\\161x', 7999))))"),
+            "7999"
+        );
+        assert_eq!(hex("cmsgpack.pack({[1e-300] = 1e-300})"), "81cb01a56e1fc2f8f359cb01a56e1fc2f8f359");
+    }
+
+    #[test]
     fn hostile_input() {
         // str32 claiming 4 GB, array32 claiming 4G elements, map32 likewise.
         assert_eq!(error("cmsgpack.unpack('\\219\\255\\255\\255\\255abc')"), "user_script:1: Missing bytes in input.");
@@ -680,8 +713,10 @@ mod tests {
         assert_eq!(error("cmsgpack.unpack('\\196\\1a')"), "user_script:1: Bad data format in input.");
         assert_eq!(error("cmsgpack.unpack('\\129\\192\\1')"), "table index is nil");
         // Deep nesting is bounded by the Lua stack limit.
-        let e = error("cmsgpack.unpack(string.rep('\\145', 100000) .. '\\1')");
-        assert!(e.starts_with("user_script:1: stack overflow ("), "{e}");
+        assert_eq!(
+            error("cmsgpack.unpack(string.rep('\\145', 100000) .. '\\1')"),
+            "user_script:1: stack overflow (in function mp_decode_to_lua_array)"
+        );
         // Too many top-level values.
         assert_eq!(
             error("cmsgpack.unpack(string.rep('\\1', 9000))"),

@@ -18,26 +18,37 @@
 //! A C library raises errors with `luaL_error`, which prefixes the position of
 //! the calling Lua code (`user_script:1: ...`) and throws a plain string. An
 //! `mlua` callback that returns `Err` instead throws a Rust error object. So
-//! every function is registered as a small Lua wrapper around its Rust body:
-//! the body returns `true, results...` or `false, message, level`, and the
-//! wrapper calls `error(message, level)`, which yields exactly the string
-//! (and position prefix) the C version throws, catchable by `pcall`.
-//! `luaL_argerror`'s "bad argument #n to 'name'" takes `name` from the
-//! calling frame, as Lua does.
+//! every function is a C closure over `trampoline`: it calls the Rust body
+//! (an `mlua` function), which returns `true, results` or `false, message,
+//! level`, and raises the message itself with `luaL_where` + `lua_error`,
+//! exactly as `luaL_error` would from the C function, so the position is
+//! right even when the script tail-calls the library, and `pcall` gets the
+//! string. `luaL_argerror`'s "bad argument #n to 'name'" takes `name` from
+//! the calling frame, as Lua does.
+//!
+//! # `mlua` limits we work around
+//!
+//! - `mlua` reads a Lua number that is within `f64::EPSILON` of an integer as
+//!   that integer, losing `-0` and magnitudes below 2.2e-16. Arguments with
+//!   such numbers are passed packed in a table and read back exactly, values
+//!   in tables are re-read exactly, and tables are walked by a Lua helper
+//!   (`Pairs`) that flags such keys, so nothing is misread.
+//! - `mlua` keeps every reference a Rust value holds in one Lua stack of at
+//!   most 8000 slots and panics when it is full. So many arguments (more than
+//!   32) are passed packed in a table, many results are returned through a
+//!   table that the trampoline unpacks, and the iterative walks of
+//!   `cjson`/`cmsgpack` keep the enclosing containers in a Lua table
+//!   (`Spill`), not in Rust.
+//! - Nesting never recurses on the Rust stack beyond cmsgpack's 16 levels:
+//!   the walks are iterative, and their depth limits are the C versions'
+//!   (including Lua's 8000-slot C stack limit, which we model: the depths
+//!   and messages at which Redis gives up are the same here).
 //!
 //! # Where we depart from the C versions
 //!
-//! - Inputs that crash or exhaust memory in C are Lua errors here (the
-//!   affected cases are listed in each module).
-//! - `mlua` reads a Lua number that is within `f64::EPSILON` of an integer
-//!   as that integer, which loses `-0` and magnitudes below 2.2e-16. Values
-//!   inside tables and the arguments of `struct.pack`, `cmsgpack.pack` and
-//!   `cjson.encode` are re-read exactly, so encoding is unaffected; only a
-//!   table *key* such a tiny number or `-0` is seen as `0` (it matters to
-//!   `cjson.encode` alone, which would print the key as `"0"`).
-//! - The C libraries recurse on the C stack; ours recurse on the Rust stack to
-//!   the same depths (bounded by Lua's 8000-slot C stack limit, which we
-//!   model), so the thread running scripts needs a few megabytes of stack.
+//! Inputs that crash the C versions or make them allocate what a length
+//! prefix claims are Lua errors here (each module lists its cases); no
+//! script input panics or allocates more than the input's size calls for.
 
 pub mod bit;
 pub mod cjson;
@@ -359,7 +370,7 @@ impl Spill {
     }
 }
 
-/// The Lua side of [`Pairs`]: up to `max` pairs after `k`, and the keys
+/// The Lua side of `Pairs`: up to `max` pairs after `k`, and the keys
 /// that are numbers `mlua` would misread, by position.
 const STEP: &str = r#"
 local next, type = next, type
@@ -388,7 +399,7 @@ type Body = dyn Fn(&Lua, &mut Args) -> LResult<Ret> + 'static;
 /// Registers Rust bodies as Lua functions that raise errors like C does.
 #[derive(Clone)]
 pub(crate) struct Registrar {
-    /// The batch helper behind [`Pairs`].
+    /// The batch helper behind `Pairs`.
     pub(crate) step: Function,
 }
 
@@ -660,6 +671,44 @@ mod tests {
         for (x, p, want) in cases {
             assert_eq!(fmt_g(*x, *p), *want, "{x} %.{p}g");
         }
+    }
+
+    #[test]
+    fn deep_input_needs_no_deep_native_stack() {
+        // The walks are iterative: a small thread stack is enough.
+        let t = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(|| {
+                let lua = Lua::new();
+                open(&lua).unwrap();
+                lua.load(
+                    "cjson.encode_max_depth(100000) cjson.decode_max_depth(100000)
+                     local t = {} for i = 1, 7000 do t = {t} end
+                     local s = cjson.encode(t)
+                     assert(#cjson.encode(cjson.decode(s)) == #s)
+                     local m = string.rep('\\145', 3900) .. '\\1'
+                     assert(type(cmsgpack.unpack(m)) == 'table')",
+                )
+                .exec()
+                .unwrap();
+            })
+            .unwrap();
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn tail_calls_keep_the_position() {
+        let lua = Lua::new();
+        open(&lua).unwrap();
+        let msg: String = lua
+            .load("local ok, e = pcall(function() return cjson.decode('x') end) return e")
+            .set_name("@user_script")
+            .eval()
+            .unwrap();
+        assert_eq!(
+            msg,
+            "user_script:1: Expected value but found invalid token at character 1"
+        );
     }
 
     #[test]

@@ -553,5 +553,18 @@ mod tests {
             error("struct.unpack(string.rep('b', 9000), string.rep('a', 9000))"),
             "user_script:1: stack overflow (too many results)"
         );
+        assert_eq!(
+            error("struct.unpack(string.rep('c1', 7998), string.rep('a', 7998))"),
+            "user_script:1: stack overflow (too many results)"
+        );
+        assert_eq!(
+            eval("return tostring(select('#', struct.unpack(string.rep('c1', 7997), string.rep('a', 7997))))"),
+            "7998"
+        );
+        // Thousands of string arguments (more than mlua could hold at once).
+        assert_eq!(
+            eval("local t = {} for i = 1, 7000 do t[i] = 'ab' end return tostring(#struct.pack(string.rep('c0', 7000), unpack(t)))"),
+            "14000"
+        );
     }
 }
