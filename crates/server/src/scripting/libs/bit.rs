@@ -31,8 +31,12 @@ fn bret(b: u32) -> LResult<Ret> {
 /// Builds the `bit` table.
 pub(crate) fn create(lua: &Lua, reg: &Registrar) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    reg.add(lua, &t, "tobit", Shape::One, |lua, a| bret(barg(lua, a, 1)?))?;
-    reg.add(lua, &t, "bnot", Shape::One, |lua, a| bret(!barg(lua, a, 1)?))?;
+    reg.add(lua, &t, "tobit", Shape::One, |lua, a| {
+        bret(barg(lua, a, 1)?)
+    })?;
+    reg.add(lua, &t, "bnot", Shape::One, |lua, a| {
+        bret(!barg(lua, a, 1)?)
+    })?;
     type Fold = fn(u32, u32) -> u32;
     let folds: [(&str, Fold); 3] = [
         ("band", |x, y| x & y),
@@ -98,7 +102,10 @@ mod tests {
     fn eval(code: &str) -> String {
         let lua = Lua::new();
         super::super::open(&lua).unwrap();
-        lua.load(code).set_name("@user_script").eval::<String>().unwrap()
+        lua.load(code)
+            .set_name("@user_script")
+            .eval::<String>()
+            .unwrap()
     }
 
     #[test]
@@ -122,8 +129,14 @@ mod tests {
         assert_eq!(eval("return tostring(bit.lshift(1, 33))"), "2");
         assert_eq!(eval("return tostring(bit.rshift(-1, 28))"), "15");
         assert_eq!(eval("return tostring(bit.arshift(-256, 4))"), "-16");
-        assert_eq!(eval("return tostring(bit.rol(0x12345678, 12))"), "1164411171");
-        assert_eq!(eval("return tostring(bit.ror(0x12345678, 12))"), "1736516421");
+        assert_eq!(
+            eval("return tostring(bit.rol(0x12345678, 12))"),
+            "1164411171"
+        );
+        assert_eq!(
+            eval("return tostring(bit.ror(0x12345678, 12))"),
+            "1736516421"
+        );
         assert_eq!(eval("return tostring(bit.rol(7, 0))"), "7");
         assert_eq!(eval("return tostring(bit.bswap(0x12345678))"), "2018915346");
     }
@@ -140,7 +153,11 @@ mod tests {
 
     #[test]
     fn errors() {
-        let e = |code: &str| eval(&format!("local ok, e = pcall(function() {code} end) return e"));
+        let e = |code: &str| {
+            eval(&format!(
+                "local ok, e = pcall(function() {code} end) return e"
+            ))
+        };
         assert_eq!(
             e("return bit.tobit({})"),
             "user_script:1: bad argument #1 to 'tobit' (number expected, got table)"

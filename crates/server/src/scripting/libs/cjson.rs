@@ -392,7 +392,11 @@ fn strtod(d: &[u8], start: usize) -> Option<(f64, usize)> {
     };
     let sign = |x: f64| if neg { -x } else { x };
     if has_prefix_ci(d, p, "inf") {
-        let end = if has_prefix_ci(d, p, "infinity") { p + 8 } else { p + 3 };
+        let end = if has_prefix_ci(d, p, "infinity") {
+            p + 8
+        } else {
+            p + 3
+        };
         return Some((sign(f64::INFINITY), end));
     }
     if has_prefix_ci(d, p, "nan") {
@@ -508,9 +512,17 @@ fn strtod(d: &[u8], start: usize) -> Option<(f64, usize)> {
         }
     }
     let mut text = String::with_capacity(int_part.len() + frac_part.len() + 16);
-    text.push_str(if int_part.is_empty() { "0" } else { std::str::from_utf8(int_part).ok()? });
+    text.push_str(if int_part.is_empty() {
+        "0"
+    } else {
+        std::str::from_utf8(int_part).ok()?
+    });
     text.push('.');
-    text.push_str(if frac_part.is_empty() { "0" } else { std::str::from_utf8(frac_part).ok()? });
+    text.push_str(if frac_part.is_empty() {
+        "0"
+    } else {
+        std::str::from_utf8(frac_part).ok()?
+    });
     text.push('e');
     text.push_str(&exp.to_string());
     let v: f64 = text.parse().ok()?;
@@ -967,22 +979,28 @@ pub(crate) fn create(lua: &Lua, reg: &Registrar) -> mlua::Result<Table> {
         decode(lua, &c.get(), a)
     })?;
     let c = cfg.clone();
-    reg.add(lua, &t, "encode_sparse_array", Shape::Multi, move |lua, a| {
-        arg_init(a, 3)?;
-        // Each option takes effect before the next one is checked, as in C.
-        let mut cfg = c.get();
-        let convert = enum_option(lua, a, 1, &mut cfg.sparse_convert, None)?;
-        c.set(cfg);
-        let ratio = integer_option(lua, a, 2, &mut cfg.sparse_ratio, 0, i32::MAX)?;
-        c.set(cfg);
-        let safe = integer_option(lua, a, 3, &mut cfg.sparse_safe, 0, i32::MAX)?;
-        c.set(cfg);
-        let out = lua.create_table()?;
-        out.raw_set(1, convert)?;
-        out.raw_set(2, ratio)?;
-        out.raw_set(3, safe)?;
-        Ok(Ret::Multi(out, 3))
-    })?;
+    reg.add(
+        lua,
+        &t,
+        "encode_sparse_array",
+        Shape::Multi,
+        move |lua, a| {
+            arg_init(a, 3)?;
+            // Each option takes effect before the next one is checked, as in C.
+            let mut cfg = c.get();
+            let convert = enum_option(lua, a, 1, &mut cfg.sparse_convert, None)?;
+            c.set(cfg);
+            let ratio = integer_option(lua, a, 2, &mut cfg.sparse_ratio, 0, i32::MAX)?;
+            c.set(cfg);
+            let safe = integer_option(lua, a, 3, &mut cfg.sparse_safe, 0, i32::MAX)?;
+            c.set(cfg);
+            let out = lua.create_table()?;
+            out.raw_set(1, convert)?;
+            out.raw_set(2, ratio)?;
+            out.raw_set(3, safe)?;
+            Ok(Ret::Multi(out, 3))
+        },
+    )?;
     type Field = fn(&mut Config) -> &mut i32;
     let ints: [(&str, Field, i32); 3] = [
         ("encode_max_depth", |c| &mut c.encode_max_depth, i32::MAX),
@@ -1006,7 +1024,11 @@ pub(crate) fn create(lua: &Lua, reg: &Registrar) -> mlua::Result<Table> {
             |c| &mut c.encode_invalid_numbers,
             Some(&["off", "on", "null"]),
         ),
-        ("decode_invalid_numbers", |c| &mut c.decode_invalid_numbers, None),
+        (
+            "decode_invalid_numbers",
+            |c| &mut c.decode_invalid_numbers,
+            None,
+        ),
     ];
     for (name, field, options) in enums {
         let c = cfg.clone();
@@ -1035,7 +1057,10 @@ mod tests {
     fn eval(code: &str) -> String {
         let lua = Lua::new();
         super::super::open(&lua).unwrap();
-        lua.load(code).set_name("@user_script").eval::<String>().unwrap()
+        lua.load(code)
+            .set_name("@user_script")
+            .eval::<String>()
+            .unwrap()
     }
 
     fn error(code: &str) -> String {
@@ -1052,7 +1077,10 @@ mod tests {
     fn encode_values() {
         assert_eq!(enc("{1,2,{a=3}}"), r#"[1,2,{"a":3}]"#);
         assert_eq!(enc("{}"), "{}");
-        assert_eq!(enc("'a/b\"c\\\\d\\n\\1\\127'"), r#""a\/b\"c\\d\n\u0001\u007f""#);
+        assert_eq!(
+            enc("'a/b\"c\\\\d\\n\\1\\127'"),
+            r#""a\/b\"c\\d\n\u0001\u007f""#
+        );
         assert_eq!(enc("0.1"), "0.1");
         assert_eq!(enc("1/3"), "0.33333333333333");
         assert_eq!(enc("2^53"), "9.007199254741e+15");
@@ -1097,10 +1125,15 @@ mod tests {
     #[test]
     fn decode_values() {
         assert_eq!(
-            eval(r#"local t = cjson.decode([[{"a":[1,2.5,"x\u00e9\ud83d\ude00",true,null]}]]) return cjson.encode(t)"#),
+            eval(
+                r#"local t = cjson.decode([[{"a":[1,2.5,"x\u00e9\ud83d\ude00",true,null]}]]) return cjson.encode(t)"#
+            ),
             "{\"a\":[1,2.5,\"x\u{e9}\u{1f600}\",true,null]}"
         );
-        assert_eq!(eval("return tostring(cjson.decode('[null]')[1] == cjson.null)"), "true");
+        assert_eq!(
+            eval("return tostring(cjson.decode('[null]')[1] == cjson.null)"),
+            "true"
+        );
         assert_eq!(eval("return tostring(cjson.decode('0x10'))"), "16");
         assert_eq!(eval("return tostring(cjson.decode(' -1.5e3 '))"), "-1500");
         assert_eq!(eval("return tostring(cjson.decode('[1]\\0junk')[1])"), "1");
@@ -1222,6 +1255,9 @@ mod tests {
             error("cjson.decode_invalid_numbers(false) cjson.decode('0x10')"),
             "user_script:1: Expected value but found invalid number at character 1"
         );
-        assert_eq!(eval("return cjson._NAME .. ' ' .. cjson._VERSION"), "cjson 2.1.0");
+        assert_eq!(
+            eval("return cjson._NAME .. ' ' .. cjson._VERSION"),
+            "cjson 2.1.0"
+        );
     }
 }

@@ -25,8 +25,8 @@
 //! bounded by Lua's C stack limit, reported with the C version's message.
 
 use super::{
-    arg_err, bytes, cast_i32, check_bytes, check_integer, err, exact_value, num, opt_integer,
-    Args, LResult, LibError, Pairs, Registrar, Ret, Shape, Spill, LUAI_MAXCSTACK,
+    arg_err, bytes, cast_i32, check_bytes, check_integer, err, exact_value, num, opt_integer, Args,
+    LResult, LibError, Pairs, Registrar, Ret, Shape, Spill, LUAI_MAXCSTACK,
 };
 use mlua::{Lua, Table, Value};
 
@@ -565,7 +565,9 @@ pub(crate) fn create(lua: &Lua, reg: &Registrar) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     let r = reg.clone();
     reg.add(lua, &t, "pack", Shape::One, move |lua, a| pack(lua, &r, a))?;
-    reg.add(lua, &t, "unpack", Shape::Multi, |lua, a| unpack_full(lua, a, 0, 0))?;
+    reg.add(lua, &t, "unpack", Shape::Multi, |lua, a| {
+        unpack_full(lua, a, 0, 0)
+    })?;
     reg.add(lua, &t, "unpack_one", Shape::Multi, |lua, a| {
         let offset = opt_integer(lua, a, 2, 0)?;
         a.truncate(1);
@@ -591,7 +593,10 @@ mod tests {
     fn eval(code: &str) -> String {
         let lua = Lua::new();
         super::super::open(&lua).unwrap();
-        lua.load(code).set_name("@user_script").eval::<String>().unwrap()
+        lua.load(code)
+            .set_name("@user_script")
+            .eval::<String>()
+            .unwrap()
     }
 
     fn error(code: &str) -> String {
@@ -608,10 +613,22 @@ mod tests {
 
     #[test]
     fn integers() {
-        assert_eq!(hex("cmsgpack.pack(0, 127, 128, 255, 256)"), "007fcc80ccffcd0100");
-        assert_eq!(hex("cmsgpack.pack(65536, 2^32)"), "ce00010000cf0000000100000000");
-        assert_eq!(hex("cmsgpack.pack(-1, -32, -33, -128, -129)"), "ffe0d0dfd080d1ff7f");
-        assert_eq!(hex("cmsgpack.pack(-32769, -2^31 - 1)"), "d2ffff7fffd3ffffffff7fffffff");
+        assert_eq!(
+            hex("cmsgpack.pack(0, 127, 128, 255, 256)"),
+            "007fcc80ccffcd0100"
+        );
+        assert_eq!(
+            hex("cmsgpack.pack(65536, 2^32)"),
+            "ce00010000cf0000000100000000"
+        );
+        assert_eq!(
+            hex("cmsgpack.pack(-1, -32, -33, -128, -129)"),
+            "ffe0d0dfd080d1ff7f"
+        );
+        assert_eq!(
+            hex("cmsgpack.pack(-32769, -2^31 - 1)"),
+            "d2ffff7fffd3ffffffff7fffffff"
+        );
         assert_eq!(hex("cmsgpack.pack(-2^63)"), "d38000000000000000");
     }
 
@@ -625,9 +642,18 @@ mod tests {
         assert_eq!(hex("cmsgpack.pack({1e-300})"), "91cb01a56e1fc2f8f359");
         assert_eq!(hex("cmsgpack.pack(-0.0)"), "00");
         assert_eq!(hex("cmsgpack.pack(true, false, nil, print)"), "c3c2c0c0");
-        assert_eq!(hex("cmsgpack.pack(string.rep('a', 32)):sub(1, 4)"), "d9206161");
-        assert_eq!(hex("cmsgpack.pack(string.rep('a', 256)):sub(1, 6)"), "da0100616161");
-        assert_eq!(hex("cmsgpack.pack(string.rep('a', 65536)):sub(1, 10)"), "db000100006161616161");
+        assert_eq!(
+            hex("cmsgpack.pack(string.rep('a', 32)):sub(1, 4)"),
+            "d9206161"
+        );
+        assert_eq!(
+            hex("cmsgpack.pack(string.rep('a', 256)):sub(1, 6)"),
+            "da0100616161"
+        );
+        assert_eq!(
+            hex("cmsgpack.pack(string.rep('a', 65536)):sub(1, 10)"),
+            "db000100006161616161"
+        );
     }
 
     #[test]
@@ -663,9 +689,20 @@ mod tests {
             eval("return table.concat({cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 2)}, ',')"),
             "2,1,2"
         );
-        assert_eq!(eval("return tostring(select('#', cmsgpack.unpack('')))"), "0");
-        assert_eq!(eval("return tostring(cmsgpack.unpack('\\207\\255\\255\\255\\255\\255\\255\\255\\255'))"), "-1");
-        assert_eq!(eval("return tostring(cmsgpack.unpack('\\203\\63\\248\\0\\0\\0\\0\\0\\0'))"), "1.5");
+        assert_eq!(
+            eval("return tostring(select('#', cmsgpack.unpack('')))"),
+            "0"
+        );
+        assert_eq!(
+            eval(
+                "return tostring(cmsgpack.unpack('\\207\\255\\255\\255\\255\\255\\255\\255\\255'))"
+            ),
+            "-1"
+        );
+        assert_eq!(
+            eval("return tostring(cmsgpack.unpack('\\203\\63\\248\\0\\0\\0\\0\\0\\0'))"),
+            "1.5"
+        );
     }
 
     #[test]
@@ -698,20 +735,47 @@ mod tests {
             eval("return tostring(select('#', cmsgpack.unpack(string.rep('\\161x', 7999))))"),
             "7999"
         );
-        assert_eq!(hex("cmsgpack.pack({[1e-300] = 1e-300})"), "81cb01a56e1fc2f8f359cb01a56e1fc2f8f359");
+        assert_eq!(
+            hex("cmsgpack.pack({[1e-300] = 1e-300})"),
+            "81cb01a56e1fc2f8f359cb01a56e1fc2f8f359"
+        );
     }
 
     #[test]
     fn hostile_input() {
         // str32 claiming 4 GB, array32 claiming 4G elements, map32 likewise.
-        assert_eq!(error("cmsgpack.unpack('\\219\\255\\255\\255\\255abc')"), "user_script:1: Missing bytes in input.");
-        assert_eq!(error("cmsgpack.unpack('\\221\\255\\255\\255\\255\\1')"), "user_script:1: Missing bytes in input.");
-        assert_eq!(error("cmsgpack.unpack('\\223\\255\\255\\255\\255')"), "user_script:1: Missing bytes in input.");
-        assert_eq!(error("cmsgpack.unpack('\\218\\0')"), "user_script:1: Missing bytes in input.");
-        assert_eq!(error("cmsgpack.unpack('\\205\\1')"), "user_script:1: Missing bytes in input.");
-        assert_eq!(error("cmsgpack.unpack('\\193')"), "user_script:1: Bad data format in input.");
-        assert_eq!(error("cmsgpack.unpack('\\196\\1a')"), "user_script:1: Bad data format in input.");
-        assert_eq!(error("cmsgpack.unpack('\\129\\192\\1')"), "table index is nil");
+        assert_eq!(
+            error("cmsgpack.unpack('\\219\\255\\255\\255\\255abc')"),
+            "user_script:1: Missing bytes in input."
+        );
+        assert_eq!(
+            error("cmsgpack.unpack('\\221\\255\\255\\255\\255\\1')"),
+            "user_script:1: Missing bytes in input."
+        );
+        assert_eq!(
+            error("cmsgpack.unpack('\\223\\255\\255\\255\\255')"),
+            "user_script:1: Missing bytes in input."
+        );
+        assert_eq!(
+            error("cmsgpack.unpack('\\218\\0')"),
+            "user_script:1: Missing bytes in input."
+        );
+        assert_eq!(
+            error("cmsgpack.unpack('\\205\\1')"),
+            "user_script:1: Missing bytes in input."
+        );
+        assert_eq!(
+            error("cmsgpack.unpack('\\193')"),
+            "user_script:1: Bad data format in input."
+        );
+        assert_eq!(
+            error("cmsgpack.unpack('\\196\\1a')"),
+            "user_script:1: Bad data format in input."
+        );
+        assert_eq!(
+            error("cmsgpack.unpack('\\129\\192\\1')"),
+            "table index is nil"
+        );
         // Deep nesting is bounded by the Lua stack limit.
         assert_eq!(
             error("cmsgpack.unpack(string.rep('\\145', 100000) .. '\\1')"),

@@ -738,6 +738,9 @@ mod tests {
             .load("local ok, e = pcall(bit.band) return e")
             .eval()
             .unwrap();
-        assert_eq!(msg, "bad argument #1 to '?' (number expected, got no value)");
+        assert_eq!(
+            msg,
+            "bad argument #1 to '?' (number expected, got no value)"
+        );
     }
 }

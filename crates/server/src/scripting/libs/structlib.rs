@@ -405,7 +405,10 @@ mod tests {
     fn eval(code: &str) -> String {
         let lua = Lua::new();
         super::super::open(&lua).unwrap();
-        lua.load(code).set_name("@user_script").eval::<String>().unwrap()
+        lua.load(code)
+            .set_name("@user_script")
+            .eval::<String>()
+            .unwrap()
     }
 
     fn error(code: &str) -> String {
@@ -435,7 +438,10 @@ mod tests {
     #[test]
     fn alignment() {
         assert_eq!(hex("struct.pack('!4bi', 1, 2)"), "0100000002000000");
-        assert_eq!(hex("struct.pack('!bd', 1, 0)"), "01000000000000000000000000000000");
+        assert_eq!(
+            hex("struct.pack('!bd', 1, 0)"),
+            "01000000000000000000000000000000"
+        );
         assert_eq!(eval("return tostring(struct.size('!4bi'))"), "8");
         assert_eq!(eval("return tostring(struct.size('bi'))"), "5");
         assert_eq!(eval("return tostring(struct.size('z'))"), "0");
