@@ -218,10 +218,13 @@ pub(crate) fn check_number(lua: &Lua, args: &Args, i: usize) -> LResult<f64> {
     }
 }
 
+/// 2^63 as a double.
+pub(crate) const TWO_63: f64 = (1u64 << 63) as f64;
+
 /// A double cast to a 64-bit integer as x86-64 does it (`cvttsd2si`): out of
 /// range and NaN give `i64::MIN`.
 pub(crate) fn cast_i64(n: f64) -> i64 {
-    if (-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&n) {
+    if (-TWO_63..TWO_63).contains(&n) {
         n as i64
     } else {
         i64::MIN

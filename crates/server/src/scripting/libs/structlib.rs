@@ -22,7 +22,7 @@
 
 use super::{
     arg_err, bytes, cast_i64, check_bytes, check_number, err, num, opt_integer, to_number, Args,
-    LResult, Registrar, Ret, Shape, LUAI_MAXCSTACK,
+    LResult, Registrar, Ret, Shape, LUAI_MAXCSTACK, TWO_63,
 };
 use mlua::{Lua, Table, Value};
 
@@ -153,7 +153,7 @@ fn to_ulong(n: f64) -> u64 {
         cast_i64(n) as u64
     } else if n.is_nan() {
         1 << 63
-    } else if n < 18_446_744_073_709_551_616.0 {
+    } else if n < 2.0 * TWO_63 {
         n as u64
     } else {
         0
@@ -341,7 +341,7 @@ fn unpack(lua: &Lua, args: &mut Args) -> LResult<Ret> {
                     let Some(n) = prev else {
                         return err("format 'c0' needs a previous size");
                     };
-                    size = if n < 9.223_372_036_854_775_808e18 {
+                    size = if n < TWO_63 {
                         cast_i64(n) as usize
                     } else {
                         usize::MAX
