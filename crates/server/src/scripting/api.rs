@@ -9,6 +9,107 @@ use super::engine::Kind;
 use super::run;
 use mlua::{Lua, MultiValue, Table, Value};
 
+/// `redis.call` / `redis.pcall`: a C function over the Rust body.
+///
+/// Why not a plain mlua function: mlua reads a Lua number within
+/// `f64::EPSILON` of an integer as that integer (`-0`, `1e-300` would
+/// reach the command as `0`), and a Rust callback can only raise a Rust
+/// error object, not the error table Redis raises. Why not a Lua wrapper:
+/// `return redis.call(...)` would tail-call it, and the error would lose
+/// the script's line. So the C function turns number arguments into
+/// strings in place with `%.17g` (Redis's `luaArgsToRedisArgv`), calls the
+/// body, which returns the reply and whether it is an error, and, for
+/// `redis.call`, raises the error table itself with `lua_error`.
+fn call_closure(lua: &Lua, body: &mlua::Function, raise: bool) -> mlua::Result<mlua::Function> {
+    // SAFETY: pops the two upvalues exec_raw pushed and pushes one closure
+    // over `call_trampoline`, which only uses the Lua C API.
+    unsafe {
+        lua.exec_raw((body.clone(), raise), |state| {
+            mlua::ffi::lua_pushcclosure(state, call_trampoline, 2);
+        })
+    }
+}
+
+/// Above this many arguments `redis.call` hands them over packed.
+const DIRECT_ARGS: i32 = 32;
+
+/// The C side of [`call_closure`]. No Rust value with a destructor is
+/// alive across a call that may raise (`lua_call`, `lua_error`,
+/// `lua_pushlstring`), since a Lua error unwinds by `longjmp`.
+unsafe extern "C-unwind" fn call_trampoline(
+    state: *mut mlua::ffi::lua_State,
+) -> std::os::raw::c_int {
+    use mlua::ffi;
+    let n = ffi::lua_gettop(state);
+    for i in 1..=n {
+        if ffi::lua_type(state, i) == ffi::LUA_TNUMBER {
+            let mut buf = [0u8; 40];
+            let len = {
+                let text = ferrokv_resp::encode::format_g(ffi::lua_tonumber(state, i), 17);
+                let len = text.len().min(buf.len());
+                buf[..len].copy_from_slice(&text.as_bytes()[..len]);
+                len
+            };
+            ffi::lua_pushlstring(state, buf.as_ptr() as *const std::os::raw::c_char, len);
+            ffi::lua_replace(state, i);
+        }
+    }
+    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+    if n > DIRECT_ARGS {
+        // Many arguments go packed in one table: mlua holds every value
+        // it is handed in a reference stack of ~8000 slots, and a full one
+        // panics. The body reads the table one argument at a time.
+        ffi::lua_createtable(state, n, 0);
+        for i in 1..=n {
+            ffi::lua_pushvalue(state, i);
+            ffi::lua_rawseti(state, -2, i as ffi::lua_Integer);
+        }
+        ffi::lua_pushinteger(state, n as ffi::lua_Integer);
+        ffi::lua_call(state, 2, 2);
+    } else {
+        ffi::lua_insert(state, 1);
+        ffi::lua_call(state, n, 2);
+    }
+    let failed = ffi::lua_toboolean(state, -1) != 0;
+    ffi::lua_settop(state, -2);
+    if failed && ffi::lua_toboolean(state, ffi::lua_upvalueindex(2)) != 0 {
+        // The error table itself is the error value, as Redis raises it.
+        ffi::lua_error(state)
+    }
+    1
+}
+
+/// The sandbox's `pcall` underneath Redis's conversion of error tables:
+/// Lua 5.1's `pcall` pushes its status past the frame's reserved stack
+/// when the call returned many results (`pcall(unpack, t)`), which Lua's
+/// API check aborts on; this one makes room first.
+pub fn safe_pcall(lua: &Lua) -> mlua::Result<mlua::Function> {
+    // SAFETY: pushes one C function that only uses the Lua C API.
+    unsafe {
+        lua.exec_raw((), |state| {
+            mlua::ffi::lua_pushcfunction(state, pcall_trampoline);
+        })
+    }
+}
+
+unsafe extern "C-unwind" fn pcall_trampoline(
+    state: *mut mlua::ffi::lua_State,
+) -> std::os::raw::c_int {
+    use mlua::ffi;
+    ffi::luaL_checkany(state, 1);
+    let n = ffi::lua_gettop(state);
+    let status = ffi::lua_pcall(state, n - 1, ffi::LUA_MULTRET, 0);
+    if ffi::lua_checkstack(state, 1) == 0 {
+        ffi::lua_settop(state, 0);
+        ffi::lua_pushboolean(state, 0);
+        ffi::lua_pushstring(state, c"stack overflow (too many results)".as_ptr());
+        return 2;
+    }
+    ffi::lua_pushboolean(state, (status == 0) as std::os::raw::c_int);
+    ffi::lua_insert(state, 1);
+    ffi::lua_gettop(state)
+}
+
 /// Redis's log levels (`LL_DEBUG` ... `LL_WARNING`).
 const LOG_LEVELS: [(&str, i64); 4] = [
     ("LOG_DEBUG", 0),
@@ -25,16 +126,29 @@ pub const REPL_ALL: u8 = REPL_AOF | REPL_REPLICA;
 /// Redis's error table for `msg`, as `luaPushErrorBuff` builds it: a
 /// leading `-CODE ` gives the code, otherwise `ERR`; trailing CR/LF cut.
 pub fn error_table(lua: &Lua, msg: &str) -> mlua::Result<Table> {
-    let (code, text) = match msg.strip_prefix('-') {
-        Some(rest) => match rest.split_once(' ') {
-            Some((code, text)) => (code, text),
-            None => ("ERR", rest),
+    error_table_bytes(lua, msg.as_bytes())
+}
+
+/// [`error_table`] for a message of any bytes.
+pub fn error_table_bytes(lua: &Lua, msg: &[u8]) -> mlua::Result<Table> {
+    let (code, text): (&[u8], &[u8]) = match msg.strip_prefix(b"-") {
+        Some(rest) => match rest.iter().position(|&c| c == b' ') {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (b"ERR", rest),
         },
-        None => ("ERR", msg),
+        None => (b"ERR", msg),
     };
-    let text = text.trim_matches(|c| c == '\r' || c == '\n');
+    let is_crlf = |c: &u8| *c == b'\r' || *c == b'\n';
+    let start = text.iter().position(|c| !is_crlf(c)).unwrap_or(text.len());
+    let end = text
+        .iter()
+        .rposition(|c| !is_crlf(c))
+        .map_or(start, |i| i + 1);
+    let mut full = code.to_vec();
+    full.push(b' ');
+    full.extend_from_slice(&text[start..end.max(start)]);
     let t = lua.create_table()?;
-    t.raw_set("err", format!("{code} {text}"))?;
+    t.raw_set("err", lua.create_string(&full)?)?;
     Ok(t)
 }
 
@@ -83,25 +197,9 @@ impl std::error::Error for RaisedTable {}
 /// Builds the `redis` table for an engine of `kind`.
 pub fn create(lua: &Lua, kind: Kind) -> mlua::Result<Table> {
     let redis = lua.create_table()?;
-    // redis.call raises the error table itself (a Rust function, so the
-    // error names the script's line even after `return redis.call(..)`,
-    // which would be a tail call into a Lua wrapper).
-    let call = lua.create_function(|lua, args: MultiValue| {
-        let (v, failed): (Value, bool) = run::redis_call(lua, args)?;
-        if failed {
-            if let Value::Table(t) = v {
-                return Err(mlua::Error::external(RaisedTable(
-                    lua.create_registry_value(t)?,
-                )));
-            }
-        }
-        Ok(v)
-    })?;
-    redis.raw_set("call", call)?;
-    let pcall = lua.create_function(move |lua, args: MultiValue| {
-        let (v, _failed): (Value, bool) = run::redis_call(lua, args)?;
-        Ok(v)
-    })?;
+    let body = lua.create_function(|lua, args: MultiValue| run::redis_call(lua, args))?;
+    redis.raw_set("call", call_closure(lua, &body, true)?)?;
+    let pcall = call_closure(lua, &body, false)?;
     redis.raw_set("pcall", pcall)?;
     redis.raw_set(
         "log",
@@ -156,13 +254,14 @@ pub fn create(lua: &Lua, kind: Kind) -> mlua::Result<Table> {
                     "wrong number or type of arguments",
                 )?));
             };
-            let msg = String::from_utf8_lossy(&msg).into_owned();
-            let msg = if msg.starts_with('-') {
-                msg
-            } else {
-                format!("-{msg}")
-            };
-            Ok(Value::Table(error_table(lua, &msg)?))
+            // A C string to Redis: up to the first NUL.
+            let msg = msg.split(|&c| c == 0).next().unwrap_or(&[]);
+            let mut m = Vec::with_capacity(msg.len() + 1);
+            if !msg.starts_with(b"-") {
+                m.push(b'-');
+            }
+            m.extend_from_slice(msg);
+            Ok(Value::Table(error_table_bytes(lua, &m)?))
         })?,
     )?;
     redis.raw_set(

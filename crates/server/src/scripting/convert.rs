@@ -88,10 +88,9 @@ impl Parser<'_> {
                 Value::Table(t)
             }
             b'-' => {
-                let s = self.line()?.to_vec();
-                let mut msg = String::from("-");
-                msg.push_str(&String::from_utf8_lossy(&s));
-                let t = super::api::error_table(lua, &msg)?;
+                let mut msg = b"-".to_vec();
+                msg.extend_from_slice(self.line()?);
+                let t = super::api::error_table_bytes(lua, &msg)?;
                 // Counted when the command replied: not again if the
                 // script returns it.
                 t.raw_set("ignore_error_stats_update", true)?;
@@ -257,16 +256,19 @@ fn c_str(b: &[u8]) -> &[u8] {
 }
 
 /// An error reply: `msg` with its code, CR/LF made spaces.
-pub fn write_error(out: &mut Out, msg: &str, count: bool) {
-    let clean: String = msg
-        .chars()
-        .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
-        .collect();
-    if count {
-        let code = clean.split(' ').next().unwrap_or("ERR").to_string();
-        out.error_codes.push(code);
+pub fn write_error(out: &mut Out, msg: impl AsRef<[u8]>, count: bool) {
+    // Redis's addReplyErrorFormat: CR/LF at the end trimmed, in the
+    // middle made spaces.
+    let mut msg = msg.as_ref();
+    while let [rest @ .., b'\r' | b'\n'] = msg {
+        msg = rest;
     }
-    encode::error(out.buf, &clean)
+    if count {
+        let code = msg.split(|&c| c == b' ').next().unwrap_or(b"ERR");
+        out.error_codes
+            .push(String::from_utf8_lossy(code).into_owned());
+    }
+    encode::error_bytes(out.buf, msg)
 }
 
 fn table_to_reply(out: &mut Out, t: &Table, depth: usize) -> mlua::Result<()> {
@@ -275,7 +277,7 @@ fn table_to_reply(out: &mut Out, t: &Table, depth: usize) -> mlua::Result<()> {
             t.raw_get::<Value>("ignore_error_stats_update")?,
             Value::Boolean(true)
         );
-        write_error(out, &String::from_utf8_lossy(c_str(&e.as_bytes())), !ignore);
+        write_error(out, c_str(&e.as_bytes()), !ignore);
         return Ok(());
     }
     if let Value::String(s) = t.raw_get::<Value>("ok")? {
@@ -311,23 +313,33 @@ fn table_to_reply(out: &mut Out, t: &Table, depth: usize) -> mlua::Result<()> {
             return Ok(());
         }
     }
+    // Maps and sets are walked twice (count, then write) rather than
+    // collected: mlua holds every value it hands out in a reference stack
+    // of ~8000 slots, and a full one panics.
     if let Value::Table(m) = t.raw_get::<Value>("map")? {
-        let pairs: Vec<(Value, Value)> = m.pairs::<Value, Value>().collect::<mlua::Result<_>>()?;
-        encode::map(out.buf, out.proto, pairs.len());
-        for (k, v) in &pairs {
-            lua_to_reply(out, k, depth + 1)?;
-            lua_to_reply(out, v, depth + 1)?;
+        let mut n = 0;
+        for p in m.clone().pairs::<Value, Value>() {
+            p?;
+            n += 1;
+        }
+        encode::map(out.buf, out.proto, n);
+        for p in m.pairs::<Value, Value>() {
+            let (k, v) = p?;
+            lua_to_reply(out, &k, depth + 1)?;
+            lua_to_reply(out, &v, depth + 1)?;
         }
         return Ok(());
     }
     if let Value::Table(s) = t.raw_get::<Value>("set")? {
-        let keys: Vec<Value> = s
-            .pairs::<Value, Value>()
-            .map(|p| p.map(|(k, _)| k))
-            .collect::<mlua::Result<_>>()?;
-        encode::set(out.buf, out.proto, keys.len());
-        for k in &keys {
-            lua_to_reply(out, k, depth + 1)?;
+        let mut n = 0;
+        for p in s.clone().pairs::<Value, Value>() {
+            p?;
+            n += 1;
+        }
+        encode::set(out.buf, out.proto, n);
+        for p in s.pairs::<Value, Value>() {
+            let (k, _) = p?;
+            lua_to_reply(out, &k, depth + 1)?;
         }
         return Ok(());
     }

@@ -68,13 +68,13 @@ pub struct Engine {
 /// The sandbox, run once with the real globals: builds the visible
 /// globals `V` and the proxy `ENV`, returns both.
 const SANDBOX_LUA: &str = r#"
-local handler, rehook, kind, unwrap_err = ...
+local handler, rehook, kind, unwrap_err, pcall = ...
 local G = _G
 local type, error, tostring, select = type, error, tostring, select
 local rawget, rawset, rawequal = rawget, rawset, rawequal
 local next, pairs, ipairs = next, pairs, ipairs
 local setmetatable, getmetatable, setfenv = setmetatable, getmetatable, setfenv
-local loadstring, load, pcall, xpcall = loadstring, load, pcall, xpcall
+local loadstring, load, xpcall = loadstring, load, xpcall
 local concat = table.concat
 
 -- proxy -> the table it shows
@@ -239,10 +239,14 @@ impl Engine {
         // An error raised from Rust reaches Lua as userdata: this gives
         // back the error table it carries (or its text).
         let unwrap = lua.create_function(|lua, e: Value| super::run::unwrap_error(lua, e))?;
-        let (env, globals, env_mt, load_globals): (Table, Table, Table, Option<Table>) = lua
-            .load(SANDBOX_LUA)
-            .set_name(SANDBOX_CHUNK)
-            .call((handler.clone(), rehook, kind_name, unwrap))?;
+        let (env, globals, env_mt, load_globals): (Table, Table, Table, Option<Table>) =
+            lua.load(SANDBOX_LUA).set_name(SANDBOX_CHUNK).call((
+                handler.clone(),
+                rehook,
+                kind_name,
+                unwrap,
+                super::api::safe_pcall(&lua)?,
+            ))?;
         let xpcall: Function = g.raw_get("xpcall")?;
         let call2: Function = lua
             .load(

@@ -293,12 +293,16 @@ fn error_reply(out: &mut Out, name: &str, e: &Value) {
         );
         return;
     };
-    let msg = match t.raw_get::<Value>("err") {
-        Ok(Value::String(s)) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
-        Ok(Value::Integer(i)) => i.to_string(),
-        Ok(Value::Number(n)) => ferrokv_resp::encode::format_g(n, 14),
+    let msg: Vec<u8> = match t.raw_get::<Value>("err") {
+        Ok(Value::String(s)) => {
+            let b = s.as_bytes();
+            // A C string to Redis: cut at the first NUL.
+            b.split(|&c| c == 0).next().unwrap_or(&[]).to_vec()
+        }
+        Ok(Value::Integer(i)) => i.to_string().into_bytes(),
+        Ok(Value::Number(n)) => ferrokv_resp::encode::format_g(n, 14).into_bytes(),
         // Redis 7.0.15 crashes on `error({})`; an error is the sane answer.
-        _ => "ERR the script raised an error object without an 'err' field".to_string(),
+        _ => b"ERR the script raised an error object without an 'err' field".to_vec(),
     };
     let ignore = matches!(
         t.raw_get::<Value>("ignore_error_stats_update"),
@@ -315,10 +319,9 @@ fn error_reply(out: &mut Out, name: &str, e: &Value) {
             _ => None,
         };
         if let Some(line) = line {
-            full.push_str(&format!(
-                " script: {name}, on {}:{line}.",
-                String::from_utf8_lossy(&src.as_bytes())
-            ));
+            full.extend_from_slice(format!(" script: {name}, on ").as_bytes());
+            full.extend_from_slice(&src.as_bytes());
+            full.extend_from_slice(format!(":{line}.").as_bytes());
         }
     }
     convert::write_error(out, &full, !ignore);
@@ -601,6 +604,19 @@ pub fn redis_call(lua: &Lua, args: MultiValue) -> mlua::Result<(Value, bool)> {
         )?;
         return Ok((Value::Table(t), true));
     };
+    // More than a few arguments come packed: `(table, n)`.
+    let args: MultiValue = match (args.len(), args.front()) {
+        (2, Some(Value::Table(t))) => {
+            let t = t.clone();
+            let n = match args.get(1) {
+                Some(Value::Integer(n)) => *n,
+                Some(Value::Number(n)) => *n as i64,
+                _ => 0,
+            };
+            return redis_call_packed(lua, ptrs, &t, n.max(0) as usize);
+        }
+        _ => args,
+    };
     if args.is_empty() {
         let t = error_table(
             lua,
@@ -621,6 +637,39 @@ pub fn redis_call(lua: &Lua, args: MultiValue) -> mlua::Result<(Value, bool)> {
             Value::Number(n) => {
                 buf.extend_from_slice(ferrokv_resp::encode::format_g(*n, 17).as_bytes())
             }
+            _ => {
+                let t = error_table(
+                    lua,
+                    "Lua redis lib command arguments must be strings or integers",
+                )?;
+                return Ok((Value::Table(t), true));
+            }
+        }
+        ranges.push((start, buf.len() - start));
+    }
+    // SAFETY: as in `hook`.
+    let srv = unsafe { &mut *ptrs.srv };
+    let client = unsafe { &mut *ptrs.client };
+    let argv = Args::new(&buf, &ranges);
+    if let Err(msg) = script_call(srv, client, argv) {
+        let t = error_table(lua, &msg)?;
+        t.raw_set("ignore_error_stats_update", true)?;
+        return Ok((Value::Table(t), true));
+    }
+    let r = convert::reply_to_lua(lua, &client.out.buf);
+    client.out.buf.clear();
+    r
+}
+
+/// [`redis_call`] with the arguments in a table (read one at a time, so
+/// mlua never holds more than one of them).
+fn redis_call_packed(lua: &Lua, ptrs: RunPtrs, t: &Table, n: usize) -> mlua::Result<(Value, bool)> {
+    let mut buf = Vec::with_capacity(64 * n.min(1024));
+    let mut ranges = Vec::with_capacity(n);
+    for i in 1..=n {
+        let start = buf.len();
+        match t.raw_get::<Value>(i)? {
+            Value::String(s) => buf.extend_from_slice(&s.as_bytes()),
             _ => {
                 let t = error_table(
                     lua,

@@ -491,9 +491,10 @@ impl Generator {
                 vec![q("incrbyfloat"), key, s.arg(v.into())]
             }
             // Lua numbers as arguments: Redis formats them with %.17g.
-            // (Not `-0`: ferrokv passes it as "0", docs/scripting.md.)
             11 => {
-                let n = self.pick(&["5", "-3", "0.1", "2.5", "1e20", "1/3", "2^53", "-1e-300"]);
+                let n = self.pick(&[
+                    "5", "-3", "0.1", "2.5", "1e20", "1/3", "2^53", "-0", "-1e-300",
+                ]);
                 vec![q("set"), key, n.to_string()]
             }
             // Generic.
