@@ -760,6 +760,9 @@ fn mpop_now(ctx: &mut Ctx, args: Args, p: &MPop) -> bool {
             }
         };
         elements_removed(ctx, key, p.end);
+        // Its keys come after `numkeys`, where the command table's key
+        // positions cannot point: WATCH learns of the change here.
+        ctx.srv.touch_watched_key(db, key);
         ctx.modified(n as u64);
         let op: &[u8] = if p.end == End::Left { b"LPOP" } else { b"RPOP" };
         ctx.rewrite(&[op, key, n.to_string().as_bytes()]);

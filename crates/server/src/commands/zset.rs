@@ -1084,6 +1084,10 @@ fn zpop_generic(
     if empty {
         delete_key(ctx, key);
     }
+    // ZMPOP/BZMPOP's keys follow `numkeys`, out of the command table's key
+    // positions: WATCH learns of the change here.
+    let db = ctx.client.db;
+    ctx.srv.touch_watched_key(db, key);
     ctx.modified(n as u64);
     Some((key.to_vec(), n))
 }
