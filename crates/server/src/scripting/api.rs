@@ -440,7 +440,7 @@ impl Rand48 {
         Rand48(((seed as u32 as u64) << 16 | 0x330E) & Self::MASK)
     }
 
-    pub fn next(&mut self) -> i64 {
+    pub fn next_value(&mut self) -> i64 {
         self.0 = (self.0.wrapping_mul(Self::A).wrapping_add(Self::C)) & Self::MASK;
         (self.0 >> 17) as i64
     }
@@ -472,7 +472,7 @@ pub fn replace_math_random(lua: &Lua) -> mlua::Result<()> {
         "random",
         lua.create_function(|lua, args: MultiValue| {
             let r = run::with_rand(lua, |rng| {
-                (rng.next() % Rand48::MAX) as f64 / Rand48::MAX as f64
+                (rng.next_value() % Rand48::MAX) as f64 / Rand48::MAX as f64
             })
             .ok_or_else(|| {
                 lua_error(
@@ -533,7 +533,7 @@ mod tests {
         // math.random(100), math.random(1000000)}` → 79 87 311709
         let mut r = Rand48::seed(3);
         let mut next = |u: f64| {
-            let v = (r.next() % Rand48::MAX) as f64 / Rand48::MAX as f64;
+            let v = (r.next_value() % Rand48::MAX) as f64 / Rand48::MAX as f64;
             (v * u).floor() + 1.0
         };
         assert_eq!(next(100.0), 79.0);

@@ -187,7 +187,9 @@ impl Parser<'_> {
 /// C's `(long long)` of a double on x86-64: out of range (and NaN) gives
 /// the "integer indefinite" value, `i64::MIN`.
 pub fn c_long_long(n: f64) -> i64 {
-    if n.is_nan() || n >= 9.223_372_036_854_775_808e18 || n < -9.223_372_036_854_775_808e18 {
+    // 2^63: the first double past i64::MAX.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if n.is_nan() || !(-LIMIT..LIMIT).contains(&n) {
         i64::MIN
     } else {
         n as i64

@@ -255,7 +255,7 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
         Ok((true, v)) => {
             out.script_resp3 = running_resp3(&lua);
             if let Err(e) = convert::lua_to_reply(&mut out, &v, 0) {
-                convert::write_error(&mut out, &format!("ERR {}", lua_error_text(&e)), true);
+                convert::write_error(&mut out, format!("ERR {}", lua_error_text(&e)), true);
             }
         }
         Ok((false, e)) => error_reply(&mut out, &inv.name, &e),
@@ -264,7 +264,7 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
             msg.truncate(100);
             convert::write_error(
                 &mut out,
-                &format!("ERR Error running script {}, {msg}", inv.name),
+                format!("ERR Error running script {}, {msg}", inv.name),
                 true,
             );
         }
@@ -288,7 +288,7 @@ fn error_reply(out: &mut Out, name: &str, e: &Value) {
     let Value::Table(t) = e else {
         convert::write_error(
             out,
-            &format!("ERR Error running script {name}, execution failure"),
+            format!("ERR Error running script {name}, execution failure"),
             true,
         );
         return;
