@@ -80,7 +80,7 @@ def stop(p, d):
 def bench(port, args, requests, clients, pipeline):
     out = subprocess.run(
         ["redis-benchmark", "-p", str(port), "-n", str(requests), "-c", str(clients),
-         "-P", str(pipeline), "-r", "10000", "-q", "--"] + args,
+         "-P", str(pipeline), "-r", "10000", "-q"] + args,
         capture_output=True, text=True).stdout
     m = re.findall(r"([\d.]+) requests per second", out)
     if not m:

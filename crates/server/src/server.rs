@@ -171,7 +171,8 @@ impl Server {
         let repl = crate::replication::ReplState::new(&config.repl, &mut rng);
         let mut pool = BufferPool::new(256);
         // The script client's id: Redis gives its Lua client one as well.
-        let scripting = crate::scripting::Scripting::new(&mut pool, u64::MAX - 1);
+        let scripting =
+            crate::scripting::Scripting::new(&mut pool, crate::scripting::SCRIPT_CLIENT_ID);
         let mut srv = Server {
             keyspace: Keyspace::new(config.databases as usize),
             config,
@@ -626,8 +627,10 @@ impl Server {
         }
         self.stats.total_commands_processed += 1;
         // Commands replayed from the AOF (a client with no socket) are not
-        // logged nor sampled, as Redis does not while loading.
-        if client.stream.is_some() {
+        // logged nor sampled, as Redis does not while loading; a script's
+        // commands are (with the peer "?:0", as Redis shows its Lua client).
+        let script_client = client.id == crate::scripting::SCRIPT_CLIENT_ID;
+        if client.stream.is_some() || script_client {
             if self.config.latency_tracking {
                 self.latency_stats.record(idx, elapsed.as_nanos() as u64);
             }
@@ -655,7 +658,7 @@ impl Server {
                 usec,
                 &args,
                 now_ms / 1000,
-                &client.addr,
+                client.stream.as_ref().map(|_| &client.addr),
                 client.name.as_deref(),
             );
         }

@@ -1838,3 +1838,45 @@ fn function_stats_shape() {
         "-ERR wrong number of arguments for 'function|stats' command\r\n",
     );
 }
+
+#[test]
+fn a_scripts_commands_are_in_the_slow_log_and_commandstats() {
+    let s = fresh();
+    let mut r = s.raw();
+    exact(
+        &mut r,
+        &["CONFIG", "SET", "slowlog-log-slower-than", "0"],
+        "+OK\r\n",
+    );
+    exact(&mut r, &["SLOWLOG", "RESET"], "+OK\r\n");
+    exact(
+        &mut r,
+        &["EVAL", "redis.call('set','a','b') return 1", "0"],
+        ":1\r\n",
+    );
+    let Frame::Array(entries) = r.cmd(&["SLOWLOG", "GET", "10"]) else {
+        panic!("SLOWLOG GET")
+    };
+    // Newest first: the EVAL, then the SET it ran, from the script's
+    // client ("?:0", no name), then SLOWLOG RESET.
+    let shape: Vec<(Frame, Frame, Frame)> = entries
+        .iter()
+        .map(|e| match e {
+            Frame::Array(f) => (f[3].clone(), f[4].clone(), f[5].clone()),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(shape[1].0, bulks(&["set", "a", "b"]));
+    assert_eq!(shape[1].1, bulk("?:0"));
+    assert_eq!(shape[1].2, bulk(""));
+    assert_eq!(
+        shape[0].0,
+        bulks(&["EVAL", "redis.call('set','a','b') return 1", "0"])
+    );
+    let Frame::Bulk(stats) = r.cmd(&["INFO", "commandstats"]) else {
+        panic!("INFO")
+    };
+    let stats = String::from_utf8_lossy(&stats);
+    assert!(stats.contains("cmdstat_set:calls=1,"), "{stats}");
+    assert!(stats.contains("cmdstat_eval:calls=1,"), "{stats}");
+}

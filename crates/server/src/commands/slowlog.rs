@@ -95,7 +95,8 @@ impl SlowLog {
         duration_usec: u64,
         args: &Args,
         unix_secs: i64,
-        peer: &std::net::SocketAddr,
+        // `None`: a client with no connection (a script's), "?:0" as Redis.
+        peer: Option<&std::net::SocketAddr>,
         client_name: Option<&[u8]>,
     ) {
         if threshold < 0 || max_len == 0 || (duration_usec as i128) < threshold as i128 {
@@ -107,7 +108,7 @@ impl SlowLog {
             unix_secs,
             duration_usec,
             argv,
-            peer: peer.to_string(),
+            peer: peer.map_or_else(|| "?:0".to_string(), |p| p.to_string()),
             client_name: client_name.unwrap_or_default().to_vec(),
         });
         self.next_id += 1;
@@ -236,7 +237,7 @@ mod tests {
         let (buf, ranges) = args_of(argv);
         let args = Args::new(&buf, &ranges);
         let addr: std::net::SocketAddr = "127.0.0.1:5000".parse().unwrap();
-        log.push_if_slow(threshold, max_len, usec, &args, 1, &addr, None);
+        log.push_if_slow(threshold, max_len, usec, &args, 1, Some(&addr), None);
     }
 
     #[test]

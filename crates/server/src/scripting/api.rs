@@ -9,74 +9,156 @@ use super::engine::Kind;
 use super::run;
 use mlua::{Lua, MultiValue, Table, Value};
 
-/// `redis.call` / `redis.pcall`: a C function over the Rust body.
+/// `redis.call` / `redis.pcall`: C functions that do the whole call with
+/// Lua's C API.
 ///
-/// Why not a plain mlua function: mlua reads a Lua number within
-/// `f64::EPSILON` of an integer as that integer (`-0`, `1e-300` would
-/// reach the command as `0`), and a Rust callback can only raise a Rust
-/// error object, not the error table Redis raises. Why not a Lua wrapper:
-/// `return redis.call(...)` would tail-call it, and the error would lose
-/// the script's line. So the C function turns number arguments into
-/// strings in place with `%.17g` (Redis's `luaArgsToRedisArgv`), calls the
-/// body, which returns the reply and whether it is an error, and, for
-/// `redis.call`, raises the error table itself with `lua_error`.
-fn call_closure(lua: &Lua, body: &mlua::Function, raise: bool) -> mlua::Result<mlua::Function> {
-    // SAFETY: pops the two upvalues exec_raw pushed and pushes one closure
-    // over `call_trampoline`, which only uses the Lua C API.
+/// Why not mlua functions: mlua reads a Lua number within `f64::EPSILON`
+/// of an integer as that integer (`-0`, `1e-300` would reach the command
+/// as `0`), a Rust callback can only raise a Rust error object (not the
+/// error table Redis raises), and every value mlua creates or sets goes
+/// through a protected call (a closure allocated and a `pcall` per string
+/// or table field), which made a script's `redis.call` cost more than the
+/// command it runs. Why not a Lua wrapper: `return redis.call(...)` would
+/// tail-call it, and the error would lose the script's line.
+fn call_closure(lua: &Lua, raise: bool) -> mlua::Result<mlua::Function> {
+    // SAFETY: pops the upvalue exec_raw pushed and pushes one closure over
+    // `call_trampoline`, which only uses the Lua C API.
     unsafe {
-        lua.exec_raw((body.clone(), raise), |state| {
-            mlua::ffi::lua_pushcclosure(state, call_trampoline, 2);
+        lua.exec_raw(raise, |state| {
+            mlua::ffi::lua_pushcclosure(state, call_trampoline, 1);
         })
     }
 }
 
-/// Above this many arguments `redis.call` hands them over packed.
-const DIRECT_ARGS: i32 = 32;
+/// Pushes `code + " " + text` (CR/LF around `text` trimmed): the `err`
+/// field Redis's `luaPushErrorBuff` builds from "-CODE text" or "text".
+/// # Safety
+/// `state` is the running Lua state, inside a C function.
+pub unsafe fn push_error_table_raw(
+    state: *mut mlua::ffi::lua_State,
+    msg: &[u8],
+    ignore_stats: bool,
+) {
+    use mlua::ffi;
+    let (code, text): (&[u8], &[u8]) = match msg.strip_prefix(b"-") {
+        Some(rest) => match rest.iter().position(|&c| c == b' ') {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (b"ERR", rest),
+        },
+        None => (b"ERR", msg),
+    };
+    let is_crlf = |c: &u8| *c == b'\r' || *c == b'\n';
+    let start = text.iter().position(|c| !is_crlf(c)).unwrap_or(text.len());
+    let end = text
+        .iter()
+        .rposition(|c| !is_crlf(c))
+        .map_or(start, |i| i + 1);
+    let text = &text[start..end.max(start)];
+    ffi::lua_createtable(state, 0, 2);
+    ffi::lua_pushlstring(state, code.as_ptr() as *const c_char, code.len());
+    ffi::lua_pushlstring(state, c" ".as_ptr(), 1);
+    ffi::lua_pushlstring(state, text.as_ptr() as *const c_char, text.len());
+    ffi::lua_concat(state, 3);
+    ffi::lua_setfield(state, -2, c"err".as_ptr());
+    if ignore_stats {
+        ffi::lua_pushboolean(state, 1);
+        ffi::lua_setfield(state, -2, c"ignore_error_stats_update".as_ptr());
+    }
+}
+
+use std::os::raw::{c_char, c_int};
 
 /// The C side of [`call_closure`]. No Rust value with a destructor is
-/// alive across a call that may raise (`lua_call`, `lua_error`,
-/// `lua_pushlstring`), since a Lua error unwinds by `longjmp`.
-unsafe extern "C-unwind" fn call_trampoline(
-    state: *mut mlua::ffi::lua_State,
-) -> std::os::raw::c_int {
+/// alive across a call that may raise (Lua errors unwind by `longjmp`):
+/// the arguments are gathered and the command run in a block of their
+/// own, and the reply is read from buffers the server owns.
+unsafe extern "C-unwind" fn call_trampoline(state: *mut mlua::ffi::lua_State) -> c_int {
     use mlua::ffi;
+    let raise = ffi::lua_toboolean(state, ffi::lua_upvalueindex(1)) != 0;
     let n = ffi::lua_gettop(state);
+    ffi::luaL_checkstack(state, 8, std::ptr::null());
+    let mut bad_type = false;
     for i in 1..=n {
-        if ffi::lua_type(state, i) == ffi::LUA_TNUMBER {
-            let mut buf = [0u8; 40];
-            let len = {
-                let text = ferrokv_resp::encode::format_g(ffi::lua_tonumber(state, i), 17);
-                let len = text.len().min(buf.len());
-                buf[..len].copy_from_slice(&text.as_bytes()[..len]);
-                len
-            };
-            ffi::lua_pushlstring(state, buf.as_ptr() as *const std::os::raw::c_char, len);
-            ffi::lua_replace(state, i);
+        match ffi::lua_type(state, i) {
+            // `%.17g`, not Lua's `%.14g`, so no precision is lost.
+            ffi::LUA_TNUMBER => {
+                let mut buf = [0u8; 40];
+                let len = {
+                    let text = ferrokv_resp::encode::format_g(ffi::lua_tonumber(state, i), 17);
+                    let len = text.len().min(buf.len());
+                    buf[..len].copy_from_slice(&text.as_bytes()[..len]);
+                    len
+                };
+                ffi::lua_pushlstring(state, buf.as_ptr() as *const c_char, len);
+                ffi::lua_replace(state, i);
+            }
+            ffi::LUA_TSTRING => {}
+            _ => bad_type = true,
         }
     }
-    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
-    if n > DIRECT_ARGS {
-        // Many arguments go packed in one table: mlua holds every value
-        // it is handed in a reference stack of ~8000 slots, and a full one
-        // panics. The body reads the table one argument at a time.
-        ffi::lua_createtable(state, n, 0);
-        for i in 1..=n {
-            ffi::lua_pushvalue(state, i);
-            ffi::lua_rawseti(state, -2, i as ffi::lua_Integer);
-        }
-        ffi::lua_pushinteger(state, n as ffi::lua_Integer);
-        ffi::lua_call(state, 2, 2);
+    let refusal: Option<&'static [u8]> = if n == 0 {
+        Some(b"Please specify at least one argument for this redis lib call")
+    } else if bad_type {
+        Some(b"Lua redis lib command arguments must be strings or integers")
     } else {
-        ffi::lua_insert(state, 1);
-        ffi::lua_call(state, n, 2);
+        None
+    };
+    if let Some(msg) = refusal {
+        push_error_table_raw(state, msg, false);
+        if raise {
+            ffi::lua_error(state);
+        }
+        return 1;
     }
-    let failed = ffi::lua_toboolean(state, -1) != 0;
-    ffi::lua_settop(state, -2);
-    if failed && ffi::lua_toboolean(state, ffi::lua_upvalueindex(2)) != 0 {
-        // The error table itself is the error value, as Redis raises it.
-        ffi::lua_error(state)
+    let outcome = {
+        // Strings stay on the Lua stack while the command runs; reading
+        // them allocates nothing.
+        let mut ranges: Vec<(usize, usize)> = Vec::with_capacity(n as usize);
+        let mut parts: Vec<&[u8]> = Vec::with_capacity(n as usize);
+        for i in 1..=n {
+            let mut len = 0;
+            let p = ffi::lua_tolstring(state, i, &mut len) as *const u8;
+            parts.push(std::slice::from_raw_parts(p, len));
+        }
+        // One buffer of the arguments, as `Args` wants.
+        let mut buf = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+        for p in &parts {
+            ranges.push((buf.len(), p.len()));
+            buf.extend_from_slice(p);
+        }
+        super::run::call_from_lua(ferrokv_resp::Args::new(&buf, &ranges))
+    };
+    let (reply, reply_len, err, err_len) = super::run::call_result();
+    match outcome {
+        super::run::CallOutcome::NotRunning => {
+            push_error_table_raw(
+                state,
+                b"redis.call/pcall can only be called inside a script invocation",
+                false,
+            );
+            ffi::lua_error(state);
+        }
+        super::run::CallOutcome::Refused => {
+            push_error_table_raw(state, std::slice::from_raw_parts(err, err_len), true);
+            if raise {
+                ffi::lua_error(state);
+            }
+            1
+        }
+        super::run::CallOutcome::Replied => {
+            let reply = std::slice::from_raw_parts(reply, reply_len);
+            let mut pos = 0;
+            if !super::convert::push_reply(state, reply, &mut pos, 0) {
+                ffi::lua_settop(state, n);
+                push_error_table_raw(state, b"reached lua stack limit", false);
+                ffi::lua_error(state);
+            }
+            if raise && reply.first() == Some(&b'-') {
+                ffi::lua_error(state);
+            }
+            1
+        }
     }
-    1
 }
 
 /// The sandbox's `pcall` underneath Redis's conversion of error tables:
@@ -197,9 +279,8 @@ impl std::error::Error for RaisedTable {}
 /// Builds the `redis` table for an engine of `kind`.
 pub fn create(lua: &Lua, kind: Kind) -> mlua::Result<Table> {
     let redis = lua.create_table()?;
-    let body = lua.create_function(|lua, args: MultiValue| run::redis_call(lua, args))?;
-    redis.raw_set("call", call_closure(lua, &body, true)?)?;
-    let pcall = call_closure(lua, &body, false)?;
+    redis.raw_set("call", call_closure(lua, true)?)?;
+    let pcall = call_closure(lua, false)?;
     redis.raw_set("pcall", pcall)?;
     redis.raw_set(
         "log",

@@ -7,8 +7,10 @@ use hashbrown::HashMap;
 /// A cached script.
 pub struct Script {
     pub body: Vec<u8>,
-    /// The compiled body (in the EVAL engine).
-    pub func: mlua::Function,
+    /// The compiled body, in the EVAL engine's registry (an
+    /// `mlua::Function` handle would take one of the ~8000 slots of mlua's
+    /// reference stack for as long as the script is cached).
+    pub func: mlua::RegistryKey,
     /// Its shebang flags (`sflags`), `EVAL_COMPAT` without one.
     pub flags: u32,
 }

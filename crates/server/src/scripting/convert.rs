@@ -16,172 +16,207 @@
 
 use ferrokv_resp::encode;
 use ferrokv_resp::Protocol;
-use mlua::{Lua, Table, Value};
+use mlua::{Table, Value};
 
 /// Deepest reply or return value converted (Redis's limit is its Lua
 /// stack's; a self-referencing table must end somewhere).
 pub const MAX_DEPTH: usize = 1000;
 
-/// Parses one reply from `buf` into a Lua value; `true` with an error
-/// reply (already converted to Redis's error table).
-pub fn reply_to_lua(lua: &Lua, buf: &[u8]) -> mlua::Result<(Value, bool)> {
-    let mut p = Parser { buf, pos: 0 };
-    let is_err = buf.first() == Some(&b'-');
-    let v = p.value(lua, 0)?;
-    Ok((v, is_err))
+/// The line at `*pos` (without its CRLF), moving past it.
+fn line<'a>(buf: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
+    let rest = buf.get(*pos..)?;
+    let end = memchr::memmem::find(rest, b"\r\n")?;
+    *pos += end + 2;
+    Some(&rest[..end])
 }
 
-struct Parser<'a> {
-    buf: &'a [u8],
-    pos: usize,
+fn int_line(buf: &[u8], pos: &mut usize) -> Option<i64> {
+    ferrokv_resp::parse_i64(line(buf, pos)?)
 }
 
-fn bad() -> mlua::Error {
-    mlua::Error::runtime("malformed reply")
-}
-
-impl Parser<'_> {
-    fn line(&mut self) -> mlua::Result<&[u8]> {
-        let rest = &self.buf[self.pos..];
-        let end = memchr::memmem::find(rest, b"\r\n").ok_or_else(bad)?;
-        self.pos += end + 2;
-        Ok(&rest[..end])
+fn bytes<'a>(buf: &'a [u8], pos: &mut usize, n: usize) -> Option<&'a [u8]> {
+    let end = pos.checked_add(n)?;
+    if end.checked_add(2)? > buf.len() {
+        return None;
     }
+    let s = &buf[*pos..end];
+    *pos = end + 2;
+    Some(s)
+}
 
-    fn int_line(&mut self) -> mlua::Result<i64> {
-        let l = self.line()?;
-        ferrokv_resp::parse_i64(l).ok_or_else(bad)
+unsafe fn push_bytes(state: *mut mlua::ffi::lua_State, b: &[u8]) {
+    mlua::ffi::lua_pushlstring(state, b.as_ptr() as *const std::os::raw::c_char, b.len());
+}
+
+/// Parses one reply of `buf` at `*pos` and pushes it as a Lua value, with
+/// Lua's C API (the trampoline of `redis.call` calls it; nothing here
+/// owns memory, so a Lua error raised by an allocation unwinds cleanly).
+/// False, with values left on the stack, when the reply is malformed,
+/// nested past [`MAX_DEPTH`], or the Lua stack cannot grow.
+///
+/// # Safety
+/// `state` is the running Lua state, inside a C function.
+pub unsafe fn push_reply(
+    state: *mut mlua::ffi::lua_State,
+    buf: &[u8],
+    pos: &mut usize,
+    depth: usize,
+) -> bool {
+    use mlua::ffi;
+    if depth > MAX_DEPTH || ffi::lua_checkstack(state, 4) == 0 {
+        return false;
     }
-
-    fn bytes(&mut self, n: usize) -> mlua::Result<&[u8]> {
-        let end = self.pos.checked_add(n).ok_or_else(bad)?;
-        if end + 2 > self.buf.len() {
-            return Err(bad());
+    let Some(&kind) = buf.get(*pos) else {
+        return false;
+    };
+    *pos += 1;
+    match kind {
+        b':' => {
+            let Some(n) = int_line(buf, pos) else {
+                return false;
+            };
+            ffi::lua_pushnumber(state, n as f64);
         }
-        let s = &self.buf[self.pos..end];
-        self.pos = end + 2;
-        Ok(s)
-    }
-
-    fn value(&mut self, lua: &Lua, depth: usize) -> mlua::Result<Value> {
-        if depth > MAX_DEPTH {
-            return Err(mlua::Error::runtime("reply nested too deeply"));
-        }
-        let Some(&kind) = self.buf.get(self.pos) else {
-            return Err(bad());
-        };
-        self.pos += 1;
-        Ok(match kind {
-            b':' => Value::Number(self.int_line()? as f64),
-            b'$' => {
-                let n = self.int_line()?;
-                if n < 0 {
-                    Value::Boolean(false)
-                } else {
-                    Value::String(lua.create_string(self.bytes(n as usize)?)?)
-                }
-            }
-            b'+' => {
-                let s = self.line()?.to_vec();
-                let t = lua.create_table()?;
-                t.raw_set("ok", lua.create_string(&s)?)?;
-                Value::Table(t)
-            }
-            b'-' => {
-                let mut msg = b"-".to_vec();
-                msg.extend_from_slice(self.line()?);
-                let t = super::api::error_table_bytes(lua, &msg)?;
-                // Counted when the command replied: not again if the
-                // script returns it.
-                t.raw_set("ignore_error_stats_update", true)?;
-                Value::Table(t)
-            }
-            b'*' | b'>' => {
-                let n = self.int_line()?;
-                if n < 0 {
-                    return Ok(Value::Boolean(false));
-                }
-                let t = lua.create_table()?;
-                for i in 0..n {
-                    let v = self.value(lua, depth + 1)?;
-                    t.raw_set(i + 1, v)?;
-                }
-                Value::Table(t)
-            }
-            b'%' => {
-                let n = self.int_line()?;
-                let inner = lua.create_table()?;
-                for _ in 0..n {
-                    let k = self.value(lua, depth + 1)?;
-                    let v = self.value(lua, depth + 1)?;
-                    if k != Value::Nil {
-                        inner.raw_set(k, v)?;
-                    }
-                }
-                let t = lua.create_table()?;
-                t.raw_set("map", inner)?;
-                Value::Table(t)
-            }
-            b'~' => {
-                let n = self.int_line()?;
-                let inner = lua.create_table()?;
-                for _ in 0..n {
-                    let k = self.value(lua, depth + 1)?;
-                    if k != Value::Nil {
-                        inner.raw_set(k, true)?;
-                    }
-                }
-                let t = lua.create_table()?;
-                t.raw_set("set", inner)?;
-                Value::Table(t)
-            }
-            b'_' => {
-                self.line()?;
-                Value::Nil
-            }
-            b'#' => Value::Boolean(self.line()? == b"t"),
-            b',' => {
-                let l = self.line()?;
-                let s = std::str::from_utf8(l).map_err(|_| bad())?;
-                let d = match s {
-                    "inf" => f64::INFINITY,
-                    "-inf" => f64::NEG_INFINITY,
-                    "nan" => f64::NAN,
-                    s => s.parse::<f64>().map_err(|_| bad())?,
+        b'$' => {
+            let Some(n) = int_line(buf, pos) else {
+                return false;
+            };
+            if n < 0 {
+                ffi::lua_pushboolean(state, 0);
+            } else {
+                let Some(b) = bytes(buf, pos, n as usize) else {
+                    return false;
                 };
-                let t = lua.create_table()?;
-                t.raw_set("double", d)?;
-                Value::Table(t)
+                push_bytes(state, b);
             }
-            b'(' => {
-                let s = self.line()?.to_vec();
-                let t = lua.create_table()?;
-                t.raw_set("big_number", lua.create_string(&s)?)?;
-                Value::Table(t)
+        }
+        b'+' => {
+            let Some(s) = line(buf, pos) else {
+                return false;
+            };
+            ffi::lua_createtable(state, 0, 1);
+            push_bytes(state, s);
+            ffi::lua_setfield(state, -2, c"ok".as_ptr());
+        }
+        b'-' => {
+            let start = *pos - 1;
+            let Some(_) = line(buf, pos) else {
+                return false;
+            };
+            // Counted when the command replied: not again if the script
+            // returns it.
+            super::api::push_error_table_raw(state, &buf[start..*pos - 2], true);
+        }
+        b'*' | b'>' => {
+            let Some(n) = int_line(buf, pos) else {
+                return false;
+            };
+            if n < 0 {
+                ffi::lua_pushboolean(state, 0);
+                return true;
             }
-            b'=' => {
-                let n = self.int_line()?;
-                if n < 4 {
-                    return Err(bad());
+            ffi::lua_createtable(state, n.min(1 << 16) as i32, 0);
+            for i in 0..n {
+                if !push_reply(state, buf, pos, depth + 1) {
+                    return false;
                 }
-                let s = self.bytes(n as usize)?.to_vec();
-                let inner = lua.create_table()?;
-                inner.raw_set("format", lua.create_string(&s[..3])?)?;
-                inner.raw_set("string", lua.create_string(&s[4..])?)?;
-                let t = lua.create_table()?;
-                t.raw_set("verbatim_string", inner)?;
-                Value::Table(t)
+                ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
             }
-            b'|' => {
-                let n = self.int_line()?;
-                for _ in 0..n * 2 {
-                    self.value(lua, depth + 1)?;
+        }
+        b'%' | b'~' => {
+            let Some(n) = int_line(buf, pos) else {
+                return false;
+            };
+            ffi::lua_createtable(state, 0, 1);
+            ffi::lua_createtable(state, 0, n.min(1 << 16) as i32);
+            for _ in 0..n {
+                if !push_reply(state, buf, pos, depth + 1) {
+                    return false;
                 }
-                self.value(lua, depth)?
+                if kind == b'%' {
+                    if !push_reply(state, buf, pos, depth + 1) {
+                        return false;
+                    }
+                } else {
+                    ffi::lua_pushboolean(state, 1);
+                }
+                ffi::lua_settable(state, -3);
             }
-            _ => return Err(bad()),
-        })
+            let name = if kind == b'%' { c"map" } else { c"set" };
+            ffi::lua_setfield(state, -2, name.as_ptr());
+        }
+        b'_' => {
+            if line(buf, pos).is_none() {
+                return false;
+            }
+            ffi::lua_pushnil(state);
+        }
+        b'#' => {
+            let Some(l) = line(buf, pos) else {
+                return false;
+            };
+            ffi::lua_pushboolean(state, (l == b"t") as i32);
+        }
+        b',' => {
+            let Some(l) = line(buf, pos) else {
+                return false;
+            };
+            let d = match std::str::from_utf8(l) {
+                Ok("inf") => f64::INFINITY,
+                Ok("-inf") => f64::NEG_INFINITY,
+                Ok("nan") => f64::NAN,
+                Ok(s) => match s.parse::<f64>() {
+                    Ok(d) => d,
+                    Err(_) => return false,
+                },
+                Err(_) => return false,
+            };
+            ffi::lua_createtable(state, 0, 1);
+            ffi::lua_pushnumber(state, d);
+            ffi::lua_setfield(state, -2, c"double".as_ptr());
+        }
+        b'(' => {
+            let Some(s) = line(buf, pos) else {
+                return false;
+            };
+            ffi::lua_createtable(state, 0, 1);
+            push_bytes(state, s);
+            ffi::lua_setfield(state, -2, c"big_number".as_ptr());
+        }
+        b'=' => {
+            let Some(n) = int_line(buf, pos) else {
+                return false;
+            };
+            if n < 4 {
+                return false;
+            }
+            let Some(s) = bytes(buf, pos, n as usize) else {
+                return false;
+            };
+            ffi::lua_createtable(state, 0, 1);
+            ffi::lua_createtable(state, 0, 2);
+            push_bytes(state, &s[..3]);
+            ffi::lua_setfield(state, -2, c"format".as_ptr());
+            push_bytes(state, &s[4..]);
+            ffi::lua_setfield(state, -2, c"string".as_ptr());
+            ffi::lua_setfield(state, -2, c"verbatim_string".as_ptr());
+        }
+        b'|' => {
+            let Some(n) = int_line(buf, pos) else {
+                return false;
+            };
+            // Attributes are not shown to scripts.
+            for _ in 0..n.saturating_mul(2) {
+                if !push_reply(state, buf, pos, depth + 1) {
+                    return false;
+                }
+                ffi::lua_settop(state, -2);
+            }
+            return push_reply(state, buf, pos, depth);
+        }
+        _ => return false,
     }
+    true
 }
 
 /// C's `(long long)` of a double on x86-64: out of range (and NaN) gives
@@ -363,10 +398,33 @@ fn table_to_reply(out: &mut Out, t: &Table, depth: usize) -> mlua::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mlua::Lua;
+
+    fn to_lua(lua: &Lua, reply: &[u8]) -> Option<Value> {
+        let r: mlua::Result<(bool, Value)> = unsafe {
+            lua.exec_raw((), |state| {
+                let mut pos = 0;
+                let ok = push_reply(state, reply, &mut pos, 0);
+                let top = mlua::ffi::lua_gettop(state);
+                if !ok {
+                    mlua::ffi::lua_settop(state, 0);
+                    mlua::ffi::lua_pushboolean(state, 0);
+                    mlua::ffi::lua_pushnil(state);
+                } else {
+                    mlua::ffi::lua_pushboolean(state, 1);
+                    mlua::ffi::lua_insert(state, top);
+                }
+            })
+        };
+        match r.unwrap() {
+            (true, v) => Some(v),
+            (false, _) => None,
+        }
+    }
 
     fn roundtrip(reply: &[u8], resp3: bool) -> Vec<u8> {
         let lua = Lua::new();
-        let (v, _) = reply_to_lua(&lua, reply).unwrap();
+        let v = to_lua(&lua, reply).unwrap();
         let mut buf = Vec::new();
         let mut out = Out {
             buf: &mut buf,
@@ -418,8 +476,8 @@ mod tests {
     #[test]
     fn malformed_or_too_deep_replies_are_errors() {
         let lua = Lua::new();
-        assert!(reply_to_lua(&lua, b"$10\r\nab\r\n").is_err());
+        assert!(to_lua(&lua, b"$10\r\nab\r\n").is_none());
         let deep: Vec<u8> = b"*1\r\n".repeat(MAX_DEPTH + 5);
-        assert!(reply_to_lua(&lua, &deep).is_err());
+        assert!(to_lua(&lua, &deep).is_none());
     }
 }

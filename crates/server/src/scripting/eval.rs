@@ -307,6 +307,13 @@ fn cache_script(ctx: &mut Ctx, body: &[u8]) -> Result<[u8; 40], String> {
         .eval
         .compile(body, "@user_script")
         .map_err(|e| format!("ERR Error compiling script (new function): {e}"))?;
+    let func = ctx
+        .srv
+        .scripting
+        .eval
+        .lua
+        .create_registry_value(func)
+        .map_err(|e| format!("ERR {e}"))?;
     ctx.srv.scripting.cache.insert(
         key,
         Script {
@@ -340,9 +347,17 @@ fn eval_generic(ctx: &mut Ctx, args: Args, by_sha: bool, ro: bool) {
         }
     };
     let s = &ctx.srv.scripting.cache.scripts[&key];
+    let func = match ctx.srv.scripting.eval.lua.registry_value(&s.func) {
+        Ok(f) => f,
+        Err(e) => {
+            ctx.error(&format!("ERR {e}"));
+            return;
+        }
+    };
+    let s = &ctx.srv.scripting.cache.scripts[&key];
     let inv = Invocation {
         name: String::from_utf8_lossy(&key).into_owned(),
-        func: s.func.clone(),
+        func,
         keys,
         args: argv,
         flags: s.flags,
@@ -483,7 +498,21 @@ fn fcall_generic(ctx: &mut Ctx, args: Args, ro: bool) {
         ctx.error("ERR Function not found");
         return;
     };
-    let (func, flags) = (f.func.clone(), f.flags);
+    let flags = f.flags;
+    let func = match ctx
+        .srv
+        .scripting
+        .functions
+        .engine
+        .lua
+        .registry_value(&f.func)
+    {
+        Ok(f) => f,
+        Err(e) => {
+            ctx.error(&format!("ERR {e}"));
+            return;
+        }
+    };
     let Some((keys, argv)) = split_keys(ctx, args) else {
         return;
     };

@@ -20,7 +20,9 @@ pub const LOAD_TIMEOUT: Duration = Duration::from_millis(500);
 /// One function of a library.
 pub struct FunctionDef {
     pub name: String,
-    pub func: mlua::Function,
+    /// The callback, in the functions engine's registry (see
+    /// `cache::Script::func`).
+    pub func: mlua::RegistryKey,
     pub flags: u32,
     pub description: Option<Vec<u8>>,
 }
@@ -311,9 +313,10 @@ pub fn register_function(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue
         drop(ctx);
         return raise(lua, "Function already exists in the library");
     }
+    let func = lua.create_registry_value(callback)?;
     ctx.registered.push(FunctionDef {
         name,
-        func: callback,
+        func,
         flags,
         description,
     });

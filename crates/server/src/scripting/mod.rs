@@ -42,6 +42,9 @@ pub mod run;
 
 use std::time::Instant;
 
+/// The id of the client scripts run their commands as.
+pub const SCRIPT_CLIENT_ID: u64 = u64::MAX - 1;
+
 /// Script flags, from a `#!lua flags=...` shebang or `register_function`.
 pub mod sflags {
     pub const NO_WRITES: u32 = 1 << 0;
@@ -116,6 +119,8 @@ pub struct Scripting {
     pub stats: ScriptStats,
     /// `math.random`'s generator (Redis's global `redisLrand48`).
     pub rand: api::Rand48,
+    /// Why the last `redis.call` was refused (read by its trampoline).
+    pub call_error: Vec<u8>,
 }
 
 impl Scripting {
@@ -135,6 +140,7 @@ impl Scripting {
             running: None,
             stats: Default::default(),
             rand: api::Rand48::INITIAL,
+            call_error: Vec::new(),
         }
     }
 

@@ -34,16 +34,22 @@ pub struct RunPtrs {
     client: *mut Client,
 }
 
-/// The hook's mode: every 100k instructions, or every line once the
-/// script is being killed (so a `pcall` cannot swallow the kill).
-#[derive(Clone, Copy, Default)]
-pub struct HookMode {
-    pub killing: bool,
+thread_local! {
+    /// The run in progress on this (the execution) thread.
+    static CURRENT: std::cell::Cell<Option<RunPtrs>> = const { std::cell::Cell::new(None) };
+    /// The script is being killed: the hook fires on every line.
+    static KILLING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// `redis.setresp` of the script running (2 or 3).
+    static SCRIPT_RESP: std::cell::Cell<u8> = const { std::cell::Cell::new(2) };
 }
 
-fn triggers(lua: &Lua) -> HookTriggers {
-    let killing = lua.app_data_ref::<HookMode>().is_some_and(|m| m.killing);
-    if killing {
+/// The run in progress, if any.
+pub fn current() -> Option<RunPtrs> {
+    CURRENT.with(|c| c.get())
+}
+
+fn triggers() -> HookTriggers {
+    if KILLING.with(|k| k.get()) {
         HookTriggers::new().every_line()
     } else {
         HookTriggers::new().every_nth_instruction(super::engine::HOOK_EVERY)
@@ -54,7 +60,7 @@ fn triggers(lua: &Lua) -> HookTriggers {
 /// thread, so the sandbox's `coroutine` functions call this on every
 /// switch).
 pub fn rehook(lua: &Lua) {
-    lua.set_hook(triggers(lua), hook);
+    lua.set_hook(triggers(), hook);
 }
 
 /// What one invocation runs.
@@ -151,9 +157,7 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
     engine.set_heap_limit(ctx.srv.config.lua_heap_limit as usize);
     let lua = engine.lua.clone();
     let handler = engine.handler.clone();
-    let xpcall = engine.xpcall.clone();
-    let call2 = engine.call2.clone();
-    let globals = engine.globals.clone();
+    let runner = engine.runner.clone();
 
     sc.db = ctx.client.db;
     sc.out.proto = Protocol::Resp2;
@@ -188,35 +192,43 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
         ctx.srv.begin_exec_propagation();
     }
 
-    let result = (|| -> mlua::Result<(bool, Value)> {
-        let keys = array_of(&lua, inv.keys)?;
-        let args = array_of(&lua, inv.args)?;
-        lua.set_app_data(HookMode::default());
-        lua.set_hook(triggers(&lua), hook);
-        lua.set_app_data(RunPtrs {
+    if KILLING.with(|k| k.replace(false)) {
+        // The last script was killed: back to the count hook.
+        rehook(&lua);
+    }
+    SCRIPT_RESP.with(|r| r.set(2));
+    CURRENT.with(|c| {
+        c.set(Some(RunPtrs {
             srv: ctx.srv as *mut Server,
             client: &mut *sc as *mut Client,
-        });
-        match kind {
-            Kind::Eval => {
-                globals.raw_set("KEYS", keys)?;
-                globals.raw_set("ARGV", args)?;
-                xpcall.call((inv.func.clone(), handler.clone()))
+        }))
+    });
+    let (keys, argv) = (inv.keys, inv.args);
+    // SAFETY: the closure only pushes the arguments (borrowed from the
+    // command, alive until the handler returns) and calls the runner; no
+    // Rust value with a destructor is alive across a call that may raise.
+    let result: mlua::Result<(bool, Value)> = unsafe {
+        lua.exec_raw((runner, inv.func.clone(), handler), |state| {
+            use mlua::ffi;
+            ffi::luaL_checkstack(
+                state,
+                (keys.len() + argv.len() + 4) as i32,
+                std::ptr::null(),
+            );
+            ffi::lua_pushinteger(state, keys.len() as ffi::lua_Integer);
+            for a in keys.iter().chain(argv.iter()) {
+                ffi::lua_pushlstring(state, a.as_ptr() as *const std::os::raw::c_char, a.len());
             }
-            Kind::Function => call2.call((inv.func.clone(), handler.clone(), keys, args)),
-        }
-    })();
-    lua.remove_app_data::<RunPtrs>();
-    if kind == Kind::Eval {
-        let _ = globals.raw_set("KEYS", Value::Nil);
-        let _ = globals.raw_set("ARGV", Value::Nil);
-    }
+            // runner(func, handler, nkeys, keys..., args...)
+            ffi::lua_call(state, (3 + keys.len() + argv.len()) as i32, 2);
+        })
+    };
+    CURRENT.with(|c| c.set(None));
     let running = ctx.srv.scripting.running.take().expect("set above");
     sc.out.buf.clear();
     ctx.srv.scripting.client = Some(sc);
     if running.kill {
         ctx.srv.scripting.stats.killed += 1;
-        lua.set_app_data(HookMode::default());
         tracing::warn!("Lua script killed by user with SCRIPT KILL.");
     }
     if running.busy {
@@ -237,7 +249,6 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
     // SHUTDOWN NOSAVE ended the script: the server exits now, and the
     // caller gets no reply (Redis exits from inside the script).
     if ctx.srv.shutdown_requested {
-        lua.remove_app_data::<ScriptResp>();
         return;
     }
     let caller_proto = ctx.client.out.proto;
@@ -269,17 +280,14 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
             );
         }
     }
-    lua.remove_app_data::<ScriptResp>();
     let (codes, overflowed) = (std::mem::take(&mut out.error_codes), out.overflowed);
     ctx.client.out.error_codes.extend(codes);
     ctx.client.out.overflowed |= overflowed;
 }
 
 /// `redis.setresp(3)` of the script that just ran.
-struct ScriptResp(u8);
-
-fn running_resp3(lua: &Lua) -> bool {
-    lua.app_data_ref::<ScriptResp>().is_some_and(|r| r.0 == 3)
+fn running_resp3(_lua: &Lua) -> bool {
+    SCRIPT_RESP.with(|r| r.get()) == 3
 }
 
 /// The reply to a script that raised `e` (normally Redis's error table,
@@ -384,15 +392,6 @@ fn finish_propagation(srv: &mut Server, nested: bool, ops: Vec<(u8, usize, Vec<V
     srv.propagation.exec_done = Some(any);
 }
 
-/// A Lua array of the arguments.
-fn array_of(lua: &Lua, a: Args) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(a.len(), 0)?;
-    for (i, v) in a.iter().enumerate() {
-        t.raw_set(i + 1, lua.create_string(v)?)?;
-    }
-    Ok(t)
-}
-
 /// The text of an mlua error as Lua would show it.
 pub fn lua_error_text(e: &mlua::Error) -> String {
     match e {
@@ -479,7 +478,7 @@ pub fn hook(lua: &Lua, _debug: mlua::Debug) -> mlua::Result<VmState> {
             lua.create_registry_value(t)?,
         )));
     }
-    let Some(ptrs) = lua.app_data_ref::<RunPtrs>().map(|p| *p) else {
+    let Some(ptrs) = current() else {
         return Ok(VmState::Continue);
     };
     // SAFETY: see the module documentation; the pointer is valid while
@@ -529,7 +528,7 @@ pub fn hook(lua: &Lua, _debug: mlua::Debug) -> mlua::Result<VmState> {
 /// The error that ends a killed script; from now on the hook fires on
 /// every line, so that `pcall` cannot catch it for long.
 fn killed(lua: &Lua) -> mlua::Error {
-    lua.set_app_data(HookMode { killing: true });
+    KILLING.with(|k| k.set(true));
     rehook(lua);
     match error_table(lua, "Script killed by user with SCRIPT KILL...")
         .and_then(|t| lua.create_registry_value(t))
@@ -540,16 +539,16 @@ fn killed(lua: &Lua) -> mlua::Error {
 }
 
 /// Runs `f` on the server's `math.random` generator (`None` outside a run).
-pub fn with_rand<R>(lua: &Lua, f: impl FnOnce(&mut super::api::Rand48) -> R) -> Option<R> {
-    let ptrs = lua.app_data_ref::<RunPtrs>().map(|p| *p)?;
+pub fn with_rand<R>(_lua: &Lua, f: impl FnOnce(&mut super::api::Rand48) -> R) -> Option<R> {
+    let ptrs = current()?;
     // SAFETY: as in `hook`.
     let srv = unsafe { &mut *ptrs.srv };
     Some(f(&mut srv.scripting.rand))
 }
 
 /// `redis.setresp`: false outside a run.
-pub fn set_resp(lua: &Lua, v: u8) -> bool {
-    let Some(ptrs) = lua.app_data_ref::<RunPtrs>().map(|p| *p) else {
+pub fn set_resp(_lua: &Lua, v: u8) -> bool {
+    let Some(ptrs) = current() else {
         return false;
     };
     // SAFETY: as in `hook`.
@@ -559,13 +558,13 @@ pub fn set_resp(lua: &Lua, v: u8) -> bool {
     } else {
         Protocol::Resp2
     };
-    lua.set_app_data(ScriptResp(v));
+    SCRIPT_RESP.with(|r| r.set(v));
     true
 }
 
 /// `redis.set_repl`: false outside a run.
-pub fn set_repl(lua: &Lua, v: u8) -> bool {
-    let Some(ptrs) = lua.app_data_ref::<RunPtrs>().map(|p| *p) else {
+pub fn set_repl(_lua: &Lua, v: u8) -> bool {
+    let Some(ptrs) = current() else {
         return false;
     };
     // SAFETY: as in `hook`.
@@ -580,8 +579,8 @@ pub fn set_repl(lua: &Lua, v: u8) -> bool {
 }
 
 /// Whether `name` is a command (`redis.acl_check_cmd`).
-pub fn command_exists(lua: &Lua, name: &[u8]) -> bool {
-    let Some(ptrs) = lua.app_data_ref::<RunPtrs>().map(|p| *p) else {
+pub fn command_exists(_lua: &Lua, name: &[u8]) -> bool {
+    let Some(ptrs) = current() else {
         return false;
     };
     // SAFETY: as in `hook`.
@@ -594,104 +593,57 @@ pub fn register_function(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue
     super::function::register_function(lua, args)
 }
 
-/// `redis.call` / `redis.pcall`: runs one command as the script client;
-/// the reply as a Lua value and whether it is an error.
-pub fn redis_call(lua: &Lua, args: MultiValue) -> mlua::Result<(Value, bool)> {
-    let Some(ptrs) = lua.app_data_ref::<RunPtrs>().map(|p| *p) else {
-        let t = error_table(
-            lua,
-            "redis.call/pcall can only be called inside a script invocation",
-        )?;
-        return Ok((Value::Table(t), true));
-    };
-    // More than a few arguments come packed: `(table, n)`.
-    let args: MultiValue = match (args.len(), args.front()) {
-        (2, Some(Value::Table(t))) => {
-            let t = t.clone();
-            let n = match args.get(1) {
-                Some(Value::Integer(n)) => *n,
-                Some(Value::Number(n)) => *n as i64,
-                _ => 0,
-            };
-            return redis_call_packed(lua, ptrs, &t, n.max(0) as usize);
-        }
-        _ => args,
-    };
-    if args.is_empty() {
-        let t = error_table(
-            lua,
-            "Please specify at least one argument for this redis lib call",
-        )?;
-        return Ok((Value::Table(t), true));
-    }
-    let mut buf = Vec::with_capacity(64);
-    let mut ranges = Vec::with_capacity(args.len());
-    for a in args.iter() {
-        let start = buf.len();
-        match a {
-            Value::String(s) => buf.extend_from_slice(&s.as_bytes()),
-            // `%.17g`, not Lua's `%.14g`, so no precision is lost.
-            Value::Integer(i) => {
-                buf.extend_from_slice(ferrokv_resp::encode::format_g(*i as f64, 17).as_bytes())
-            }
-            Value::Number(n) => {
-                buf.extend_from_slice(ferrokv_resp::encode::format_g(*n, 17).as_bytes())
-            }
-            _ => {
-                let t = error_table(
-                    lua,
-                    "Lua redis lib command arguments must be strings or integers",
-                )?;
-                return Ok((Value::Table(t), true));
-            }
-        }
-        ranges.push((start, buf.len() - start));
-    }
-    // SAFETY: as in `hook`.
-    let srv = unsafe { &mut *ptrs.srv };
-    let client = unsafe { &mut *ptrs.client };
-    let argv = Args::new(&buf, &ranges);
-    if let Err(msg) = script_call(srv, client, argv) {
-        let t = error_table(lua, &msg)?;
-        t.raw_set("ignore_error_stats_update", true)?;
-        return Ok((Value::Table(t), true));
-    }
-    let r = convert::reply_to_lua(lua, &client.out.buf);
-    client.out.buf.clear();
-    r
+/// What [`call_from_lua`] did.
+pub enum CallOutcome {
+    /// The command ran: its reply is in the script client's buffer.
+    Replied,
+    /// Refused before it ran: the message (`luaPushErrorBuff`'s format)
+    /// is in `Scripting::call_error`.
+    Refused,
+    /// No script is running (a library body calling it while loading).
+    NotRunning,
 }
 
-/// [`redis_call`] with the arguments in a table (read one at a time, so
-/// mlua never holds more than one of them).
-fn redis_call_packed(lua: &Lua, ptrs: RunPtrs, t: &Table, n: usize) -> mlua::Result<(Value, bool)> {
-    let mut buf = Vec::with_capacity(64 * n.min(1024));
-    let mut ranges = Vec::with_capacity(n);
-    for i in 1..=n {
-        let start = buf.len();
-        match t.raw_get::<Value>(i)? {
-            Value::String(s) => buf.extend_from_slice(&s.as_bytes()),
-            _ => {
-                let t = error_table(
-                    lua,
-                    "Lua redis lib command arguments must be strings or integers",
-                )?;
-                return Ok((Value::Table(t), true));
-            }
-        }
-        ranges.push((start, buf.len() - start));
-    }
+/// `redis.call` / `redis.pcall`'s work: checks and runs one command as the
+/// script client (the arguments already strings). Called from the C
+/// trampoline in api.rs, with no Lua value held.
+pub fn call_from_lua(argv: Args) -> CallOutcome {
+    let Some(ptrs) = current() else {
+        return CallOutcome::NotRunning;
+    };
     // SAFETY: as in `hook`.
     let srv = unsafe { &mut *ptrs.srv };
     let client = unsafe { &mut *ptrs.client };
-    let argv = Args::new(&buf, &ranges);
-    if let Err(msg) = script_call(srv, client, argv) {
-        let t = error_table(lua, &msg)?;
-        t.raw_set("ignore_error_stats_update", true)?;
-        return Ok((Value::Table(t), true));
-    }
-    let r = convert::reply_to_lua(lua, &client.out.buf);
     client.out.buf.clear();
-    r
+    match script_call(srv, client, argv) {
+        Ok(()) => CallOutcome::Replied,
+        Err(msg) => {
+            srv.scripting.call_error = msg.into_bytes();
+            CallOutcome::Refused
+        }
+    }
+}
+
+/// The bytes [`call_from_lua`] left: the reply, or the refusal.
+///
+/// # Safety
+/// Only between a `call_from_lua` and the next command the script runs
+/// (the trampoline reads them at once).
+pub unsafe fn call_result() -> (*const u8, usize, *const u8, usize) {
+    match current() {
+        Some(p) => {
+            // SAFETY: as in `hook`.
+            let client = unsafe { &*p.client };
+            let srv = unsafe { &*p.srv };
+            (
+                client.out.buf.as_ptr(),
+                client.out.buf.len(),
+                srv.scripting.call_error.as_ptr(),
+                srv.scripting.call_error.len(),
+            )
+        }
+        None => (std::ptr::null(), 0, std::ptr::null(), 0),
+    }
 }
 
 /// Checks and runs one command of a script (Redis's `scriptCall`). An
