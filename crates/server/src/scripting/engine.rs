@@ -60,10 +60,6 @@ pub struct Engine {
     env_mt: Table,
     /// The library API's globals (functions engine only).
     load_globals: Option<Table>,
-    /// `runner(f, handler, nkeys, key..., arg...)`: sets `KEYS`/`ARGV`
-    /// (EVAL) or passes them as the two arguments (functions) and calls
-    /// `f` under the handler, returning `xpcall`'s first two results.
-    pub runner: Function,
 }
 
 /// The sandbox, run once with the real globals: builds the visible
@@ -197,31 +193,6 @@ local smt = getmetatable('')
 smt.__index = V.string
 smt.__metatable = protect(smt)
 
--- The runner: KEYS and ARGV (or the two arguments of a function), then
--- the call under Redis's error handler. Built here so the tables are made
--- by Lua, not through mlua's API, one call per script run.
-local function split(nk, ...)
-  local keys, argv = {...}, {}
-  for i = nk + 1, select('#', ...) do
-    argv[i - nk] = keys[i]
-    keys[i] = nil
-  end
-  return keys, argv
-end
-if kind == 'function' then
-  G.__ferrokv_runner = function(f, h, nk, ...)
-    local keys, argv = split(nk, ...)
-    return xpcall(function() return f(keys, argv) end, h)
-  end
-else
-  G.__ferrokv_runner = function(f, h, nk, ...)
-    local keys, argv = split(nk, ...)
-    rawset(V, 'KEYS', keys)
-    rawset(V, 'ARGV', argv)
-    return xpcall(f, h)
-  end
-end
-
 -- FUNCTION LOAD runs the library's body with only `redis.register_function`,
 -- `redis.log` and the version fields (Redis 7.0's library API); any other
 -- name is a missing global.
@@ -274,8 +245,6 @@ impl Engine {
                 super::api::safe_pcall(&lua)?,
             ))?;
         let xpcall: Function = g.raw_get("xpcall")?;
-        let runner: Function = lua.globals().raw_get("__ferrokv_runner")?;
-        lua.globals().raw_set("__ferrokv_runner", Value::Nil)?;
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             super::run::hook,
@@ -289,7 +258,6 @@ impl Engine {
             load_globals,
             handler,
             xpcall,
-            runner,
         })
     }
 

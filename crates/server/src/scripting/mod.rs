@@ -111,8 +111,6 @@ pub struct Scripting {
     pub cache: cache::ScriptCache,
     /// The `FUNCTION` libraries and their engine.
     pub functions: function::Functions,
-    /// Scripts run since the last Lua GC step.
-    pub gc_counter: u32,
     /// The client `redis.call` runs commands as (taken out while in use).
     pub client: Option<Box<crate::net::client::Client>>,
     pub running: Option<Running>,
@@ -135,7 +133,6 @@ impl Scripting {
             cache: Default::default(),
             functions: function::Functions::new()
                 .expect("the Lua engine starts with its libraries"),
-            gc_counter: 0,
             client: Some(Box::new(client)),
             running: None,
             stats: Default::default(),
