@@ -356,7 +356,8 @@ fn eval_generic(ctx: &mut Ctx, args: Args, by_sha: bool, ro: bool) {
     };
     let s = &ctx.srv.scripting.cache.scripts[&key];
     let inv = Invocation {
-        name: String::from_utf8_lossy(&key).into_owned(),
+        // A sha1 in hex: ASCII.
+        name: std::str::from_utf8(&key).unwrap_or_default().to_string(),
         func,
         keys,
         args: argv,

@@ -169,7 +169,7 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
     let compat = inv.flags & sflags::EVAL_COMPAT != 0;
     let now = Instant::now();
     ctx.srv.scripting.running = Some(Running {
-        name: inv.name.clone(),
+        name: std::mem::take(&mut inv.name),
         is_function: kind == Kind::Function,
         start: now,
         caller_id: ctx.client.id,
@@ -295,13 +295,13 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
                 convert::write_error(&mut out, format!("ERR {}", lua_error_text(&e)), true);
             }
         }
-        Ok((false, e)) => error_reply(&mut out, &inv.name, &e),
+        Ok((false, e)) => error_reply(&mut out, &running.name, &e),
         Err(e) => {
             let mut msg = lua_error_text(&e);
             msg.truncate(100);
             convert::write_error(
                 &mut out,
-                format!("ERR Error running script {}, {msg}", inv.name),
+                format!("ERR Error running script {}, {msg}", running.name),
                 true,
             );
         }
