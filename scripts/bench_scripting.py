@@ -34,7 +34,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, cli, free_port  # noqa: E402
+from benchlib import ROOT, cli, cpu_seconds, free_port  # noqa: E402
 
 GET = "return redis.call('GET', KEYS[1])"
 RATE = """
@@ -150,22 +150,30 @@ def main():
     ap.add_argument("--scripts", type=int, default=20000)
     a = ap.parse_args()
     results = {}
+    cpu = {}
     for r in range(a.rounds):
         for kind in ("ferrokv", "redis") if r % 2 == 0 else ("redis", "ferrokv"):
             p, port, d = start(kind)
             try:
                 for name, args in workloads(port).items():
+                    c0 = cpu_seconds(p.pid)
                     rps = bench(port, args, a.requests, a.clients, a.pipeline)
+                    us = (cpu_seconds(p.pid) - c0) / a.requests * 1e6
                     results.setdefault(name, {}).setdefault(kind, []).append(rps)
+                    cpu.setdefault(name, {}).setdefault(kind, []).append(us)
             finally:
                 stop(p, d)
     print(f"redis-benchmark -c {a.clients} -P {a.pipeline} -n {a.requests}, "
           f"median of {a.rounds} rounds (requests/s)")
-    print(f"{'workload':<14} {'ferrokv':>12} {'redis':>12} {'ratio':>7}")
+    print(f"{'workload':<14} {'ferrokv':>12} {'redis':>12} {'ratio':>7}"
+          f"   server CPU us/request: {'ferrokv':>8} {'redis':>8} {'ratio':>6}")
     for name, by in results.items():
         f = statistics.median(by["ferrokv"])
         rd = statistics.median(by["redis"])
-        print(f"{name:<14} {f:>12.0f} {rd:>12.0f} {f / rd:>7.2f}")
+        cf = statistics.median(cpu[name]["ferrokv"])
+        cr = statistics.median(cpu[name]["redis"])
+        print(f"{name:<14} {f:>12.0f} {rd:>12.0f} {f / rd:>7.2f}"
+              f"   {'':>22} {cf:>8.2f} {cr:>8.2f} {cf / cr:>6.2f}")
     fk = script_memory("ferrokv", a.scripts)
     rd = script_memory("redis", a.scripts)
     print(f"memory per cached script ({a.scripts} scripts of ~45 bytes): "
