@@ -65,51 +65,7 @@ fn resp3(s: &ServerProcess) -> Raw {
     r
 }
 
-/// SHA-1 (FIPS 180-1) in lowercase hex, computed here so that the expected
-/// error suffixes and EVALSHA digests do not come from the server under
-/// test.
-fn sha1_hex(data: &[u8]) -> String {
-    let mut h: [u32; 5] = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0];
-    let mut msg = data.to_vec();
-    msg.push(0x80);
-    while msg.len() % 64 != 56 {
-        msg.push(0);
-    }
-    msg.extend_from_slice(&((data.len() as u64) * 8).to_be_bytes());
-    for block in msg.chunks(64) {
-        let mut w = [0u32; 80];
-        for (i, word) in block.chunks(4).enumerate() {
-            w[i] = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
-        }
-        for i in 16..80 {
-            w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
-        }
-        let [mut a, mut b, mut c, mut d, mut e] = h;
-        for (i, wi) in w.iter().enumerate() {
-            let (f, k) = match i {
-                0..=19 => ((b & c) | (!b & d), 0x5A827999),
-                20..=39 => (b ^ c ^ d, 0x6ED9EBA1),
-                40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1BBCDC),
-                _ => (b ^ c ^ d, 0xCA62C1D6),
-            };
-            let t = a
-                .rotate_left(5)
-                .wrapping_add(f)
-                .wrapping_add(e)
-                .wrapping_add(k)
-                .wrapping_add(*wi);
-            e = d;
-            d = c;
-            c = b.rotate_left(30);
-            b = a;
-            a = t;
-        }
-        for (x, y) in h.iter_mut().zip([a, b, c, d, e]) {
-            *x = x.wrapping_add(y);
-        }
-    }
-    h.iter().map(|x| format!("{x:08x}")).collect()
-}
+use common::sha1_hex;
 
 /// The error reply `redis.call` gives for `text` raised at `line` of
 /// `script`: Redis appends the script's SHA-1 and the line.
@@ -123,16 +79,6 @@ fn script_err(text: &str, script: &str, line: u32) -> String {
 /// Asserts that `EVAL script 0` fails with `text` at `line`, suffix and all.
 fn eval_fails(r: &mut Raw, script: &str, text: &str, line: u32) {
     exact(r, &["EVAL", script, "0"], script_err(text, script, line));
-}
-
-#[test]
-fn the_tests_sha1_matches_known_vectors() {
-    assert_eq!(sha1_hex(b""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
-    assert_eq!(sha1_hex(b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
-    assert_eq!(
-        sha1_hex(b"return 1"),
-        "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
-    );
 }
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";

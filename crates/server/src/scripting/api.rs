@@ -8,6 +8,7 @@
 use super::engine::Kind;
 use super::run;
 use mlua::{Lua, MultiValue, Table, Value};
+use std::os::raw::{c_char, c_int};
 
 /// `redis.call` / `redis.pcall`: C functions that do the whole call with
 /// Lua's C API.
@@ -40,20 +41,7 @@ pub unsafe fn push_error_table_raw(
     ignore_stats: bool,
 ) {
     use mlua::ffi;
-    let (code, text): (&[u8], &[u8]) = match msg.strip_prefix(b"-") {
-        Some(rest) => match rest.iter().position(|&c| c == b' ') {
-            Some(i) => (&rest[..i], &rest[i + 1..]),
-            None => (b"ERR", rest),
-        },
-        None => (b"ERR", msg),
-    };
-    let is_crlf = |c: &u8| *c == b'\r' || *c == b'\n';
-    let start = text.iter().position(|c| !is_crlf(c)).unwrap_or(text.len());
-    let end = text
-        .iter()
-        .rposition(|c| !is_crlf(c))
-        .map_or(start, |i| i + 1);
-    let text = &text[start..end.max(start)];
+    let (code, text) = split_error(msg);
     ffi::lua_createtable(state, 0, 2);
     ffi::lua_pushlstring(state, code.as_ptr() as *const c_char, code.len());
     ffi::lua_pushlstring(state, c" ".as_ptr(), 1);
@@ -65,8 +53,6 @@ pub unsafe fn push_error_table_raw(
         ffi::lua_setfield(state, -2, c"ignore_error_stats_update".as_ptr());
     }
 }
-
-use std::os::raw::{c_char, c_int};
 
 /// The C side of [`call_closure`]. No Rust value with a destructor is
 /// alive across a call that may raise (Lua errors unwind by `longjmp`):
@@ -213,6 +199,18 @@ pub fn error_table(lua: &Lua, msg: &str) -> mlua::Result<Table> {
 
 /// [`error_table`] for a message of any bytes.
 pub fn error_table_bytes(lua: &Lua, msg: &[u8]) -> mlua::Result<Table> {
+    let (code, text) = split_error(msg);
+    let mut full = code.to_vec();
+    full.push(b' ');
+    full.extend_from_slice(text);
+    let t = lua.create_table()?;
+    t.raw_set("err", lua.create_string(&full)?)?;
+    Ok(t)
+}
+
+/// The code and text of "-CODE text" (or "text", code `ERR`), the text's
+/// CR/LF at both ends trimmed (Redis's `luaPushErrorBuff`).
+fn split_error(msg: &[u8]) -> (&[u8], &[u8]) {
     let (code, text): (&[u8], &[u8]) = match msg.strip_prefix(b"-") {
         Some(rest) => match rest.iter().position(|&c| c == b' ') {
             Some(i) => (&rest[..i], &rest[i + 1..]),
@@ -226,12 +224,7 @@ pub fn error_table_bytes(lua: &Lua, msg: &[u8]) -> mlua::Result<Table> {
         .iter()
         .rposition(|c| !is_crlf(c))
         .map_or(start, |i| i + 1);
-    let mut full = code.to_vec();
-    full.push(b' ');
-    full.extend_from_slice(&text[start..end.max(start)]);
-    let t = lua.create_table()?;
-    t.raw_set("err", lua.create_string(&full)?)?;
-    Ok(t)
+    (code, &text[start..end.max(start)])
 }
 
 /// "user_script:3: " for the Lua code that called the running Rust

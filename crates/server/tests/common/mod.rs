@@ -3,6 +3,15 @@
 //! and stops it on drop.
 #![allow(dead_code)]
 
+/// SHA-1 in lowercase hex (the script cache's digests, `redis.sha1hex`).
+pub fn sha1_hex(data: &[u8]) -> String {
+    use sha1::{Digest, Sha1};
+    Sha1::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 pub mod node;
 pub mod repl;
 pub mod reply;

@@ -614,36 +614,13 @@ pub(crate) fn bytes(lua: &Lua, b: &[u8]) -> LResult<Value> {
     Ok(Value::String(lua.create_string(b)?))
 }
 
-/// Formats `x` like C's `printf("%.{prec}g", x)` (glibc output).
+/// Formats `x` like C's `printf("%.{prec}g", x)` (glibc output): the
+/// shared `format_g`, with glibc's sign on NaN (`-nan`).
 pub(crate) fn fmt_g(x: f64, prec: usize) -> String {
     if x.is_nan() {
         return if x.is_sign_negative() { "-nan" } else { "nan" }.to_string();
     }
-    if x.is_infinite() {
-        return if x < 0.0 { "-inf" } else { "inf" }.to_string();
-    }
-    let p = prec.max(1);
-    // %e with p-1 digits gives the decimal exponent after rounding.
-    let e_repr = format!("{:.*e}", p - 1, x);
-    let (mant, exp) = e_repr.split_once('e').unwrap_or((&e_repr, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if exp < -4 || exp >= p as i32 {
-        let mant = strip_zeros(mant);
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{mant}e{sign}{:02}", exp.unsigned_abs())
-    } else {
-        let decimals = (p as i32 - 1 - exp).max(0) as usize;
-        strip_zeros(&format!("{:.*}", decimals, x)).to_string()
-    }
-}
-
-/// Removes trailing fractional zeros (and a bare '.') as `%g` does.
-fn strip_zeros(s: &str) -> &str {
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        s
-    }
+    ferrokv_resp::encode::format_g(x, prec)
 }
 
 #[cfg(test)]
