@@ -97,16 +97,7 @@ pub(crate) fn create(lua: &Lua, reg: &Registrar) -> mlua::Result<Table> {
 
 #[cfg(test)]
 mod tests {
-    use mlua::Lua;
-
-    fn eval(code: &str) -> String {
-        let lua = Lua::new();
-        super::super::open(&lua).unwrap();
-        lua.load(code)
-            .set_name("@user_script")
-            .eval::<String>()
-            .unwrap()
-    }
+    use super::super::testing::eval;
 
     #[test]
     fn normalisation_is_modular_and_rounds() {

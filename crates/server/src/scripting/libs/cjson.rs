@@ -1052,22 +1052,7 @@ pub(crate) fn create(lua: &Lua, reg: &Registrar) -> mlua::Result<Table> {
 
 #[cfg(test)]
 mod tests {
-    use mlua::Lua;
-
-    fn eval(code: &str) -> String {
-        let lua = Lua::new();
-        super::super::open(&lua).unwrap();
-        lua.load(code)
-            .set_name("@user_script")
-            .eval::<String>()
-            .unwrap()
-    }
-
-    fn error(code: &str) -> String {
-        eval(&format!(
-            "local ok, e = pcall(function() {code} end) assert(not ok) return e"
-        ))
-    }
+    use super::super::testing::{error, eval};
 
     fn enc(lua_value: &str) -> String {
         eval(&format!("return cjson.encode({lua_value})"))

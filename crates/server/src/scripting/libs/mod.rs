@@ -623,6 +623,35 @@ pub(crate) fn fmt_g(x: f64, prec: usize) -> String {
     ferrokv_resp::encode::format_g(x, prec)
 }
 
+/// Helpers of the libraries' unit tests: a fresh Lua with the four
+/// libraries, a chunk's string result, a chunk's error, a chunk's bytes in
+/// hex.
+#[cfg(test)]
+pub(crate) mod testing {
+    use mlua::Lua;
+
+    pub fn eval(code: &str) -> String {
+        let lua = Lua::new();
+        super::open(&lua).unwrap();
+        lua.load(code)
+            .set_name("@user_script")
+            .eval::<String>()
+            .unwrap()
+    }
+
+    pub fn error(code: &str) -> String {
+        eval(&format!(
+            "local ok, e = pcall(function() {code} end) assert(not ok) return e"
+        ))
+    }
+
+    pub fn hex(code: &str) -> String {
+        eval(&format!(
+            "local s = {code} return (s:gsub('.', function(c) return string.format('%02x', c:byte()) end))"
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

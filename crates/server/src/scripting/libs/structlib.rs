@@ -400,28 +400,7 @@ pub(crate) fn create(lua: &Lua, reg: &Registrar) -> mlua::Result<Table> {
 
 #[cfg(test)]
 mod tests {
-    use mlua::Lua;
-
-    fn eval(code: &str) -> String {
-        let lua = Lua::new();
-        super::super::open(&lua).unwrap();
-        lua.load(code)
-            .set_name("@user_script")
-            .eval::<String>()
-            .unwrap()
-    }
-
-    fn error(code: &str) -> String {
-        eval(&format!(
-            "local ok, e = pcall(function() {code} end) assert(not ok) return e"
-        ))
-    }
-
-    fn hex(code: &str) -> String {
-        eval(&format!(
-            "local s = {code} return (s:gsub('.', function(c) return string.format('%02x', c:byte()) end))"
-        ))
-    }
+    use super::super::testing::{error, eval, hex};
 
     #[test]
     fn pack_integers_and_endianness() {
