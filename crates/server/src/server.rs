@@ -138,6 +138,9 @@ pub struct Server {
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
     /// `maxmemory` eviction state.
     pub eviction: crate::evict::Eviction,
+    /// Memory could not be freed before the command now running (Redis's
+    /// `pre_command_oom_state`): set by dispatch, read by scripts.
+    pub pre_command_oom: bool,
     /// Lua scripts and functions.
     pub scripting: crate::scripting::Scripting,
     /// The listening sockets (the reactor accepts on them; so does a busy
@@ -171,8 +174,11 @@ impl Server {
         let repl = crate::replication::ReplState::new(&config.repl, &mut rng);
         let mut pool = BufferPool::new(256);
         // The script client's id: Redis gives its Lua client one as well.
-        let scripting =
-            crate::scripting::Scripting::new(&mut pool, crate::scripting::SCRIPT_CLIENT_ID);
+        let scripting = crate::scripting::Scripting::new(
+            &mut pool,
+            crate::scripting::SCRIPT_CLIENT_ID,
+            config.lua_heap_limit as usize,
+        );
         let mut srv = Server {
             keyspace: Keyspace::new(config.databases as usize),
             config,
@@ -218,6 +224,7 @@ impl Server {
             blocking: Default::default(),
             lazyfree: spawn_lazyfree(),
             eviction: Default::default(),
+            pre_command_oom: false,
             scripting,
             listeners: Vec::new(),
         };
@@ -507,10 +514,9 @@ impl Server {
         // `maxmemory`: make room first; when nothing can go, commands that
         // may grow memory are refused (Redis's processCommand), and inside
         // MULTI so is queueing anything (the queue itself grows).
-        if self.config.maxmemory > 0
-            && self.perform_evictions() == crate::evict::Evict::Fail
-            && self.grows_memory(client, spec, cmd_flags)
-        {
+        self.pre_command_oom =
+            self.config.maxmemory > 0 && self.perform_evictions() == crate::evict::Evict::Fail;
+        if self.pre_command_oom && self.grows_memory(client, spec, cmd_flags) {
             return Some(err::OOM.to_string());
         }
         if cmd_flags & flags::WRITE != 0 && self.writes_refused_for_persistence() {
@@ -1448,8 +1454,8 @@ impl Server {
             return Ok(());
         }
         let limit = self.config.lua_heap_limit as usize;
-        let mut fresh = crate::scripting::function::Functions::new().map_err(|e| e.to_string())?;
-        fresh.engine.set_heap_limit(limit);
+        let mut fresh =
+            crate::scripting::function::Functions::new(limit).map_err(|e| e.to_string())?;
         for code in codes {
             fresh
                 .load(code, false)

@@ -191,6 +191,11 @@ fn config_set(ctx: &mut Ctx, args: Args) {
     let now_aof = next.appendonly;
     let lower_limit = next.maxmemory != 0
         && (ctx.srv.config.maxmemory == 0 || next.maxmemory < ctx.srv.config.maxmemory);
+    if next.lua_heap_limit != ctx.srv.config.lua_heap_limit {
+        ctx.srv
+            .scripting
+            .set_heap_limit(next.lua_heap_limit as usize);
+    }
     ctx.srv.config = next;
     // A policy change switches the clock between LRU and LFU; a lower
     // limit starts evicting at once, as Redis does.

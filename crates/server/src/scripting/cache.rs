@@ -64,10 +64,11 @@ pub fn normalize(sha: &[u8]) -> Option<[u8; 40]> {
 /// Lower-case hex SHA1 of `data` (Redis's `sha1hex`).
 pub fn sha1_hex(data: &[u8]) -> String {
     use sha1::{Digest, Sha1};
-    let d = Sha1::digest(data);
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(40);
-    for b in d {
-        s.push_str(&format!("{b:02x}"));
+    for b in Sha1::digest(data) {
+        s.push(HEX[(b >> 4) as usize] as char);
+        s.push(HEX[(b & 15) as usize] as char);
     }
     s
 }

@@ -85,8 +85,7 @@ pub fn restore(
     heap_limit: usize,
 ) -> Result<(), String> {
     // Load into a fresh set first, so a failure leaves the old one intact.
-    let mut fresh = Functions::new().map_err(|e| format!("ERR {e}"))?;
-    fresh.engine.set_heap_limit(heap_limit);
+    let mut fresh = Functions::new(heap_limit).map_err(|e| format!("ERR {e}"))?;
     if policy != Policy::Flush {
         for l in &f.libraries {
             fresh.load(&l.code, false)?;

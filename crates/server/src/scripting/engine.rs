@@ -46,7 +46,6 @@ pub enum Kind {
 /// A Lua state and the handles the runner needs.
 pub struct Engine {
     pub lua: Lua,
-    pub kind: Kind,
     /// The environment scripts run in (the read-only proxy).
     pub env: Table,
     /// The visible globals behind it (`KEYS`/`ARGV` are set here).
@@ -214,7 +213,9 @@ return ENV, V, ENV_MT, LOAD
 "#;
 
 impl Engine {
-    pub fn new(kind: Kind) -> mlua::Result<Engine> {
+    /// A fresh state of `kind`, its heap capped at `heap_limit` bytes (0:
+    /// no cap; see [`Engine::set_heap_limit`]).
+    pub fn new(kind: Kind, heap_limit: usize) -> mlua::Result<Engine> {
         let lua = Lua::new_with(
             StdLib::TABLE | StdLib::STRING | StdLib::MATH,
             LuaOptions::new(),
@@ -249,16 +250,17 @@ impl Engine {
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             super::run::hook,
         );
-        Ok(Engine {
+        let engine = Engine {
             lua,
-            kind,
             env,
             globals,
             env_mt,
             load_globals,
             handler,
             xpcall,
-        })
+        };
+        engine.set_heap_limit(heap_limit);
+        Ok(engine)
     }
 
     /// Switches the environment to the library API (`FUNCTION LOAD`) or
@@ -315,7 +317,7 @@ mod tests {
 
     #[test]
     fn globals_are_read_only_and_missing_ones_are_errors() {
-        let e = Engine::new(Kind::Eval).unwrap();
+        let e = Engine::new(Kind::Eval, 0).unwrap();
         assert_eq!(
             eval(&e, "return x").unwrap_err(),
             "ERR user_script:1: Script attempted to access nonexistent global variable 'x'"
@@ -346,7 +348,7 @@ mod tests {
 
     #[test]
     fn loadstring_compiles_text_in_the_sandbox_only() {
-        let e = Engine::new(Kind::Eval).unwrap();
+        let e = Engine::new(Kind::Eval, 0).unwrap();
         let v = eval(
             &e,
             "return loadstring(string.dump(function() return 1 end))",
@@ -362,7 +364,7 @@ mod tests {
 
     #[test]
     fn iterating_globals_lists_the_visible_names() {
-        let e = Engine::new(Kind::Eval).unwrap();
+        let e = Engine::new(Kind::Eval, 0).unwrap();
         let v = eval(
             &e,
             "local t = {} for k in pairs(_G) do t[#t+1] = k end table.sort(t) return table.concat(t, ' ')",

@@ -241,13 +241,9 @@ pub fn dynamic_flags(srv: &crate::server::Server, spec: &CommandSpec, args: &Arg
     }
     let body_or_name = args.get(1);
     let script_flags = match spec.name {
-        "eval" | "eval_ro" => {
-            let sha = sha1_hex(body_or_name);
-            match srv.scripting.cache.get(sha.as_bytes()) {
-                Some(s) => s.flags,
-                None => shebang_flags(body_or_name).unwrap_or(sflags::EVAL_COMPAT),
-            }
-        }
+        // A body's flags are its shebang's, cached or not: no digest here
+        // (the handler computes it once).
+        "eval" | "eval_ro" => shebang_flags(body_or_name).unwrap_or(sflags::EVAL_COMPAT),
         "evalsha" | "evalsha_ro" => match srv.scripting.cache.get(body_or_name) {
             Some(s) => s.flags,
             None => return spec.flags,
@@ -330,23 +326,20 @@ fn eval_generic(ctx: &mut Ctx, args: Args, by_sha: bool, ro: bool) {
         return;
     };
     let key = if by_sha {
-        match normalize(args.get(1)).filter(|k| ctx.srv.scripting.cache.scripts.contains_key(k)) {
-            Some(k) => k,
-            None => {
-                ctx.error("NOSCRIPT No matching script. Please use EVAL.");
-                return;
-            }
-        }
+        normalize(args.get(1))
     } else {
         match cache_script(ctx, args.get(1)) {
-            Ok(k) => k,
+            Ok(k) => Some(k),
             Err(e) => {
                 ctx.error(&e);
                 return;
             }
         }
     };
-    let s = &ctx.srv.scripting.cache.scripts[&key];
+    let Some((key, s)) = key.and_then(|k| ctx.srv.scripting.cache.scripts.get_key_value(&k)) else {
+        ctx.error("NOSCRIPT No matching script. Please use EVAL.");
+        return;
+    };
     let func = match ctx.srv.scripting.eval.lua.registry_value(&s.func) {
         Ok(f) => f,
         Err(e) => {
@@ -354,10 +347,9 @@ fn eval_generic(ctx: &mut Ctx, args: Args, by_sha: bool, ro: bool) {
             return;
         }
     };
-    let s = &ctx.srv.scripting.cache.scripts[&key];
     let inv = Invocation {
         // A sha1 in hex: ASCII.
-        name: std::str::from_utf8(&key).unwrap_or_default().to_string(),
+        name: std::str::from_utf8(key).unwrap_or_default().to_string(),
         func,
         keys,
         args: argv,
@@ -556,8 +548,6 @@ fn function_load(ctx: &mut Ctx, args: Args) {
         }
     }
     let code = args.get(args.len() - 1);
-    let limit = ctx.srv.config.lua_heap_limit as usize;
-    ctx.srv.scripting.functions.engine.set_heap_limit(limit);
     match ctx.srv.scripting.functions.load(code, replace) {
         Ok(name) => {
             ctx.modified(1);

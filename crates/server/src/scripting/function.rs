@@ -39,6 +39,10 @@ pub struct Functions {
     pub engine: Engine,
     /// Libraries in load order.
     pub libraries: Vec<Library>,
+    /// Function name → (library, function) positions in `libraries`, so
+    /// FCALL finds its function in one lookup; rebuilt when a library is
+    /// loaded or deleted.
+    by_name: hashbrown::HashMap<String, (usize, usize)>,
 }
 
 /// What `redis.register_function` collects while a body loads.
@@ -48,19 +52,33 @@ struct LoadCtx {
 }
 
 impl Functions {
-    pub fn new() -> mlua::Result<Self> {
+    /// No libraries; the engine's heap capped at `heap_limit` bytes.
+    pub fn new(heap_limit: usize) -> mlua::Result<Self> {
         Ok(Functions {
-            engine: Engine::new(Kind::Function)?,
+            engine: Engine::new(Kind::Function, heap_limit)?,
             libraries: Vec::new(),
+            by_name: Default::default(),
         })
     }
 
-    /// The library and index of function `name`.
+    /// Function `name`, of any library.
     pub fn find(&self, name: &str) -> Option<&FunctionDef> {
-        self.libraries
+        let &(l, f) = self.by_name.get(name)?;
+        Some(&self.libraries[l].functions[f])
+    }
+
+    fn reindex(&mut self) {
+        self.by_name = self
+            .libraries
             .iter()
-            .flat_map(|l| l.functions.iter())
-            .find(|f| f.name == name)
+            .enumerate()
+            .flat_map(|(l, lib)| {
+                lib.functions
+                    .iter()
+                    .enumerate()
+                    .map(move |(f, def)| (def.name.clone(), (l, f)))
+            })
+            .collect();
     }
 
     pub fn library(&self, name: &str) -> Option<&Library> {
@@ -68,7 +86,7 @@ impl Functions {
     }
 
     pub fn function_count(&self) -> usize {
-        self.libraries.iter().map(|l| l.functions.len()).sum()
+        self.by_name.len()
     }
 
     /// Bytes of library code (`used_memory_functions`).
@@ -81,11 +99,7 @@ impl Functions {
 
     /// Drops every library (`FUNCTION FLUSH`): a fresh Lua state.
     pub fn flush(&mut self, heap_limit: usize) -> mlua::Result<()> {
-        let limit = heap_limit;
-        let fresh = Engine::new(Kind::Function)?;
-        fresh.set_heap_limit(limit);
-        self.engine = fresh;
-        self.libraries.clear();
+        *self = Functions::new(heap_limit)?;
         Ok(())
     }
 
@@ -93,6 +107,7 @@ impl Functions {
     pub fn delete(&mut self, name: &str) -> bool {
         let before = self.libraries.len();
         self.libraries.retain(|l| l.name != name);
+        self.reindex();
         self.libraries.len() != before
     }
 
@@ -137,11 +152,9 @@ impl Functions {
         }
         for f in &registered {
             let clash = self
-                .libraries
-                .iter()
-                .filter(|l| l.name != name)
-                .flat_map(|l| l.functions.iter())
-                .any(|g| g.name == f.name);
+                .by_name
+                .get(&f.name)
+                .is_some_and(|&(l, _)| self.libraries[l].name != name);
             if clash {
                 return Err(format!("ERR Function {} already exists", f.name));
             }
@@ -155,6 +168,7 @@ impl Functions {
             Some(old) => *old = lib,
             None => self.libraries.push(lib),
         }
+        self.reindex();
         Ok(name)
     }
 }

@@ -122,16 +122,17 @@ pub struct Scripting {
 }
 
 impl Scripting {
-    pub fn new(pool: &mut crate::net::pool::BufferPool, client_id: u64) -> Self {
+    /// Both engines, their heaps capped at `heap_limit` bytes.
+    pub fn new(pool: &mut crate::net::pool::BufferPool, client_id: u64, heap_limit: usize) -> Self {
         let mut client = crate::net::client::Client::fake(client_id, pool);
         // Its replies are what `redis.call` returns: never discarded.
         client.reply_mode = crate::net::client::ReplyMode::On;
         client.name = None;
         Scripting {
-            eval: engine::Engine::new(engine::Kind::Eval)
+            eval: engine::Engine::new(engine::Kind::Eval, heap_limit)
                 .expect("the Lua engine starts with its libraries"),
             cache: Default::default(),
-            functions: function::Functions::new()
+            functions: function::Functions::new(heap_limit)
                 .expect("the Lua engine starts with its libraries"),
             client: Some(Box::new(client)),
             running: None,
@@ -141,9 +142,10 @@ impl Scripting {
         }
     }
 
-    /// Whether a script is running (seen from inside one: the busy pump).
-    pub fn is_running(&self) -> bool {
-        self.running.is_some()
+    /// `lua-heap-limit` changed (CONFIG SET): both heaps take it.
+    pub fn set_heap_limit(&self, heap_limit: usize) {
+        self.eval.set_heap_limit(heap_limit);
+        self.functions.engine.set_heap_limit(heap_limit);
     }
 
     /// `used_memory_vm_eval`: the EVAL engine's Lua heap.
@@ -154,8 +156,8 @@ impl Scripting {
     /// `SCRIPT FLUSH`: a fresh engine and an empty cache (Redis's
     /// `scriptingReset`).
     pub fn flush(&mut self, heap_limit: usize) -> Result<(), String> {
-        let fresh = engine::Engine::new(engine::Kind::Eval).map_err(|e| e.to_string())?;
-        fresh.set_heap_limit(heap_limit);
+        let fresh =
+            engine::Engine::new(engine::Kind::Eval, heap_limit).map_err(|e| e.to_string())?;
         let old = std::mem::replace(&mut self.eval, fresh);
         self.cache = Default::default();
         drop(old);

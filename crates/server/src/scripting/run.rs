@@ -114,10 +114,7 @@ fn prepare_refusal(srv: &mut Server, caller: &Client, inv: &Invocation) -> Optio
             }
         }
     }
-    if srv.config.maxmemory > 0
-        && inv.flags & (sflags::ALLOW_OOM | sflags::NO_WRITES) == 0
-        && srv.perform_evictions() == crate::evict::Evict::Fail
-    {
+    if srv.pre_command_oom && inv.flags & (sflags::ALLOW_OOM | sflags::NO_WRITES) == 0 {
         return Some(
             "OOM allowed memory exceeded. Set the 'allow-oom' flag to run this script.".into(),
         );
@@ -137,7 +134,6 @@ pub struct RunSettings {
     /// What the script's commands propagated, with the targets
     /// `redis.set_repl` had chosen then.
     pub ops: Vec<(u8, usize, Vec<Vec<u8>>)>,
-    pub calls: u64,
 }
 
 /// Runs `inv` for the client in `ctx` and writes its reply.
@@ -154,7 +150,6 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
         Kind::Eval => &ctx.srv.scripting.eval,
         Kind::Function => &ctx.srv.scripting.functions.engine,
     };
-    engine.set_heap_limit(ctx.srv.config.lua_heap_limit as usize);
     let lua = engine.lua.clone();
     let handler = engine.handler.clone();
     let globals = engine.globals.clone();
@@ -163,8 +158,7 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
     sc.out.proto = Protocol::Resp2;
     sc.out.buf.clear();
     sc.out.error_codes.clear();
-    let oom_at_start =
-        ctx.srv.config.maxmemory > 0 && ctx.srv.perform_evictions() == crate::evict::Evict::Fail;
+    let oom_at_start = ctx.srv.pre_command_oom;
     let read_only = inv.ro || inv.flags & sflags::NO_WRITES != 0;
     let compat = inv.flags & sflags::EVAL_COMPAT != 0;
     let now = Instant::now();
@@ -184,7 +178,6 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
             oom_at_start,
             repl: REPL_ALL,
             ops: Vec::new(),
-            calls: 0,
         },
     });
     let nested = ctx.srv.propagation.exec_ops.is_some();
@@ -741,7 +734,6 @@ fn script_call(srv: &mut Server, client: &mut Client, argv: Args) -> Result<(), 
     if spec.has(flags::WRITE) {
         run.wrote = true;
     }
-    run.settings.calls += 1;
     let mask = run.settings.repl;
     let before = srv.propagation.exec_ops.as_ref().map_or(0, |o| o.len());
     srv.call(client, idx, argv);
