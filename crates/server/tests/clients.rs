@@ -5,7 +5,7 @@
 //!
 //! A missing tool fails the test loudly: these are the clients users run.
 mod common;
-use common::reply::against_redis;
+use common::reply::own_server;
 use common::ServerProcess;
 use std::process::Command;
 
@@ -25,15 +25,7 @@ fn run(cmd: &mut Command) -> String {
 
 #[test]
 fn redis_py_smoke_script_passes_over_resp2_and_resp3() {
-    let import = Command::new("python3")
-        .args(["-c", "import redis; print(redis.__version__)"])
-        .output()
-        .expect("python3 is required for this test");
-    assert!(
-        import.status.success(),
-        "redis-py is required for this test (`pip install redis`): {}",
-        String::from_utf8_lossy(&import.stderr)
-    );
+    require_redis_py();
     let s = ServerProcess::ferrokv(&[]);
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -63,11 +55,7 @@ fn require_redis_py() {
 #[test]
 fn redis_py_lock_and_scripts_pass_over_resp2_and_resp3() {
     require_redis_py();
-    let s = if against_redis() {
-        ServerProcess::redis(&[])
-    } else {
-        ServerProcess::ferrokv(&[])
-    };
+    let s = own_server(&[]);
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/clients/redis_py_lock.py"

@@ -28,11 +28,7 @@ const REPLY_TOO_LARGE: &str = "ERR reply exceeds maximum allowed size (proto-max
 
 /// A server of its own, for a test that changes a config or the expiry.
 fn own_server() -> ServerProcess {
-    if against_redis() {
-        ServerProcess::redis(&[])
-    } else {
-        ServerProcess::ferrokv(&["--enable-debug-command", "yes"])
-    }
+    common::reply::own_server(&["--enable-debug-command", "yes"])
 }
 
 /// A connection on database `db` that fails, rather than waits forever,

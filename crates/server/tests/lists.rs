@@ -431,11 +431,7 @@ fn events(r: &mut Raw, n: usize) -> Vec<(String, String)> {
 
 #[test]
 fn list_commands_announce_redis_s_keyspace_events() {
-    let s = if against_redis() {
-        ServerProcess::redis(&[])
-    } else {
-        ServerProcess::ferrokv(&[])
-    };
+    let s = own_server(&[]);
     let mut r = s.raw();
     assert_eq!(
         r.cmd(&["CONFIG", "SET", "notify-keyspace-events", "Elgn"]),

@@ -16,7 +16,7 @@
 
 mod common;
 
-use common::reply::{against_redis, arr, bulk, bulks, int};
+use common::reply::{arr, bulk, bulks, int};
 use common::{Raw, ServerProcess};
 use ferrokv_resp::Frame;
 use rand::rngs::SmallRng;
@@ -182,11 +182,7 @@ fn keys_honours_redis_nesting_limit_of_1000_star_groups() {
 
 /// The server the hostile half runs against.
 fn target() -> ServerProcess {
-    if against_redis() {
-        ServerProcess::redis(&[])
-    } else {
-        ServerProcess::ferrokv(&[])
-    }
+    common::reply::own_server(&[])
 }
 
 /// A connection whose reads give up after `REPLY_TIMEOUT`: a hung server

@@ -24,11 +24,7 @@ use ferrokv_resp::Frame;
 
 /// A fresh server of the target under test.
 fn fresh() -> ServerProcess {
-    if against_redis() {
-        ServerProcess::redis(&[])
-    } else {
-        ServerProcess::ferrokv(&[])
-    }
+    own_server(&[])
 }
 
 /// Sends `args` and asserts the exact bytes of the reply.

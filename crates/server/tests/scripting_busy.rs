@@ -27,11 +27,7 @@ const NOTBUSY: &str = "-NOTBUSY No scripts in execution right now.\r\n";
 
 /// A fresh server of the target under test, its busy threshold at 100 ms.
 fn fresh() -> ServerProcess {
-    let s = if against_redis() {
-        ServerProcess::redis(&[])
-    } else {
-        ServerProcess::ferrokv(&[])
-    };
+    let s = own_server(&[]);
     let mut r = s.raw();
     assert_eq!(
         r.cmd(&["CONFIG", "SET", "busy-reply-threshold", "100"]),

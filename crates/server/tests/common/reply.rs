@@ -17,6 +17,17 @@ pub fn server() -> Arc<ServerProcess> {
     }
 }
 
+/// A server of its own of the target under test (ferrokv, or redis-server
+/// with `FERROKV_TESTS_TARGET=redis`), for a test that changes its config
+/// or needs it fresh.
+pub fn own_server(ferrokv_args: &[&str]) -> ServerProcess {
+    if against_redis() {
+        ServerProcess::redis(&[])
+    } else {
+        ServerProcess::ferrokv(ferrokv_args)
+    }
+}
+
 pub fn ok() -> Frame {
     Frame::Simple(b"OK".to_vec())
 }
