@@ -448,6 +448,12 @@ fn script_kill(ctx: &mut Ctx, _args: Args) {
 
 /// SCRIPT DEBUG YES|SYNC|NO
 fn script_debug(ctx: &mut Ctx, args: Args) {
+    // As Redis: refused while earlier replies are unsent (a pipeline, or
+    // inside EXEC), since the debugger takes over the connection.
+    if ctx.client.pending_output() > 0 {
+        ctx.error("ERR SCRIPT DEBUG must be called outside a pipeline");
+        return;
+    }
     if is(args.get(2), "no") {
         ctx.out().ok();
     } else if is(args.get(2), "yes") || is(args.get(2), "sync") {

@@ -1,6 +1,7 @@
 //! The scripting part of the generator: EVAL, EVALSHA, EVAL_RO,
-//! EVALSHA_RO, SCRIPT LOAD/EXISTS/FLUSH, FUNCTION LOAD/DELETE/STATS and
-//! FCALL/FCALL_RO, with scripts that call commands of every family
+//! EVALSHA_RO, SCRIPT LOAD/EXISTS/FLUSH/KILL/DEBUG NO/HELP, FUNCTION
+//! LOAD/DELETE/FLUSH/RESTORE (of a payload redis-server made)/LIST/STATS/
+//! KILL/HELP and FCALL/FCALL_RO, with scripts that call commands of every family
 //! (strings, generic, hashes, lists, sets, sorted sets, SELECT) through
 //! `redis.call` and `redis.pcall` on the generator's keys and values, and
 //! return every kind of Lua value: numbers (truncated), strings, booleans,
@@ -18,9 +19,11 @@
 //! `tostring` of a table (an address), and its keys come from the
 //! generator's fixed set. The runner flushes the script cache and the
 //! function libraries before each sequence, so whether an EVALSHA finds
-//! its script depends on the sequence alone. FUNCTION LIST and FUNCTION
-//! DUMP are not generated: Redis lists (and dumps) libraries and functions
-//! in hash-table order.
+//! its script depends on the sequence alone. FUNCTION LIST always names
+//! `libr` (`LIBRARYNAME libr`, `libr*`, or one that matches nothing), a
+//! library of one function: Redis lists libraries, and a library's
+//! functions, in hash-table order. FUNCTION DUMP is not generated for the
+//! same reason (its payload follows that order).
 
 use super::{Check, Command, Generator};
 use rand::Rng;
@@ -212,8 +215,15 @@ const LIBRARIES: &[&str] = &[
 const LIBRARY_NAMES: &[&str] = &["liba", "libb", "libc", "libd", "nosuch"];
 
 const FUNCTIONS: &[&str] = &[
-    "fa_get", "fa_ro", "fa_set", "fa_incr", "fb_resp3", "fb_err", "fb_nw", "fb_v2", "nosuch",
+    "fa_get", "fa_ro", "fa_set", "fa_incr", "fb_resp3", "fb_err", "fb_nw", "fb_v2", "fr_get",
+    "nosuch",
 ];
+
+/// `FUNCTION DUMP` of redis-server 7.0.15 holding one library, `libr`:
+/// `redis.register_function{function_name='fr_get', callback=function(keys,
+/// args) return redis.call('get', keys[1]) end, flags={'no-writes'},
+/// description='reads'}` (its code LZF-compressed, as Redis writes it).
+const REDIS_DUMP_LIBR: &[u8] = b"\xf5\xc3\x40\x9a\x40\xae\x1f\x23\x21\x6c\x75\x61\x20\x6e\x61\x6d\x65\x3d\x6c\x69\x62\x72\x0a\x72\x65\x64\x69\x73\x2e\x72\x65\x67\x69\x73\x74\x65\x72\x5f\x66\x07\x75\x6e\x63\x74\x69\x6f\x6e\x7b\xc0\x08\x00\x5f\x60\x2a\x12\x27\x66\x72\x5f\x67\x65\x74\x27\x2c\x20\x63\x61\x6c\x6c\x62\x61\x63\x6b\x3d\xc0\x20\x12\x28\x6b\x65\x79\x73\x2c\x20\x61\x72\x67\x73\x29\x20\x72\x65\x74\x75\x72\x6e\x20\x06\x40\x54\x40\x2a\x01\x28\x27\x80\x36\x40\x24\x1f\x5b\x31\x5d\x29\x20\x65\x6e\x64\x2c\x20\x66\x6c\x61\x67\x73\x3d\x7b\x27\x6e\x6f\x2d\x77\x72\x69\x74\x65\x73\x27\x7d\x2c\x20\x64\x05\x65\x73\x63\x72\x69\x70\x40\x7d\x05\x3d\x27\x72\x65\x61\x64\x20\x15\x0a\x00\x12\x44\x3b\xb6\x4b\xbb\x24\x40";
 
 /// Whether the family is generated: yes unless `FERROKV_DIFF_SCRIPTS=0`
 /// (for a server without scripting; the runner then also skips the
@@ -302,9 +312,38 @@ impl Generator {
                 a.push(b(lib));
                 a
             }
-            30 => match self.rng.gen_range(0..6) {
+            30 => match self.rng.gen_range(0..14) {
                 0 => vec![b("FUNCTION"), b("DELETE"), b(self.pick(LIBRARY_NAMES))],
                 1 if self.chance(0.3) => vec![b("FUNCTION"), b("FLUSH")],
+                2 | 3 => {
+                    // Redis's own payload, and one that is not.
+                    let payload = if self.chance(0.8) {
+                        REDIS_DUMP_LIBR.to_vec()
+                    } else {
+                        REDIS_DUMP_LIBR[..REDIS_DUMP_LIBR.len() - 1].to_vec()
+                    };
+                    let mut a = vec![b("FUNCTION"), b("RESTORE"), payload];
+                    if self.chance(0.7) {
+                        a.push(b(
+                            self.pick(&["FLUSH", "APPEND", "REPLACE", "replace", "BOGUS"])
+                        ));
+                    }
+                    a
+                }
+                // `libr` only (see the module docs).
+                4 | 5 => {
+                    let mut a = vec![b("FUNCTION"), b("LIST")];
+                    a.push(b("LIBRARYNAME"));
+                    a.push(b(self.pick(&["libr", "libr*", "nosuch"])));
+                    if self.chance(0.5) {
+                        a.push(b("WITHCODE"));
+                    }
+                    a
+                }
+                6 => vec![b("FUNCTION"), b("KILL")],
+                7 => vec![b("FUNCTION"), b("HELP")],
+                8 => vec![b("SCRIPT"), b("HELP")],
+                9 => vec![b("SCRIPT"), b("DEBUG"), b("NO")],
                 _ => vec![b("FUNCTION"), b("STATS")],
             },
             _ => {
