@@ -138,6 +138,9 @@ pub struct Server {
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
     /// `maxmemory` eviction state.
     pub eviction: crate::evict::Eviction,
+    /// The AOF is being replayed (its commands are not in the slow log
+    /// nor the latency figures).
+    pub loading_aof: bool,
     /// Memory could not be freed before the command now running (Redis's
     /// `pre_command_oom_state`): set by dispatch, read by scripts.
     pub pre_command_oom: bool,
@@ -225,6 +228,7 @@ impl Server {
             lazyfree: spawn_lazyfree(),
             eviction: Default::default(),
             pre_command_oom: false,
+            loading_aof: false,
             scripting,
             listeners: Vec::new(),
         };
@@ -632,11 +636,10 @@ impl Server {
             st.failed_calls += 1;
         }
         self.stats.total_commands_processed += 1;
-        // Commands replayed from the AOF (a client with no socket) are not
-        // logged nor sampled, as Redis does not while loading; a script's
-        // commands are (with the peer "?:0", as Redis shows its Lua client).
-        let script_client = client.id == crate::scripting::SCRIPT_CLIENT_ID;
-        if client.stream.is_some() || script_client {
+        // Commands replayed from the AOF are not logged nor sampled, as
+        // Redis does not while loading; every other command is, a script's
+        // too (with the peer "?:0", as Redis shows its Lua client).
+        if !self.loading_aof {
             if self.config.latency_tracking {
                 self.latency_stats.record(idx, elapsed.as_nanos() as u64);
             }
@@ -1279,6 +1282,13 @@ impl Server {
         &mut self,
         plan: &crate::persistence::aof::LoadPlan,
     ) -> Result<(), String> {
+        self.loading_aof = true;
+        let r = self.replay_aof_files(plan);
+        self.loading_aof = false;
+        r
+    }
+
+    fn replay_aof_files(&mut self, plan: &crate::persistence::aof::LoadPlan) -> Result<(), String> {
         use crate::persistence::aof::{replay, ReplayEnd};
         let t0 = Instant::now();
         let mut fake = Client::fake(0, &mut self.pool);

@@ -293,7 +293,7 @@ pub fn create(lua: &Lua, kind: Kind) -> mlua::Result<Table> {
             if args.len() != 1 {
                 return raise_table(lua, "redis.setresp() requires one argument.");
             }
-            let v = number(&args[0]).unwrap_or(0.0) as i64;
+            let v = number(lua, &args[0]).unwrap_or(0.0) as i64;
             if v != 2 && v != 3 {
                 return raise_table(lua, "RESP version must be 2 or 3.");
             }
@@ -358,7 +358,7 @@ pub fn create(lua: &Lua, kind: Kind) -> mlua::Result<Table> {
             if args.len() != 1 {
                 return raise_table(lua, "redis.set_repl() requires two arguments.");
             }
-            let flags = number(&args[0]).unwrap_or(0.0) as i64;
+            let flags = number(lua, &args[0]).unwrap_or(0.0) as i64;
             if flags & !(REPL_ALL as i64) != 0 {
                 return raise_table(
                     lua,
@@ -426,7 +426,7 @@ fn log(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
     if args.len() < 2 {
         return raise_table(lua, "redis.log() requires two arguments or more.");
     }
-    let Some(level) = number(&args[0]) else {
+    let Some(level) = number(lua, &args[0]) else {
         return raise_table(lua, "First argument must be a number (log level).");
     };
     let level = level as i64;
@@ -448,21 +448,10 @@ fn log(lua: &Lua, args: MultiValue) -> mlua::Result<MultiValue> {
     Ok(MultiValue::new())
 }
 
-/// `lua_tonumber`: numbers, and strings that read as numbers.
-pub fn number(v: &Value) -> Option<f64> {
-    match v {
-        Value::Integer(i) => Some(*i as f64),
-        Value::Number(n) => Some(*n),
-        Value::String(s) => {
-            let s = s.to_str().ok()?;
-            let t = s.trim();
-            if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-                return u64::from_str_radix(hex, 16).ok().map(|v| v as f64);
-            }
-            t.parse::<f64>().ok()
-        }
-        _ => None,
-    }
+/// `lua_tonumber`: numbers, and strings Lua reads as numbers (Lua's own
+/// conversion, shared with the bundled libraries).
+fn number(lua: &Lua, v: &Value) -> Option<f64> {
+    super::libs::to_number(lua, v)
 }
 
 /// `lua_tolstring`: strings, and numbers as Lua prints them (`%.14g`).
@@ -522,7 +511,7 @@ impl Rand48 {
 
 /// `luaL_checkint` of argument `n` (1-based) of `fname`.
 fn check_int(lua: &Lua, args: &MultiValue, n: usize, fname: &str) -> mlua::Result<i64> {
-    match args.get(n - 1).and_then(number) {
+    match args.get(n - 1).and_then(|v| number(lua, v)) {
         Some(v) => Ok(v as i64),
         None => {
             let got = match args.get(n - 1) {
