@@ -198,6 +198,11 @@ pub fn format_g(v: f64, prec: usize) -> String {
         };
     }
     let prec = prec.max(1);
+    // An integer of at most `prec` digits prints as itself (the common
+    // case, and Rust's exact formatting is slow at 17 digits).
+    if v == v.trunc() && v.abs() < 10f64.powi(prec.min(15) as i32) {
+        return itoa::Buffer::new().format(v as i64).to_string();
+    }
     // Scientific form with prec-1 fractional digits gives the exponent
     // after rounding, which decides between %e and %f styles.
     let sci = format!("{:.*e}", prec - 1, v);
@@ -240,6 +245,16 @@ mod tests {
         assert_eq!(format_double(-2.5), "-2.5");
         assert_eq!(format_g(10.5, 17), "10.5");
         assert_eq!(format_g(0.0001, 17), "0.0001");
+        // Integers: printed as themselves up to `prec` digits (printf's
+        // results), in %e form past them.
+        assert_eq!(format_g(1000.0, 17), "1000");
+        assert_eq!(format_g(-123456789012345.0, 17), "-123456789012345");
+        assert_eq!(format_g(1e15, 17), "1000000000000000");
+        assert_eq!(format_g(99999999999999.0, 14), "99999999999999");
+        assert_eq!(format_g(1e14, 14), "1e+14");
+        assert_eq!(format_g(-0.0, 17), "-0");
+        assert_eq!(format_g(123456.0, 3), "1.23e+05");
+        assert_eq!(format_g(999.0, 3), "999");
     }
 
     #[test]

@@ -54,6 +54,15 @@ pub unsafe fn push_error_table_raw(
     }
 }
 
+thread_local! {
+    /// The argument buffers of `redis.call`, reused from call to call.
+    static CALL_ARGS: std::cell::Cell<(Vec<u8>, Vec<(usize, usize)>)> =
+        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+}
+
+/// Argument bytes kept for the next `redis.call` (a bigger buffer is freed).
+const CALL_ARGS_KEPT: usize = 64 * 1024;
+
 /// The C side of [`call_closure`]. No Rust value with a destructor is
 /// alive across a call that may raise (Lua errors unwind by `longjmp`):
 /// the arguments are gathered and the command run in a block of their
@@ -68,14 +77,18 @@ unsafe extern "C-unwind" fn call_trampoline(state: *mut mlua::ffi::lua_State) ->
         match ffi::lua_type(state, i) {
             // `%.17g`, not Lua's `%.14g`, so no precision is lost.
             ffi::LUA_TNUMBER => {
+                let v = ffi::lua_tonumber(state, i);
+                let mut int = itoa::Buffer::new();
                 let mut buf = [0u8; 40];
-                let len = {
-                    let text = ferrokv_resp::encode::format_g(ffi::lua_tonumber(state, i), 17);
+                let text: &[u8] = if v == v.trunc() && v.abs() < 1e15 && v != 0.0 {
+                    int.format(v as i64).as_bytes()
+                } else {
+                    let text = ferrokv_resp::encode::format_g(v, 17);
                     let len = text.len().min(buf.len());
                     buf[..len].copy_from_slice(&text.as_bytes()[..len]);
-                    len
+                    &buf[..len]
                 };
-                ffi::lua_pushlstring(state, buf.as_ptr() as *const c_char, len);
+                ffi::lua_pushlstring(state, text.as_ptr() as *const c_char, text.len());
                 ffi::lua_replace(state, i);
             }
             ffi::LUA_TSTRING => {}
@@ -99,20 +112,22 @@ unsafe extern "C-unwind" fn call_trampoline(state: *mut mlua::ffi::lua_State) ->
     let outcome = {
         // Strings stay on the Lua stack while the command runs; reading
         // them allocates nothing.
-        let mut ranges: Vec<(usize, usize)> = Vec::with_capacity(n as usize);
-        let mut parts: Vec<&[u8]> = Vec::with_capacity(n as usize);
+        // One buffer of the arguments, as `Args` wants (kept between
+        // calls: no allocation per call).
+        let (mut buf, mut ranges) = CALL_ARGS.with(|c| c.take());
+        buf.clear();
+        ranges.clear();
         for i in 1..=n {
             let mut len = 0;
             let p = ffi::lua_tolstring(state, i, &mut len) as *const u8;
-            parts.push(std::slice::from_raw_parts(p, len));
+            ranges.push((buf.len(), len));
+            buf.extend_from_slice(std::slice::from_raw_parts(p, len));
         }
-        // One buffer of the arguments, as `Args` wants.
-        let mut buf = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
-        for p in &parts {
-            ranges.push((buf.len(), p.len()));
-            buf.extend_from_slice(p);
+        let outcome = super::run::call_from_lua(ferrokv_resp::Args::new(&buf, &ranges));
+        if buf.capacity() <= CALL_ARGS_KEPT {
+            CALL_ARGS.with(|c| c.set((buf, ranges)));
         }
-        super::run::call_from_lua(ferrokv_resp::Args::new(&buf, &ranges))
+        outcome
     };
     let (reply, reply_len, err, err_len) = super::run::call_result();
     match outcome {

@@ -283,6 +283,41 @@ pub fn lua_to_reply(out: &mut Out, v: &Value, depth: usize) -> mlua::Result<()> 
     Ok(())
 }
 
+/// [`lua_to_reply`] of the value at `idx` when it is not a table, read
+/// straight from the Lua stack (the common results: a string, a number,
+/// a boolean, nil).
+///
+/// # Safety
+/// `state` is a Lua state with a non-table value at `idx`; nothing here
+/// allocates in Lua or raises.
+pub unsafe fn scalar_to_reply(out: &mut Out, state: *mut mlua::ffi::lua_State, idx: i32) {
+    use mlua::ffi;
+    match ffi::lua_type(state, idx) {
+        ffi::LUA_TSTRING => {
+            let mut len = 0usize;
+            let p = ffi::lua_tolstring(state, idx, &mut len);
+            let b = std::slice::from_raw_parts(p as *const u8, len);
+            if out.buf.len().saturating_add(b.len()) > out.cap {
+                out.overflowed = true;
+                return;
+            }
+            encode::bulk(out.buf, b)
+        }
+        ffi::LUA_TNUMBER => encode::integer(out.buf, c_long_long(ffi::lua_tonumber(state, idx))),
+        ffi::LUA_TBOOLEAN => {
+            let b = ffi::lua_toboolean(state, idx) != 0;
+            if out.script_resp3 {
+                encode::boolean(out.buf, out.proto, b)
+            } else if b {
+                encode::integer(out.buf, 1)
+            } else {
+                encode::null(out.buf, out.proto)
+            }
+        }
+        _ => encode::null(out.buf, out.proto),
+    }
+}
+
 /// A status or error text as Redis reads it from Lua: a C string, cut at
 /// the first NUL.
 fn c_str(b: &[u8]) -> &[u8] {

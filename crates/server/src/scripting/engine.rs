@@ -27,7 +27,7 @@
 //! Redis's error table `{err=..., source=..., line=...}`, so that the reply
 //! can name the script line (`... script: <sha>, on @user_script:1.`).
 
-use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value};
+use mlua::{ffi, Function, HookTriggers, Lua, LuaOptions, RegistryKey, StdLib, Table, Value};
 
 /// Chunk name of the sandbox's own Lua code: its frames are skipped when
 /// an error is located.
@@ -59,6 +59,26 @@ pub struct Engine {
     env_mt: Table,
     /// The library API's globals (functions engine only).
     load_globals: Option<Table>,
+    /// What a run needs to enter Lua through its C API.
+    pub raw: RawEntry,
+}
+
+/// The handles a run enters Lua with, without mlua's per-call machinery
+/// (handle clones, a protected closure per call): the main thread and
+/// registry slots, read with `lua_rawgeti` (see `run::run`).
+pub struct RawEntry {
+    /// The state's main thread; valid as long as the `Lua` it came from.
+    pub state: *mut ffi::lua_State,
+    /// `run::entry`, a C function: builds `KEYS`/`ARGV` and calls the script.
+    pub entry: RegistryKey,
+    /// [`Engine::handler`].
+    pub handler: RegistryKey,
+    /// [`Engine::globals`].
+    pub globals: RegistryKey,
+    /// A slot a table result or an error value is handed to mlua through;
+    /// it holds `true` between runs, so that storing into it never
+    /// allocates (an existing registry key).
+    pub slot: RegistryKey,
 }
 
 /// The sandbox, run once with the real globals: builds the visible
@@ -250,6 +270,18 @@ impl Engine {
             HookTriggers::new().every_nth_instruction(HOOK_EVERY),
             super::run::hook,
         );
+        let mut state = std::ptr::null_mut();
+        // SAFETY: only reads the state pointer.
+        unsafe { lua.exec_raw::<()>((), |s| state = s)? };
+        // SAFETY: `run::entry` follows the C function protocol.
+        let entry = unsafe { lua.create_c_function(super::run::entry)? };
+        let raw = RawEntry {
+            state,
+            entry: lua.create_registry_value(entry)?,
+            handler: lua.create_registry_value(handler.clone())?,
+            globals: lua.create_registry_value(globals.clone())?,
+            slot: lua.create_registry_value(true)?,
+        };
         let engine = Engine {
             lua,
             env,
@@ -258,6 +290,7 @@ impl Engine {
             load_globals,
             handler,
             xpcall,
+            raw,
         };
         engine.set_heap_limit(heap_limit);
         Ok(engine)

@@ -340,13 +340,7 @@ fn eval_generic(ctx: &mut Ctx, args: Args, by_sha: bool, ro: bool) {
         ctx.error("NOSCRIPT No matching script. Please use EVAL.");
         return;
     };
-    let func = match ctx.srv.scripting.eval.lua.registry_value(&s.func) {
-        Ok(f) => f,
-        Err(e) => {
-            ctx.error(&format!("ERR {e}"));
-            return;
-        }
-    };
+    let func = s.func.id();
     let inv = Invocation {
         // A sha1 in hex: ASCII.
         name: std::str::from_utf8(key).unwrap_or_default().to_string(),
@@ -355,7 +349,7 @@ fn eval_generic(ctx: &mut Ctx, args: Args, by_sha: bool, ro: bool) {
         args: argv,
         flags: s.flags,
         ro,
-        command: Vec::new(),
+        command: None,
     };
     run::run(ctx, Kind::Eval, inv);
 }
@@ -498,20 +492,7 @@ fn fcall_generic(ctx: &mut Ctx, args: Args, ro: bool) {
         return;
     };
     let flags = f.flags;
-    let func = match ctx
-        .srv
-        .scripting
-        .functions
-        .engine
-        .lua
-        .registry_value(&f.func)
-    {
-        Ok(f) => f,
-        Err(e) => {
-            ctx.error(&format!("ERR {e}"));
-            return;
-        }
-    };
+    let func = f.func.id();
     let Some((keys, argv)) = split_keys(ctx, args) else {
         return;
     };
@@ -522,7 +503,7 @@ fn fcall_generic(ctx: &mut Ctx, args: Args, ro: bool) {
         args: argv,
         flags,
         ro,
-        command: args.to_vecs(),
+        command: Some(args),
     };
     run::run(ctx, Kind::Function, inv);
 }
@@ -684,7 +665,7 @@ fn function_stats(ctx: &mut Ctx, _args: Args) {
         .map(|r| {
             (
                 r.name.clone(),
-                r.command.clone(),
+                r.command.map(|a| a.to_vecs()).unwrap_or_default(),
                 r.start.elapsed().as_millis() as i64,
             )
         });

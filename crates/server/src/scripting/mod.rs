@@ -88,8 +88,10 @@ pub struct Running {
     /// Past `busy-reply-threshold`: other clients are answered `-BUSY`.
     pub busy: bool,
     pub last_pump: Instant,
-    /// The command that started it (for `FUNCTION STATS`' `command`).
-    pub command: Vec<Vec<u8>>,
+    /// The command that started it (for `FUNCTION STATS`' `command`):
+    /// the caller's arguments, borrowed for as long as the run lasts
+    /// (`run::run` removes `Running` before it returns).
+    pub command: Option<ferrokv_resp::Args<'static>>,
     pub settings: run::RunSettings,
 }
 

@@ -23,7 +23,7 @@ use crate::commands::{flags, Ctx};
 use crate::net::client::Client;
 use crate::server::Server;
 use ferrokv_resp::{Args, Protocol};
-use mlua::{Function, HookTriggers, Lua, MultiValue, Table, Value, VmState};
+use mlua::{HookTriggers, Lua, MultiValue, Table, Value, VmState};
 use std::time::{Duration, Instant};
 
 /// The server and the script client, while a script runs (see the module
@@ -67,7 +67,9 @@ pub fn rehook(lua: &Lua) {
 pub struct Invocation<'a> {
     /// The sha (EVAL) or the function's name (FCALL), for errors.
     pub name: String,
-    pub func: Function,
+    /// The script or function, as the id of its slot in its engine's
+    /// registry (kept there by the cache or the library while it runs).
+    pub func: std::os::raw::c_int,
     pub keys: Args<'a>,
     pub args: Args<'a>,
     /// `sflags` of the script or function.
@@ -75,7 +77,7 @@ pub struct Invocation<'a> {
     /// `EVAL_RO` / `EVALSHA_RO` / `FCALL_RO`.
     pub ro: bool,
     /// The command that runs it (`FUNCTION STATS` shows it).
-    pub command: Vec<Vec<u8>>,
+    pub command: Option<Args<'a>>,
 }
 
 /// The error of `scriptPrepareForRun` when the script may not run now.
@@ -151,8 +153,12 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
         Kind::Function => &ctx.srv.scripting.functions.engine,
     };
     let lua = engine.lua.clone();
-    let handler = engine.handler.clone();
-    let globals = engine.globals.clone();
+    let raw = &engine.raw;
+    let (state, entry_id, handler_id) = (raw.state, raw.entry.id(), raw.handler.id());
+    let globals_id = match kind {
+        Kind::Eval => raw.globals.id(),
+        Kind::Function => 0,
+    };
 
     sc.db = ctx.client.db;
     sc.out.proto = Protocol::Resp2;
@@ -171,7 +177,11 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
         kill: false,
         busy: false,
         last_pump: now,
-        command: std::mem::take(&mut inv.command),
+        // SAFETY: `Running` is taken out of the server before this
+        // function returns, while the arguments it borrows are alive.
+        command: inv
+            .command
+            .map(|a| unsafe { std::mem::transmute::<Args<'_>, Args<'static>>(a) }),
         settings: RunSettings {
             read_only,
             allow_oom: !compat && inv.flags & sflags::ALLOW_OOM != 0,
@@ -196,52 +206,30 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
             client: &mut *sc as *mut Client,
         }))
     });
-    let (keys, argv) = (inv.keys, inv.args);
-    let eval = kind == Kind::Eval;
+    let eargs = EntryArgs {
+        keys: inv.keys,
+        argv: inv.args,
+        func: inv.func,
+        globals: globals_id,
+    };
     // The call, with Lua's C API (what Redis's `luaCallFunction` does):
-    // the KEYS and ARGV tables, set as globals (EVAL) or passed as the two
-    // arguments (FCALL), then `lua_pcall` with Redis's error handler.
-    // SAFETY: the closure only uses the Lua C API on the values exec_raw
-    // pushed and on the arguments (borrowed from the command, alive until
-    // the handler returns); no Rust value with a destructor is alive
-    // across a call that may raise.
-    let result: mlua::Result<(bool, Value)> = unsafe {
-        let globals = if eval {
-            Value::Table(globals)
+    // the error handler, then `entry` run protected by `lua_pcall`. The
+    // result (or the error value) is left on the stack above `top`.
+    // SAFETY: `state` is the engine's main thread and no other Lua code
+    // runs (mlua keeps the main stack balanced between its calls); the
+    // pushes use the stack space checked here and raise nothing;
+    // `eargs` lives until `lua_pcall` returns.
+    let (top, status) = unsafe {
+        use mlua::ffi;
+        let top = ffi::lua_gettop(state);
+        if ffi::lua_checkstack(state, 4) == 0 {
+            (top, -1)
         } else {
-            Value::Nil
-        };
-        lua.exec_raw((inv.func.clone(), handler, globals), |state| {
-            use mlua::ffi;
-            use std::os::raw::c_char;
-            // Stack: func, handler, globals (or nil).
-            let base = ffi::lua_gettop(state) - 2;
-            ffi::luaL_checkstack(state, 8, std::ptr::null());
-            for (list, name) in [(keys, c"KEYS"), (argv, c"ARGV")] {
-                ffi::lua_createtable(state, list.len() as i32, 0);
-                for (i, a) in list.iter().enumerate() {
-                    ffi::lua_pushlstring(state, a.as_ptr() as *const c_char, a.len());
-                    ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
-                }
-                if eval {
-                    ffi::lua_pushstring(state, name.as_ptr());
-                    ffi::lua_insert(state, -2);
-                    ffi::lua_rawset(state, base + 2);
-                }
-            }
-            // EVAL: func(); FCALL: func(keys, argv) (both tables on the stack).
-            ffi::lua_pushvalue(state, base);
-            let nargs = if eval { 0 } else { 2 };
-            if !eval {
-                ffi::lua_insert(state, -3);
-            }
-            let status = ffi::lua_pcall(state, nargs, 1, base + 1);
-            // Stack: func, handler, globals, result → ok, result.
-            ffi::lua_replace(state, base + 1);
-            ffi::lua_settop(state, base + 1);
-            ffi::lua_pushboolean(state, (status == 0) as std::os::raw::c_int);
-            ffi::lua_replace(state, base);
-        })
+            ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, handler_id as _);
+            ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, entry_id as _);
+            ffi::lua_pushlightuserdata(state, &eargs as *const EntryArgs as *mut _);
+            (top, ffi::lua_pcall(state, 1, 1, top + 1))
+        }
     };
     CURRENT.with(|c| c.set(None));
     let running = ctx.srv.scripting.running.take().expect("set above");
@@ -268,6 +256,8 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
     // SHUTDOWN NOSAVE ended the script: the server exits now, and the
     // caller gets no reply (Redis exits from inside the script).
     if ctx.srv.shutdown_requested {
+        // SAFETY: back to the stack as it was before the call.
+        unsafe { mlua::ffi::lua_settop(state, top) };
         return;
     }
     let caller_proto = ctx.client.out.proto;
@@ -281,27 +271,92 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
         cap,
         overflowed: false,
     };
-    match result {
-        Ok((true, v)) => {
+    // SAFETY: the result is at the top of the main stack, above `top`
+    // (see the call above); `slot` holds `true` and is an existing
+    // registry key, so storing into it does not allocate.
+    unsafe {
+        use mlua::ffi;
+        let slot = match kind {
+            Kind::Eval => &ctx.srv.scripting.eval.raw.slot,
+            Kind::Function => &ctx.srv.scripting.functions.engine.raw.slot,
+        };
+        if status == -1 {
+            convert::write_error(&mut out, "ERR Error running script: Lua stack full", true);
+        } else if status == 0 && ffi::lua_type(state, -1) != ffi::LUA_TTABLE {
             out.script_resp3 = running_resp3(&lua);
-            if let Err(e) = convert::lua_to_reply(&mut out, &v, 0) {
-                convert::write_error(&mut out, format!("ERR {}", lua_error_text(&e)), true);
+            convert::scalar_to_reply(&mut out, state, -1);
+        } else {
+            ffi::lua_rawseti(state, ffi::LUA_REGISTRYINDEX, slot.id() as _);
+            let v = lua.registry_value::<Value>(slot).unwrap_or(Value::Nil);
+            ffi::lua_pushboolean(state, 1);
+            ffi::lua_rawseti(state, ffi::LUA_REGISTRYINDEX, slot.id() as _);
+            if status == 0 {
+                out.script_resp3 = running_resp3(&lua);
+                if let Err(e) = convert::lua_to_reply(&mut out, &v, 0) {
+                    convert::write_error(&mut out, format!("ERR {}", lua_error_text(&e)), true);
+                }
+            } else {
+                error_reply(&mut out, &running.name, &v);
             }
         }
-        Ok((false, e)) => error_reply(&mut out, &running.name, &e),
-        Err(e) => {
-            let mut msg = lua_error_text(&e);
-            msg.truncate(100);
-            convert::write_error(
-                &mut out,
-                format!("ERR Error running script {}, {msg}", running.name),
-                true,
-            );
-        }
+        ffi::lua_settop(state, top);
     }
     let (codes, overflowed) = (std::mem::take(&mut out.error_codes), out.overflowed);
     ctx.client.out.error_codes.extend(codes);
     ctx.client.out.overflowed |= overflowed;
+}
+
+/// What [`entry`] gets, through a light userdata.
+struct EntryArgs<'a> {
+    keys: Args<'a>,
+    argv: Args<'a>,
+    /// Registry id of the function to call.
+    func: std::os::raw::c_int,
+    /// Registry id of the visible globals (`EVAL`: `KEYS`/`ARGV` are set
+    /// there), or 0 (`FCALL`: they are the function's two arguments).
+    globals: std::os::raw::c_int,
+}
+
+/// The protected part of a run, a C function called by `lua_pcall` with
+/// an [`EntryArgs`]: makes fresh `KEYS`/`ARGV` tables, sets them as
+/// globals (`EVAL`) or passes them (`FCALL`), calls the script, returns
+/// its one result. An error (a memory error building the tables, or the
+/// script's) unwinds to the `lua_pcall`, through Redis's error handler.
+///
+/// # Safety
+/// Called by Lua only, with a live `EntryArgs` as its argument; holds no
+/// Rust value with a destructor across a call that may raise.
+pub unsafe extern "C-unwind" fn entry(state: *mut mlua::ffi::lua_State) -> std::os::raw::c_int {
+    use mlua::ffi;
+    use std::os::raw::c_char;
+    let a = &*(ffi::lua_touserdata(state, 1) as *const EntryArgs);
+    ffi::luaL_checkstack(state, 8, std::ptr::null());
+    let eval = a.globals != 0;
+    if eval {
+        ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, a.globals as _);
+    }
+    for (list, name) in [(a.keys, c"KEYS"), (a.argv, c"ARGV")] {
+        ffi::lua_createtable(state, list.len() as i32, 0);
+        for (i, s) in list.iter().enumerate() {
+            ffi::lua_pushlstring(state, s.as_ptr() as *const c_char, s.len());
+            ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+        }
+        if eval {
+            // globals[name] = table (the globals are at index 2).
+            ffi::lua_pushstring(state, name.as_ptr());
+            ffi::lua_insert(state, -2);
+            ffi::lua_rawset(state, 2);
+        }
+    }
+    ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, a.func as _);
+    if eval {
+        ffi::lua_call(state, 0, 1);
+    } else {
+        // func(KEYS, ARGV)
+        ffi::lua_insert(state, -3);
+        ffi::lua_call(state, 2, 1);
+    }
+    1
 }
 
 /// `redis.setresp(3)` of the script that just ran.
