@@ -6,6 +6,12 @@ them in turns (ferrokv, redis, ferrokv, ...) so drifts in machine load hit
 both alike. Figures are medians over rounds, and the ratios are what to quote.
 
   python3 scripts/bench_vs_redis.py [--rounds 5] [--requests 1000000]
+      [--baseline path/to/an/older/ferrokv-server]
+
+With --baseline, a second ferrokv-server binary (a build of an earlier
+commit) runs in the same rounds, and a table of this build against it is
+printed too: how a change moved the per-request cost, measured beside
+Redis in one run.
 
 CPU time per request is the server process's user+system time (from
 /proc/PID/stat) over the run, divided by the requests it served.
@@ -72,6 +78,7 @@ def main():
     ap.add_argument("--requests", type=int, default=1_000_000)
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--ferrokv", default=os.path.join(ROOT, "target/release/ferrokv-server"))
+    ap.add_argument("--baseline", help="an older ferrokv-server binary to compare with")
     a = ap.parse_args()
     if not os.path.exists(a.ferrokv):
         subprocess.run(["cargo", "build", "--release", "-p", "ferrokv-server"], cwd=ROOT, check=True)
@@ -79,10 +86,15 @@ def main():
     fp, rp = free_port(), free_port()
     servers["ferrokv"] = (fp, start("ferrokv", [a.ferrokv], fp))
     servers["redis"] = (rp, start("redis", ["redis-server"], rp))
+    if a.baseline:
+        bp = free_port()
+        servers["baseline"] = (bp, start("baseline", [a.baseline], bp))
     results = {}
     try:
+        names = list(servers)
         for rnd in range(a.rounds):
-            order = ["ferrokv", "redis"] if rnd % 2 == 0 else ["redis", "ferrokv"]
+            # Each server goes first in turn.
+            order = names[rnd % len(names):] + names[:rnd % len(names)]
             for pipeline in (16, 1):
                 n = a.requests if pipeline == 16 else a.requests // 4
                 for test in ("set", "get"):
@@ -102,6 +114,20 @@ def main():
                 fus, rus = statistics.median(x[1] for x in f), statistics.median(x[1] for x in r)
                 print(f"| {test.upper()} -c 50 -P {pipeline} | {frps:,.0f} | {rrps:,.0f} | {frps / rrps:.2f}x "
                       f"| {fus:.3f} | {rus:.3f} | {fus / rus:.2f}x |")
+        if a.baseline:
+            print()
+            print("| test | this build req/s | baseline req/s | throughput ratio | this build CPU us/req "
+                  "| baseline CPU us/req | CPU ratio |")
+            print("|---|---|---|---|---|---|---|")
+            for pipeline in (16, 1):
+                for test in ("set", "get"):
+                    f = results[(test, pipeline, "ferrokv")]
+                    b = results[(test, pipeline, "baseline")]
+                    frps, brps = statistics.median(x[0] for x in f), statistics.median(x[0] for x in b)
+                    fus, bus = statistics.median(x[1] for x in f), statistics.median(x[1] for x in b)
+                    print(f"| {test.upper()} -c 50 -P {pipeline} | {frps:,.0f} | {brps:,.0f} | "
+                          f"{frps / brps:.2f}x | {fus:.3f} | {bus:.3f} | {fus / bus:.2f}x |")
+            servers.pop("baseline")[1].kill()
         # Memory on freshly started servers, so nothing left from the
         # throughput runs (allocator caches, client buffers) counts.
         for name in list(servers):

@@ -37,9 +37,13 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Server address, host:port.
+    /// Server address: host:port, or the socket path with --transport unix
+    /// (`unix:/path` works with either).
     #[arg(long, short = 's', default_value = "127.0.0.1:6379")]
     pub server: String,
+    /// What carries the connections.
+    #[arg(long, value_enum, default_value_t = Transport::Tcp)]
+    pub transport: Transport,
     /// Which phases to run.
     #[arg(long, value_enum, default_value_t = PhaseSelection::Both)]
     pub phase: PhaseSelection,
@@ -70,6 +74,24 @@ pub struct CompareArgs {
     pub workload: WorkloadArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// The transport of `run`'s connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Transport {
+    Tcp,
+    /// A Unix-domain socket (`unixsocket` of the server).
+    Unix,
+}
+
+impl RunArgs {
+    /// The address `client::Connection::connect` takes.
+    pub fn address(&self) -> String {
+        match self.transport {
+            Transport::Unix if !self.server.starts_with("unix:") => format!("unix:{}", self.server),
+            _ => self.server.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -353,7 +375,8 @@ struct RunConfig<'a> {
 
 pub fn run(args: &RunArgs) -> Result<Vec<PhaseResult>, BenchError> {
     let spec = args.workload.spec()?;
-    let servers = [(args.server.clone(), args.server.clone())];
+    let server = args.address();
+    let servers = [(server.clone(), server.clone())];
     let model = resolve_model(args.workload.data_model, args.workload.fields, &servers)?;
     note_model(model, &spec);
     let keys = KeyCounters::new(spec.record_count);
@@ -361,29 +384,29 @@ pub fn run(args: &RunArgs) -> Result<Vec<PhaseResult>, BenchError> {
     let w = &args.workload;
     if args.phase != PhaseSelection::Run {
         if w.flush {
-            flush_all(&args.server)?;
+            flush_all(&server)?;
         }
-        let cfg = w.phase_config(Phase::Load, &args.server, model, &args.output, w.seed);
+        let cfg = w.phase_config(Phase::Load, &server, model, &args.output, w.seed);
         let stats = run_phase(&cfg, &spec, &keys)?;
         results.push(PhaseResult::from_stats(
-            &args.server,
+            &server,
             "load",
             spec.layout.value_size(),
             &stats,
         ));
     }
     if args.phase != PhaseSelection::Load {
-        let cfg = w.phase_config(Phase::Run, &args.server, model, &args.output, w.seed);
+        let cfg = w.phase_config(Phase::Run, &server, model, &args.output, w.seed);
         let stats = run_phase(&cfg, &spec, &keys)?;
         results.push(PhaseResult::from_stats(
-            &args.server,
+            &server,
             "run",
             spec.layout.value_size(),
             &stats,
         ));
     }
     let config = RunConfig {
-        servers: vec![&args.server],
+        servers: vec![&server],
         data_model: model,
         workload: w,
         spec: &spec,

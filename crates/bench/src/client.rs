@@ -1,4 +1,5 @@
-//! A small blocking, pipelining RESP2 client over one TCP connection.
+//! A small blocking, pipelining RESP2 client over one connection (TCP,
+//! or a Unix-domain socket for a `unix:/path` address).
 //!
 //! Each benchmark connection lives on its own thread, so blocking I/O is
 //! the simplest thing that can keep a pipeline full: the caller appends any
@@ -9,6 +10,7 @@ use ferrokv_resp::frame::FrameError;
 use ferrokv_resp::Frame;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
+use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 /// Why talking to a server failed.
@@ -28,8 +30,53 @@ pub enum ClientError {
 /// socket buffers hold them whole.
 const BLOCKING_WRITE_LIMIT: usize = 256 * 1024;
 
+/// The socket under a [`Connection`]: TCP (`host:port`) or a Unix-domain
+/// socket (`unix:/path`).
+enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Stream {
+    fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_nonblocking(on),
+            Stream::Unix(s) => s.set_nonblocking(on),
+        }
+    }
+
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_read_timeout(t),
+            Stream::Unix(s) => s.set_read_timeout(t),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 pub struct Connection {
-    stream: TcpStream,
+    stream: Stream,
     out: Vec<u8>,
     inbuf: Vec<u8>,
     /// Start of the unread part of `inbuf`.
@@ -37,12 +84,20 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// Connects to `host:port`, or to the Unix socket of `unix:/path`.
     pub fn connect(addr: &str) -> Result<Connection, ClientError> {
-        let stream = TcpStream::connect(addr).map_err(|source| ClientError::Connect {
+        let fail = |source| ClientError::Connect {
             addr: addr.to_string(),
             source,
-        })?;
-        stream.set_nodelay(true)?;
+        };
+        let stream = match addr.strip_prefix("unix:") {
+            Some(path) => Stream::Unix(UnixStream::connect(path).map_err(fail)?),
+            None => {
+                let s = TcpStream::connect(addr).map_err(fail)?;
+                s.set_nodelay(true)?;
+                Stream::Tcp(s)
+            }
+        };
         stream.set_read_timeout(Some(Duration::from_secs(30)))?;
         Ok(Connection {
             stream,

@@ -233,6 +233,43 @@ fn string_model_works_against_redis_and_ferrokv() {
 }
 
 #[test]
+fn unix_transport_runs_a_workload_over_the_socket() {
+    let mut servers = vec![("redis", ServerProcess::with_unix_socket(false).unwrap())];
+    match ServerProcess::with_unix_socket(true) {
+        Some(f) => servers.push(("ferrokv", f)),
+        None => eprintln!("ferrokv-server not built: unix transport checked against redis only"),
+    }
+    for (name, server) in &servers {
+        let sock = server.unix_socket().unwrap();
+        let path = sock.to_str().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let o = out.path().to_str().unwrap();
+        bench(&format!(
+            "run --transport unix -s {path} -w a --data-model string --records 200 \
+             --operations 1000 -P 4 --verify --no-progress --out {o}"
+        ));
+        let doc = json(&out.path().join("results.json"));
+        let addr = format!("unix:{path}");
+        assert_eq!(row(&doc, &addr, "run", "TOTAL")["count"], 1000, "{name}");
+        assert_eq!(row(&doc, &addr, "run", "TOTAL")["mismatches"], 0, "{name}");
+        // The records went in over the socket: a TCP client sees them.
+        let mut conn = Connection::connect(&server.addr()).unwrap();
+        assert_eq!(
+            conn.call(&["DBSIZE"]).unwrap(),
+            Frame::Integer(200),
+            "{name}"
+        );
+        // And the connections were Unix ones (redis shows them as `U`).
+        let mut conn = Connection::connect(&addr).unwrap();
+        let Frame::Bulk(info) = conn.call(&["CLIENT", "INFO"]).unwrap() else {
+            panic!("CLIENT INFO")
+        };
+        let info = String::from_utf8(info).unwrap();
+        assert!(info.contains("flags=U"), "{name}: {info}");
+    }
+}
+
+#[test]
 fn compare_mode_runs_every_server_and_prints_ratios() {
     let a = ServerProcess::redis();
     let b = ServerProcess::ferrokv().unwrap_or_else(ServerProcess::redis);

@@ -136,6 +136,10 @@ impl ProtectedAction {
 pub struct Config {
     pub bind: Vec<String>,
     pub port: u16,
+    /// `unixsocket`: the path of a Unix-domain socket to listen on too.
+    pub unixsocket: Option<String>,
+    /// `unixsocketperm`: the socket file's mode (0: as the umask leaves it).
+    pub unixsocketperm: u32,
     pub protected_mode: bool,
     pub requirepass: Option<Vec<u8>>,
     pub maxclients: u64,
@@ -239,6 +243,8 @@ impl Default for Config {
         let mut c = Config {
             bind: vec![],
             port: 0,
+            unixsocket: None,
+            unixsocketperm: 0,
             protected_mode: true,
             requirepass: None,
             maxclients: 0,
@@ -401,6 +407,17 @@ fn parse_int(args: &[String], min: u64, max: u64) -> Result<u64, String> {
         ));
     }
     Ok(v as u64)
+}
+
+/// An octal option (Redis's `OCTAL_CONFIG`: `unixsocketperm 700`).
+fn parse_octal(args: &[String], max: u32) -> Result<u32, String> {
+    let s = one(args)?;
+    let v = i64::from_str_radix(s, 8)
+        .map_err(|_| "argument couldn't be parsed as an octal number".to_string())?;
+    if v < 0 || v > max as i64 {
+        return Err(format!("argument must be between 0 and {max:o} inclusive"));
+    }
+    Ok(v as u32)
 }
 
 /// A signed 32-bit option (Redis's `createIntConfig` with INT_MIN..INT_MAX).
@@ -582,6 +599,28 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.port.to_string()
+    ),
+    // Bound once at start-up, like `port` (immutable in Redis too).
+    opt!(
+        "unixsocket",
+        "",
+        false,
+        |c, a| {
+            let p = one(a)?;
+            c.unixsocket = (!p.is_empty()).then(|| p.to_string());
+            Ok(())
+        },
+        |c| c.unixsocket.clone().unwrap_or_default()
+    ),
+    opt!(
+        "unixsocketperm",
+        "0",
+        false,
+        |c, a| {
+            c.unixsocketperm = parse_octal(a, 0o777)?;
+            Ok(())
+        },
+        |c| format!("{:o}", c.unixsocketperm)
     ),
     opt!(
         "protected-mode",

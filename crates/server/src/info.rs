@@ -72,7 +72,16 @@ fn total_system_memory() -> u64 {
 
 /// Builds the INFO text for the requested sections (lower-case names,
 /// `default`, `all`, `everything`).
-pub fn render(srv: &Server, requested: &[String], current_clients: usize) -> String {
+/// The client asking (it is out of the client table while its command
+/// runs, so the counts of `# Clients` add it back).
+#[derive(Clone, Copy)]
+pub struct Caller {
+    /// At least this many clients are connected (1: the caller).
+    pub count: usize,
+    pub transport: Option<crate::net::conn::Transport>,
+}
+
+pub fn render(srv: &Server, requested: &[String], current: Caller) -> String {
     let mut sections: Vec<&str> = Vec::new();
     let want_all = requested.iter().any(|r| r == "all" || r == "everything");
     if requested.is_empty() || requested.iter().any(|r| r == "default") || want_all {
@@ -97,12 +106,13 @@ pub fn render(srv: &Server, requested: &[String], current_clients: usize) -> Str
         if i > 0 {
             out.push_str("\r\n");
         }
-        section(srv, s, &mut out, current_clients);
+        section(srv, s, &mut out, current);
     }
     out
 }
 
-fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
+fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
+    let current_clients = current.count;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -169,6 +179,15 @@ fn section(srv: &Server, name: &str, o: &mut String, current_clients: usize) {
                 "connected_clients:{}",
                 srv.connected_clients().max(current_clients)
             );
+            // ferrokv's own: the open connections by transport.
+            for t in crate::net::conn::Transport::ALL {
+                let caller = usize::from(current.transport == Some(t));
+                f!(
+                    "connected_clients_{}:{}",
+                    t.name(),
+                    srv.clients_on(t) + caller
+                );
+            }
             f!("cluster_connections:0");
             f!("maxclients:{}", srv.config.maxclients);
             f!("client_recent_max_input_buffer:{max_in}");

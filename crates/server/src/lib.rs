@@ -1,32 +1,49 @@
 //! ferrokv-server: a Redis-compatible key-value server.
 //!
 //! ```text
-//!             accept/read/write (mio, epoll)                 timers, every loop turn
-//! clients ──► reactor ──► RESP decode ──► command table ──► keyspace (owned, no locks)
-//!                 ▲                                   │
-//!                 │ replies (RESP2/3 encode)          │
-//!                 └───────────────────────────────────┘
+//!   TCP ─┐  net::conn: one Conn / Listener / Addr     timers (cron, hz), every loop turn
+//!  Unix ─┴─► reactor (mio, epoll) ──► RESP decode ──► command table ──► keyspace (owned, no locks)
+//!               ▲                                          │   │
+//!               │ replies (RESP2/3 encode)                 │   └─► scripting (Lua, same thread)
+//!               └──────────────────────────────────────────┘
+//!                                                          │ every change (propagate)
+//!                              ┌───────────────────────────┼──────────────────────────┐
+//!                              ▼                           ▼                          ▼
+//!                     AOF (persistence::aof)    replicas (replication::master,   keyspace events,
+//!                     RDB snapshots, fork-free   PSYNC; full sync over TCP or     pub/sub (notify,
+//!                     (persistence::snapshot)    RDMA: replication::rdma)         pubsub)
 //! ```
 //!
 //! One execution thread owns the keyspace and runs the event loop: accept,
 //! read, decode, execute, encode, write. No lock is taken on the data path
 //! and every write has a single total order. Helper threads, when a part
-//! needs one, never touch the keyspace.
+//! needs one, never touch the keyspace (the snapshot writer reads a
+//! frozen view; replica senders and the lazy-free thread own what they
+//! are given).
 //!
 //! # Layout
 //! - [`config`]: redis.conf-style configuration and `CONFIG`.
-//! - [`net`]: the reactor, client connections, buffer pool.
-//! - [`blocking`]: clients blocked on keys (BLPOP and friends).
+//! - [`net`]: the connection layer (`net::conn`: TCP and Unix sockets as
+//!   one `Conn`, their listeners and addresses), the reactor, client
+//!   connections and their pooled buffers. Nothing above it knows the
+//!   transport, except where a command reports it (`CLIENT LIST`'s `U`
+//!   flag, `INFO`'s per-transport counts).
 //! - [`server`]: the state the thread owns and the command pipeline.
 //! - [`commands`]: the command table, one file per command family.
+//! - [`blocking`]: clients blocked on keys (BLPOP and friends).
+//! - [`propagate`]: the one stream of changes that feeds the AOF and replicas.
+//! - [`persistence`]: fork-free RDB snapshots and loading, the multi-part AOF.
+//! - [`replication`]: Redis's PSYNC protocol, both as master and as replica
+//!   (handshake, backlog, master and replica sides), and the RDMA full sync.
+//! - [`scripting`]: Lua scripts (`EVAL`) and functions (`FCALL`), with Redis 7.0's sandbox.
+//! - [`evict`]: `maxmemory` and its eviction policies.
+//! - [`notify`]: keyspace notifications.
+//! - [`pubsub`]: channels, patterns and shard channels.
+//! - [`info`]: the `INFO` sections.
 //! - [`metrics`]: the Prometheus `/metrics` endpoint and every series it serves.
-//! - [`propagate`]: the one stream of changes that feeds the AOF.
-//! - [`persistence`]: fork-free RDB snapshots and loading.
-//! - [`replication`]: Redis's PSYNC protocol, both as master and as replica.
 //! - [`alloc`]: the counting global allocator behind `INFO memory`.
 //! - [`fdlimit`]: fitting `maxclients` to the open-files limit.
 //! - [`signals`]: SIGTERM/SIGINT as a clean shutdown.
-//! - [`scripting`]: Lua scripts (`EVAL`) and functions (`FCALL`), with Redis 7.0's sandbox.
 //! - [`embedded`]: the server driven in-process, without sockets.
 //! - [`command_fuzz`]: the command fuzzer's harness (`fuzz/`, and its replay test).
 

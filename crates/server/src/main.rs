@@ -192,6 +192,16 @@ fn main() {
         error!("Event loop failed: {e}");
         std::process::exit(1);
     }
+    if reactor
+        .srv
+        .listeners
+        .iter()
+        .any(|l| l.unix_path().is_some())
+    {
+        info!("Removing the unix socket file.");
+    }
+    // Closing the listeners removes the Unix socket's file.
+    reactor.srv.listeners.clear();
     let pidfile = &reactor.srv.config.pidfile;
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(pidfile);

@@ -259,6 +259,14 @@ fn collect_server(srv: &Server, r: &mut Registry) {
         "Client connections open now.",
         srv.connected_clients() as f64,
     );
+    let f = r.family(
+        "ferrokv_transport_clients",
+        "Client connections open now, by transport (INFO connected_clients_<transport>).",
+        Kind::Gauge,
+    );
+    for t in crate::net::conn::Transport::ALL {
+        f.sample(&[("transport", t.name())], srv.clients_on(t) as f64);
+    }
     r.counter(
         "ferrokv_connections_received_total",
         "Connections accepted since start (INFO total_connections_received).",

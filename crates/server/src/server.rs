@@ -148,7 +148,7 @@ pub struct Server {
     pub scripting: crate::scripting::Scripting,
     /// The listening sockets (the reactor accepts on them; so does a busy
     /// script's pump).
-    pub listeners: Vec<mio::net::TcpListener>,
+    pub listeners: Vec<crate::net::conn::Listener>,
 }
 
 pub fn unix_ms() -> i64 {
@@ -747,7 +747,7 @@ impl Server {
     /// (replication, blocking, pub/sub, WATCH), its buffers back in the
     /// pool. Returns its socket, for the reactor to deregister; dropping it
     /// closes the connection.
-    pub fn close_client(&mut self, t: usize) -> Option<mio::net::TcpStream> {
+    pub fn close_client(&mut self, t: usize) -> Option<crate::net::conn::Conn> {
         let Some(Some(mut c)) = self.clients.try_remove(t) else {
             return None;
         };
@@ -782,6 +782,14 @@ impl Server {
 
     pub fn connected_clients(&self) -> usize {
         self.clients.len()
+    }
+
+    /// Open client connections carried by `t` (the connection being
+    /// served, which is out of the table meanwhile, is not counted).
+    pub fn clients_on(&self, t: crate::net::conn::Transport) -> usize {
+        self.other_clients()
+            .filter(|c| c.stream.as_ref().is_some_and(|s| s.transport() == t))
+            .count()
     }
 
     /// Periodic work (Redis's `serverCron`), `hz` times a second.

@@ -205,7 +205,8 @@ fn messages_reach_channel_and_pattern_subscribers_on_other_connections() {
     };
     let list = String::from_utf8(list).unwrap();
     assert_eq!(list.lines().count(), 3, "{list}");
-    assert!(list.contains("flags=P db=0 sub=2 psub=0 ssub=0"), "{list}");
+    let subscriber = format!("{} db=0 sub=2 psub=0 ssub=0", common::client_flags("P"));
+    assert!(list.contains(&subscriber), "{list}");
     assert!(list.contains("sub=0 psub=1 ssub=0"), "{list}");
 
     // A closed subscriber leaves the registry.

@@ -332,11 +332,11 @@ fn client_list_shows_the_open_transaction() {
     };
     let list = String::from_utf8(list).unwrap();
     assert!(
-        list.contains("flags=x ") && list.contains(" multi=2 "),
+        list.contains(&format!("{} ", common::client_flags("x"))) && list.contains(" multi=2 "),
         "{list}"
     );
     assert!(
-        list.contains("flags=N ") && list.contains(" multi=-1 "),
+        list.contains(&format!("{} ", common::client_flags("N"))) && list.contains(" multi=-1 "),
         "{list}"
     );
 }

@@ -12,6 +12,8 @@ pub struct ServerProcess {
     child: Child,
     pub port: u16,
     pub dir: tempfile::TempDir,
+    /// Where its Unix socket is, when it has one (a short path under /tmp).
+    socket_dir: Option<tempfile::TempDir>,
 }
 
 fn free_port() -> u16 {
@@ -32,6 +34,29 @@ impl ServerProcess {
         ferrokv_binary().map(|bin| Self::spawn(bin, &[]))
     }
 
+    /// `redis()` or `ferrokv()` (with `ferrokv`) also listening on a Unix
+    /// socket in its data directory: `unix_socket()` names it.
+    pub fn with_unix_socket(ferrokv: bool) -> Option<ServerProcess> {
+        let bin = if ferrokv {
+            ferrokv_binary()?
+        } else {
+            PathBuf::from("redis-server")
+        };
+        let d = tempfile::Builder::new()
+            .prefix("fkvb-sock")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let path = d.path().join("s.sock");
+        let mut p = Self::spawn(bin, &["--save", "", "--unixsocket", path.to_str().unwrap()]);
+        p.socket_dir = Some(d);
+        Some(p)
+    }
+
+    /// The Unix socket of a server from [`ServerProcess::with_unix_socket`].
+    pub fn unix_socket(&self) -> Option<PathBuf> {
+        self.socket_dir.as_ref().map(|d| d.path().join("s.sock"))
+    }
+
     fn spawn(bin: PathBuf, extra: &[&str]) -> ServerProcess {
         for _attempt in 0..5 {
             let dir = tempfile::tempdir().unwrap();
@@ -47,7 +72,12 @@ impl ServerProcess {
                 .stderr(Stdio::from(log))
                 .spawn()
                 .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
-            let mut p = ServerProcess { child, port, dir };
+            let mut p = ServerProcess {
+                child,
+                port,
+                dir,
+                socket_dir: None,
+            };
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
                 if let Ok(Some(_)) = p.child.try_wait() {

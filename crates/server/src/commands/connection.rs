@@ -357,7 +357,8 @@ fn type_matches(srv: &crate::server::Server, c: &Client, f: TypeFilter) -> bool 
 }
 
 /// The `flags=` letters of `CLIENT LIST` this server can show: `P`
-/// (pub/sub), `x` (in MULTI), `b` (blocked on keys), `N` (none).
+/// (pub/sub), `x` (in MULTI), `b` (blocked on keys), `U` (on a Unix
+/// socket), `N` (none).
 fn client_flags(c: &Client) -> String {
     let mut f = String::new();
     if c.subs.any() {
@@ -368,6 +369,12 @@ fn client_flags(c: &Client) -> String {
     }
     if c.blocked.is_some() {
         f.push('b');
+    }
+    if c.stream
+        .as_ref()
+        .is_some_and(|s| s.transport() == crate::net::conn::Transport::Unix)
+    {
+        f.push('U');
     }
     if f.is_empty() {
         f.push('N');

@@ -108,7 +108,11 @@ fn info(ctx: &mut Ctx, args: Args) {
         .skip(1)
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
         .collect();
-    let text = crate::info::render(ctx.srv, &req, 1);
+    let caller = crate::info::Caller {
+        count: 1,
+        transport: ctx.client.stream.as_ref().map(|s| s.transport()),
+    };
+    let text = crate::info::render(ctx.srv, &req, caller);
     ctx.client.out.verbatim(text.as_bytes());
 }
 

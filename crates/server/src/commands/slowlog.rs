@@ -96,7 +96,7 @@ impl SlowLog {
         args: &Args,
         unix_secs: i64,
         // `None`: a client with no connection (a script's), "?:0" as Redis.
-        peer: Option<&std::net::SocketAddr>,
+        peer: Option<&crate::net::conn::Addr>,
         client_name: Option<&[u8]>,
     ) {
         if threshold < 0 || max_len == 0 || (duration_usec as i128) < threshold as i128 {
@@ -236,7 +236,7 @@ mod tests {
     fn push(log: &mut SlowLog, threshold: i64, max_len: u64, usec: u64, argv: &[&[u8]]) {
         let (buf, ranges) = args_of(argv);
         let args = Args::new(&buf, &ranges);
-        let addr: std::net::SocketAddr = "127.0.0.1:5000".parse().unwrap();
+        let addr = crate::net::conn::Addr::Ip("127.0.0.1:5000".parse().unwrap());
         log.push_if_slow(threshold, max_len, usec, &args, 1, Some(&addr), None);
     }
 

@@ -2,12 +2,11 @@
 //! and the per-connection state commands read and change (selected
 //! database, protocol version, name, authentication, reply mode).
 
+use crate::net::conn::{Addr, Conn};
 use crate::net::pool::BufferPool;
 use ferrokv_resp::encode::{self, Protocol};
 use ferrokv_resp::RequestDecoder;
-use mio::net::TcpStream;
 use std::io::{self, Read, Write};
-use std::net::SocketAddr;
 use std::time::Instant;
 
 /// Reads land in chunks of at least this much free space.
@@ -123,10 +122,11 @@ pub struct Client {
     pub multi: Option<Box<crate::commands::multi::Transaction>>,
     /// EXEC is running this client's queue (blocking commands must not block).
     pub in_exec: bool,
-    /// The socket; `None` for the fake client that replays the AOF.
-    pub stream: Option<TcpStream>,
-    pub addr: SocketAddr,
-    pub local_addr: SocketAddr,
+    /// The connection; `None` for the fake client that replays the AOF
+    /// (and the scripts' client).
+    pub stream: Option<Conn>,
+    pub addr: Addr,
+    pub local_addr: Addr,
     /// Input bytes: `inbuf[in_start..in_end]` is received and unprocessed.
     pub inbuf: Vec<u8>,
     pub in_start: usize,
@@ -171,12 +171,12 @@ pub struct Client {
 impl Client {
     pub fn new(
         id: u64,
-        stream: TcpStream,
-        addr: SocketAddr,
+        stream: Conn,
+        addr: Addr,
+        local_addr: Addr,
         pool: &mut BufferPool,
         authenticated: bool,
     ) -> Self {
-        let local_addr = stream.local_addr().unwrap_or(addr);
         let out = pool.take_empty();
         Self::with(
             id,
@@ -193,16 +193,24 @@ impl Client {
     /// A client with no connection, that replays commands (the AOF loader,
     /// as Redis's `createAOFClient`): authenticated, its replies dropped.
     pub fn fake(id: u64, pool: &mut BufferPool) -> Self {
-        let addr: SocketAddr = ([0, 0, 0, 0], 0).into();
-        Self::with(id, None, addr, addr, pool, Vec::new(), true, ReplyMode::Off)
+        Self::with(
+            id,
+            None,
+            Addr::none(),
+            Addr::none(),
+            pool,
+            Vec::new(),
+            true,
+            ReplyMode::Off,
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
     fn with(
         id: u64,
-        stream: Option<TcpStream>,
-        addr: SocketAddr,
-        local_addr: SocketAddr,
+        stream: Option<Conn>,
+        addr: Addr,
+        local_addr: Addr,
         pool: &mut BufferPool,
         out: Vec<u8>,
         authenticated: bool,
@@ -260,15 +268,10 @@ impl Client {
 
     /// Whether the client is on a local connection, as Redis's
     /// `islocalClient` decides for the `local` mode of protected actions:
-    /// from 127.0.0.1 or ::1 (a fake client, which replays the AOF, is local).
+    /// from 127.0.0.1 or ::1, or over a Unix socket (a fake client, which
+    /// replays the AOF, is local).
     pub fn is_local(&self) -> bool {
-        if self.stream.is_none() {
-            return true;
-        }
-        match self.addr.ip() {
-            std::net::IpAddr::V4(ip) => ip == std::net::Ipv4Addr::LOCALHOST,
-            std::net::IpAddr::V6(ip) => ip == std::net::Ipv6Addr::LOCALHOST,
-        }
+        self.stream.is_none() || self.addr.is_local()
     }
 
     /// The memory the connection holds: the touched part of its input

@@ -1,6 +1,8 @@
-//! The network layer: the mio reactor, client connections and their
+//! The network layer: the connection layer (`conn`: TCP and Unix
+//! sockets behind one type), the mio reactor, client connections and their
 //! pooled buffers.
 
 pub mod client;
+pub mod conn;
 pub mod pool;
 pub mod reactor;

@@ -8,9 +8,9 @@
 //! durability of its write) and close the clients marked for closing.
 
 use crate::net::client::{Client, ReplyMode};
+use crate::net::conn::{Accepted, Listener, TcpOptions};
 use crate::server::{unix_ms, Server};
 use ferrokv_resp::request::Limits;
-use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token};
 use std::io::{self, Write};
 use std::net::SocketAddr;
@@ -41,12 +41,15 @@ pub struct Reactor {
 }
 
 impl Reactor {
-    /// Binds every `bind` address on the configured port.
+    /// Binds every `bind` address on the configured port (none with
+    /// `port 0`, as Redis), and the Unix socket when one is configured.
     pub fn bind(srv: Server) -> io::Result<Reactor> {
         let poll = Poll::new()?;
         let mut listeners = Vec::new();
         let mut bound_port = srv.config.port;
-        for (i, host) in srv.config.bind.iter().enumerate() {
+        let backlog = srv.config.tcp_backlog as i32;
+        let tcp = srv.config.port != 0;
+        for host in srv.config.bind.iter().filter(|_| tcp) {
             let host = host.trim_start_matches('-');
             let host = if host == "*" { "0.0.0.0" } else { host };
             let addr: SocketAddr = if host.contains(':') {
@@ -61,32 +64,27 @@ impl Reactor {
                     format!("bad bind address {host}: {e}"),
                 )
             })?;
-            let sock = socket2::Socket::new(
-                socket2::Domain::for_address(addr),
-                socket2::Type::STREAM,
-                None,
-            )?;
-            sock.set_reuse_address(true)?;
-            if addr.is_ipv6() {
-                sock.set_only_v6(true)?;
-            }
-            sock.bind(&addr.into()).map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("Could not create server TCP listening socket {addr}: {e}"),
-                )
-            })?;
-            sock.listen(srv.config.tcp_backlog as i32)?;
-            sock.set_nonblocking(true)?;
-            let std_listener: std::net::TcpListener = sock.into();
-            let mut l = TcpListener::from_std(std_listener);
-            bound_port = l.local_addr()?.port();
-            poll.registry()
-                .register(&mut l, Token(LISTENER_BASE + i), Interest::READABLE)?;
+            let l = Listener::bind_tcp(addr, backlog)?;
+            bound_port = l.tcp_port().unwrap_or(bound_port);
             listeners.push(l);
         }
+        if let Some(path) = &srv.config.unixsocket {
+            let l = Listener::bind_unix(path.as_ref(), srv.config.unixsocketperm, backlog)?;
+            info!("The server is now ready to accept connections at {path}");
+            listeners.push(l);
+        }
+        if listeners.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "Configured to not listen anywhere, exiting.",
+            ));
+        }
+        for (i, l) in listeners.iter_mut().enumerate() {
+            poll.registry()
+                .register(l, Token(LISTENER_BASE + i), Interest::READABLE)?;
+        }
         let mut srv = srv;
-        srv.tcp_port = bound_port;
+        srv.tcp_port = if tcp { bound_port } else { 0 };
         srv.repl.registry = Some(poll.registry().try_clone()?);
         srv.listeners = listeners;
         Ok(Reactor { poll, srv })
@@ -658,8 +656,15 @@ impl Server {
     /// with `registry` (the reactor's, or, from a busy script's pump, a
     /// clone of it).
     pub fn accept_clients(&mut self, li: usize, registry: &mio::Registry) {
+        let opts = TcpOptions {
+            keepalive_secs: self.config.tcp_keepalive,
+        };
         loop {
-            let (stream, addr) = match self.listeners[li].accept() {
+            let Accepted {
+                conn: mut stream,
+                peer: addr,
+                local,
+            } = match self.listeners[li].accept(opts) {
                 Ok(x) => x,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) => {
@@ -668,13 +673,6 @@ impl Server {
                 }
             };
             self.stats.total_connections_received += 1;
-            let _ = stream.set_nodelay(true);
-            if self.config.tcp_keepalive > 0 {
-                let ka = socket2::TcpKeepalive::new()
-                    .with_time(Duration::from_secs(self.config.tcp_keepalive));
-                let _ = socket2::SockRef::from(&stream).set_tcp_keepalive(&ka);
-            }
-            let mut stream = stream;
             if self.clients.len() as u64 >= self.config.maxclients {
                 self.stats.rejected_connections += 1;
                 let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
@@ -682,7 +680,7 @@ impl Server {
             }
             if self.config.protected_mode
                 && self.config.requirepass.is_none()
-                && !addr.ip().is_loopback()
+                && !addr.is_loopback()
             {
                 self.stats.rejected_connections += 1;
                 let _ = stream.write_all(PROTECTED_MODE_MSG);
@@ -693,7 +691,8 @@ impl Server {
             let authenticated = self.config.requirepass.is_none();
             let entry = self.clients.vacant_entry();
             let token = entry.key();
-            let mut client = Client::new(id, stream, addr, &mut self.pool, authenticated);
+            debug!("Accepted {addr}");
+            let mut client = Client::new(id, stream, addr, local, &mut self.pool, authenticated);
             client.token = token;
             if let Err(e) = registry.register(
                 client.stream.as_mut().expect("a connection has a socket"),
@@ -704,7 +703,6 @@ impl Server {
                 continue;
             }
             entry.insert(Some(Box::new(client)));
-            debug!("Accepted {addr}");
         }
     }
 }

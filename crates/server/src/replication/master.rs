@@ -59,7 +59,7 @@ pub struct ReplicaLink {
     pub since: Instant,
     /// A duplicate of the socket, to stop a sender thread when the
     /// replica is dropped.
-    socket: Option<std::net::TcpStream>,
+    socket: Option<socket2::Socket>,
     /// Its slot in the client table, once looked up.
     token: Option<usize>,
     /// The `+FULLRESYNC` line of a disk-based sync, sent with its payload.
@@ -371,7 +371,7 @@ impl Server {
             .handshakes
             .remove(&c.id)
             .unwrap_or_default();
-        let ip = hs.ip.clone().unwrap_or_else(|| c.addr.ip().to_string());
+        let ip = hs.ip.clone().unwrap_or_else(|| c.addr.host());
         let mut link = ReplicaLink {
             client_id: c.id,
             ip,
@@ -703,13 +703,7 @@ impl Server {
             let _ = reg.deregister(stream);
         }
         c.want_writable = false;
-        let dup = {
-            use std::os::fd::AsFd;
-            stream
-                .as_fd()
-                .try_clone_to_owned()
-                .map(std::net::TcpStream::from)
-        };
+        let dup = stream.try_clone_socket();
         let dup = match dup {
             Ok(d) => d,
             Err(e) => {
@@ -764,10 +758,12 @@ impl Server {
         let Some(stream) = c.stream.as_mut() else {
             return;
         };
-        let back = stream_set_nonblocking(stream).and_then(|_| match &self.repl.registry {
-            Some(reg) => reg.register(stream, mio::Token(t), mio::Interest::READABLE),
-            None => Ok(()),
-        });
+        let back = stream
+            .set_nonblocking()
+            .and_then(|_| match &self.repl.registry {
+                Some(reg) => reg.register(stream, mio::Token(t), mio::Interest::READABLE),
+                None => Ok(()),
+            });
         if let Err(e) = back {
             tracing::warn!("Can't give the replica socket back to the loop: {e}");
             self.drop_replica(id);
@@ -940,14 +936,10 @@ pub enum Payload {
     File(Arc<memmap2::Mmap>),
 }
 
-fn stream_set_nonblocking(s: &mut mio::net::TcpStream) -> std::io::Result<()> {
-    socket2::SockRef::from(&*s).set_nonblocking(true)
-}
-
 /// The sender thread's work: head, payload, trailer, on a blocking socket
 /// with a write timeout; the socket is left non-blocking again for the loop.
 fn send_payload(
-    mut s: std::net::TcpStream,
+    mut s: socket2::Socket,
     head: &[u8],
     payload: Payload,
     trailer: &[u8],

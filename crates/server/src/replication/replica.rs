@@ -395,7 +395,8 @@ impl Server {
         stream.set_nonblocking(true)?;
         stream.set_read_timeout(None)?;
         let addr = stream.peer_addr()?;
-        let mut stream = mio::net::TcpStream::from_std(stream);
+        let local = stream.local_addr().unwrap_or(addr);
+        let mut stream = crate::net::conn::Conn::Tcp(mio::net::TcpStream::from_std(stream));
         let id = self.next_client_id;
         self.next_client_id += 1;
         let entry = self.clients.vacant_entry();
@@ -403,7 +404,14 @@ impl Server {
         if let Some(reg) = &self.repl.registry {
             reg.register(&mut stream, mio::Token(token), mio::Interest::READABLE)?;
         }
-        let mut c = Client::new(id, stream, addr, &mut self.pool, true);
+        let mut c = Client::new(
+            id,
+            stream,
+            crate::net::conn::Addr::Ip(addr),
+            crate::net::conn::Addr::Ip(local),
+            &mut self.pool,
+            true,
+        );
         c.token = token;
         c.db = db;
         if c.inbuf.len() < leftover.len() {

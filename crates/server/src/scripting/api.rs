@@ -54,9 +54,12 @@ pub unsafe fn push_error_table_raw(
     }
 }
 
+/// An argument buffer and the `(start, len)` ranges of the arguments in it.
+type ArgBuffers = (Vec<u8>, Vec<(usize, usize)>);
+
 thread_local! {
     /// The argument buffers of `redis.call`, reused from call to call.
-    static CALL_ARGS: std::cell::Cell<(Vec<u8>, Vec<(usize, usize)>)> =
+    static CALL_ARGS: std::cell::Cell<ArgBuffers> =
         const { std::cell::Cell::new((Vec::new(), Vec::new())) };
 }
 

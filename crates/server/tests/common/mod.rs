@@ -18,12 +18,40 @@ pub mod reply;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// Whether the suites talk to the server over its Unix socket
+/// (`FERROKV_TESTS_TRANSPORT=unix`) rather than TCP (the default). Every
+/// server the harness starts then also listens on a Unix socket in its
+/// data directory, and [`ServerProcess::client`] and
+/// [`ServerProcess::raw`] connect through it; tests that open their own
+/// `TcpStream` stay on TCP.
+pub fn over_unix() -> bool {
+    match std::env::var("FERROKV_TESTS_TRANSPORT").as_deref() {
+        Ok("unix") => true,
+        Ok("tcp") | Err(_) => false,
+        Ok(other) => panic!("FERROKV_TESTS_TRANSPORT={other}: expected tcp or unix"),
+    }
+}
+
+/// `flags=<f>` of a `CLIENT LIST` line of a harness connection: over a
+/// Unix socket Redis adds `U` (and `N`, "no flags", gives way to it).
+pub fn client_flags(f: &str) -> String {
+    if over_unix() {
+        format!("flags={}U", if f == "N" { "" } else { f })
+    } else {
+        format!("flags={f}")
+    }
+}
 
 pub struct ServerProcess {
     pub child: Child,
     pub port: u16,
+    /// The Unix socket it listens on too, under `FERROKV_TESTS_TRANSPORT=unix`.
+    pub unix: Option<PathBuf>,
     pub dir: tempfile::TempDir,
     pub name: &'static str,
     /// The binary and its arguments, for [`ServerProcess::kill_and_restart`].
@@ -75,6 +103,11 @@ impl ServerProcess {
             let port_s = port.to_string();
             let mut args: Vec<&str> = leading.to_vec();
             args.extend_from_slice(&["--port", &port_s, "--dir", dir.path().to_str().unwrap()]);
+            let unix = over_unix().then(|| dir.path().join("server.sock"));
+            let unix_s = unix.as_ref().map(|p| p.to_str().unwrap().to_string());
+            if let Some(u) = &unix_s {
+                args.extend_from_slice(&["--unixsocket", u]);
+            }
             args.extend_from_slice(extra);
             let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
             let child = Command::new(bin)
@@ -90,6 +123,7 @@ impl ServerProcess {
             let mut p = ServerProcess {
                 child,
                 port,
+                unix,
                 dir,
                 name,
                 command,
@@ -118,7 +152,10 @@ impl ServerProcess {
     }
 
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
+        match &self.unix {
+            Some(path) => format!("unix://{}", path.display()),
+            None => format!("redis://127.0.0.1:{}/", self.port),
+        }
     }
 
     /// A connection of the `redis` crate.
@@ -131,9 +168,15 @@ impl ServerProcess {
 
     /// A raw socket speaking bytes.
     pub fn raw(&self) -> Raw {
-        let s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let s = match &self.unix {
+            Some(path) => Stream::Unix(UnixStream::connect(path).unwrap()),
+            None => {
+                let s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+                s.set_nodelay(true).unwrap();
+                Stream::Tcp(s)
+            }
+        };
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s.set_nodelay(true).unwrap();
         Raw { s }
     }
 
@@ -192,7 +235,71 @@ impl Drop for ServerProcess {
 
 /// A raw RESP connection for byte-exact tests.
 pub struct Raw {
-    pub s: TcpStream,
+    pub s: Stream,
+}
+
+/// The socket of a [`Raw`] connection: TCP, or the server's Unix socket.
+pub enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Stream {
+    pub fn set_read_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_read_timeout(t),
+            Stream::Unix(s) => s.set_read_timeout(t),
+        }
+    }
+
+    pub fn try_clone(&self) -> std::io::Result<Stream> {
+        Ok(match self {
+            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+        })
+    }
+
+    /// This end's address as the server shows it as the peer (`CLIENT
+    /// LIST addr=`, the slow log): `ip:port`, or `path:0` over a Unix socket.
+    pub fn local_addr(&self) -> std::io::Result<String> {
+        match self {
+            Stream::Tcp(s) => Ok(s.local_addr()?.to_string()),
+            Stream::Unix(s) => {
+                let peer = s.peer_addr()?;
+                let path = peer.as_pathname().expect("the server's socket has a path");
+                Ok(format!("{}:0", path.display()))
+            }
+        }
+    }
+
+    pub fn shutdown(&self, how: std::net::Shutdown) -> std::io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.shutdown(how),
+            Stream::Unix(s) => s.shutdown(how),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl Raw {

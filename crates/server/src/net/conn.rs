@@ -1,0 +1,347 @@
+//! The connection layer: one connection type, one listener type and one
+//! address type, whatever transport carries the bytes. The reactor, the
+//! client and the commands see [`Conn`], [`Listener`] and [`Addr`]; only
+//! this file knows what is underneath (`CLIENT LIST` and `INFO` ask it
+//! through [`Conn::transport`]).
+//!
+//! Today's transports are plain TCP and Unix-domain sockets (`unixsocket`,
+//! `unixsocketperm`, as Redis). Each is a variant of an enum rather than a
+//! trait object, so a TCP read or write costs one predictable branch over
+//! calling the socket directly; a new kind (TLS, RDMA) is one more variant
+//! with its own `read`/`write`/`Source` arms.
+
+use mio::event::Source;
+use mio::{Interest, Registry, Token};
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::path::Path;
+use std::sync::Arc;
+
+/// What carries a connection (`INFO clients` counts by it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Tcp,
+    Unix,
+}
+
+impl Transport {
+    pub const ALL: [Transport; 2] = [Transport::Tcp, Transport::Unix];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Tcp => "tcp",
+            Transport::Unix => "unix",
+        }
+    }
+}
+
+/// A peer's or a listener's address as Redis prints it: `ip:port`
+/// (`[v6]:port`), or `path:0` for a Unix socket.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Addr {
+    Ip(SocketAddr),
+    /// The socket file (a Unix peer has no name of its own: Redis shows
+    /// the server's path for both ends).
+    Unix(Arc<Path>),
+}
+
+impl Addr {
+    /// The address of a connection with no socket (the AOF client).
+    pub fn none() -> Addr {
+        Addr::Ip(([0, 0, 0, 0], 0).into())
+    }
+
+    /// The IP, or the socket path for a Unix peer (`INFO`'s `slaveN:ip=`).
+    pub fn host(&self) -> String {
+        match self {
+            Addr::Ip(a) => a.ip().to_string(),
+            Addr::Unix(p) => p.display().to_string(),
+        }
+    }
+
+    /// The port (0 for a Unix socket, as Redis reports it).
+    pub fn port(&self) -> u16 {
+        match self {
+            Addr::Ip(a) => a.port(),
+            Addr::Unix(_) => 0,
+        }
+    }
+
+    /// From 127.0.0.0/8 or ::1, or over a Unix socket: Redis's
+    /// `connIsLocal` (protected mode lets these in).
+    pub fn is_loopback(&self) -> bool {
+        match self {
+            Addr::Ip(a) => a.ip().is_loopback(),
+            Addr::Unix(_) => true,
+        }
+    }
+
+    /// From exactly 127.0.0.1 or ::1, or over a Unix socket: Redis's
+    /// `islocalClient` (the `local` mode of protected commands).
+    pub fn is_local(&self) -> bool {
+        match self {
+            Addr::Ip(a) => match a.ip() {
+                std::net::IpAddr::V4(ip) => ip == std::net::Ipv4Addr::LOCALHOST,
+                std::net::IpAddr::V6(ip) => ip == std::net::Ipv6Addr::LOCALHOST,
+            },
+            Addr::Unix(_) => true,
+        }
+    }
+}
+
+impl fmt::Display for Addr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Addr::Ip(a) => fmt::Display::fmt(a, f),
+            Addr::Unix(p) => write!(f, "{}:0", p.display()),
+        }
+    }
+}
+
+/// An accepted client connection.
+pub enum Conn {
+    Tcp(mio::net::TcpStream),
+    Unix(mio::net::UnixStream),
+}
+
+impl Conn {
+    pub fn transport(&self) -> Transport {
+        match self {
+            Conn::Tcp(_) => Transport::Tcp,
+            Conn::Unix(_) => Transport::Unix,
+        }
+    }
+
+    /// A blocking duplicate of the socket, for a thread that writes a bulk
+    /// transfer outside the loop (a replica's full sync) or shuts it down.
+    pub fn try_clone_socket(&self) -> io::Result<socket2::Socket> {
+        Ok(socket2::Socket::from(self.as_fd().try_clone_to_owned()?))
+    }
+
+    /// Back to non-blocking after a thread used its duplicate.
+    pub fn set_nonblocking(&self) -> io::Result<()> {
+        socket2::SockRef::from(self).set_nonblocking(true)
+    }
+}
+
+impl Read for Conn {
+    #[inline]
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Conn::Tcp(s) => s.read(buf),
+            Conn::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    #[inline]
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Conn::Tcp(s) => s.write(buf),
+            Conn::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl AsFd for Conn {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Conn::Tcp(s) => s.as_fd(),
+            Conn::Unix(s) => s.as_fd(),
+        }
+    }
+}
+
+impl AsRawFd for Conn {
+    fn as_raw_fd(&self) -> RawFd {
+        self.as_fd().as_raw_fd()
+    }
+}
+
+impl Source for Conn {
+    fn register(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
+        match self {
+            Conn::Tcp(s) => s.register(r, t, i),
+            Conn::Unix(s) => s.register(r, t, i),
+        }
+    }
+
+    fn reregister(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
+        match self {
+            Conn::Tcp(s) => s.reregister(r, t, i),
+            Conn::Unix(s) => s.reregister(r, t, i),
+        }
+    }
+
+    fn deregister(&mut self, r: &Registry) -> io::Result<()> {
+        match self {
+            Conn::Tcp(s) => s.deregister(r),
+            Conn::Unix(s) => s.deregister(r),
+        }
+    }
+}
+
+/// Socket options a TCP connection gets when accepted.
+#[derive(Clone, Copy, Default)]
+pub struct TcpOptions {
+    /// `tcp-keepalive` seconds (0: off).
+    pub keepalive_secs: u64,
+}
+
+/// A listening socket of any transport.
+pub enum Listener {
+    Tcp(mio::net::TcpListener),
+    Unix {
+        listener: mio::net::UnixListener,
+        path: Arc<Path>,
+    },
+}
+
+/// One accepted connection, with both ends' addresses.
+pub struct Accepted {
+    pub conn: Conn,
+    pub peer: Addr,
+    pub local: Addr,
+}
+
+impl Listener {
+    /// A TCP listener on `addr` with `backlog`.
+    pub fn bind_tcp(addr: SocketAddr, backlog: i32) -> io::Result<Listener> {
+        let sock = socket2::Socket::new(
+            socket2::Domain::for_address(addr),
+            socket2::Type::STREAM,
+            None,
+        )?;
+        sock.set_reuse_address(true)?;
+        if addr.is_ipv6() {
+            sock.set_only_v6(true)?;
+        }
+        sock.bind(&addr.into()).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("Could not create server TCP listening socket {addr}: {e}"),
+            )
+        })?;
+        sock.listen(backlog)?;
+        sock.set_nonblocking(true)?;
+        let std_listener: std::net::TcpListener = sock.into();
+        Ok(Listener::Tcp(mio::net::TcpListener::from_std(std_listener)))
+    }
+
+    /// A Unix-socket listener at `path`, as Redis makes it: a stale file
+    /// there is removed first, and a non-zero `perm` (`unixsocketperm`) is
+    /// applied to the new socket file.
+    pub fn bind_unix(path: &Path, perm: u32, backlog: i32) -> io::Result<Listener> {
+        let fail = |e: io::Error| {
+            io::Error::new(
+                e.kind(),
+                format!("Failed opening Unix socket {}: {e}", path.display()),
+            )
+        };
+        match std::fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(fail(e)),
+        }
+        let sock = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None)
+            .map_err(fail)?;
+        sock.bind(&socket2::SockAddr::unix(path).map_err(fail)?)
+            .map_err(fail)?;
+        if perm != 0 {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(perm)).map_err(fail)?;
+        }
+        sock.listen(backlog).map_err(fail)?;
+        sock.set_nonblocking(true).map_err(fail)?;
+        let std_listener: std::os::unix::net::UnixListener = sock.into();
+        Ok(Listener::Unix {
+            listener: mio::net::UnixListener::from_std(std_listener),
+            path: Arc::from(path),
+        })
+    }
+
+    /// The TCP port it listens on (`None` for a Unix socket).
+    pub fn tcp_port(&self) -> Option<u16> {
+        match self {
+            Listener::Tcp(l) => l.local_addr().ok().map(|a| a.port()),
+            Listener::Unix { .. } => None,
+        }
+    }
+
+    /// The socket file of a Unix listener.
+    pub fn unix_path(&self) -> Option<&Path> {
+        match self {
+            Listener::Tcp(_) => None,
+            Listener::Unix { path, .. } => Some(path),
+        }
+    }
+
+    /// The next pending connection, set up for the server (TCP: no Nagle,
+    /// keepalive as configured); `WouldBlock` when none is pending.
+    pub fn accept(&self, opts: TcpOptions) -> io::Result<Accepted> {
+        match self {
+            Listener::Tcp(l) => {
+                let (s, peer) = l.accept()?;
+                let _ = s.set_nodelay(true);
+                if opts.keepalive_secs > 0 {
+                    let ka = socket2::TcpKeepalive::new()
+                        .with_time(std::time::Duration::from_secs(opts.keepalive_secs));
+                    let _ = socket2::SockRef::from(&s).set_tcp_keepalive(&ka);
+                }
+                let local = s.local_addr().unwrap_or(peer);
+                Ok(Accepted {
+                    conn: Conn::Tcp(s),
+                    peer: Addr::Ip(peer),
+                    local: Addr::Ip(local),
+                })
+            }
+            Listener::Unix { listener, path } => {
+                let (s, _) = listener.accept()?;
+                Ok(Accepted {
+                    conn: Conn::Unix(s),
+                    peer: Addr::Unix(path.clone()),
+                    local: Addr::Unix(path.clone()),
+                })
+            }
+        }
+    }
+}
+
+impl Source for Listener {
+    fn register(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
+        match self {
+            Listener::Tcp(l) => l.register(r, t, i),
+            Listener::Unix { listener, .. } => listener.register(r, t, i),
+        }
+    }
+
+    fn reregister(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
+        match self {
+            Listener::Tcp(l) => l.reregister(r, t, i),
+            Listener::Unix { listener, .. } => listener.reregister(r, t, i),
+        }
+    }
+
+    fn deregister(&mut self, r: &Registry) -> io::Result<()> {
+        match self {
+            Listener::Tcp(l) => l.deregister(r),
+            Listener::Unix { listener, .. } => listener.deregister(r),
+        }
+    }
+}
+
+impl Drop for Listener {
+    /// A Unix socket's file goes with it, as Redis removes it at shutdown.
+    fn drop(&mut self) {
+        if let Listener::Unix { path, .. } = self {
+            let _ = std::fs::remove_file(&**path);
+        }
+    }
+}
