@@ -167,6 +167,29 @@ impl Listener {
         }
     }
 
+    /// Opens the domain, EQ, CQ and endpoint for `request` without accepting it yet:
+    /// register memory first (its descriptor goes in `fi_accept`'s private data), then
+    /// `endpoint.accept`, and read the EQ for `FI_CONNECTED` (without blocking, from an event
+    /// loop: [`crate::PendingStream`]).
+    pub fn prepare_accept(
+        &self,
+        request: &ConnectionRequest,
+        cq_size: usize,
+    ) -> Result<Connection> {
+        let domain = Domain::open(&self.fabric, &request.info)?;
+        let eq = self.fabric.event_queue(EQ_SIZE)?;
+        let cq = domain.completion_queue(cq_size)?;
+        let endpoint = domain.endpoint(&request.info, &eq, &cq)?;
+        Ok(Connection {
+            fabric: self.fabric.clone(),
+            domain,
+            eq,
+            cq,
+            endpoint,
+            peer_data: request.private_data.clone(),
+        })
+    }
+
     /// Accepts `request` with `private_data` on a new domain, EQ and CQ; waits for
     /// `FI_CONNECTED`.
     pub fn accept(

@@ -36,6 +36,7 @@
 //! endpoint       PassiveEndpoint (listen/reject), Endpoint (connect/accept/writedata/send/recv)
 //! connection     blocking helpers: Listener::accept, connect -> Connection
 //! private_data   RingDescriptor / AcceptDescriptor (≤ 55 bytes)
+//! stream         Stream: a duplex byte stream (rings both ways, cumulative credits)
 //! ```
 //!
 //! # A transfer (replica = connector and ring owner, master = listener and writer)
@@ -74,6 +75,7 @@ mod fabric;
 mod info;
 mod library;
 pub mod private_data;
+pub mod stream;
 #[allow(clippy::all, clippy::pedantic, unsafe_op_in_unsafe_fn)]
 pub mod sys;
 
@@ -85,6 +87,7 @@ pub use fabric::{close_failures, CmEvent, ConnectionRequest, EventQueue, Fabric,
 pub use info::{Hints, Info, Requirements, PROVIDER_ENV};
 pub use library::{Library, DEFAULT_LIBRARY, LIBRARY_ENV};
 pub use private_data::{AcceptDescriptor, RingDescriptor, MAX_PRIVATE_DATA};
+pub use stream::{PendingStream, Stream, StreamConfig, StreamStats, STREAM_TOKEN};
 
 #[cfg(test)]
 mod layout_tests {

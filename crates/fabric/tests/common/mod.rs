@@ -5,6 +5,8 @@
 //! than `window` in flight; the replica consumes each slot and returns a credit with `fi_send`.
 #![allow(dead_code)]
 
+pub mod stream_io;
+
 use std::collections::VecDeque;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;

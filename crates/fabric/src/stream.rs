@@ -1,0 +1,628 @@
+//! A duplex byte stream over one connected endpoint — what an RDMA client connection or an
+//! RDMA replication link carries.
+//!
+//! Each side owns a receive ring of K slots × C bytes, registered once for remote writes and
+//! described to the peer in the connection's private data ([`RingDescriptor`]: the connector's
+//! in `fi_connect`, the acceptor's in `fi_accept`). A side sends by copying up to C bytes into
+//! its registered send ring and writing them with `fi_writedata` into the peer's next slot, the
+//! immediate carrying the byte count (32 bits: all verbs carries). It never waits for the peer
+//! to post a buffer: the slots are there, and it may use every one the peer has not yet
+//! handed back.
+//!
+//! The receiver reads bytes straight from its ring; once it has consumed `credit_every` slots
+//! it tells the writer so with an 8-byte `fi_send` holding the *cumulative* count of consumed
+//! slots — cumulative, so no credit message can be lost or double-counted. The writer's window
+//! is K minus the slots written and not yet credited. Valkey's RDMA transport lets the sender
+//! refill only after the receiver has consumed the whole buffer; here the granularity is
+//! `credit_every` slots (K/4 by default), so a writer streaming into a reader that keeps up
+//! never sees an empty window.
+//!
+//! On providers that consume a posted receive per incoming write (`FI_RX_CQ_DATA`, verbs) the
+//! writes and the credit messages share the receive queue, so every posted receive is an
+//! 8-byte buffer that either can consume; there are K + K of them (at most K writes and K
+//! credit messages can be outstanding from the peer), each re-posted as it completes.
+//!
+//! Everything is non-blocking: [`Stream::read`] and [`Stream::write`] answer `WouldBlock` when
+//! there is nothing to read or no window left; an event loop sleeps on [`Stream::fds`] after
+//! [`Stream::trywait`] allowed it, and calls [`Stream::progress`] when they are readable.
+
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::connection::Connection;
+use crate::domain::{Access, Completion, CompletionKind, MemoryRegion};
+use crate::error::{FabricError, Result};
+use crate::fabric::{CmEvent, ConnectionRequest};
+use crate::library::Library;
+use crate::private_data::RingDescriptor;
+
+/// The token of a stream connection's [`RingDescriptor`]: it tells a listener shared with the
+/// full-sync endpoint (whose connections carry a one-time token issued on the TCP link) that
+/// this connection is a stream.
+pub const STREAM_TOKEN: [u8; 16] = *b"ferrokv-stream\0\x01";
+
+/// Bytes of one credit message.
+const CREDIT_BYTES: usize = 8;
+
+/// The shape of a side's rings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamConfig {
+    /// K: slots of the receive ring (and of the send ring).
+    pub slots: u32,
+    /// C: bytes per slot, the most one write carries.
+    pub slot_size: u32,
+    /// Consumed slots between two credit messages (1..=K).
+    pub credit_every: u32,
+}
+
+impl Default for StreamConfig {
+    fn default() -> Self {
+        StreamConfig {
+            slots: 16,
+            slot_size: 64 * 1024,
+            credit_every: 4,
+        }
+    }
+}
+
+impl StreamConfig {
+    fn check(&self) -> Result<()> {
+        if self.slots == 0 || self.slot_size == 0 {
+            return Err(FabricError::Invalid(
+                "a stream ring needs slots of bytes".into(),
+            ));
+        }
+        if self.slot_size >= 1 << 31 {
+            return Err(FabricError::Invalid("slots must be under 2 GiB".into()));
+        }
+        if self.credit_every == 0 || self.credit_every > self.slots {
+            return Err(FabricError::Invalid(format!(
+                "credit_every must be 1..={}",
+                self.slots
+            )));
+        }
+        Ok(())
+    }
+
+    fn ring_bytes(&self) -> usize {
+        self.slots as usize * self.slot_size as usize
+    }
+}
+
+/// Counters of one stream.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct StreamStats {
+    /// Bytes written to the peer.
+    pub bytes_written: u64,
+    /// Writes that carried them (one slot each).
+    pub writes: u64,
+    /// Bytes read from the ring.
+    pub bytes_read: u64,
+    /// Posts retried because the endpoint's transmit queue was full.
+    pub queue_full: u64,
+    /// Times a write found no window left (the peer had not handed slots back).
+    pub credit_stalls: u64,
+    /// Credit messages sent.
+    pub credits_sent: u64,
+}
+
+/// A connected stream (see the module documentation).
+pub struct Stream {
+    conn: Connection,
+    config: StreamConfig,
+    peer: RingDescriptor,
+    recv_ring: MemoryRegion,
+    send_ring: MemoryRegion,
+    /// K × 8 bytes of outgoing credit messages.
+    credit_tx: MemoryRegion,
+    /// 2K × 8 bytes of posted receives (credit messages; on verbs also the writes).
+    posted: MemoryRegion,
+    prepost: bool,
+    /// Writes posted, completed locally, and consumed by the peer (its last credit).
+    sent: u64,
+    write_done: u64,
+    peer_consumed: u64,
+    /// Lengths of the slots that have landed and are not consumed yet, in order.
+    landed: VecDeque<u32>,
+    /// Slots consumed, and how far into the first landed slot reading is.
+    consumed: u64,
+    read_at: usize,
+    /// The consumed count last sent as a credit; credit sends posted and completed.
+    credited: u64,
+    credit_posts: u64,
+    credit_done: u64,
+    /// The peer shut the connection down (reads drain what landed, then end).
+    eof: bool,
+    /// The connection failed; every later call fails with this.
+    failed: Option<String>,
+    completions: Vec<Completion>,
+    pub stats: StreamStats,
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream")
+            .field("config", &self.config)
+            .field("sent", &self.sent)
+            .field("peer_consumed", &self.peer_consumed)
+            .field("consumed", &self.consumed)
+            .field("eof", &self.eof)
+            .finish()
+    }
+}
+
+/// The registered memory of one side, made before the connection is set up.
+struct Rings {
+    recv_ring: MemoryRegion,
+    send_ring: MemoryRegion,
+    credit_tx: MemoryRegion,
+    posted: MemoryRegion,
+    prepost: bool,
+}
+
+impl Rings {
+    fn register(conn: &Connection, config: &StreamConfig) -> Result<Rings> {
+        let k = config.slots as usize;
+        let rings = Rings {
+            recv_ring: conn
+                .domain
+                .register(config.ring_bytes(), Access::REMOTE_WRITE)?,
+            send_ring: conn.domain.register(config.ring_bytes(), Access::WRITE)?,
+            credit_tx: conn.domain.register(k * CREDIT_BYTES, Access::SEND)?,
+            posted: conn.domain.register(2 * k * CREDIT_BYTES, Access::RECV)?,
+            prepost: conn.endpoint.requirements().prepost_receives,
+        };
+        Ok(rings)
+    }
+
+    /// Posts the 2K receives (the connector before `fi_connect`, the acceptor once
+    /// connected).
+    fn post_receives(&self, conn: &Connection) -> Result<()> {
+        for i in 0..self.posted.len() / CREDIT_BYTES {
+            let at = i * CREDIT_BYTES;
+            conn.endpoint
+                .recv(&self.posted, at..at + CREDIT_BYTES, i as u64)?;
+        }
+        Ok(())
+    }
+
+    fn descriptor(&self, config: &StreamConfig) -> RingDescriptor {
+        RingDescriptor {
+            addr: self.recv_ring.remote_addr(),
+            key: self.recv_ring.key(),
+            slots: config.slots,
+            slot_size: config.slot_size,
+            token: STREAM_TOKEN,
+        }
+    }
+}
+
+fn cq_size(config: &StreamConfig) -> usize {
+    (config.slots as usize * 6).max(64)
+}
+
+impl Stream {
+    /// Connects to a stream listener at `addr` (blocking, up to `timeout`): for clients and
+    /// tools; the server accepts without blocking ([`PendingStream`]).
+    pub fn connect(
+        lib: &Arc<Library>,
+        provider: Option<&str>,
+        addr: std::net::SocketAddr,
+        config: StreamConfig,
+        timeout: Duration,
+    ) -> Result<Stream> {
+        config.check()?;
+        let mut conn = Connection::prepare(lib, provider, addr, cq_size(&config))?;
+        let rings = Rings::register(&conn, &config)?;
+        rings.post_receives(&conn)?;
+        conn.connect(&rings.descriptor(&config).encode(), timeout)?;
+        let peer = RingDescriptor::decode(&conn.peer_data).map_err(|e| {
+            FabricError::Invalid(format!("the listener answered no stream ring: {e}"))
+        })?;
+        Ok(Stream::new(conn, config, peer, rings))
+    }
+
+    fn new(conn: Connection, config: StreamConfig, peer: RingDescriptor, r: Rings) -> Stream {
+        Stream {
+            conn,
+            config,
+            peer,
+            recv_ring: r.recv_ring,
+            send_ring: r.send_ring,
+            credit_tx: r.credit_tx,
+            posted: r.posted,
+            prepost: r.prepost,
+            sent: 0,
+            write_done: 0,
+            peer_consumed: 0,
+            landed: VecDeque::new(),
+            consumed: 0,
+            read_at: 0,
+            credited: 0,
+            credit_posts: 0,
+            credit_done: 0,
+            eof: false,
+            failed: None,
+            completions: Vec::with_capacity(64),
+            stats: StreamStats::default(),
+        }
+    }
+
+    /// The connection underneath (its fabric, queues and endpoint).
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub fn config(&self) -> StreamConfig {
+        self.config
+    }
+
+    /// The fds an event loop watches for readability: the CQ's and the EQ's.
+    pub fn fds(&self) -> [RawFd; 2] {
+        [self.conn.cq.as_raw_fd(), self.conn.eq.as_raw_fd()]
+    }
+
+    /// `fi_trywait` over both queues: `true` when it is safe to sleep on [`Stream::fds`];
+    /// `false` means call [`Stream::progress`] again first.
+    pub fn trywait(&self) -> Result<bool> {
+        self.conn.fabric.trywait(&[&self.conn.cq, &self.conn.eq])
+    }
+
+    /// Bytes that can be read now without waiting.
+    pub fn readable(&self) -> usize {
+        let total: usize = self.landed.iter().map(|&l| l as usize).sum();
+        total - self.read_at
+    }
+
+    /// Whether the peer is gone and everything it sent has been read.
+    pub fn is_closed(&self) -> bool {
+        (self.eof && self.landed.is_empty()) || self.failed.is_some()
+    }
+
+    /// Slots written and not yet handed back by the peer.
+    pub fn in_flight(&self) -> u64 {
+        self.sent - self.peer_consumed
+    }
+
+    fn fail(&mut self, why: String) -> io::Error {
+        if self.failed.is_none() {
+            self.failed = Some(why);
+        }
+        self.error()
+    }
+
+    fn error(&self) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::ConnectionReset,
+            self.failed.clone().unwrap_or_default(),
+        )
+    }
+
+    /// Reads the completion and event queues until both are empty, applying what they say:
+    /// landed slots, credits, finished sends and writes, a shutdown or an error.
+    pub fn progress(&mut self) -> io::Result<()> {
+        if self.failed.is_some() {
+            return Err(self.error());
+        }
+        loop {
+            let mut batch = std::mem::take(&mut self.completions);
+            batch.clear();
+            let read = self.conn.cq.read(&mut batch, 64);
+            let n = batch.len();
+            let mut bad = None;
+            for &c in &batch {
+                if let Err(e) = self.apply(c) {
+                    bad = Some(e);
+                    break;
+                }
+            }
+            self.completions = batch;
+            if let Some(e) = bad {
+                return Err(self.fail(e));
+            }
+            match read {
+                // A posted receive flushed by the connection's end: the peer shut down (its
+                // FI_SHUTDOWN may come after); what landed is still read, then the end.
+                Err(FabricError::Completion(c))
+                    if c.err == libc::ECANCELED && c.flags & crate::sys::FI_RECV as u64 != 0 =>
+                {
+                    self.eof = true;
+                    break;
+                }
+                Err(e) => return Err(self.fail(format!("completion queue: {e}"))),
+                Ok(_) => {}
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        loop {
+            match self.conn.eq.read() {
+                Ok(None) => break,
+                Ok(Some(CmEvent::Shutdown { .. })) => self.eof = true,
+                Ok(Some(_)) => {}
+                Err(e) => return Err(self.fail(format!("event queue: {e}"))),
+            }
+        }
+        self.send_credit(false)
+    }
+
+    fn apply(&mut self, c: Completion) -> std::result::Result<(), String> {
+        match c.kind() {
+            CompletionKind::RemoteWrite => {
+                let len = c.immediate.ok_or("a write arrived without its length")?;
+                if len > u64::from(self.config.slot_size) {
+                    return Err(format!(
+                        "a write of {len} bytes into slots of {}",
+                        self.config.slot_size
+                    ));
+                }
+                if self.landed.len() >= self.config.slots as usize {
+                    return Err("the peer wrote past its window".into());
+                }
+                self.landed.push_back(len as u32);
+                if self.prepost {
+                    self.repost(c.tag)?;
+                }
+            }
+            CompletionKind::Recv => {
+                let i = c.tag as usize;
+                let at = i * CREDIT_BYTES;
+                if c.len == CREDIT_BYTES && at + CREDIT_BYTES <= self.posted.len() {
+                    let v = u64::from_le_bytes(
+                        self.posted.bytes(at..at + CREDIT_BYTES).try_into().unwrap(),
+                    );
+                    if v > self.sent {
+                        return Err(format!("credit for {v} writes, {} were sent", self.sent));
+                    }
+                    self.peer_consumed = self.peer_consumed.max(v);
+                } else {
+                    return Err(format!("a message of {} bytes where credits are 8", c.len));
+                }
+                self.repost(c.tag)?;
+            }
+            CompletionKind::Write => self.write_done += 1,
+            CompletionKind::Send => self.credit_done += 1,
+            CompletionKind::Other => {}
+        }
+        Ok(())
+    }
+
+    fn repost(&mut self, tag: u64) -> std::result::Result<(), String> {
+        let at = tag as usize * CREDIT_BYTES;
+        if at + CREDIT_BYTES > self.posted.len() {
+            return Err(format!("a completion for an unknown receive {tag}"));
+        }
+        self.conn
+            .endpoint
+            .recv(&self.posted, at..at + CREDIT_BYTES, tag)
+            .map_err(|e| format!("re-posting a receive: {e}"))
+    }
+
+    /// Sends the consumed count when `credit_every` slots have been consumed since the last
+    /// credit (or any, with `force`).
+    fn send_credit(&mut self, force: bool) -> io::Result<()> {
+        let owed = self.consumed - self.credited;
+        if owed == 0 || (!force && owed < u64::from(self.config.credit_every)) {
+            return Ok(());
+        }
+        let k = u64::from(self.config.slots);
+        if self.credit_posts - self.credit_done >= k {
+            // Every credit buffer is in flight: the next progress sends it.
+            return Ok(());
+        }
+        let at = (self.credit_posts % k) as usize * CREDIT_BYTES;
+        self.credit_tx
+            .bytes_mut(at..at + CREDIT_BYTES)
+            .expect("an owned region")
+            .copy_from_slice(&self.consumed.to_le_bytes());
+        match self
+            .conn
+            .endpoint
+            .send(&self.credit_tx, at..at + CREDIT_BYTES, self.credit_posts)
+        {
+            Ok(()) => {
+                self.credit_posts += 1;
+                self.credited = self.consumed;
+                self.stats.credits_sent += 1;
+                Ok(())
+            }
+            Err(e) if e.is_would_block() => {
+                self.stats.queue_full += 1;
+                Ok(())
+            }
+            Err(e) => Err(self.fail(format!("sending a credit: {e}"))),
+        }
+    }
+
+    /// Copies what has landed into `buf`. `Ok(0)` once the peer has shut down and everything
+    /// was read; `WouldBlock` when nothing is there yet.
+    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        // A failed connection (a dead peer's flushed receives, an error completion) still
+        // gives up the bytes that landed before it failed; the error comes after them.
+        let progressed = self.progress();
+        if let Err(e) = progressed {
+            if self.landed.is_empty() {
+                return Err(e);
+            }
+        }
+        let mut n = 0;
+        while n < buf.len() {
+            let Some(&len) = self.landed.front() else {
+                break;
+            };
+            let slot = (self.consumed % u64::from(self.config.slots)) as usize
+                * self.config.slot_size as usize;
+            let take = (len as usize - self.read_at).min(buf.len() - n);
+            let from = slot + self.read_at;
+            buf[n..n + take].copy_from_slice(self.recv_ring.bytes(from..from + take));
+            n += take;
+            self.read_at += take;
+            if self.read_at == len as usize {
+                self.landed.pop_front();
+                self.consumed += 1;
+                self.read_at = 0;
+            }
+        }
+        self.stats.bytes_read += n as u64;
+        if n > 0 && self.failed.is_some() {
+            return Ok(n);
+        }
+        if n > 0 {
+            // Hand slots back at the granularity chosen (a writer blocks only with all K
+            // slots in flight, so any granularity up to K keeps it moving).
+            self.send_credit(false)?;
+            return Ok(n);
+        }
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.eof {
+            return Ok(0);
+        }
+        Err(io::ErrorKind::WouldBlock.into())
+    }
+
+    /// Writes as much of `buf` as the window allows, one slot per write. `WouldBlock` when
+    /// not a byte could go (no slot handed back yet, or the transmit queue is full).
+    pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.progress()?;
+        if self.eof {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        let own_k = u64::from(self.config.slots);
+        let peer_k = u64::from(self.peer.slots);
+        let chunk = self.config.slot_size.min(self.peer.slot_size) as usize;
+        let mut n = 0;
+        while n < buf.len() {
+            if self.sent - self.peer_consumed >= peer_k {
+                self.stats.credit_stalls += 1;
+                break;
+            }
+            if self.sent - self.write_done >= own_k {
+                // Our send slots all wait for their local completions.
+                break;
+            }
+            let take = chunk.min(buf.len() - n);
+            let at = (self.sent % own_k) as usize * self.config.slot_size as usize;
+            self.send_ring
+                .bytes_mut(at..at + take)
+                .expect("an owned region")
+                .copy_from_slice(&buf[n..n + take]);
+            let remote = self.peer.slot_addr((self.sent % peer_k) as u32);
+            match self.conn.endpoint.write_data(
+                &self.send_ring,
+                at..at + take,
+                take as u64,
+                remote,
+                self.peer.key,
+                self.sent,
+            ) {
+                Ok(()) => {
+                    self.sent += 1;
+                    n += take;
+                    self.stats.writes += 1;
+                    self.stats.bytes_written += take as u64;
+                }
+                Err(e) if e.is_would_block() => {
+                    self.stats.queue_full += 1;
+                    break;
+                }
+                Err(e) => return Err(self.fail(format!("fi_writedata: {e}"))),
+            }
+        }
+        if n == 0 && !buf.is_empty() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        Ok(n)
+    }
+
+    /// Shuts the connection down (the peer sees `FI_SHUTDOWN`).
+    pub fn shutdown(&self) -> Result<()> {
+        self.conn.endpoint.shutdown()
+    }
+}
+
+/// A stream connection a listener has accepted and that is not established yet: the event
+/// loop polls [`PendingStream::poll`] when its EQ fd is readable, without blocking.
+pub struct PendingStream {
+    conn: Connection,
+    config: StreamConfig,
+    peer: RingDescriptor,
+    rings: Rings,
+}
+
+impl std::fmt::Debug for PendingStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingStream")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl PendingStream {
+    /// Answers `request` (whose private data must be a stream's [`RingDescriptor`]; anything
+    /// else is rejected) with this side's ring.
+    pub fn accept(
+        listener: &crate::connection::Listener,
+        request: ConnectionRequest,
+        config: StreamConfig,
+    ) -> Result<PendingStream> {
+        config.check()?;
+        let peer = match RingDescriptor::decode(&request.private_data) {
+            Ok(p) if p.token == STREAM_TOKEN => p,
+            Ok(_) => {
+                listener.pep.reject(request, b"not a stream")?;
+                return Err(FabricError::Invalid("not a stream connection".into()));
+            }
+            Err(e) => {
+                listener.pep.reject(request, b"bad ring")?;
+                return Err(FabricError::Invalid(format!("bad stream ring: {e}")));
+            }
+        };
+        let conn = listener.prepare_accept(&request, cq_size(&config))?;
+        let rings = Rings::register(&conn, &config)?;
+        conn.endpoint.accept(&rings.descriptor(&config).encode())?;
+        Ok(PendingStream {
+            conn,
+            config,
+            peer,
+            rings,
+        })
+    }
+
+    /// The EQ fd to watch until the connection is established.
+    pub fn eq_fd(&self) -> RawFd {
+        self.conn.eq.as_raw_fd()
+    }
+
+    /// Reads the EQ: the stream once `FI_CONNECTED` arrived, or `self` back while it has not.
+    pub fn poll(self) -> Result<std::result::Result<Stream, PendingStream>> {
+        loop {
+            match self.conn.eq.read()? {
+                Some(CmEvent::Connected { id, .. }) if id == self.conn.endpoint.id() => {
+                    let PendingStream {
+                        conn,
+                        config,
+                        peer,
+                        rings,
+                    } = self;
+                    rings.post_receives(&conn)?;
+                    return Ok(Ok(Stream::new(conn, config, peer, rings)));
+                }
+                Some(CmEvent::Shutdown { .. }) => {
+                    return Err(FabricError::Call {
+                        call: "fi_accept",
+                        code: libc::ECONNRESET,
+                        message: "peer shut down before the connection was established".into(),
+                    })
+                }
+                Some(_) => {}
+                None => return Ok(Err(self)),
+            }
+        }
+    }
+}
