@@ -280,6 +280,44 @@ impl Endpoint {
         self.req
     }
 
+    /// The connected peer's address (`fi_getpeer`).
+    pub fn peer_addr(&self) -> Result<SocketAddr> {
+        // SAFETY: sockaddr_storage is plain data.
+        let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>();
+        // SAFETY: the endpoint is live; storage is writable for len bytes.
+        let ret = unsafe {
+            let e = self.ptr.as_ptr();
+            let getpeer = op!((*e).cm, getpeer);
+            getpeer(
+                e,
+                (&mut storage as *mut libc::sockaddr_storage).cast(),
+                &mut len,
+            )
+        };
+        self.lib().check("fi_getpeer", ret as isize)?;
+        sockaddr_to_std(&storage)
+    }
+
+    /// This end's address (`fi_getname`).
+    pub fn local_addr(&self) -> Result<SocketAddr> {
+        // SAFETY: sockaddr_storage is plain data.
+        let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_storage>();
+        // SAFETY: the endpoint is live; storage is writable for len bytes.
+        let ret = unsafe {
+            let e = self.ptr.as_ptr();
+            let getname = op!((*e).cm, getname);
+            getname(
+                &mut (*e).fid,
+                (&mut storage as *mut libc::sockaddr_storage).cast(),
+                &mut len,
+            )
+        };
+        self.lib().check("fi_getname", ret as isize)?;
+        sockaddr_to_std(&storage)
+    }
+
     /// `fi_connect` to the address the endpoint's info named, with private data (≤ 55 bytes).
     /// Completion is an `FI_CONNECTED` event carrying the acceptor's private data.
     pub fn connect(&self, private_data: &[u8]) -> Result<()> {

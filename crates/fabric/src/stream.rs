@@ -302,11 +302,15 @@ impl Stream {
     }
 
     /// Reads the completion and event queues until both are empty, applying what they say:
-    /// landed slots, credits, finished sends and writes, a shutdown or an error.
-    pub fn progress(&mut self) -> io::Result<()> {
+    /// landed slots, credits, finished sends and writes, a shutdown or an error. Returns how
+    /// many completions and events it applied: an event loop that drained the queues this
+    /// way must serve the stream before sleeping when that is not 0 (the queues' fds will
+    /// not announce what was already taken off them).
+    pub fn progress(&mut self) -> io::Result<usize> {
         if self.failed.is_some() {
             return Err(self.error());
         }
+        let mut applied = 0;
         loop {
             let mut batch = std::mem::take(&mut self.completions);
             batch.clear();
@@ -320,6 +324,7 @@ impl Stream {
                 }
             }
             self.completions = batch;
+            applied += n;
             if let Some(e) = bad {
                 return Err(self.fail(e));
             }
@@ -342,12 +347,16 @@ impl Stream {
         loop {
             match self.conn.eq.read() {
                 Ok(None) => break,
-                Ok(Some(CmEvent::Shutdown { .. })) => self.eof = true,
-                Ok(Some(_)) => {}
+                Ok(Some(CmEvent::Shutdown { .. })) => {
+                    self.eof = true;
+                    applied += 1;
+                }
+                Ok(Some(_)) => applied += 1,
                 Err(e) => return Err(self.fail(format!("event queue: {e}"))),
             }
         }
-        self.send_credit(false)
+        self.send_credit(false)?;
+        Ok(applied)
     }
 
     fn apply(&mut self, c: Completion) -> std::result::Result<(), String> {
@@ -540,9 +549,28 @@ impl Stream {
         Ok(n)
     }
 
+    /// The peer's address.
+    pub fn peer_addr(&self) -> Result<std::net::SocketAddr> {
+        self.conn.endpoint.peer_addr()
+    }
+
+    /// This end's address.
+    pub fn local_addr(&self) -> Result<std::net::SocketAddr> {
+        self.conn.endpoint.local_addr()
+    }
+
     /// Shuts the connection down (the peer sees `FI_SHUTDOWN`).
     pub fn shutdown(&self) -> Result<()> {
         self.conn.endpoint.shutdown()
+    }
+}
+
+impl Drop for Stream {
+    /// The peer learns of the end at once (`FI_SHUTDOWN`), not when a write fails.
+    fn drop(&mut self) {
+        if self.failed.is_none() && !self.eof {
+            let _ = self.conn.endpoint.shutdown();
+        }
     }
 }
 

@@ -1598,6 +1598,32 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
         },
         |c| c.repl.rdma.ring_slots.to_string()
     ),
+    // RDMA client connections: each side's receive ring (docs/rdma.md).
+    // New connections take the values in force when they connect.
+    opt!(
+        "rdma-conn-slots",
+        "16",
+        true,
+        |c, a| {
+            c.repl.rdma.conn_slots = parse_int(a, 2, 1024)? as u32;
+            Ok(())
+        },
+        |c| c.repl.rdma.conn_slots.to_string()
+    ),
+    opt!(
+        "rdma-conn-slot-size",
+        "64kb",
+        true,
+        |c, a| {
+            let v = parse_memory(one(a)?)?;
+            if !(1024..=(64 << 20)).contains(&v) {
+                return Err("argument must be between 1kb and 64mb".into());
+            }
+            c.repl.rdma.conn_slot_size = v as u32;
+            Ok(())
+        },
+        |c| c.repl.rdma.conn_slot_size.to_string()
+    ),
     opt!(
         "rdma-chunk-size",
         "2mb",

@@ -368,7 +368,21 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             }
         }
         "replication" => srv.info_replication(o),
-        "rdma" => srv.repl.rdma.info(o),
+        "rdma" => {
+            srv.repl.rdma.info(o);
+            // RDMA client connections (net/rdma.rs), open and closed.
+            let t = srv.rdma_conn_totals();
+            let c = &srv.rdma_conns;
+            f!("rdma_connections:{}", c.clients);
+            f!("rdma_connections_accepted:{}", c.accepted);
+            f!("rdma_connections_refused:{}", c.refused);
+            f!("rdma_conn_bytes_written:{}", t.bytes_written);
+            f!("rdma_conn_writes:{}", t.writes);
+            f!("rdma_conn_bytes_read:{}", t.bytes_read);
+            f!("rdma_conn_credits_sent:{}", t.credits_sent);
+            f!("rdma_conn_credit_stalls:{}", t.credit_stalls);
+            f!("rdma_conn_qp_retry_count:{}", t.queue_full);
+        }
         "stats" => {
             let s = &srv.stats;
             f!("# Stats");

@@ -85,6 +85,8 @@ pub struct Server {
     pub pending_writes: Vec<usize>,
     /// Clients that used their read budget and have more to read.
     pub pending_reads: Vec<usize>,
+    /// RDMA client connections being established, and their counters.
+    pub rdma_conns: crate::net::rdma::RdmaPending,
     /// Tokens of other clients to close before the loop sleeps (`CLIENT KILL`).
     pub close_queue: Vec<usize>,
     pub stats: Stats,
@@ -194,6 +196,7 @@ impl Server {
             pending_writes: Vec::new(),
             close_queue: Vec::new(),
             pending_reads: Vec::new(),
+            rdma_conns: Default::default(),
             stats: Stats::default(),
             ops_metric: InstantMetric::default(),
             net_in_metric: InstantMetric::default(),
@@ -757,6 +760,9 @@ impl Server {
         self.forget_client(&mut c);
         let stream = c.stream.take();
         c.release(&mut self.pool);
+        if let Some(s) = &stream {
+            self.rdma_client_closed(s);
+        }
         stream
     }
 

@@ -4,13 +4,24 @@
 //! this file knows what is underneath (`CLIENT LIST` and `INFO` ask it
 //! through [`Conn::transport`]).
 //!
-//! Today's transports are plain TCP and Unix-domain sockets (`unixsocket`,
-//! `unixsocketperm`, as Redis). Each is a variant of an enum rather than a
-//! trait object, so a TCP read or write costs one predictable branch over
-//! calling the socket directly; a new kind (TLS, RDMA) is one more variant
-//! with its own `read`/`write`/`Source` arms.
+//! The transports are plain TCP, Unix-domain sockets (`unixsocket`,
+//! `unixsocketperm`, as Redis) and RDMA ([`ferrokv_fabric::Stream`]: rings
+//! written with `fi_writedata`, accepted on the `rdma-bind` listener; see
+//! `net/rdma.rs` and docs/rdma.md). Each is a variant of an enum rather than
+//! a trait object, so a TCP read or write costs one predictable branch over
+//! calling the socket directly; a new kind (TLS) is one more variant with
+//! its own `read`/`write`/`Source` arms.
+//!
+//! An RDMA connection differs in one way the reactor sees: its readiness
+//! comes from its completion and event queues' fds, which say "something
+//! completed", not "readable" or "writable" — credits that let a stalled
+//! reply go on arrive as completions. So it registers for readable events
+//! only, [`Conn::readiness_is_shared`] tells the reactor to retry a stalled
+//! write on them, and [`Conn::rearm`] must be called before the loop sleeps
+//! (`fi_trywait`; `false` means progress was made meanwhile: serve it now).
 
 use mio::event::Source;
+use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -24,15 +35,17 @@ use std::sync::Arc;
 pub enum Transport {
     Tcp,
     Unix,
+    Rdma,
 }
 
 impl Transport {
-    pub const ALL: [Transport; 2] = [Transport::Tcp, Transport::Unix];
+    pub const ALL: [Transport; 3] = [Transport::Tcp, Transport::Unix, Transport::Rdma];
 
     pub fn name(self) -> &'static str {
         match self {
             Transport::Tcp => "tcp",
             Transport::Unix => "unix",
+            Transport::Rdma => "rdma",
         }
     }
 }
@@ -104,6 +117,7 @@ impl fmt::Display for Addr {
 pub enum Conn {
     Tcp(mio::net::TcpStream),
     Unix(mio::net::UnixStream),
+    Rdma(Box<ferrokv_fabric::Stream>),
 }
 
 impl Conn {
@@ -111,18 +125,69 @@ impl Conn {
         match self {
             Conn::Tcp(_) => Transport::Tcp,
             Conn::Unix(_) => Transport::Unix,
+            Conn::Rdma(_) => Transport::Rdma,
         }
     }
 
     /// A blocking duplicate of the socket, for a thread that writes a bulk
     /// transfer outside the loop (a replica's full sync) or shuts it down.
+    /// An RDMA connection has no socket to hand over.
     pub fn try_clone_socket(&self) -> io::Result<socket2::Socket> {
+        if let Conn::Rdma(_) = self {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "an RDMA connection has no socket to hand to a sender thread",
+            ));
+        }
         Ok(socket2::Socket::from(self.as_fd().try_clone_to_owned()?))
     }
 
     /// Back to non-blocking after a thread used its duplicate.
     pub fn set_nonblocking(&self) -> io::Result<()> {
-        socket2::SockRef::from(self).set_nonblocking(true)
+        match self {
+            Conn::Rdma(_) => Ok(()),
+            _ => socket2::SockRef::from(self).set_nonblocking(true),
+        }
+    }
+
+    /// Whether one readiness event stands for reads and writes alike (an
+    /// RDMA connection's queue fds): a write stalled for room is retried on
+    /// a readable event.
+    #[inline]
+    pub fn readiness_is_shared(&self) -> bool {
+        matches!(self, Conn::Rdma(_))
+    }
+
+    /// Before the loop sleeps: `Ok(true)` when it may (sockets always; an
+    /// RDMA connection once `fi_trywait` agrees), `Ok(false)` when it made
+    /// progress meanwhile and must be served first.
+    pub fn rearm(&mut self) -> io::Result<bool> {
+        match self {
+            Conn::Rdma(s) => {
+                // What this drain takes off the queues raises no event
+                // later: bytes that landed, credits that let a reply go on.
+                if s.progress()? > 0 || s.readable() > 0 || s.is_closed() {
+                    return Ok(false);
+                }
+                if !s.trywait().map_err(|e| io::Error::other(e.to_string()))? {
+                    return Ok(false);
+                }
+                // The queues' fds are the provider's own wait sets (epoll fds
+                // over its sockets): one that is still ready after a drain
+                // raises no new edge in the loop's edge-triggered poll, so ask
+                // it directly, level-triggered, before sleeping on it.
+                Ok(!fds_ready(&s.fds()))
+            }
+            _ => Ok(true),
+        }
+    }
+
+    /// The RDMA stream's counters.
+    pub fn rdma_stats(&self) -> Option<ferrokv_fabric::StreamStats> {
+        match self {
+            Conn::Rdma(s) => Some(s.stats),
+            _ => None,
+        }
     }
 }
 
@@ -132,6 +197,7 @@ impl Read for Conn {
         match self {
             Conn::Tcp(s) => s.read(buf),
             Conn::Unix(s) => s.read(buf),
+            Conn::Rdma(s) => s.read(buf),
         }
     }
 }
@@ -142,6 +208,7 @@ impl Write for Conn {
         match self {
             Conn::Tcp(s) => s.write(buf),
             Conn::Unix(s) => s.write(buf),
+            Conn::Rdma(s) => s.write(buf),
         }
     }
 
@@ -155,6 +222,9 @@ impl AsFd for Conn {
         match self {
             Conn::Tcp(s) => s.as_fd(),
             Conn::Unix(s) => s.as_fd(),
+            // The completion queue's fd (what `CLIENT LIST` shows as `fd=`).
+            // SAFETY: the fd is the CQ's, open as long as the stream is.
+            Conn::Rdma(s) => unsafe { BorrowedFd::borrow_raw(s.fds()[0]) },
         }
     }
 }
@@ -170,6 +240,13 @@ impl Source for Conn {
         match self {
             Conn::Tcp(s) => s.register(r, t, i),
             Conn::Unix(s) => s.register(r, t, i),
+            // Both queues' fds, readable only (see the module documentation).
+            Conn::Rdma(s) => {
+                for fd in s.fds() {
+                    r.register(&mut SourceFd(&fd), t, Interest::READABLE)?;
+                }
+                Ok(())
+            }
         }
     }
 
@@ -177,6 +254,12 @@ impl Source for Conn {
         match self {
             Conn::Tcp(s) => s.reregister(r, t, i),
             Conn::Unix(s) => s.reregister(r, t, i),
+            Conn::Rdma(s) => {
+                for fd in s.fds() {
+                    r.reregister(&mut SourceFd(&fd), t, Interest::READABLE)?;
+                }
+                Ok(())
+            }
         }
     }
 
@@ -184,8 +267,29 @@ impl Source for Conn {
         match self {
             Conn::Tcp(s) => s.deregister(r),
             Conn::Unix(s) => s.deregister(r),
+            Conn::Rdma(s) => {
+                for fd in s.fds() {
+                    r.deregister(&mut SourceFd(&fd))?;
+                }
+                Ok(())
+            }
         }
     }
+}
+
+/// Whether any of `fds` is readable now (`poll(2)` with no timeout).
+fn fds_ready(fds: &[RawFd]) -> bool {
+    let mut p = [libc::pollfd {
+        fd: -1,
+        events: libc::POLLIN,
+        revents: 0,
+    }; 2];
+    for (slot, &fd) in p.iter_mut().zip(fds) {
+        slot.fd = fd;
+    }
+    // SAFETY: two valid pollfd entries (an fd of -1 is ignored by poll).
+    let n = unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, 0) };
+    n > 0
 }
 
 /// Socket options a TCP connection gets when accepted.

@@ -5,4 +5,5 @@
 pub mod client;
 pub mod conn;
 pub mod pool;
+pub mod rdma;
 pub mod reactor;

@@ -103,6 +103,8 @@ impl Reactor {
         let mut turn_started = Instant::now();
         loop {
             let period = Duration::from_millis(1000 / self.srv.config.hz.max(1));
+            // RDMA connections: safe to sleep on their fds? (else served now)
+            self.srv.rearm_rdma_clients();
             let now = Instant::now();
             let timeout = if !self.srv.pending_reads.is_empty()
                 || self.srv.eviction.pending
@@ -144,6 +146,10 @@ impl Reactor {
                     self.accept(t - LISTENER_BASE);
                     continue;
                 }
+                if (crate::net::rdma::PENDING_BASE..crate::net::rdma::PENDING_END).contains(&t) {
+                    self.srv.rdma_pending_event(t);
+                    continue;
+                }
                 if t >= crate::replication::rdma::master::TOKEN_BASE {
                     // An RDMA queue's fd (docs/rdma.md): drained until empty.
                     self.srv.rdma_event(t);
@@ -152,7 +158,15 @@ impl Reactor {
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                     self.handle_readable(t);
                 }
-                if ev.is_writable() {
+                // One event for reads and writes (an RDMA connection's queues):
+                // a reply waiting for room is retried on it.
+                let shared = self.srv.clients.get(t).is_some_and(|c| {
+                    c.as_ref().is_some_and(|c| {
+                        c.want_writable
+                            && c.stream.as_ref().is_some_and(|s| s.readiness_is_shared())
+                    })
+                });
+                if ev.is_writable() || shared {
                     if let Some(Some(c)) = self.srv.clients.get(t) {
                         if c.pending_output() > 0 && !c.pending_write {
                             self.srv.pending_writes.push(t);
@@ -649,7 +663,7 @@ impl Reactor {
     }
 }
 
-const PROTECTED_MODE_MSG: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+pub const PROTECTED_MODE_MSG: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
 
 impl Server {
     /// Accepts every pending connection on listener `li` and registers it

@@ -30,15 +30,30 @@ use std::time::{Duration, Instant};
 /// [`ServerProcess::raw`] connect through it; tests that open their own
 /// `TcpStream` stay on TCP.
 pub fn over_unix() -> bool {
+    transport() == "unix"
+}
+
+/// `FERROKV_TESTS_TRANSPORT=rdma`: ferrokv servers also listen for RDMA
+/// connections (`rdma-bind 127.0.0.1`, libfabric's tcp provider) and
+/// [`ServerProcess::raw`] connects through one (`client()`, the redis
+/// crate's, stays on TCP). ferrokv only: a redis-server started beside it
+/// stays on TCP.
+pub fn over_rdma() -> bool {
+    transport() == "rdma"
+}
+
+fn transport() -> &'static str {
     match std::env::var("FERROKV_TESTS_TRANSPORT").as_deref() {
-        Ok("unix") => true,
-        Ok("tcp") | Err(_) => false,
-        Ok(other) => panic!("FERROKV_TESTS_TRANSPORT={other}: expected tcp or unix"),
+        Ok("unix") => "unix",
+        Ok("rdma") => "rdma",
+        Ok("tcp") | Err(_) => "tcp",
+        Ok(other) => panic!("FERROKV_TESTS_TRANSPORT={other}: expected tcp, unix or rdma"),
     }
 }
 
 /// `flags=<f>` of a `CLIENT LIST` line of a harness connection: over a
-/// Unix socket Redis adds `U` (and `N`, "no flags", gives way to it).
+/// Unix socket Redis adds `U` (and `N`, "no flags", gives way to it); an
+/// RDMA connection has no flag of its own.
 pub fn client_flags(f: &str) -> String {
     if over_unix() {
         format!("flags={}U", if f == "N" { "" } else { f })
@@ -52,6 +67,8 @@ pub struct ServerProcess {
     pub port: u16,
     /// The Unix socket it listens on too, under `FERROKV_TESTS_TRANSPORT=unix`.
     pub unix: Option<PathBuf>,
+    /// Its RDMA listener, under `FERROKV_TESTS_TRANSPORT=rdma`.
+    pub rdma: Option<std::net::SocketAddr>,
     pub dir: tempfile::TempDir,
     pub name: &'static str,
     /// The binary and its arguments, for [`ServerProcess::kill_and_restart`].
@@ -108,6 +125,13 @@ impl ServerProcess {
             if let Some(u) = &unix_s {
                 args.extend_from_slice(&["--unixsocket", u]);
             }
+            let rdma_port = free_port().to_string();
+            // (redis-server, which has no RDMA, stays on TCP: the suites that
+            // compare the two then compare ferrokv over RDMA with Redis.)
+            let rdma = over_rdma() && name == "ferrokv";
+            if rdma {
+                args.extend_from_slice(&["--rdma-bind", "127.0.0.1", "--rdma-port", &rdma_port]);
+            }
             args.extend_from_slice(extra);
             let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
             let child = Command::new(bin)
@@ -123,6 +147,7 @@ impl ServerProcess {
             let mut p = ServerProcess {
                 child,
                 port,
+                rdma: rdma.then(|| format!("127.0.0.1:{rdma_port}").parse().unwrap()),
                 unix,
                 dir,
                 name,
@@ -168,6 +193,11 @@ impl ServerProcess {
 
     /// A raw socket speaking bytes.
     pub fn raw(&self) -> Raw {
+        if let Some(endpoint) = self.rdma {
+            return Raw {
+                s: Stream::rdma(endpoint),
+            };
+        }
         let s = match &self.unix {
             Some(path) => Stream::Unix(UnixStream::connect(path).unwrap()),
             None => {
@@ -238,17 +268,52 @@ pub struct Raw {
     pub s: Stream,
 }
 
-/// The socket of a [`Raw`] connection: TCP, or the server's Unix socket.
+/// The socket of a [`Raw`] connection: TCP, the server's Unix socket, or
+/// an RDMA connection (blocking reads and writes over the non-blocking
+/// stream, waiting on its queue fds).
 pub enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    Rdma(
+        Box<ferrokv_fabric::Stream>,
+        std::cell::Cell<Option<Duration>>,
+    ),
+}
+
+impl ServerProcess {
+    /// The RDMA listener's address (the `rdma-port` the harness chose).
+    pub fn rdma_endpoint(&self) -> std::net::SocketAddr {
+        self.rdma.expect("FERROKV_TESTS_TRANSPORT=rdma")
+    }
 }
 
 impl Stream {
+    /// An RDMA connection to `addr` (libfabric's tcp provider).
+    pub fn rdma(addr: std::net::SocketAddr) -> Stream {
+        let lib = ferrokv_fabric::Library::open_default()
+            .expect("libfabric (apt-get install libfabric1)");
+        let s = ferrokv_fabric::Stream::connect(
+            &lib,
+            Some("tcp"),
+            addr,
+            ferrokv_fabric::StreamConfig::default(),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        Stream::Rdma(
+            Box::new(s),
+            std::cell::Cell::new(Some(Duration::from_secs(10))),
+        )
+    }
+
     pub fn set_read_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
         match self {
             Stream::Tcp(s) => s.set_read_timeout(t),
             Stream::Unix(s) => s.set_read_timeout(t),
+            Stream::Rdma(_, timeout) => {
+                timeout.set(t);
+                Ok(())
+            }
         }
     }
 
@@ -256,6 +321,12 @@ impl Stream {
         Ok(match self {
             Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
             Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+            Stream::Rdma(..) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::Unsupported,
+                    "an RDMA stream has one owner",
+                ))
+            }
         })
     }
 
@@ -269,6 +340,10 @@ impl Stream {
                 let path = peer.as_pathname().expect("the server's socket has a path");
                 Ok(format!("{}:0", path.display()))
             }
+            Stream::Rdma(s, _) => Ok(s
+                .local_addr()
+                .map_err(|e| std::io::Error::other(e.to_string()))?
+                .to_string()),
         }
     }
 
@@ -276,8 +351,38 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.shutdown(how),
             Stream::Unix(s) => s.shutdown(how),
+            Stream::Rdma(s, _) => s
+                .shutdown()
+                .map_err(|e| std::io::Error::other(e.to_string())),
         }
     }
+}
+
+/// Waits until one of an RDMA stream's queue fds is readable (after
+/// `fi_trywait` allowed sleeping); `Err(TimedOut)` past `limit`.
+fn rdma_wait(s: &ferrokv_fabric::Stream, limit: Option<Duration>) -> std::io::Result<()> {
+    if !s
+        .trywait()
+        .map_err(|e| std::io::Error::other(e.to_string()))?
+    {
+        return Ok(());
+    }
+    let mut fds: Vec<libc::pollfd> = s
+        .fds()
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ms = limit.map_or(-1, |d| d.as_millis() as i32);
+    // SAFETY: valid pollfds.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as _, ms) };
+    if n == 0 {
+        return Err(std::io::ErrorKind::TimedOut.into());
+    }
+    Ok(())
 }
 
 impl Read for Stream {
@@ -285,6 +390,14 @@ impl Read for Stream {
         match self {
             Stream::Tcp(s) => s.read(buf),
             Stream::Unix(s) => s.read(buf),
+            Stream::Rdma(s, limit) => loop {
+                match s.read(buf) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        rdma_wait(s, limit.get())?
+                    }
+                    other => return other,
+                }
+            },
         }
     }
 }
@@ -294,6 +407,14 @@ impl Write for Stream {
         match self {
             Stream::Tcp(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
+            Stream::Rdma(s, _) => loop {
+                match s.write(buf) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        rdma_wait(s, Some(Duration::from_secs(30)))?
+                    }
+                    other => return other,
+                }
+            },
         }
     }
 

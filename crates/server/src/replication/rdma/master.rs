@@ -645,9 +645,17 @@ impl Server {
         };
         m.zero_copy = zero_copy;
         if token == LISTENER_TOKEN {
+            // Client connections (a stream's token) go to the connection layer.
+            let mut streams = Vec::new();
             loop {
                 loop {
                     match m.listener.eq.read() {
+                        Ok(Some(CmEvent::ConnectionRequest(req)))
+                            if RingDescriptor::decode(&req.private_data)
+                                .is_ok_and(|r| r.token == ferrokv_fabric::STREAM_TOKEN) =>
+                        {
+                            streams.push(req);
+                        }
                         Ok(Some(CmEvent::ConnectionRequest(req))) => {
                             if let Err(e) = m.on_connreq(req, reg.as_ref(), &stats) {
                                 tracing::warn!("{e}");
@@ -667,6 +675,13 @@ impl Server {
             }
             // A new transfer may already have events.
             let slots: Vec<usize> = m.transfers.iter().map(|(s, _)| s).collect();
+            if !streams.is_empty() {
+                let m = self.repl.rdma.master.take().expect("checked");
+                for req in streams {
+                    self.accept_rdma_request(&m.listener, req);
+                }
+                self.repl.rdma.master = Some(m);
+            }
             for s in slots {
                 self.rdma_pump(s);
             }

@@ -50,6 +50,10 @@ pub struct RdmaConfig {
     pub ring_slots: u32,
     /// Replica: bytes per slot C.
     pub chunk_size: u32,
+    /// RDMA client connections: slots K of each side's receive ring, and
+    /// bytes per slot C (`rdma-conn-slots`, `rdma-conn-slot-size`).
+    pub conn_slots: u32,
+    pub conn_slot_size: u32,
     /// Master: write from the snapshot mapping when the provider allows.
     pub zero_copy: bool,
     /// Master: pause between chunk writes (tests act mid-transfer).
@@ -67,6 +71,8 @@ impl Default for RdmaConfig {
             replica_rdma: false,
             ring_slots: 8,
             chunk_size: 2 * 1024 * 1024,
+            conn_slots: 16,
+            conn_slot_size: 64 * 1024,
             zero_copy: true,
             chunk_delay_us: 0,
             debug_corrupt_chunk: -1,
