@@ -26,7 +26,10 @@ fi
 python3 -c 'import redis' 2>/dev/null || python3 -m pip install --quiet redis
 
 cargo test --workspace
-# The command suites again, over the Unix socket instead of TCP: the
-# connection layer's other transport, through the same tests.
-FERROKV_TESTS_TRANSPORT=unix cargo test -p ferrokv-server --test protocol --test commands \
-    --test transactions --test pubsub --test blocking --test scripting --test slowlog
+# The command suites again, over the Unix socket and over RDMA connections
+# (libfabric's tcp provider) instead of TCP: the connection layer's other
+# transports, through the same tests.
+for transport in unix rdma; do
+    FERROKV_TESTS_TRANSPORT=$transport cargo test -p ferrokv-server --test protocol --test commands \
+        --test transactions --test pubsub --test blocking --test scripting --test slowlog
+done

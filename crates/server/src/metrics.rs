@@ -267,6 +267,42 @@ fn collect_server(srv: &Server, r: &mut Registry) {
     for t in crate::net::conn::Transport::ALL {
         f.sample(&[("transport", t.name())], srv.clients_on(t) as f64);
     }
+    // RDMA client connections (INFO rdma's rdma_conn_*), open and closed.
+    let t = srv.rdma_conn_totals();
+    for (name, help, v) in [
+        (
+            "ferrokv_rdma_conn_bytes_written_total",
+            "Bytes written to RDMA clients (fi_writedata into their rings).",
+            t.bytes_written,
+        ),
+        (
+            "ferrokv_rdma_conn_writes_total",
+            "fi_writedata operations to RDMA clients (one ring slot each).",
+            t.writes,
+        ),
+        (
+            "ferrokv_rdma_conn_bytes_read_total",
+            "Bytes read from RDMA clients' writes into the server's rings.",
+            t.bytes_read,
+        ),
+        (
+            "ferrokv_rdma_conn_credits_sent_total",
+            "Credit messages sent to RDMA clients.",
+            t.credits_sent,
+        ),
+        (
+            "ferrokv_rdma_conn_credit_stalls_total",
+            "Writes to RDMA clients that found no ring slot handed back.",
+            t.credit_stalls,
+        ),
+        (
+            "ferrokv_rdma_conn_qp_retry_count_total",
+            "Posts to RDMA clients retried because the endpoint's queue was full.",
+            t.queue_full,
+        ),
+    ] {
+        r.counter(name, help, v as f64);
+    }
     r.counter(
         "ferrokv_connections_received_total",
         "Connections accepted since start (INFO total_connections_received).",

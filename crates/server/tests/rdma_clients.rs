@@ -1,0 +1,204 @@
+//! RDMA client connections (`rdma-bind`, libfabric's tcp provider): what the command suites
+//! cannot show when they run over RDMA (`FERROKV_TESTS_TRANSPORT=rdma`): a value far larger
+//! than the rings, thousands of commands in one write, a reader that stops reading, a client
+//! that dies mid-stream, many connections opened and closed, and the counters of all that in
+//! `INFO`. ferrokv only (redis-server has no RDMA).
+
+mod common;
+
+use common::{wait_for, Raw, ServerProcess, Stream};
+use ferrokv_resp::Frame;
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+fn server(extra: &[&str]) -> (ServerProcess, std::net::SocketAddr) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let mut args = vec!["--rdma-bind", "127.0.0.1", "--rdma-port", &port];
+    args.extend_from_slice(extra);
+    let s = ServerProcess::ferrokv(&args);
+    let ep = format!("127.0.0.1:{port}").parse().unwrap();
+    (s, ep)
+}
+
+fn tcp(s: &ServerProcess) -> Raw {
+    let t = std::net::TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    t.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    Raw { s: Stream::Tcp(t) }
+}
+
+fn info(s: &ServerProcess, field: &str) -> i64 {
+    let section = if field.starts_with("rdma_") {
+        "rdma"
+    } else {
+        "clients"
+    };
+    let text = tcp(s).cmd(&["INFO", section]);
+    let text = String::from_utf8_lossy(text.as_bytes().unwrap()).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in {text}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_hundred_megabyte_value_and_ten_thousand_pipelined_commands() {
+    let Some(_) = ferrokv_fabric::Library::open_default().ok() else {
+        panic!("libfabric is needed (apt-get install libfabric1)");
+    };
+    let (s, ep) = server(&[]);
+    let mut r = Raw {
+        s: Stream::rdma(ep),
+    };
+    // 100 MB: ~1600 slots of 64 KiB each way, the rings 1 MiB.
+    let big = vec![b'v'; 100 << 20];
+    assert_eq!(
+        r.cmd(&[b"SET".as_slice(), b"big", &big]),
+        Frame::Simple(b"OK".to_vec())
+    );
+    assert_eq!(r.cmd(&[b"GET".as_slice(), b"big"]), Frame::Bulk(big));
+    assert_eq!(r.cmd(&["STRLEN", "big"]), Frame::Integer(100 << 20));
+    // 10,000 commands in one write; their replies read after.
+    let mut batch = Vec::new();
+    for i in 0..10_000 {
+        batch.extend_from_slice(&Frame::command(&["INCR", &format!("n{}", i % 7)]));
+    }
+    r.send(&batch);
+    let replies = r.read_frames(10_000);
+    assert!(replies.iter().all(|f| matches!(f, Frame::Integer(_))));
+    assert_eq!(tcp(&s).cmd(&["GET", "n0"]), Frame::Bulk(b"1429".to_vec()));
+    // The counters saw it.
+    assert_eq!(info(&s, "connected_clients_rdma"), 1);
+    assert_eq!(info(&s, "rdma_connections"), 1);
+    assert!(info(&s, "rdma_conn_bytes_read") > 100 << 20);
+    assert!(info(&s, "rdma_conn_bytes_written") > 100 << 20);
+    assert!(info(&s, "rdma_conn_writes") > 1600);
+    // CLIENT LIST names the peer by its address, as for TCP.
+    let own = r.s.local_addr().unwrap();
+    let list = r.cmd(&["CLIENT", "LIST"]);
+    let list = String::from_utf8_lossy(list.as_bytes().unwrap()).into_owned();
+    assert!(list.contains(&format!("addr={own} ")), "{list}");
+}
+
+#[test]
+fn a_reader_that_stops_is_held_back_and_others_are_served() {
+    let (s, ep) = server(&["--client-output-buffer-limit", "normal 0 0 0"]);
+    let mut tcp_c = tcp(&s);
+    let big = vec![b'x'; 512 << 10];
+    assert_eq!(
+        tcp_c.cmd(&[b"SET".as_slice(), b"k", &big]),
+        Frame::Simple(b"OK".to_vec())
+    );
+    // 2000 GETs of 1 MiB, never read: the rings fill, replies wait in the
+    // output buffer until backpressure stops reading the client's commands.
+    let mut lazy = Raw {
+        s: Stream::rdma(ep),
+    };
+    let mut batch = Vec::new();
+    for _ in 0..400 {
+        batch.extend_from_slice(&Frame::command(&["GET", "k"]));
+    }
+    lazy.send(&batch);
+    std::thread::sleep(Duration::from_millis(500));
+    // Others are answered at once, and the server's memory stays bounded.
+    let t0 = Instant::now();
+    assert_eq!(tcp_c.cmd(&["PING"]), Frame::Simple(b"PONG".to_vec()));
+    assert!(t0.elapsed() < Duration::from_secs(2));
+    let mut other = Raw {
+        s: Stream::rdma(ep),
+    };
+    assert_eq!(other.cmd(&["PING"]), Frame::Simple(b"PONG".to_vec()));
+    let used = info_memory(&s);
+    assert!(used < 100 << 20, "used_memory {used}");
+    assert!(info(&s, "rdma_conn_credit_stalls") > 0);
+    // Reading resumes it: every reply arrives, byte for byte, and no more.
+    lazy.s
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let one = (512 << 10) + 11;
+    let header = b"$524288\r\n";
+    let mut at = 0usize;
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let n = match lazy.s.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        for &c in &chunk[..n] {
+            let r = at % one;
+            let want = if r < header.len() {
+                header[r]
+            } else if r < header.len() + (512 << 10) {
+                b'x'
+            } else {
+                b"\r\n"[r - header.len() - (512 << 10)]
+            };
+            assert_eq!(c, want, "byte {at}");
+            at += 1;
+        }
+    }
+    assert_eq!(at, 400 * one);
+}
+
+fn info_memory(s: &ServerProcess) -> i64 {
+    let text = tcp(s).cmd(&["INFO", "memory"]);
+    let text = String::from_utf8_lossy(text.as_bytes().unwrap()).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn clients_that_die_mid_stream_or_come_and_go_leave_nothing_behind() {
+    let (s, ep) = server(&[]);
+    // Half a command, then the client is gone.
+    {
+        let mut r = Raw {
+            s: Stream::rdma(ep),
+        };
+        r.s.write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100\r\nabc")
+            .unwrap();
+        assert_eq!(info(&s, "connected_clients_rdma"), 1);
+    }
+    wait_for("the dead client to be closed", 10, || {
+        (info(&s, "connected_clients_rdma") == 0).then_some(())
+    });
+    // 200 connections opened, used and closed.
+    for i in 0..200 {
+        let mut r = Raw {
+            s: Stream::rdma(ep),
+        };
+        assert_eq!(
+            r.cmd(&["SET", &format!("c{i}"), "1"]),
+            Frame::Simple(b"OK".to_vec())
+        );
+    }
+    wait_for("every client to be closed", 20, || {
+        (info(&s, "connected_clients_rdma") == 0).then_some(())
+    });
+    assert_eq!(info(&s, "rdma_connections_accepted"), 201);
+    assert_eq!(tcp(&s).cmd(&["DBSIZE"]), Frame::Integer(200));
+    // The server still accepts and serves.
+    let mut r = Raw {
+        s: Stream::rdma(ep),
+    };
+    assert_eq!(r.cmd(&["PING"]), Frame::Simple(b"PONG".to_vec()));
+    // And a server killed under a client ends the client's stream.
+    let mut r2 = Raw {
+        s: Stream::rdma(ep),
+    };
+    assert_eq!(r2.cmd(&["PING"]), Frame::Simple(b"PONG".to_vec()));
+    drop(s);
+    let mut b = [0u8; 1];
+    let ended = matches!(r2.s.read(&mut b), Ok(0) | Err(_));
+    assert!(ended);
+}
