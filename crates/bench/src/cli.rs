@@ -37,8 +37,9 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// Server address: host:port, or the socket path with --transport unix
-    /// (`unix:/path` works with either).
+    /// Server address: host:port (the RDMA listener's with --transport rdma),
+    /// or the socket path with --transport unix (`unix:/path` and
+    /// `rdma:host:port` work with either).
     #[arg(long, short = 's', default_value = "127.0.0.1:6379")]
     pub server: String,
     /// What carries the connections.
@@ -82,6 +83,9 @@ pub enum Transport {
     Tcp,
     /// A Unix-domain socket (`unixsocket` of the server).
     Unix,
+    /// An RDMA connection to the server's `rdma-bind`:`rdma-port` listener
+    /// (ferrokv; libfabric's tcp provider unless `FI_PROVIDER` says otherwise).
+    Rdma,
 }
 
 impl RunArgs {
@@ -89,6 +93,7 @@ impl RunArgs {
     pub fn address(&self) -> String {
         match self.transport {
             Transport::Unix if !self.server.starts_with("unix:") => format!("unix:{}", self.server),
+            Transport::Rdma if !self.server.starts_with("rdma:") => format!("rdma:{}", self.server),
             _ => self.server.clone(),
         }
     }

@@ -30,25 +30,37 @@ pub enum ClientError {
 /// socket buffers hold them whole.
 const BLOCKING_WRITE_LIMIT: usize = 256 * 1024;
 
-/// The socket under a [`Connection`]: TCP (`host:port`) or a Unix-domain
-/// socket (`unix:/path`).
+/// The connection under a [`Connection`]: TCP (`host:port`), a Unix-domain
+/// socket (`unix:/path`), or an RDMA connection to the server's `rdma-bind`
+/// listener (`rdma:host:port`, libfabric's tcp provider unless
+/// `FI_PROVIDER` says otherwise).
 enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    /// The stream, whether reads and writes block, the read timeout.
+    Rdma(Box<ferrokv_fabric::Stream>, bool, Option<Duration>),
 }
 
 impl Stream {
-    fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+    fn set_nonblocking(&mut self, on: bool) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.set_nonblocking(on),
             Stream::Unix(s) => s.set_nonblocking(on),
+            Stream::Rdma(_, blocking, _) => {
+                *blocking = !on;
+                Ok(())
+            }
         }
     }
 
-    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+    fn set_read_timeout(&mut self, t: Option<Duration>) -> io::Result<()> {
         match self {
             Stream::Tcp(s) => s.set_read_timeout(t),
             Stream::Unix(s) => s.set_read_timeout(t),
+            Stream::Rdma(_, _, timeout) => {
+                *timeout = t;
+                Ok(())
+            }
         }
     }
 }
@@ -58,6 +70,14 @@ impl Read for Stream {
         match self {
             Stream::Tcp(s) => s.read(buf),
             Stream::Unix(s) => s.read(buf),
+            Stream::Rdma(s, blocking, limit) => loop {
+                match s.read(buf) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock && *blocking => {
+                        s.wait(*limit)?
+                    }
+                    other => return other,
+                }
+            },
         }
     }
 }
@@ -67,6 +87,14 @@ impl Write for Stream {
         match self {
             Stream::Tcp(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
+            Stream::Rdma(s, blocking, _) => loop {
+                match s.write(buf) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock && *blocking => {
+                        s.wait(Some(Duration::from_secs(30)))?
+                    }
+                    other => return other,
+                }
+            },
         }
     }
 
@@ -84,19 +112,35 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// Connects to `host:port`, or to the Unix socket of `unix:/path`.
+    /// Connects to `host:port`, the Unix socket of `unix:/path`, or the RDMA
+    /// listener of `rdma:host:port`.
     pub fn connect(addr: &str) -> Result<Connection, ClientError> {
         let fail = |source| ClientError::Connect {
             addr: addr.to_string(),
             source,
         };
-        let stream = match addr.strip_prefix("unix:") {
-            Some(path) => Stream::Unix(UnixStream::connect(path).map_err(fail)?),
-            None => {
-                let s = TcpStream::connect(addr).map_err(fail)?;
-                s.set_nodelay(true)?;
-                Stream::Tcp(s)
-            }
+        let mut stream = if let Some(path) = addr.strip_prefix("unix:") {
+            Stream::Unix(UnixStream::connect(path).map_err(fail)?)
+        } else if let Some(host) = addr.strip_prefix("rdma:") {
+            let target: std::net::SocketAddr = host
+                .parse()
+                .map_err(|e| fail(io::Error::new(io::ErrorKind::InvalidInput, format!("{e}"))))?;
+            let lib = ferrokv_fabric::Library::open_default()
+                .map_err(|e| fail(io::Error::other(e.to_string())))?;
+            let provider = std::env::var(ferrokv_fabric::PROVIDER_ENV).ok();
+            let s = ferrokv_fabric::Stream::connect(
+                &lib,
+                Some(provider.as_deref().unwrap_or("tcp")),
+                target,
+                ferrokv_fabric::StreamConfig::default(),
+                Duration::from_secs(10),
+            )
+            .map_err(|e| fail(io::Error::other(e.to_string())))?;
+            Stream::Rdma(Box::new(s), true, None)
+        } else {
+            let s = TcpStream::connect(addr).map_err(fail)?;
+            s.set_nodelay(true)?;
+            Stream::Tcp(s)
         };
         stream.set_read_timeout(Some(Duration::from_secs(30)))?;
         Ok(Connection {

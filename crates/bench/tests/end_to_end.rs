@@ -270,6 +270,41 @@ fn unix_transport_runs_a_workload_over_the_socket() {
 }
 
 #[test]
+fn rdma_transport_runs_a_workload_over_rdma_connections() {
+    let Some(server) = ServerProcess::ferrokv_with_rdma() else {
+        eprintln!("ferrokv-server not built: skipped");
+        return;
+    };
+    let ep = server.rdma_endpoint();
+    let out = tempfile::tempdir().unwrap();
+    let o = out.path().to_str().unwrap();
+    bench(&format!(
+        "run --transport rdma -s {ep} -w a --data-model string --records 200 \
+         --operations 1000 -P 4 -c 2 --verify --no-progress --out {o}"
+    ));
+    let doc = json(&out.path().join("results.json"));
+    let addr = format!("rdma:{ep}");
+    assert_eq!(row(&doc, &addr, "run", "TOTAL")["count"], 1000);
+    assert_eq!(row(&doc, &addr, "run", "TOTAL")["mismatches"], 0);
+    // The records went in over RDMA: a TCP client sees them, and the
+    // server counted the RDMA connections.
+    let mut conn = Connection::connect(&server.addr()).unwrap();
+    assert_eq!(conn.call(&["DBSIZE"]).unwrap(), Frame::Integer(200));
+    let Frame::Bulk(info) = conn.call(&["INFO", "rdma"]).unwrap() else {
+        panic!("INFO")
+    };
+    let info = String::from_utf8(info).unwrap();
+    let accepted: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("rdma_connections_accepted:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(accepted >= 2, "{info}");
+}
+
+#[test]
 fn compare_mode_runs_every_server_and_prints_ratios() {
     let a = ServerProcess::redis();
     let b = ServerProcess::ferrokv().unwrap_or_else(ServerProcess::redis);

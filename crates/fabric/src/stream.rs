@@ -271,6 +271,39 @@ impl Stream {
         self.conn.fabric.trywait(&[&self.conn.cq, &self.conn.eq])
     }
 
+    /// Blocks (never spinning) until one of the queues' fds is readable, once `fi_trywait`
+    /// allows sleeping; returns at once when it does not. For blocking users of the stream
+    /// (clients, tools): call it after `read` or `write` answered `WouldBlock`, then retry.
+    /// `TimedOut` past `limit` (`None`: no limit).
+    pub fn wait(&self, limit: Option<Duration>) -> io::Result<()> {
+        if !self
+            .trywait()
+            .map_err(|e| io::Error::other(e.to_string()))?
+        {
+            return Ok(());
+        }
+        let mut fds = self.fds().map(|fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        let ms = limit.map_or(-1, |d| d.as_millis().min(i32::MAX as u128) as i32);
+        // SAFETY: two valid pollfds, alive for the call.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        match n {
+            0 => Err(io::ErrorKind::TimedOut.into()),
+            n if n < 0 => {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Bytes that can be read now without waiting.
     pub fn readable(&self) -> usize {
         let total: usize = self.landed.iter().map(|&l| l as usize).sum();

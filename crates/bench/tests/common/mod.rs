@@ -14,6 +14,8 @@ pub struct ServerProcess {
     pub dir: tempfile::TempDir,
     /// Where its Unix socket is, when it has one (a short path under /tmp).
     socket_dir: Option<tempfile::TempDir>,
+    /// Its RDMA listener's port, when it has one.
+    rdma_port: Option<u16>,
 }
 
 fn free_port() -> u16 {
@@ -32,6 +34,21 @@ impl ServerProcess {
     /// ferrokv-server from this workspace's target directory, if built.
     pub fn ferrokv() -> Option<ServerProcess> {
         ferrokv_binary().map(|bin| Self::spawn(bin, &[]))
+    }
+
+    /// `ferrokv()` with its RDMA listener on a free loopback port
+    /// ([`ServerProcess::rdma_endpoint`]).
+    pub fn ferrokv_with_rdma() -> Option<ServerProcess> {
+        let bin = ferrokv_binary()?;
+        let port = free_port().to_string();
+        let mut p = Self::spawn(bin, &["--rdma-bind", "127.0.0.1", "--rdma-port", &port]);
+        p.rdma_port = Some(port.parse().unwrap());
+        Some(p)
+    }
+
+    /// The RDMA listener of a server from [`ServerProcess::ferrokv_with_rdma`].
+    pub fn rdma_endpoint(&self) -> String {
+        format!("127.0.0.1:{}", self.rdma_port.expect("an RDMA listener"))
     }
 
     /// `redis()` or `ferrokv()` (with `ferrokv`) also listening on a Unix
@@ -77,6 +94,7 @@ impl ServerProcess {
                 port,
                 dir,
                 socket_dir: None,
+                rdma_port: None,
             };
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {

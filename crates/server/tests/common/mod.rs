@@ -358,33 +358,6 @@ impl Stream {
     }
 }
 
-/// Waits until one of an RDMA stream's queue fds is readable (after
-/// `fi_trywait` allowed sleeping); `Err(TimedOut)` past `limit`.
-fn rdma_wait(s: &ferrokv_fabric::Stream, limit: Option<Duration>) -> std::io::Result<()> {
-    if !s
-        .trywait()
-        .map_err(|e| std::io::Error::other(e.to_string()))?
-    {
-        return Ok(());
-    }
-    let mut fds: Vec<libc::pollfd> = s
-        .fds()
-        .iter()
-        .map(|&fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    let ms = limit.map_or(-1, |d| d.as_millis() as i32);
-    // SAFETY: valid pollfds.
-    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as _, ms) };
-    if n == 0 {
-        return Err(std::io::ErrorKind::TimedOut.into());
-    }
-    Ok(())
-}
-
 impl Read for Stream {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         match self {
@@ -392,9 +365,7 @@ impl Read for Stream {
             Stream::Unix(s) => s.read(buf),
             Stream::Rdma(s, limit) => loop {
                 match s.read(buf) {
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        rdma_wait(s, limit.get())?
-                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => s.wait(limit.get())?,
                     other => return other,
                 }
             },
@@ -410,7 +381,7 @@ impl Write for Stream {
             Stream::Rdma(s, _) => loop {
                 match s.write(buf) {
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        rdma_wait(s, Some(Duration::from_secs(30)))?
+                        s.wait(Some(Duration::from_secs(30)))?
                     }
                     other => return other,
                 }
