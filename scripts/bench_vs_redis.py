@@ -72,6 +72,20 @@ def load_keys(port, n):
                    capture_output=True, check=True)
 
 
+def print_table(results, a, b, a_label, b_label):
+    """Medians of server `a` against server `b`, per test: rates, CPU, ratios."""
+    print(f"| test | {a_label} req/s | {b_label} req/s | throughput ratio | {a_label} CPU us/req "
+          f"| {b_label} CPU us/req | CPU ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for pipeline in (16, 1):
+        for test in ("set", "get"):
+            x, y = results[(test, pipeline, a)], results[(test, pipeline, b)]
+            xrps, yrps = statistics.median(v[0] for v in x), statistics.median(v[0] for v in y)
+            xus, yus = statistics.median(v[1] for v in x), statistics.median(v[1] for v in y)
+            print(f"| {test.upper()} -c 50 -P {pipeline} | {xrps:,.0f} | {yrps:,.0f} | {xrps / yrps:.2f}x "
+                  f"| {xus:.3f} | {yus:.3f} | {xus / yus:.2f}x |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
@@ -104,29 +118,10 @@ def main():
                         results.setdefault((test, pipeline, name), []).append((rps, us))
                         print(f"round {rnd} {test} P{pipeline} {name}: {rps:,.0f} req/s, {us:.3f} us CPU/req",
                               file=sys.stderr)
-        print("| test | ferrokv req/s | redis req/s | throughput ratio | ferrokv CPU us/req | redis CPU us/req | CPU ratio |")
-        print("|---|---|---|---|---|---|---|")
-        for pipeline in (16, 1):
-            for test in ("set", "get"):
-                f = results[(test, pipeline, "ferrokv")]
-                r = results[(test, pipeline, "redis")]
-                frps, rrps = statistics.median(x[0] for x in f), statistics.median(x[0] for x in r)
-                fus, rus = statistics.median(x[1] for x in f), statistics.median(x[1] for x in r)
-                print(f"| {test.upper()} -c 50 -P {pipeline} | {frps:,.0f} | {rrps:,.0f} | {frps / rrps:.2f}x "
-                      f"| {fus:.3f} | {rus:.3f} | {fus / rus:.2f}x |")
+        print_table(results, "ferrokv", "redis", "ferrokv", "redis")
         if a.baseline:
             print()
-            print("| test | this build req/s | baseline req/s | throughput ratio | this build CPU us/req "
-                  "| baseline CPU us/req | CPU ratio |")
-            print("|---|---|---|---|---|---|---|")
-            for pipeline in (16, 1):
-                for test in ("set", "get"):
-                    f = results[(test, pipeline, "ferrokv")]
-                    b = results[(test, pipeline, "baseline")]
-                    frps, brps = statistics.median(x[0] for x in f), statistics.median(x[0] for x in b)
-                    fus, bus = statistics.median(x[1] for x in f), statistics.median(x[1] for x in b)
-                    print(f"| {test.upper()} -c 50 -P {pipeline} | {frps:,.0f} | {brps:,.0f} | "
-                          f"{frps / brps:.2f}x | {fus:.3f} | {bus:.3f} | {fus / bus:.2f}x |")
+            print_table(results, "ferrokv", "baseline", "this build", "baseline")
             servers.pop("baseline")[1].kill()
         # Memory on freshly started servers, so nothing left from the
         # throughput runs (allocator caches, client buffers) counts.

@@ -199,19 +199,9 @@ impl Listener {
         cq_size: usize,
         timeout: Duration,
     ) -> Result<Connection> {
-        let domain = Domain::open(&self.fabric, &request.info)?;
-        let eq = self.fabric.event_queue(EQ_SIZE)?;
-        let cq = domain.completion_queue(cq_size)?;
-        let endpoint = domain.endpoint(&request.info, &eq, &cq)?;
-        endpoint.accept(private_data)?;
-        wait_connected(&eq, &endpoint, timeout)?;
-        Ok(Connection {
-            fabric: self.fabric.clone(),
-            domain,
-            eq,
-            cq,
-            endpoint,
-            peer_data: request.private_data,
-        })
+        let conn = self.prepare_accept(&request, cq_size)?;
+        conn.endpoint.accept(private_data)?;
+        wait_connected(&conn.eq, &conn.endpoint, timeout)?;
+        Ok(conn)
     }
 }

@@ -109,6 +109,18 @@ pub struct StreamStats {
     pub credits_sent: u64,
 }
 
+impl StreamStats {
+    /// Adds `other`'s counts to these (totals over several streams).
+    pub fn add(&mut self, other: &StreamStats) {
+        self.bytes_written += other.bytes_written;
+        self.writes += other.writes;
+        self.bytes_read += other.bytes_read;
+        self.queue_full += other.queue_full;
+        self.credit_stalls += other.credit_stalls;
+        self.credits_sent += other.credits_sent;
+    }
+}
+
 /// A connected stream (see the module documentation).
 pub struct Stream {
     conn: Connection,

@@ -15,7 +15,7 @@ use crate::server::Server;
 use ferrokv_fabric::{ConnectionRequest, Listener, PendingStream, StreamConfig};
 use mio::unix::SourceFd;
 use mio::{Interest, Token};
-use std::io::Write;
+use std::io::Write as _;
 
 /// Tokens of pending RDMA connections: `PENDING_BASE..PENDING_END`, below the replication
 /// RDMA tokens.
@@ -122,16 +122,9 @@ impl Server {
             .unwrap_or_else(|_| Addr::none());
         let mut conn = Conn::Rdma(Box::new(stream));
         self.stats.total_connections_received += 1;
-        if self.clients.len() as u64 >= self.config.maxclients {
-            self.stats.rejected_connections += 1;
+        if let Some(refusal) = self.admission_refusal(&peer) {
             self.rdma_conns.refused += 1;
-            let _ = conn.write_all(b"-ERR max number of clients reached\r\n");
-            return;
-        }
-        if self.config.protected_mode && self.config.requirepass.is_none() && !peer.is_loopback() {
-            self.stats.rejected_connections += 1;
-            self.rdma_conns.refused += 1;
-            let _ = conn.write_all(crate::net::reactor::PROTECTED_MODE_MSG);
+            let _ = conn.write_all(refusal);
             return;
         }
         let id = self.next_client_id;
@@ -191,13 +184,7 @@ impl Server {
     pub fn rdma_client_closed(&mut self, conn: &Conn) {
         if let Some(s) = conn.rdma_stats() {
             self.rdma_conns.clients = self.rdma_conns.clients.saturating_sub(1);
-            let t = &mut self.rdma_conns.closed;
-            t.bytes_written += s.bytes_written;
-            t.writes += s.writes;
-            t.bytes_read += s.bytes_read;
-            t.queue_full += s.queue_full;
-            t.credit_stalls += s.credit_stalls;
-            t.credits_sent += s.credits_sent;
+            self.rdma_conns.closed.add(&s);
         }
     }
 
@@ -206,12 +193,7 @@ impl Server {
         let mut t = self.rdma_conns.closed;
         for c in self.other_clients() {
             if let Some(s) = c.stream.as_ref().and_then(|s| s.rdma_stats()) {
-                t.bytes_written += s.bytes_written;
-                t.writes += s.writes;
-                t.bytes_read += s.bytes_read;
-                t.queue_full += s.queue_full;
-                t.credit_stalls += s.credit_stalls;
-                t.credits_sent += s.credits_sent;
+                t.add(&s);
             }
         }
         t

@@ -663,12 +663,30 @@ impl Reactor {
     }
 }
 
-pub const PROTECTED_MODE_MSG: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+const PROTECTED_MODE_MSG: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
 
 impl Server {
     /// Accepts every pending connection on listener `li` and registers it
     /// with `registry` (the reactor's, or, from a busy script's pump, a
     /// clone of it).
+    /// Why a new connection from `peer` may not become a client
+    /// (`maxclients`, protected mode), counted in `rejected_connections`:
+    /// the error to write it before closing.
+    pub fn admission_refusal(&mut self, peer: &crate::net::conn::Addr) -> Option<&'static [u8]> {
+        let refusal: &'static [u8] = if self.clients.len() as u64 >= self.config.maxclients {
+            b"-ERR max number of clients reached\r\n"
+        } else if self.config.protected_mode
+            && self.config.requirepass.is_none()
+            && !peer.is_loopback()
+        {
+            PROTECTED_MODE_MSG
+        } else {
+            return None;
+        };
+        self.stats.rejected_connections += 1;
+        Some(refusal)
+    }
+
     pub fn accept_clients(&mut self, li: usize, registry: &mio::Registry) {
         let opts = TcpOptions {
             keepalive_secs: self.config.tcp_keepalive,
@@ -687,17 +705,8 @@ impl Server {
                 }
             };
             self.stats.total_connections_received += 1;
-            if self.clients.len() as u64 >= self.config.maxclients {
-                self.stats.rejected_connections += 1;
-                let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
-                continue;
-            }
-            if self.config.protected_mode
-                && self.config.requirepass.is_none()
-                && !addr.is_loopback()
-            {
-                self.stats.rejected_connections += 1;
-                let _ = stream.write_all(PROTECTED_MODE_MSG);
+            if let Some(refusal) = self.admission_refusal(&addr) {
+                let _ = stream.write_all(refusal);
                 continue;
             }
             let id = self.next_client_id;
