@@ -177,6 +177,18 @@ impl Listener {
         cq_size: usize,
     ) -> Result<Connection> {
         let domain = Domain::open(&self.fabric, &request.info)?;
+        self.prepare_accept_in(&domain, request, cq_size)
+    }
+
+    /// [`Listener::prepare_accept`] in an open `domain` (shared by several connections, so
+    /// that memory registered in it serves any of them).
+    pub fn prepare_accept_in(
+        &self,
+        domain: &Domain,
+        request: &ConnectionRequest,
+        cq_size: usize,
+    ) -> Result<Connection> {
+        let domain = domain.clone();
         let eq = self.fabric.event_queue(EQ_SIZE)?;
         let cq = domain.completion_queue(cq_size)?;
         let endpoint = domain.endpoint(&request.info, &eq, &cq)?;

@@ -87,7 +87,9 @@ pub use fabric::{close_failures, CmEvent, ConnectionRequest, EventQueue, Fabric,
 pub use info::{Hints, Info, Requirements, PROVIDER_ENV};
 pub use library::{Library, DEFAULT_LIBRARY, LIBRARY_ENV};
 pub use private_data::{AcceptDescriptor, RingDescriptor, MAX_PRIVATE_DATA};
-pub use stream::{PendingStream, Stream, StreamConfig, StreamStats, STREAM_TOKEN};
+pub use stream::{
+    PendingStream, RingPool, RingPoolStats, Stream, StreamConfig, StreamStats, STREAM_TOKEN,
+};
 
 #[cfg(test)]
 mod layout_tests {

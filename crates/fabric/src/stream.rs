@@ -126,13 +126,10 @@ pub struct Stream {
     conn: Connection,
     config: StreamConfig,
     peer: RingDescriptor,
-    recv_ring: MemoryRegion,
-    send_ring: MemoryRegion,
-    /// K × 8 bytes of outgoing credit messages.
-    credit_tx: MemoryRegion,
-    /// 2K × 8 bytes of posted receives (credit messages; on verbs also the writes).
-    posted: MemoryRegion,
-    prepost: bool,
+    /// The registered memory (taken back by the pool it came from when the stream ends).
+    rings: Option<Rings>,
+    /// Where `rings` go back to, if they came from a pool.
+    pool: Option<RingPool>,
     /// Writes posted, completed locally, and consumed by the peer (its last credit).
     sent: u64,
     write_done: u64,
@@ -168,11 +165,17 @@ impl std::fmt::Debug for Stream {
 
 /// The registered memory of one side, made before the connection is set up.
 struct Rings {
+    /// K × C bytes the peer writes into.
     recv_ring: MemoryRegion,
+    /// K × C bytes writes go out from.
     send_ring: MemoryRegion,
+    /// K × 8 bytes of outgoing credit messages.
     credit_tx: MemoryRegion,
+    /// 2K × 8 bytes of posted receives (credit messages; on verbs also the writes).
     posted: MemoryRegion,
     prepost: bool,
+    /// The shape they were registered for.
+    config: StreamConfig,
 }
 
 impl Rings {
@@ -186,6 +189,7 @@ impl Rings {
             credit_tx: conn.domain.register(k * CREDIT_BYTES, Access::SEND)?,
             posted: conn.domain.register(2 * k * CREDIT_BYTES, Access::RECV)?,
             prepost: conn.endpoint.requirements().prepost_receives,
+            config: *config,
         };
         Ok(rings)
     }
@@ -208,6 +212,99 @@ impl Rings {
             slots: config.slots,
             slot_size: config.slot_size,
             token: STREAM_TOKEN,
+        }
+    }
+}
+
+/// Registered rings kept for the next connection, so that registration is not on the path of
+/// every connect (it pins memory and, on verbs, costs a kernel call per region). Connections
+/// accepted through a pool share one domain, the regions' home. What the pool serves and
+/// what it had to register are counted (`mr_cache_hit_rate` is `hits / (hits + misses)`).
+#[derive(Clone)]
+pub struct RingPool {
+    inner: Arc<std::sync::Mutex<PoolInner>>,
+}
+
+struct PoolInner {
+    domain: Option<crate::domain::Domain>,
+    free: Vec<Rings>,
+    keep: usize,
+    hits: u64,
+    misses: u64,
+}
+
+/// What a [`RingPool`] has done.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RingPoolStats {
+    /// Connections served rings from the pool.
+    pub hits: u64,
+    /// Connections whose rings had to be registered.
+    pub misses: u64,
+    /// Ring sets waiting in the pool.
+    pub free: usize,
+}
+
+impl RingPool {
+    /// A pool keeping up to `keep` ring sets.
+    pub fn new(keep: usize) -> RingPool {
+        RingPool {
+            inner: Arc::new(std::sync::Mutex::new(PoolInner {
+                domain: None,
+                free: Vec::new(),
+                keep,
+                hits: 0,
+                misses: 0,
+            })),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, PoolInner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn stats(&self) -> RingPoolStats {
+        let p = self.lock();
+        RingPoolStats {
+            hits: p.hits,
+            misses: p.misses,
+            free: p.free.len(),
+        }
+    }
+
+    /// The pool's domain (opened with the first request's info).
+    fn domain(
+        &self,
+        listener: &crate::connection::Listener,
+        request: &ConnectionRequest,
+    ) -> Result<crate::domain::Domain> {
+        let mut p = self.lock();
+        if let Some(d) = &p.domain {
+            return Ok(d.clone());
+        }
+        let d = crate::domain::Domain::open(&listener.fabric, &request.info)?;
+        p.domain = Some(d.clone());
+        Ok(d)
+    }
+
+    /// Rings of `config`'s shape for `conn` (whose domain is the pool's).
+    fn take(&self, conn: &Connection, config: &StreamConfig) -> Result<Rings> {
+        {
+            let mut p = self.lock();
+            if let Some(i) = p.free.iter().position(|r| r.config == *config) {
+                let mut r = p.free.swap_remove(i);
+                p.hits += 1;
+                r.prepost = conn.endpoint.requirements().prepost_receives;
+                return Ok(r);
+            }
+            p.misses += 1;
+        }
+        Rings::register(conn, config)
+    }
+
+    fn give(&self, rings: Rings) {
+        let mut p = self.lock();
+        if p.free.len() < p.keep {
+            p.free.push(rings);
         }
     }
 }
@@ -242,11 +339,8 @@ impl Stream {
             conn,
             config,
             peer,
-            recv_ring: r.recv_ring,
-            send_ring: r.send_ring,
-            credit_tx: r.credit_tx,
-            posted: r.posted,
-            prepost: r.prepost,
+            rings: Some(r),
+            pool: None,
             sent: 0,
             write_done: 0,
             peer_consumed: 0,
@@ -261,6 +355,14 @@ impl Stream {
             completions: Vec::with_capacity(64),
             stats: StreamStats::default(),
         }
+    }
+
+    fn rings(&self) -> &Rings {
+        self.rings.as_ref().expect("rings until drop")
+    }
+
+    fn rings_mut(&mut self) -> &mut Rings {
+        self.rings.as_mut().expect("rings until drop")
     }
 
     /// The connection underneath (its fabric, queues and endpoint).
@@ -418,16 +520,20 @@ impl Stream {
                     return Err("the peer wrote past its window".into());
                 }
                 self.landed.push_back(len as u32);
-                if self.prepost {
+                if self.rings().prepost {
                     self.repost(c.tag)?;
                 }
             }
             CompletionKind::Recv => {
                 let i = c.tag as usize;
                 let at = i * CREDIT_BYTES;
-                if c.len == CREDIT_BYTES && at + CREDIT_BYTES <= self.posted.len() {
+                if c.len == CREDIT_BYTES && at + CREDIT_BYTES <= self.rings().posted.len() {
                     let v = u64::from_le_bytes(
-                        self.posted.bytes(at..at + CREDIT_BYTES).try_into().unwrap(),
+                        self.rings()
+                            .posted
+                            .bytes(at..at + CREDIT_BYTES)
+                            .try_into()
+                            .unwrap(),
                     );
                     if v > self.sent {
                         return Err(format!("credit for {v} writes, {} were sent", self.sent));
@@ -447,12 +553,12 @@ impl Stream {
 
     fn repost(&mut self, tag: u64) -> std::result::Result<(), String> {
         let at = tag as usize * CREDIT_BYTES;
-        if at + CREDIT_BYTES > self.posted.len() {
+        if at + CREDIT_BYTES > self.rings().posted.len() {
             return Err(format!("a completion for an unknown receive {tag}"));
         }
         self.conn
             .endpoint
-            .recv(&self.posted, at..at + CREDIT_BYTES, tag)
+            .recv(&self.rings().posted, at..at + CREDIT_BYTES, tag)
             .map_err(|e| format!("re-posting a receive: {e}"))
     }
 
@@ -469,15 +575,17 @@ impl Stream {
             return Ok(());
         }
         let at = (self.credit_posts % k) as usize * CREDIT_BYTES;
-        self.credit_tx
+        let consumed = self.consumed;
+        self.rings_mut()
+            .credit_tx
             .bytes_mut(at..at + CREDIT_BYTES)
             .expect("an owned region")
-            .copy_from_slice(&self.consumed.to_le_bytes());
-        match self
-            .conn
-            .endpoint
-            .send(&self.credit_tx, at..at + CREDIT_BYTES, self.credit_posts)
-        {
+            .copy_from_slice(&consumed.to_le_bytes());
+        match self.conn.endpoint.send(
+            &self.rings().credit_tx,
+            at..at + CREDIT_BYTES,
+            self.credit_posts,
+        ) {
             Ok(()) => {
                 self.credit_posts += 1;
                 self.credited = self.consumed;
@@ -512,7 +620,7 @@ impl Stream {
                 * self.config.slot_size as usize;
             let take = (len as usize - self.read_at).min(buf.len() - n);
             let from = slot + self.read_at;
-            buf[n..n + take].copy_from_slice(self.recv_ring.bytes(from..from + take));
+            buf[n..n + take].copy_from_slice(self.rings().recv_ring.bytes(from..from + take));
             n += take;
             self.read_at += take;
             if self.read_at == len as usize {
@@ -562,13 +670,14 @@ impl Stream {
             }
             let take = chunk.min(buf.len() - n);
             let at = (self.sent % own_k) as usize * self.config.slot_size as usize;
-            self.send_ring
+            self.rings_mut()
+                .send_ring
                 .bytes_mut(at..at + take)
                 .expect("an owned region")
                 .copy_from_slice(&buf[n..n + take]);
             let remote = self.peer.slot_addr((self.sent % peer_k) as u32);
             match self.conn.endpoint.write_data(
-                &self.send_ring,
+                &self.rings().send_ring,
                 at..at + take,
                 take as u64,
                 remote,
@@ -611,10 +720,15 @@ impl Stream {
 }
 
 impl Drop for Stream {
-    /// The peer learns of the end at once (`FI_SHUTDOWN`), not when a write fails.
+    /// The peer learns of the end at once (`FI_SHUTDOWN`), not when a write fails; pooled
+    /// rings go back to their pool (the endpoint, closed right after, is the last thing that
+    /// could have used them).
     fn drop(&mut self) {
         if self.failed.is_none() && !self.eof {
             let _ = self.conn.endpoint.shutdown();
+        }
+        if let (Some(pool), Some(rings)) = (self.pool.take(), self.rings.take()) {
+            pool.give(rings);
         }
     }
 }
@@ -626,6 +740,7 @@ pub struct PendingStream {
     config: StreamConfig,
     peer: RingDescriptor,
     rings: Rings,
+    pool: Option<RingPool>,
 }
 
 impl std::fmt::Debug for PendingStream {
@@ -644,6 +759,26 @@ impl PendingStream {
         request: ConnectionRequest,
         config: StreamConfig,
     ) -> Result<PendingStream> {
+        Self::accept_with(listener, request, config, None)
+    }
+
+    /// [`PendingStream::accept`] with rings from `pool` (and its domain); they go back to
+    /// it when the stream ends.
+    pub fn accept_pooled(
+        listener: &crate::connection::Listener,
+        request: ConnectionRequest,
+        config: StreamConfig,
+        pool: &RingPool,
+    ) -> Result<PendingStream> {
+        Self::accept_with(listener, request, config, Some(pool))
+    }
+
+    fn accept_with(
+        listener: &crate::connection::Listener,
+        request: ConnectionRequest,
+        config: StreamConfig,
+        pool: Option<&RingPool>,
+    ) -> Result<PendingStream> {
         config.check()?;
         let peer = match RingDescriptor::decode(&request.private_data) {
             Ok(p) if p.token == STREAM_TOKEN => p,
@@ -656,14 +791,26 @@ impl PendingStream {
                 return Err(FabricError::Invalid(format!("bad stream ring: {e}")));
             }
         };
-        let conn = listener.prepare_accept(&request, cq_size(&config))?;
-        let rings = Rings::register(&conn, &config)?;
+        let (conn, rings) = match pool {
+            Some(pool) => {
+                let domain = pool.domain(listener, &request)?;
+                let conn = listener.prepare_accept_in(&domain, &request, cq_size(&config))?;
+                let rings = pool.take(&conn, &config)?;
+                (conn, rings)
+            }
+            None => {
+                let conn = listener.prepare_accept(&request, cq_size(&config))?;
+                let rings = Rings::register(&conn, &config)?;
+                (conn, rings)
+            }
+        };
         conn.endpoint.accept(&rings.descriptor(&config).encode())?;
         Ok(PendingStream {
             conn,
             config,
             peer,
             rings,
+            pool: pool.cloned(),
         })
     }
 
@@ -682,9 +829,12 @@ impl PendingStream {
                         config,
                         peer,
                         rings,
+                        pool,
                     } = self;
                     rings.post_receives(&conn)?;
-                    return Ok(Ok(Stream::new(conn, config, peer, rings)));
+                    let mut stream = Stream::new(conn, config, peer, rings);
+                    stream.pool = pool;
+                    return Ok(Ok(stream));
                 }
                 Some(CmEvent::Shutdown { .. }) => {
                     return Err(FabricError::Call {

@@ -234,3 +234,47 @@ fn a_connection_that_is_not_a_stream_is_rejected() {
     }
     assert_eq!(connector.join().unwrap(), (true, true));
 }
+
+#[test]
+fn pooled_rings_come_back_for_the_next_connection() {
+    use ferrokv_fabric::RingPool;
+    let Some(lib) = library() else { return };
+    let listener = Listener::bind(&lib, PROVIDER, loopback()).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let pool = RingPool::new(4);
+    for round in 0..5u8 {
+        let lib2 = Arc::clone(&lib);
+        let connector = std::thread::spawn(move || {
+            ferrokv_fabric::Stream::connect(&lib2, PROVIDER, addr, SMALL, SETUP_TIMEOUT).unwrap()
+        });
+        let request = listener.next_request(SETUP_TIMEOUT).unwrap();
+        let mut pending = PendingStream::accept_pooled(&listener, request, SMALL, &pool).unwrap();
+        let mut server = loop {
+            match pending.poll().unwrap() {
+                Ok(s) => break s,
+                Err(p) => {
+                    common::stream_io::wait_fds(&[p.eq_fd()], SETUP_TIMEOUT);
+                    pending = p;
+                }
+            }
+        };
+        let mut client = connector.join().unwrap();
+        // The stream works on reused rings, both ways, byte for byte.
+        let msg = vec![round; 20_000];
+        write_all(&mut client, &msg);
+        let mut got = vec![0u8; msg.len()];
+        read_exact(&mut server, &mut got);
+        assert_eq!(got, msg);
+        write_all(&mut server, &msg);
+        read_exact(&mut client, &mut got);
+        assert_eq!(got, msg);
+        drop(server);
+        drop(client);
+    }
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.misses, stats.hits, stats.free),
+        (1, 4, 1),
+        "{stats:?}"
+    );
+}

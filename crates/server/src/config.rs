@@ -1624,6 +1624,18 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
         },
         |c| c.repl.rdma.conn_slot_size.to_string()
     ),
+    // Registered ring sets kept for the next RDMA connection (each pins
+    // 2 x slots x slot-size bytes); read when the first connection comes.
+    opt!(
+        "rdma-conn-pool",
+        "8",
+        false,
+        |c, a| {
+            c.repl.rdma.conn_pool = parse_int(a, 0, 4096)? as usize;
+            Ok(())
+        },
+        |c| c.repl.rdma.conn_pool.to_string()
+    ),
     opt!(
         "rdma-chunk-size",
         "2mb",

@@ -303,6 +303,31 @@ fn collect_server(srv: &Server, r: &mut Registry) {
     ] {
         r.counter(name, help, v as f64);
     }
+    let p = srv
+        .rdma_conns
+        .pool
+        .as_ref()
+        .map(|p| p.stats())
+        .unwrap_or_default();
+    r.counter(
+        "ferrokv_rdma_conn_mr_cache_hits_total",
+        "RDMA connections served registered rings from the pool.",
+        p.hits as f64,
+    );
+    r.counter(
+        "ferrokv_rdma_conn_mr_cache_misses_total",
+        "RDMA connections whose rings had to be registered.",
+        p.misses as f64,
+    );
+    r.gauge(
+        "ferrokv_rdma_conn_mr_cache_hit_rate",
+        "Share of RDMA connections served pooled rings (hits / (hits + misses)).",
+        if p.hits + p.misses == 0 {
+            0.0
+        } else {
+            p.hits as f64 / (p.hits + p.misses) as f64
+        },
+    );
     r.counter(
         "ferrokv_connections_received_total",
         "Connections accepted since start (INFO total_connections_received).",

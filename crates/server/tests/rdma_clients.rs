@@ -186,6 +186,12 @@ fn clients_that_die_mid_stream_or_come_and_go_leave_nothing_behind() {
         (info(&s, "connected_clients_rdma") == 0).then_some(())
     });
     assert_eq!(info(&s, "rdma_connections_accepted"), 201);
+    // Their rings came back to the pool and served the next ones: only the
+    // first connections (those open at once) registered any.
+    let hits = info(&s, "rdma_conn_mr_cache_hits");
+    let misses = info(&s, "rdma_conn_mr_cache_misses");
+    assert_eq!(hits + misses, 201);
+    assert!(misses <= 4, "misses {misses}");
     assert_eq!(tcp(&s).cmd(&["DBSIZE"]), Frame::Integer(200));
     // The server still accepts and serves.
     let mut r = Raw {

@@ -33,6 +33,9 @@ pub struct RdmaPending {
     /// Connections accepted and refused since start.
     pub accepted: u64,
     pub refused: u64,
+    /// Registered rings kept for the next connection (`rdma-conn-pool`), made at the
+    /// first connection.
+    pub pool: Option<ferrokv_fabric::RingPool>,
 }
 
 /// The rings a server-side RDMA connection gets.
@@ -54,7 +57,13 @@ impl Server {
             let _ = listener.pep.reject(req, b"busy");
             return;
         }
-        let pending = match PendingStream::accept(listener, req, config) {
+        let keep = self.config.repl.rdma.conn_pool;
+        let pool = self
+            .rdma_conns
+            .pool
+            .get_or_insert_with(|| ferrokv_fabric::RingPool::new(keep))
+            .clone();
+        let pending = match PendingStream::accept_pooled(listener, req, config, &pool) {
             Ok(p) => p,
             Err(e) => {
                 self.rdma_conns.refused += 1;

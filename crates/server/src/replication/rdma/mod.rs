@@ -54,6 +54,8 @@ pub struct RdmaConfig {
     /// bytes per slot C (`rdma-conn-slots`, `rdma-conn-slot-size`).
     pub conn_slots: u32,
     pub conn_slot_size: u32,
+    /// Ring sets kept registered for the next connection (`rdma-conn-pool`).
+    pub conn_pool: usize,
     /// Master: write from the snapshot mapping when the provider allows.
     pub zero_copy: bool,
     /// Master: pause between chunk writes (tests act mid-transfer).
@@ -73,6 +75,7 @@ impl Default for RdmaConfig {
             chunk_size: 2 * 1024 * 1024,
             conn_slots: 16,
             conn_slot_size: 64 * 1024,
+            conn_pool: 8,
             zero_copy: true,
             chunk_delay_us: 0,
             debug_corrupt_chunk: -1,
