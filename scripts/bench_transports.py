@@ -41,6 +41,9 @@ def main():
     ap.add_argument("--sizes", default="1024,4096,16384")
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--pipeline", type=int, default=1)
+    ap.add_argument("--transports", default="tcp,unix,rdma",
+                    help="which to run; rdma-noinject: RDMA with rdma-conn-inject no")
+    ap.add_argument("--workloads", default="c,a")
     a = ap.parse_args()
     d = tempfile.mkdtemp(prefix="bench-transports-")
     port, rport = free_port(), free_port()
@@ -55,7 +58,10 @@ def main():
             break
         except OSError:
             time.sleep(0.05)
-    targets = [("tcp", f"127.0.0.1:{port}"), ("unix", sock), ("rdma", f"127.0.0.1:{rport}")]
+    known = {"tcp": ("tcp", f"127.0.0.1:{port}"), "unix": ("unix", sock),
+             "rdma": ("rdma", f"127.0.0.1:{rport}"), "rdma-noinject": ("rdma", f"127.0.0.1:{rport}")}
+    names = a.transports.split(",")
+    targets = [(n, known[n][1]) for n in names]
     rows = []
     try:
         for size in [int(s) for s in a.sizes.split(",")]:
@@ -65,15 +71,19 @@ def main():
                             "--fields", "1", "--data-model", "string", "--no-progress", "--flush",
                             "--out", os.path.join(d, "load")],
                            check=True, capture_output=True)
-            for workload in ("c", "a"):
+            for workload in a.workloads.split(","):
                 got = {}
                 for rnd in range(a.rounds):
-                    order = targets[rnd % 3:] + targets[:rnd % 3]
+                    order = targets[rnd % len(targets):] + targets[:rnd % len(targets)]
                     for name, addr in order:
                         out = os.path.join(d, f"o-{name}")
+                        # New RDMA connections take the value in force.
+                        inject = "no" if name == "rdma-noinject" else "yes"
+                        subprocess.run(["redis-cli", "-p", str(port), "config", "set", "rdma-conn-inject",
+                                        inject], check=True, capture_output=True)
                         c0 = cpu_seconds(server.pid)
                         subprocess.run(
-                            [os.path.join(BIN, "ferrokv-bench"), "run", "--transport", name, "-s", addr,
+                            [os.path.join(BIN, "ferrokv-bench"), "run", "--transport", known[name][0], "-s", addr,
                              "--phase", "run", "-w", workload, "--records", str(a.records),
                              "--operations", str(a.operations), "--value-size", str(size),
                              "--fields", "1", "--data-model", "string", "-c", str(a.connections),

@@ -40,6 +40,7 @@ fn main() {
             slots,
             slot_size,
             credit_every: every,
+            inject: true,
         };
         let mut rates = Vec::new();
         let (mut credits, mut stalls) = (0, 0);

@@ -526,6 +526,43 @@ impl Endpoint {
         }
     }
 
+    /// `fi_inject_writedata`: like [`Endpoint::write_data`] for at most the provider's
+    /// `inject_size` bytes ([`Requirements::inject_size`]), which it copies before returning:
+    /// `bytes` may be reused at once, need no registration, and the write produces no local
+    /// completion (the peer's still carries the immediate). On verbs this is an inline send.
+    pub fn inject_write_data(
+        &self,
+        bytes: &[u8],
+        immediate: u64,
+        remote_addr: u64,
+        remote_key: u64,
+    ) -> Result<()> {
+        self.req.check_immediate(immediate)?;
+        if bytes.len() > self.req.inject_size {
+            return Err(FabricError::Invalid(format!(
+                "{} bytes exceed the provider's inject_size {}",
+                bytes.len(),
+                self.req.inject_size
+            )));
+        }
+        // SAFETY: the endpoint is live; the provider copies `bytes` before returning.
+        let ret = unsafe {
+            let e = self.ptr.as_ptr();
+            let injectdata = op!((*e).rma, injectdata);
+            injectdata(
+                e,
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                immediate,
+                0,
+                remote_addr,
+                remote_key,
+            )
+        };
+        self.lib().check("fi_inject_writedata", ret)?;
+        Ok(())
+    }
+
     /// `fi_send` of `src[range]` (a registered region, retained until the endpoint closes).
     pub fn send(&self, src: &MemoryRegion, range: Range<usize>, tag: u64) -> Result<()> {
         let (buf, desc) = self.local_buffer(src, &range, Access::SEND)?;

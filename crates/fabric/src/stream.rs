@@ -56,6 +56,8 @@ pub struct StreamConfig {
     pub slot_size: u32,
     /// Consumed slots between two credit messages (1..=K).
     pub credit_every: u32,
+    /// Inject writes small enough for the provider's `inject_size`.
+    pub inject: bool,
 }
 
 impl Default for StreamConfig {
@@ -64,6 +66,7 @@ impl Default for StreamConfig {
             slots: 16,
             slot_size: 64 * 1024,
             credit_every: 4,
+            inject: true,
         }
     }
 }
@@ -107,6 +110,8 @@ pub struct StreamStats {
     pub credit_stalls: u64,
     /// Credit messages sent.
     pub credits_sent: u64,
+    /// Writes injected (small enough for the provider to copy: no local completion).
+    pub injected: u64,
 }
 
 impl StreamStats {
@@ -118,6 +123,7 @@ impl StreamStats {
         self.queue_full += other.queue_full;
         self.credit_stalls += other.credit_stalls;
         self.credits_sent += other.credits_sent;
+        self.injected += other.injected;
     }
 }
 
@@ -130,9 +136,14 @@ pub struct Stream {
     rings: Option<Rings>,
     /// Where `rings` go back to, if they came from a pool.
     pool: Option<RingPool>,
-    /// Writes posted, completed locally, and consumed by the peer (its last credit).
+    /// Writes posted (each one peer slot), and consumed by the peer (its last credit).
     sent: u64,
+    /// Writes posted from the send ring (the others were injected: small ones, which the
+    /// provider copies and completes no locally), and their local completions.
+    ring_writes: u64,
     write_done: u64,
+    /// Writes of at most this many bytes are injected (the provider's `inject_size`).
+    inject_max: usize,
     peer_consumed: u64,
     /// Lengths of the slots that have landed and are not consumed yet, in order.
     landed: VecDeque<u32>,
@@ -335,6 +346,11 @@ impl Stream {
     }
 
     fn new(conn: Connection, config: StreamConfig, peer: RingDescriptor, r: Rings) -> Stream {
+        let inject_max = if config.inject {
+            conn.endpoint.requirements().inject_size
+        } else {
+            0
+        };
         Stream {
             conn,
             config,
@@ -342,7 +358,9 @@ impl Stream {
             rings: Some(r),
             pool: None,
             sent: 0,
+            ring_writes: 0,
             write_done: 0,
+            inject_max,
             peer_consumed: 0,
             landed: VecDeque::new(),
             consumed: 0,
@@ -664,18 +682,41 @@ impl Stream {
                 self.stats.credit_stalls += 1;
                 break;
             }
-            if self.sent - self.write_done >= own_k {
+            let take = chunk.min(buf.len() - n);
+            let remote = self.peer.slot_addr((self.sent % peer_k) as u32);
+            if take <= self.inject_max {
+                // Small: injected straight from `buf`, no copy, no local completion.
+                match self.conn.endpoint.inject_write_data(
+                    &buf[n..n + take],
+                    take as u64,
+                    remote,
+                    self.peer.key,
+                ) {
+                    Ok(()) => {
+                        self.sent += 1;
+                        n += take;
+                        self.stats.writes += 1;
+                        self.stats.injected += 1;
+                        self.stats.bytes_written += take as u64;
+                        continue;
+                    }
+                    Err(e) if e.is_would_block() => {
+                        self.stats.queue_full += 1;
+                        break;
+                    }
+                    Err(e) => return Err(self.fail(format!("fi_inject_writedata: {e}"))),
+                }
+            }
+            if self.ring_writes - self.write_done >= own_k {
                 // Our send slots all wait for their local completions.
                 break;
             }
-            let take = chunk.min(buf.len() - n);
-            let at = (self.sent % own_k) as usize * self.config.slot_size as usize;
+            let at = (self.ring_writes % own_k) as usize * self.config.slot_size as usize;
             self.rings_mut()
                 .send_ring
                 .bytes_mut(at..at + take)
                 .expect("an owned region")
                 .copy_from_slice(&buf[n..n + take]);
-            let remote = self.peer.slot_addr((self.sent % peer_k) as u32);
             match self.conn.endpoint.write_data(
                 &self.rings().send_ring,
                 at..at + take,
@@ -686,6 +727,7 @@ impl Stream {
             ) {
                 Ok(()) => {
                     self.sent += 1;
+                    self.ring_writes += 1;
                     n += take;
                     self.stats.writes += 1;
                     self.stats.bytes_written += take as u64;

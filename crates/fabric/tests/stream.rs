@@ -17,6 +17,7 @@ const SMALL: StreamConfig = StreamConfig {
     slots: 8,
     slot_size: 4096,
     credit_every: 2,
+    inject: true,
 };
 
 #[test]
@@ -63,6 +64,8 @@ fn pipelined_requests_and_replies_interleave_both_ways() {
         slots: 4,
         slot_size: 1024,
         credit_every: 1,
+        // This side writes from its send ring only; the other injects.
+        inject: false,
     };
     let (mut server, mut client) = pair(&lib, SMALL, client_cfg);
     const N: usize = 10_000;
@@ -132,7 +135,32 @@ fn pipelined_requests_and_replies_interleave_both_ways() {
         }
     }
     assert_eq!(got, expected);
-    echo.join().unwrap();
+    let mut server = echo.join().unwrap();
+    // Small writes one at a time (replies to unpipelined requests) are
+    // injected on the side that may (the tcp provider's inject_size is 128
+    // bytes), interleaved with the ring writes above; the other side never
+    // injects.
+    let before = server.stats.injected;
+    let writer = std::thread::spawn(move || {
+        for i in 0..100u32 {
+            write_all(&mut server, format!(":{i}\r\n").as_bytes());
+        }
+        write_all(&mut server, &vec![b'z'; 1000]);
+        server
+    });
+    let mut expected = Vec::new();
+    for i in 0..100u32 {
+        expected.extend_from_slice(format!(":{i}\r\n").as_bytes());
+    }
+    expected.extend_from_slice(&vec![b'z'; 1000]);
+    let mut got = vec![0u8; expected.len()];
+    read_exact(&mut client, &mut got);
+    assert_eq!(got, expected);
+    let server = writer.join().unwrap();
+    if server.connection().endpoint.requirements().inject_size >= 8 {
+        assert_eq!(server.stats.injected - before, 100);
+    }
+    assert_eq!(client.stats.injected, 0);
 }
 
 #[test]

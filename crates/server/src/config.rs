@@ -1636,6 +1636,19 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
         },
         |c| c.repl.rdma.conn_pool.to_string()
     ),
+    // Small writes to RDMA clients go out as fi_inject_writedata (copied by
+    // the provider, no local completion); `no` writes everything from the
+    // registered send ring. New connections take the value in force.
+    opt!(
+        "rdma-conn-inject",
+        "yes",
+        true,
+        |c, a| {
+            c.repl.rdma.conn_inject = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.repl.rdma.conn_inject)
+    ),
     opt!(
         "rdma-chunk-size",
         "2mb",

@@ -45,6 +45,7 @@ pub fn stream_config(srv: &Server) -> StreamConfig {
         slots: c.conn_slots,
         slot_size: c.conn_slot_size,
         credit_every: (c.conn_slots / 4).max(1),
+        inject: c.conn_inject,
     }
 }
 

@@ -56,6 +56,8 @@ pub struct RdmaConfig {
     pub conn_slot_size: u32,
     /// Ring sets kept registered for the next connection (`rdma-conn-pool`).
     pub conn_pool: usize,
+    /// Inject small writes (`rdma-conn-inject`).
+    pub conn_inject: bool,
     /// Master: write from the snapshot mapping when the provider allows.
     pub zero_copy: bool,
     /// Master: pause between chunk writes (tests act mid-transfer).
@@ -76,6 +78,7 @@ impl Default for RdmaConfig {
             conn_slots: 16,
             conn_slot_size: 64 * 1024,
             conn_pool: 8,
+            conn_inject: true,
             zero_copy: true,
             chunk_delay_us: 0,
             debug_corrupt_chunk: -1,
