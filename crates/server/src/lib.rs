@@ -2,7 +2,8 @@
 //!
 //! ```text
 //!   TCP ─┐  net::conn: one Conn / Listener / Addr     timers (cron, hz), every loop turn
-//!  Unix ─┴─► reactor (mio, epoll) ──► RESP decode ──► command table ──► keyspace (owned, no locks)
+//!  Unix ─┤
+//!  RDMA ─┴─► reactor (mio, epoll) ──► RESP decode ──► command table ──► keyspace (owned, no locks)
 //!               ▲                                          │   │
 //!               │ replies (RESP2/3 encode)                 │   └─► scripting (Lua, same thread)
 //!               └──────────────────────────────────────────┘
@@ -23,9 +24,10 @@
 //!
 //! # Layout
 //! - [`config`]: redis.conf-style configuration and `CONFIG`.
-//! - [`net`]: the connection layer (`net::conn`: TCP and Unix sockets as
-//!   one `Conn`, their listeners and addresses), the reactor, client
-//!   connections and their pooled buffers. Nothing above it knows the
+//! - [`net`]: the connection layer (`net::conn`: TCP, Unix sockets and RDMA
+//!   connections as one `Conn`, their listeners and addresses; `net::rdma`:
+//!   accepting RDMA connections), the reactor, client connections and their
+//!   pooled buffers. Nothing above it knows the
 //!   transport, except where a command reports it (`CLIENT LIST`'s `U`
 //!   flag, `INFO`'s per-transport counts).
 //! - [`server`]: the state the thread owns and the command pipeline.
