@@ -112,6 +112,8 @@ pub struct StreamStats {
     pub credits_sent: u64,
     /// Writes injected (small enough for the provider to copy: no local completion).
     pub injected: u64,
+    /// Keepalives sent (empty writes, which the reader skips).
+    pub keepalives: u64,
 }
 
 impl StreamStats {
@@ -124,6 +126,7 @@ impl StreamStats {
         self.credit_stalls += other.credit_stalls;
         self.credits_sent += other.credits_sent;
         self.injected += other.injected;
+        self.keepalives += other.keepalives;
     }
 }
 
@@ -144,6 +147,8 @@ pub struct Stream {
     write_done: u64,
     /// Writes of at most this many bytes are injected (the provider's `inject_size`).
     inject_max: usize,
+    /// When this side last wrote (data or a keepalive).
+    last_write: std::time::Instant,
     peer_consumed: u64,
     /// Lengths of the slots that have landed and are not consumed yet, in order.
     landed: VecDeque<u32>,
@@ -361,6 +366,7 @@ impl Stream {
             ring_writes: 0,
             write_done: 0,
             inject_max,
+            last_write: std::time::Instant::now(),
             peer_consumed: 0,
             landed: VecDeque::new(),
             consumed: 0,
@@ -742,7 +748,47 @@ impl Stream {
         if n == 0 && !buf.is_empty() {
             return Err(io::ErrorKind::WouldBlock.into());
         }
+        if n > 0 {
+            self.last_write = std::time::Instant::now();
+        }
         Ok(n)
+    }
+
+    /// How long since this side last wrote.
+    pub fn idle(&self) -> Duration {
+        self.last_write.elapsed()
+    }
+
+    /// Sends a keepalive: an empty write into the peer's next slot, which its reader skips.
+    /// RDMA has no keepalive of its own; on a dead peer the write fails (an error completion,
+    /// or a reset on tcp) and the stream with it. `Ok(false)` when the window is shut (the
+    /// peer has not handed slots back: it is reading slowly, or gone; the stream's users
+    /// see that through their output limits and `timeout`).
+    pub fn keepalive(&mut self) -> io::Result<bool> {
+        self.progress()?;
+        if self.eof || self.sent - self.peer_consumed >= u64::from(self.peer.slots) {
+            return Ok(false);
+        }
+        let remote = self
+            .peer
+            .slot_addr((self.sent % u64::from(self.peer.slots)) as u32);
+        match self
+            .conn
+            .endpoint
+            .inject_write_data(&[], 0, remote, self.peer.key)
+        {
+            Ok(()) => {
+                self.sent += 1;
+                self.stats.keepalives += 1;
+                self.last_write = std::time::Instant::now();
+                Ok(true)
+            }
+            Err(e) if e.is_would_block() => {
+                self.stats.queue_full += 1;
+                Ok(false)
+            }
+            Err(e) => Err(self.fail(format!("keepalive: {e}"))),
+        }
     }
 
     /// The peer's address.

@@ -1649,6 +1649,19 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
         },
         |c| yes_no(c.repl.rdma.conn_inject)
     ),
+    // RDMA has no keepalive of its own: an RDMA client silent for this
+    // many seconds gets an empty write (0: none), as `tcp-keepalive` does
+    // for TCP; a dead peer fails it and the client is closed.
+    opt!(
+        "rdma-keepalive",
+        "60",
+        true,
+        |c, a| {
+            c.repl.rdma.conn_keepalive = parse_int(a, 0, 1 << 31)?;
+            Ok(())
+        },
+        |c| c.repl.rdma.conn_keepalive.to_string()
+    ),
     opt!(
         "rdma-chunk-size",
         "2mb",

@@ -208,3 +208,26 @@ fn clients_that_die_mid_stream_or_come_and_go_leave_nothing_behind() {
     let ended = matches!(r2.s.read(&mut b), Ok(0) | Err(_));
     assert!(ended);
 }
+
+#[test]
+fn idle_rdma_clients_get_keepalives_they_never_see() {
+    let (s, ep) = server(&["--rdma-keepalive", "1"]);
+    let mut r = Raw {
+        s: Stream::rdma(ep),
+    };
+    assert_eq!(r.cmd(&["PING"]), Frame::Simple(b"PONG".to_vec()));
+    // Silent for 3.5 s: the server writes an empty keepalive about each second.
+    std::thread::sleep(Duration::from_millis(3500));
+    let sent = info(&s, "rdma_conn_keepalives");
+    assert!((2..=4).contains(&sent), "keepalives {sent}");
+    // The client's stream skipped them: the next reply is the next bytes.
+    assert_eq!(r.cmd(&["ECHO", "after"]), Frame::Bulk(b"after".to_vec()));
+    // A busy client gets none (its replies are writes).
+    let before = info(&s, "rdma_conn_keepalives");
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(1500) {
+        assert_eq!(r.cmd(&["PING"]), Frame::Simple(b"PONG".to_vec()));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(info(&s, "rdma_conn_keepalives"), before);
+}

@@ -182,6 +182,15 @@ impl Conn {
         }
     }
 
+    /// An RDMA connection idle (nothing written) for `after` gets a
+    /// keepalive; whether one went out.
+    pub fn keepalive_if_idle(&mut self, after: std::time::Duration) -> io::Result<bool> {
+        match self {
+            Conn::Rdma(s) if s.idle() >= after => s.keepalive(),
+            _ => Ok(false),
+        }
+    }
+
     /// The RDMA stream's counters.
     pub fn rdma_stats(&self) -> Option<ferrokv_fabric::StreamStats> {
         match self {

@@ -639,6 +639,24 @@ impl Reactor {
                 doomed.push(t);
             }
         }
+        // RDMA has no keepalive of its own (`rdma-keepalive`): an idle RDMA
+        // client gets an empty write; one that fails closes the client.
+        let keepalive = self.srv.config.repl.rdma.conn_keepalive;
+        if keepalive > 0 && self.srv.rdma_conns.clients > 0 {
+            for (t, c) in self.srv.clients.iter_mut() {
+                let Some(c) = c.as_deref_mut() else { continue };
+                let Some(conn) = c.stream.as_mut() else {
+                    continue;
+                };
+                if conn
+                    .keepalive_if_idle(Duration::from_secs(keepalive))
+                    .is_err()
+                {
+                    debug!("RDMA keepalive failed: closing client id={}", c.id);
+                    doomed.push(t);
+                }
+            }
+        }
         for t in doomed {
             self.close_client(t);
         }

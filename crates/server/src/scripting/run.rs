@@ -318,7 +318,7 @@ struct EntryArgs<'a> {
 }
 
 /// The protected part of a run, a C function called by `lua_pcall` with
-/// an [`EntryArgs`]: makes fresh `KEYS`/`ARGV` tables, sets them as
+/// an `EntryArgs`: makes fresh `KEYS`/`ARGV` tables, sets them as
 /// globals (`EVAL`) or passes them (`FCALL`), calls the script, returns
 /// its one result. An error (a memory error building the tables, or the
 /// script's) unwinds to the `lua_pcall`, through Redis's error handler.

@@ -58,6 +58,9 @@ pub struct RdmaConfig {
     pub conn_pool: usize,
     /// Inject small writes (`rdma-conn-inject`).
     pub conn_inject: bool,
+    /// Seconds of silence before an RDMA client gets a keepalive
+    /// (`rdma-keepalive`, 0: none).
+    pub conn_keepalive: u64,
     /// Master: write from the snapshot mapping when the provider allows.
     pub zero_copy: bool,
     /// Master: pause between chunk writes (tests act mid-transfer).
@@ -79,6 +82,7 @@ impl Default for RdmaConfig {
             conn_slot_size: 64 * 1024,
             conn_pool: 8,
             conn_inject: true,
+            conn_keepalive: 60,
             zero_copy: true,
             chunk_delay_us: 0,
             debug_corrupt_chunk: -1,
