@@ -70,14 +70,8 @@ impl Read for Stream {
         match self {
             Stream::Tcp(s) => s.read(buf),
             Stream::Unix(s) => s.read(buf),
-            Stream::Rdma(s, blocking, limit) => loop {
-                match s.read(buf) {
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock && *blocking => {
-                        s.wait(*limit)?
-                    }
-                    other => return other,
-                }
-            },
+            Stream::Rdma(s, true, limit) => s.read_blocking(buf, *limit),
+            Stream::Rdma(s, false, _) => s.read(buf),
         }
     }
 }
@@ -87,14 +81,8 @@ impl Write for Stream {
         match self {
             Stream::Tcp(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
-            Stream::Rdma(s, blocking, _) => loop {
-                match s.write(buf) {
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock && *blocking => {
-                        s.wait(Some(Duration::from_secs(30)))?
-                    }
-                    other => return other,
-                }
-            },
+            Stream::Rdma(s, true, _) => s.write_blocking(buf, Some(Duration::from_secs(30))),
+            Stream::Rdma(s, false, _) => s.write(buf),
         }
     }
 

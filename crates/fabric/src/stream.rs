@@ -409,6 +409,46 @@ impl Stream {
         self.conn.fabric.trywait(&[&self.conn.cq, &self.conn.eq])
     }
 
+    /// `poll(2)` on the queues' fds for up to `ms` milliseconds (-1: no limit, 0: just look):
+    /// whether one is readable.
+    fn poll_fds(&self, ms: i32) -> io::Result<bool> {
+        let mut fds = self.fds().map(|fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        // SAFETY: two valid pollfds, alive for the call.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Ok(true)
+            } else {
+                Err(e)
+            };
+        }
+        Ok(n > 0)
+    }
+
+    /// Whether an event loop may sleep on [`Stream::fds`] now. It drains the queues first;
+    /// what that drain took off them (bytes that landed, credits, an end) raises no event
+    /// later, so a stream with any of it must be served before sleeping (`Ok(false)`). Then
+    /// `fi_trywait`; then a level-triggered look at the fds, which are the provider's own
+    /// wait sets (epoll fds over its sockets): one still ready after a drain raises no new
+    /// edge in an edge-triggered poll.
+    pub fn rearm(&mut self) -> io::Result<bool> {
+        if self.progress()? > 0 || self.readable() > 0 || self.is_closed() {
+            return Ok(false);
+        }
+        if !self
+            .trywait()
+            .map_err(|e| io::Error::other(e.to_string()))?
+        {
+            return Ok(false);
+        }
+        Ok(!self.poll_fds(0)?)
+    }
+
     /// Blocks (never spinning) until one of the queues' fds is readable, once `fi_trywait`
     /// allows sleeping; returns at once when it does not. For blocking users of the stream
     /// (clients, tools): call it after `read` or `write` answered `WouldBlock`, then retry.
@@ -420,25 +460,31 @@ impl Stream {
         {
             return Ok(());
         }
-        let mut fds = self.fds().map(|fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        });
         let ms = limit.map_or(-1, |d| d.as_millis().min(i32::MAX as u128) as i32);
-        // SAFETY: two valid pollfds, alive for the call.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-        match n {
-            0 => Err(io::ErrorKind::TimedOut.into()),
-            n if n < 0 => {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    Ok(())
-                } else {
-                    Err(e)
-                }
+        if self.poll_fds(ms)? {
+            Ok(())
+        } else {
+            Err(io::ErrorKind::TimedOut.into())
+        }
+    }
+
+    /// [`Stream::read`], waiting (up to `limit` each time) while nothing has landed.
+    pub fn read_blocking(&mut self, buf: &mut [u8], limit: Option<Duration>) -> io::Result<usize> {
+        loop {
+            match self.read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait(limit)?,
+                other => return other,
             }
-            _ => Ok(()),
+        }
+    }
+
+    /// [`Stream::write`], waiting (up to `limit` each time) while the window is shut.
+    pub fn write_blocking(&mut self, buf: &[u8], limit: Option<Duration>) -> io::Result<usize> {
+        loop {
+            match self.write(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait(limit)?,
+                other => return other,
+            }
         }
     }
 

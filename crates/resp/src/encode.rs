@@ -183,6 +183,14 @@ pub fn format_double(v: f64) -> String {
 }
 
 /// C's `%.<prec>g` for finite and infinite doubles.
+/// `Some(i)` when `%.{prec}g` of `v` prints the integer `i` (an integral value of at most
+/// `prec` digits, `-0` excepted): the common case, which callers print with `itoa` rather
+/// than Rust's exact formatting (slow at 17 digits).
+pub fn integral_g(v: f64, prec: usize) -> Option<i64> {
+    let integral = v == v.trunc() && v.abs() < 10f64.powi(prec.clamp(1, 15) as i32);
+    (integral && !(v == 0.0 && v.is_sign_negative())).then_some(v as i64)
+}
+
 pub fn format_g(v: f64, prec: usize) -> String {
     if v.is_nan() {
         return "nan".into();
@@ -198,10 +206,8 @@ pub fn format_g(v: f64, prec: usize) -> String {
         };
     }
     let prec = prec.max(1);
-    // An integer of at most `prec` digits prints as itself (the common
-    // case, and Rust's exact formatting is slow at 17 digits).
-    if v == v.trunc() && v.abs() < 10f64.powi(prec.min(15) as i32) {
-        return itoa::Buffer::new().format(v as i64).to_string();
+    if let Some(i) = integral_g(v, prec) {
+        return itoa::Buffer::new().format(i).to_string();
     }
     // Scientific form with prec-1 fractional digits gives the exponent
     // after rounding, which decides between %e and %f styles.

@@ -373,7 +373,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             // RDMA client connections (net/rdma.rs), open and closed.
             let t = srv.rdma_conn_totals();
             let c = &srv.rdma_conns;
-            f!("rdma_connections:{}", c.clients);
+            f!("rdma_connections:{}", c.tokens.len());
             f!("rdma_connections_accepted:{}", c.accepted);
             f!("rdma_connections_refused:{}", c.refused);
             f!("rdma_conn_bytes_written:{}", t.bytes_written);

@@ -761,7 +761,7 @@ impl Server {
         let stream = c.stream.take();
         c.release(&mut self.pool);
         if let Some(s) = &stream {
-            self.rdma_client_closed(s);
+            self.rdma_client_closed(t, s);
         }
         stream
     }

@@ -1,7 +1,6 @@
 //! Blocking helpers over the non-blocking `Stream`: wait on its fds (after `fi_trywait`),
 //! write or read everything, set up a connected pair in one process.
 
-use std::io;
 use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,21 +33,19 @@ pub fn wait_fds(fds: &[RawFd], limit: Duration) {
 
 pub fn write_all(s: &mut Stream, mut buf: &[u8]) {
     while !buf.is_empty() {
-        match s.write(buf) {
-            Ok(n) => buf = &buf[n..],
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => sleep_on(s, SETUP_TIMEOUT),
-            Err(e) => panic!("write: {e}"),
-        }
+        let n = s
+            .write_blocking(buf, Some(SETUP_TIMEOUT))
+            .unwrap_or_else(|e| panic!("write: {e}"));
+        buf = &buf[n..];
     }
 }
 
 pub fn read_exact(s: &mut Stream, buf: &mut [u8]) {
     let mut at = 0;
     while at < buf.len() {
-        match s.read(&mut buf[at..]) {
+        match s.read_blocking(&mut buf[at..], Some(SETUP_TIMEOUT)) {
             Ok(0) => panic!("the peer closed after {at} of {} bytes", buf.len()),
             Ok(n) => at += n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => sleep_on(s, SETUP_TIMEOUT),
             Err(e) => panic!("read: {e}"),
         }
     }

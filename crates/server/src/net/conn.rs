@@ -159,25 +159,11 @@ impl Conn {
     }
 
     /// Before the loop sleeps: `Ok(true)` when it may (sockets always; an
-    /// RDMA connection once `fi_trywait` agrees), `Ok(false)` when it made
+    /// RDMA connection as `Stream::rearm` decides), `Ok(false)` when it made
     /// progress meanwhile and must be served first.
     pub fn rearm(&mut self) -> io::Result<bool> {
         match self {
-            Conn::Rdma(s) => {
-                // What this drain takes off the queues raises no event
-                // later: bytes that landed, credits that let a reply go on.
-                if s.progress()? > 0 || s.readable() > 0 || s.is_closed() {
-                    return Ok(false);
-                }
-                if !s.trywait().map_err(|e| io::Error::other(e.to_string()))? {
-                    return Ok(false);
-                }
-                // The queues' fds are the provider's own wait sets (epoll fds
-                // over its sockets): one that is still ready after a drain
-                // raises no new edge in the loop's edge-triggered poll, so ask
-                // it directly, level-triggered, before sleeping on it.
-                Ok(!fds_ready(&s.fds()))
-            }
+            Conn::Rdma(s) => s.rearm(),
             _ => Ok(true),
         }
     }
@@ -284,21 +270,6 @@ impl Source for Conn {
             }
         }
     }
-}
-
-/// Whether any of `fds` is readable now (`poll(2)` with no timeout).
-fn fds_ready(fds: &[RawFd]) -> bool {
-    let mut p = [libc::pollfd {
-        fd: -1,
-        events: libc::POLLIN,
-        revents: 0,
-    }; 2];
-    for (slot, &fd) in p.iter_mut().zip(fds) {
-        slot.fd = fd;
-    }
-    // SAFETY: two valid pollfd entries (an fd of -1 is ignored by poll).
-    let n = unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, 0) };
-    n > 0
 }
 
 /// Socket options a TCP connection gets when accepted.

@@ -10,7 +10,7 @@
 //! progress meanwhile.
 
 use crate::net::client::Client;
-use crate::net::conn::{Addr, Conn, Transport};
+use crate::net::conn::{Addr, Conn};
 use crate::server::Server;
 use ferrokv_fabric::{ConnectionRequest, Listener, PendingStream, StreamConfig};
 use mio::unix::SourceFd;
@@ -26,8 +26,10 @@ pub const PENDING_END: usize = crate::replication::rdma::master::TOKEN_BASE;
 #[derive(Default)]
 pub struct RdmaPending {
     pending: slab::Slab<PendingStream>,
-    /// RDMA clients in the client table (the loop re-arms them before sleeping).
-    pub clients: usize,
+    /// Slots of the RDMA clients in the client table: the loop re-arms them
+    /// before sleeping and the cron keeps them alive, without going over
+    /// every other client.
+    pub tokens: Vec<usize>,
     /// Totals of closed RDMA connections (`INFO rdma`; live ones are added when shown).
     pub closed: ferrokv_fabric::StreamStats,
     /// Connections accepted and refused since start.
@@ -157,7 +159,7 @@ impl Server {
         }
         tracing::debug!("Accepted RDMA client {}", client.addr);
         entry.insert(Some(Box::new(client)));
-        self.rdma_conns.clients += 1;
+        self.rdma_conns.tokens.push(token);
         self.rdma_conns.accepted += 1;
         // Commands may have landed before the registration.
         self.pending_reads.push(token);
@@ -167,19 +169,14 @@ impl Server {
     /// one that made progress meanwhile is served at once (its reads, and a reply that was
     /// waiting for the peer's credits).
     pub fn rearm_rdma_clients(&mut self) {
-        if self.rdma_conns.clients == 0 {
-            return;
-        }
-        for (t, slot) in self.clients.iter_mut() {
-            let Some(c) = slot.as_deref_mut() else {
+        for i in 0..self.rdma_conns.tokens.len() {
+            let t = self.rdma_conns.tokens[i];
+            let Some(Some(c)) = self.clients.get_mut(t) else {
                 continue;
             };
             let Some(conn) = c.stream.as_mut() else {
                 continue;
             };
-            if conn.transport() != Transport::Rdma {
-                continue;
-            }
             if !matches!(conn.rearm(), Ok(true)) {
                 self.pending_reads.push(t);
                 if c.pending_output() > 0 && !c.pending_write {
@@ -190,22 +187,51 @@ impl Server {
         }
     }
 
-    /// An RDMA client leaves the table: its counters join the totals.
-    pub fn rdma_client_closed(&mut self, conn: &Conn) {
+    /// The cron's keepalives (`rdma-keepalive`): the RDMA clients whose
+    /// keepalive failed, to be closed.
+    pub fn rdma_keepalives(&mut self) -> Vec<usize> {
+        let after = self.config.repl.rdma.conn_keepalive;
+        let mut dead = Vec::new();
+        if after == 0 {
+            return dead;
+        }
+        for &t in &self.rdma_conns.tokens {
+            let Some(Some(c)) = self.clients.get_mut(t) else {
+                continue;
+            };
+            let Some(conn) = c.stream.as_mut() else {
+                continue;
+            };
+            if conn
+                .keepalive_if_idle(std::time::Duration::from_secs(after))
+                .is_err()
+            {
+                tracing::debug!("RDMA keepalive failed: closing client id={}", c.id);
+                dead.push(t);
+            }
+        }
+        dead
+    }
+
+    /// An RDMA client leaves slot `t` of the table: its counters join the
+    /// totals.
+    pub fn rdma_client_closed(&mut self, t: usize, conn: &Conn) {
         if let Some(s) = conn.rdma_stats() {
-            self.rdma_conns.clients = self.rdma_conns.clients.saturating_sub(1);
+            self.rdma_conns.tokens.retain(|&x| x != t);
             self.rdma_conns.closed.add(&s);
         }
     }
 
     /// Totals over every RDMA connection, open and closed.
     pub fn rdma_conn_totals(&self) -> ferrokv_fabric::StreamStats {
-        let mut t = self.rdma_conns.closed;
-        for c in self.other_clients() {
-            if let Some(s) = c.stream.as_ref().and_then(|s| s.rdma_stats()) {
-                t.add(&s);
+        let mut total = self.rdma_conns.closed;
+        for &t in &self.rdma_conns.tokens {
+            if let Some(Some(c)) = self.clients.get(t) {
+                if let Some(s) = c.stream.as_ref().and_then(|s| s.rdma_stats()) {
+                    total.add(&s);
+                }
             }
         }
-        t
+        total
     }
 }

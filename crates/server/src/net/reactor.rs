@@ -160,12 +160,13 @@ impl Reactor {
                 }
                 // One event for reads and writes (an RDMA connection's queues):
                 // a reply waiting for room is retried on it.
-                let shared = self.srv.clients.get(t).is_some_and(|c| {
-                    c.as_ref().is_some_and(|c| {
-                        c.want_writable
-                            && c.stream.as_ref().is_some_and(|s| s.readiness_is_shared())
-                    })
-                });
+                let shared = !self.srv.rdma_conns.tokens.is_empty()
+                    && self.srv.clients.get(t).is_some_and(|c| {
+                        c.as_ref().is_some_and(|c| {
+                            c.want_writable
+                                && c.stream.as_ref().is_some_and(|s| s.readiness_is_shared())
+                        })
+                    });
                 if ev.is_writable() || shared {
                     if let Some(Some(c)) = self.srv.clients.get(t) {
                         if c.pending_output() > 0 && !c.pending_write {
@@ -641,22 +642,7 @@ impl Reactor {
         }
         // RDMA has no keepalive of its own (`rdma-keepalive`): an idle RDMA
         // client gets an empty write; one that fails closes the client.
-        let keepalive = self.srv.config.repl.rdma.conn_keepalive;
-        if keepalive > 0 && self.srv.rdma_conns.clients > 0 {
-            for (t, c) in self.srv.clients.iter_mut() {
-                let Some(c) = c.as_deref_mut() else { continue };
-                let Some(conn) = c.stream.as_mut() else {
-                    continue;
-                };
-                if conn
-                    .keepalive_if_idle(Duration::from_secs(keepalive))
-                    .is_err()
-                {
-                    debug!("RDMA keepalive failed: closing client id={}", c.id);
-                    doomed.push(t);
-                }
-            }
-        }
+        doomed.extend(self.srv.rdma_keepalives());
         for t in doomed {
             self.close_client(t);
         }

@@ -83,8 +83,8 @@ unsafe extern "C-unwind" fn call_trampoline(state: *mut mlua::ffi::lua_State) ->
                 let v = ffi::lua_tonumber(state, i);
                 let mut int = itoa::Buffer::new();
                 let mut buf = [0u8; 40];
-                let text: &[u8] = if v == v.trunc() && v.abs() < 1e15 && v != 0.0 {
-                    int.format(v as i64).as_bytes()
+                let text: &[u8] = if let Some(i) = ferrokv_resp::encode::integral_g(v, 17) {
+                    int.format(i).as_bytes()
                 } else {
                     let text = ferrokv_resp::encode::format_g(v, 17);
                     let len = text.len().min(buf.len());

@@ -258,23 +258,8 @@ pub fn lua_to_reply(out: &mut Out, v: &Value, depth: usize) -> mlua::Result<()> 
         return Ok(());
     }
     match v {
-        Value::String(s) => {
-            let b = s.as_bytes();
-            if out.buf.len().saturating_add(b.len()) > out.cap {
-                out.overflowed = true;
-                return Ok(());
-            }
-            encode::bulk(out.buf, &b)
-        }
-        Value::Boolean(b) => {
-            if out.script_resp3 {
-                encode::boolean(out.buf, out.proto, *b)
-            } else if *b {
-                encode::integer(out.buf, 1)
-            } else {
-                encode::null(out.buf, out.proto)
-            }
-        }
+        Value::String(s) => bulk_capped(out, &s.as_bytes()),
+        Value::Boolean(b) => boolean(out, *b),
         Value::Integer(i) => encode::integer(out.buf, *i),
         Value::Number(n) => encode::integer(out.buf, c_long_long(*n)),
         Value::Table(t) => table_to_reply(out, t, depth)?,
@@ -296,25 +281,32 @@ pub unsafe fn scalar_to_reply(out: &mut Out, state: *mut mlua::ffi::lua_State, i
         ffi::LUA_TSTRING => {
             let mut len = 0usize;
             let p = ffi::lua_tolstring(state, idx, &mut len);
-            let b = std::slice::from_raw_parts(p as *const u8, len);
-            if out.buf.len().saturating_add(b.len()) > out.cap {
-                out.overflowed = true;
-                return;
-            }
-            encode::bulk(out.buf, b)
+            bulk_capped(out, std::slice::from_raw_parts(p as *const u8, len))
         }
         ffi::LUA_TNUMBER => encode::integer(out.buf, c_long_long(ffi::lua_tonumber(state, idx))),
-        ffi::LUA_TBOOLEAN => {
-            let b = ffi::lua_toboolean(state, idx) != 0;
-            if out.script_resp3 {
-                encode::boolean(out.buf, out.proto, b)
-            } else if b {
-                encode::integer(out.buf, 1)
-            } else {
-                encode::null(out.buf, out.proto)
-            }
-        }
+        ffi::LUA_TBOOLEAN => boolean(out, ffi::lua_toboolean(state, idx) != 0),
         _ => encode::null(out.buf, out.proto),
+    }
+}
+
+/// A string result as a bulk, unless it would pass the reply's cap.
+fn bulk_capped(out: &mut Out, b: &[u8]) {
+    if out.buf.len().saturating_add(b.len()) > out.cap {
+        out.overflowed = true;
+        return;
+    }
+    encode::bulk(out.buf, b)
+}
+
+/// A boolean result: a RESP3 boolean from a `setresp(3)` script, else
+/// `:1` for true and a null for false.
+fn boolean(out: &mut Out, b: bool) {
+    if out.script_resp3 {
+        encode::boolean(out.buf, out.proto, b)
+    } else if b {
+        encode::integer(out.buf, 1)
+    } else {
+        encode::null(out.buf, out.proto)
     }
 }
 

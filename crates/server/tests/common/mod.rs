@@ -363,12 +363,7 @@ impl Read for Stream {
         match self {
             Stream::Tcp(s) => s.read(buf),
             Stream::Unix(s) => s.read(buf),
-            Stream::Rdma(s, limit) => loop {
-                match s.read(buf) {
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => s.wait(limit.get())?,
-                    other => return other,
-                }
-            },
+            Stream::Rdma(s, limit) => s.read_blocking(buf, limit.get()),
         }
     }
 }
@@ -378,14 +373,7 @@ impl Write for Stream {
         match self {
             Stream::Tcp(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
-            Stream::Rdma(s, _) => loop {
-                match s.write(buf) {
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        s.wait(Some(Duration::from_secs(30)))?
-                    }
-                    other => return other,
-                }
-            },
+            Stream::Rdma(s, _) => s.write_blocking(buf, Some(Duration::from_secs(30))),
         }
     }
 
