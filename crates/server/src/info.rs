@@ -373,6 +373,8 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             // RDMA client connections (net/rdma.rs), open and closed.
             let t = srv.rdma_conn_totals();
             let c = &srv.rdma_conns;
+            f!("rdma_repl_link:{}", srv.repl_link_transport());
+            f!("rdma_repl_replicas:{}", srv.rdma_replicas());
             f!("rdma_connections:{}", c.tokens.len());
             f!("rdma_connections_accepted:{}", c.accepted);
             f!("rdma_connections_refused:{}", c.refused);

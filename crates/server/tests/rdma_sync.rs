@@ -143,6 +143,8 @@ fn replica_offering_rdma_to_a_real_redis_master_syncs_over_tcp() {
     assert_eq!(num(&replica, "rdma", "rdma_syncs_done"), 0);
     assert_eq!(num(&replica, "rdma", "rdma_fallbacks"), 0);
     assert_eq!(info(&replica, "rdma", "rdma_sync_state"), "idle");
+    // Redis refuses `REPLCONF rdma-endpoint`: the link stays on TCP.
+    assert_eq!(info(&replica, "rdma", "rdma_repl_link"), "tcp");
 }
 
 #[test]
@@ -170,6 +172,7 @@ fn master_killed_mid_transfer_keeps_old_data_then_tcp_sync() {
     assert!(num(&replica, "rdma", "rdma_retries") >= 1);
     assert_eq!(num(&replica, "rdma", "rdma_syncs_done"), 0);
     assert_eq!(num(&master2, "rdma", "rdma_syncs_done"), 0);
+    assert_eq!(info(&replica, "rdma", "rdma_repl_link"), "tcp");
     let gone: Option<String> = redis::cmd("GET").arg("old").query(&mut c).unwrap();
     assert!(gone.is_none());
 }
@@ -527,6 +530,7 @@ fn a_provider_that_does_not_exist_reports_why_and_syncs_go_over_tcp() {
     wait_converged(&master, &replica, 30);
     assert_eq!(num(&replica, "rdma", "rdma_syncs_done"), 0);
     assert_eq!(num(&master, "rdma", "rdma_syncs_done"), 0);
+    assert_eq!(info(&replica, "rdma", "rdma_repl_link"), "tcp");
     // Not configured at all: unavailable, and says so.
     let plain = ferrokv(&[]);
     assert_eq!(info(&plain, "rdma", "rdma_available"), "0");
@@ -546,4 +550,117 @@ fn a_real_redis_replica_of_an_rdma_master_syncs_over_tcp() {
     assert_eq!(num(&master, "rdma", "rdma_syncs_done"), 0);
     assert_eq!(num(&master, "rdma", "rdma_fallbacks"), 0);
     assert_eq!(num(&master, "stats", "sync_full"), 1);
+}
+
+/// Waits until `replica`'s link to its master is up and carried by `transport`.
+fn wait_link(replica: &ServerProcess, transport: &str, secs: u64) {
+    wait_for("the master link to come up", secs, || {
+        (info(replica, "replication", "master_link_status") == "up"
+            && info(replica, "rdma", "rdma_repl_link") == transport)
+            .then_some(())
+    });
+}
+
+#[test]
+fn the_whole_link_runs_over_rdma_and_link_kills_under_load_end_in_partial_resyncs() {
+    let master = rdma_master(&["--repl-backlog-size", "64mb"]);
+    let t = types_of(&master);
+    fill_dataset(&master, 500, false, t);
+    let replica = rdma_replica(&[]);
+    replicaof(&replica, &master);
+    wait_converged(&master, &replica, 30);
+    // Handshake, stream and ACKs on an RDMA connection; the snapshot by
+    // the one-sided push.
+    wait_link(&replica, "rdma", 10);
+    assert_eq!(num(&master, "rdma", "rdma_repl_replicas"), 1);
+    assert_eq!(num(&master, "rdma", "rdma_syncs_done"), 1);
+    assert_eq!(num(&master, "clients", "connected_clients_rdma"), 1);
+    let full = num(&master, "stats", "sync_full");
+    let partial = num(&master, "stats", "sync_partial_ok");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let stop = stop.clone();
+        let port = master.port;
+        std::thread::spawn(move || {
+            let mut rounds = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                write_load(port, 10, t);
+                rounds += 10;
+            }
+            rounds
+        })
+    };
+    let kills = 6;
+    for i in 0..kills {
+        std::thread::sleep(Duration::from_millis(150));
+        // Either side drops the link.
+        let (who, kind) = if i % 2 == 0 {
+            (&master, "replica")
+        } else {
+            (&replica, "master")
+        };
+        let killed: i64 = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg(kind)
+            .query(&mut who.client())
+            .unwrap();
+        assert_eq!(killed, 1, "kill {i} ({kind})");
+        wait_link(&replica, "rdma", 20);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let rounds = load.join().unwrap();
+    assert!(rounds >= 10);
+    wait_converged(&master, &replica, 30);
+    assert_eq!(num(&master, "stats", "sync_full"), full, "{}", master.log());
+    assert!(
+        num(&master, "stats", "sync_partial_ok") >= partial + kills,
+        "{}",
+        master.log()
+    );
+    assert_eq!(num(&replica, "rdma", "rdma_fallbacks"), 0);
+    assert_eq!(num(&master, "rdma", "rdma_syncs_done"), 1);
+    // The replica's ACKs went over its stream.
+    assert!(num(&replica, "rdma", "rdma_conn_bytes_written") > 0);
+}
+
+#[test]
+fn a_replica_of_a_ferrokv_master_without_rdma_keeps_its_link_on_tcp() {
+    let master = ferrokv(&[]);
+    fill_dataset(&master, 200, false, types_of(&master));
+    let replica = rdma_replica(&[]);
+    replicaof(&replica, &master);
+    wait_converged(&master, &replica, 30);
+    wait_link(&replica, "tcp", 10);
+    assert_eq!(num(&replica, "rdma", "rdma_fallbacks"), 0);
+    assert_eq!(num(&master, "clients", "connected_clients_rdma"), 0);
+    assert!(
+        replica.log().contains("The master offers no RDMA link"),
+        "{}",
+        replica.log()
+    );
+}
+
+#[test]
+fn a_full_sync_over_an_rdma_connection_needs_capa_rdma() {
+    // A client on an RDMA connection asking for a full sync without `capa
+    // rdma` (there is no socket for the payload): a clear error, and the
+    // connection stays usable.
+    let master = rdma_master(&[]);
+    let endpoint = info(&master, "rdma", "rdma_endpoint");
+    let mut c = common::Raw {
+        s: common::Stream::rdma(endpoint.parse().unwrap()),
+    };
+    c.roundtrip(
+        b"*3\r\n$5\r\nPSYNC\r\n$1\r\n?\r\n$2\r\n-1\r\n",
+        b"-ERR a full sync over an RDMA connection needs REPLCONF capa rdma\r\n",
+    );
+    c.roundtrip(b"PING\r\n", b"+PONG\r\n");
+    let mut tcp = master.client();
+    let endpoint_reply: String = redis::cmd("REPLCONF")
+        .arg("rdma-endpoint")
+        .arg("stream")
+        .query(&mut tcp)
+        .unwrap();
+    assert_eq!(endpoint_reply, endpoint);
 }

@@ -142,6 +142,11 @@ impl Conn {
         Ok(socket2::Socket::from(self.as_fd().try_clone_to_owned()?))
     }
 
+    /// Whether [`Conn::try_clone_socket`] can give a socket.
+    pub fn has_socket(&self) -> bool {
+        !matches!(self, Conn::Rdma(_))
+    }
+
     /// Back to non-blocking after a thread used its duplicate.
     pub fn set_nonblocking(&self) -> io::Result<()> {
         match self {
@@ -267,6 +272,108 @@ impl Source for Conn {
                     r.deregister(&mut SourceFd(&fd))?;
                 }
                 Ok(())
+            }
+        }
+    }
+}
+
+/// A connection a thread drives with blocking calls before the loop takes it
+/// over: the replica's handshake and sync (`replication/handshake.rs`) run on
+/// their own thread, over TCP or, with `replica-rdma`, over an RDMA stream.
+/// Reads wait at most a short `poll` interval so the thread can notice a
+/// cancelled sync; [`BlockingConn::into_conn`] gives the loop its [`Conn`].
+pub enum BlockingConn {
+    Tcp(std::net::TcpStream),
+    Rdma(Box<ferrokv_fabric::Stream>),
+}
+
+impl BlockingConn {
+    /// A TCP connection to `addr` within `timeout`, reads waiting `poll`.
+    pub fn connect_tcp(
+        addr: SocketAddr,
+        timeout: std::time::Duration,
+        poll: std::time::Duration,
+    ) -> io::Result<BlockingConn> {
+        let s = std::net::TcpStream::connect_timeout(&addr, timeout)?;
+        let _ = s.set_nodelay(true);
+        s.set_read_timeout(Some(poll))?;
+        Ok(BlockingConn::Tcp(s))
+    }
+
+    /// An RDMA stream to the listener at `addr` (docs/rdma.md, "RDMA
+    /// connections").
+    pub fn connect_rdma(
+        lib: &Arc<ferrokv_fabric::Library>,
+        provider: Option<&str>,
+        addr: SocketAddr,
+        config: ferrokv_fabric::StreamConfig,
+        timeout: std::time::Duration,
+    ) -> Result<BlockingConn, ferrokv_fabric::FabricError> {
+        ferrokv_fabric::Stream::connect(lib, provider, addr, config, timeout)
+            .map(|s| BlockingConn::Rdma(Box::new(s)))
+    }
+
+    pub fn transport(&self) -> Transport {
+        match self {
+            BlockingConn::Tcp(_) => Transport::Tcp,
+            BlockingConn::Rdma(_) => Transport::Rdma,
+        }
+    }
+
+    /// Reads what is there; `WouldBlock` or `TimedOut` when nothing came
+    /// within `poll`.
+    pub fn read_within(&mut self, buf: &mut [u8], poll: std::time::Duration) -> io::Result<usize> {
+        match self {
+            BlockingConn::Tcp(s) => s.read(buf),
+            BlockingConn::Rdma(s) => s.read_blocking(buf, Some(poll)),
+        }
+    }
+
+    /// Writes all of `buf`; `TimedOut` when the peer takes nothing for
+    /// `limit`.
+    pub fn write_all_within(
+        &mut self,
+        mut buf: &[u8],
+        limit: std::time::Duration,
+    ) -> io::Result<()> {
+        match self {
+            BlockingConn::Tcp(s) => {
+                s.set_write_timeout(Some(limit))?;
+                s.write_all(buf)
+            }
+            BlockingConn::Rdma(s) => {
+                while !buf.is_empty() {
+                    let n = s.write_blocking(buf, Some(limit))?;
+                    buf = &buf[n..];
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The loop's connection, non-blocking, with the peer's and our
+    /// addresses.
+    pub fn into_conn(self) -> io::Result<(Conn, Addr, Addr)> {
+        match self {
+            BlockingConn::Tcp(s) => {
+                s.set_nonblocking(true)?;
+                s.set_read_timeout(None)?;
+                s.set_write_timeout(None)?;
+                let peer = s.peer_addr()?;
+                let local = s.local_addr().unwrap_or(peer);
+                Ok((
+                    Conn::Tcp(mio::net::TcpStream::from_std(s)),
+                    Addr::Ip(peer),
+                    Addr::Ip(local),
+                ))
+            }
+            BlockingConn::Rdma(s) => {
+                let peer = s.peer_addr().map(Addr::Ip).unwrap_or_else(|_| Addr::none());
+                let local = s
+                    .local_addr()
+                    .map(Addr::Ip)
+                    .unwrap_or_else(|_| Addr::none());
+                Ok((Conn::Rdma(s), peer, local))
             }
         }
     }

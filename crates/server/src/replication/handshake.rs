@@ -7,10 +7,9 @@
 //! meanwhile and swaps the new keyspace in when this thread hands it over;
 //! a failed sync leaves the replica exactly as it was.
 
+use crate::net::conn::BlockingConn;
 use crate::persistence::load::{load_rdb, LoadStats};
 use ferrokv_store::Keyspace;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -62,20 +61,23 @@ pub enum SyncOutcome {
         keyspace: Keyspace,
         load: Option<LoadStats>,
         rdb_bytes: u64,
-        stream: TcpStream,
+        stream: BlockingConn,
         leftover: Vec<u8>,
     },
     Partial {
         new_replid: Option<String>,
-        stream: TcpStream,
+        stream: BlockingConn,
         leftover: Vec<u8>,
     },
 }
 
+/// How long a read waits before the thread looks at the cancel flag again.
+const POLL: Duration = Duration::from_millis(100);
+
 /// A blocking connection with a read buffer, a cancel flag and an idle
 /// timeout.
 struct Conn<'a> {
-    s: TcpStream,
+    s: BlockingConn,
     buf: Vec<u8>,
     start: usize,
     end: usize,
@@ -102,7 +104,7 @@ impl Conn<'_> {
             if self.req.cancel.load(Ordering::Relaxed) {
                 return Err("sync cancelled".into());
             }
-            match self.s.read(&mut self.buf[self.end..]) {
+            match self.s.read_within(&mut self.buf[self.end..], POLL) {
                 Ok(0) => return Err("connection closed by the master".into()),
                 Ok(n) => {
                     self.end += n;
@@ -153,7 +155,7 @@ impl Conn<'_> {
             ferrokv_resp::encode::bulk(&mut out, a);
         }
         self.s
-            .write_all(&out)
+            .write_all_within(&out, self.req.timeout)
             .map_err(|e| format!("error writing to the master: {e}"))?;
         loop {
             let l = self.line()?;
@@ -171,42 +173,115 @@ impl Conn<'_> {
     }
 }
 
-/// Runs one sync attempt.
+impl<'a> Conn<'a> {
+    fn new(s: BlockingConn, req: &'a SyncRequest) -> Conn<'a> {
+        Conn {
+            s,
+            buf: vec![0; 512 * 1024],
+            start: 0,
+            end: 0,
+            req,
+            last_io: Instant::now(),
+        }
+    }
+
+    /// `PING`, then `AUTH` when configured.
+    fn ping_and_auth(&mut self) -> Result<(), String> {
+        let req = self.req;
+        let pong = self.command(&[b"PING"])?;
+        if pong.starts_with('-')
+            && !pong.starts_with("-NOAUTH")
+            && !pong.starts_with("-NOPERM")
+            && !pong.starts_with("-ERR operation not permitted")
+        {
+            return Err(format!("Error reply to PING from master: '{pong}'"));
+        }
+        if let Some(pass) = &req.masterauth {
+            let reply = match &req.masteruser {
+                Some(u) => self.command(&[b"AUTH", u.as_bytes(), pass])?,
+                None => self.command(&[b"AUTH", pass])?,
+            };
+            if reply.starts_with('-') {
+                return Err(format!("Unable to AUTH to MASTER: {reply}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs one sync attempt. With `replica-rdma` the link moves to an RDMA
+/// stream when the master has one (see [`rdma_link`]); an attempt that
+/// fails on it makes the next one plain TCP.
 pub fn run(req: &SyncRequest) -> Result<SyncOutcome, String> {
     let addr = std::net::ToSocketAddrs::to_socket_addrs(&(req.host.as_str(), req.port))
         .map_err(|e| format!("can't resolve {}: {e}", req.host))?
         .next()
         .ok_or_else(|| format!("can't resolve {}", req.host))?;
-    let s = TcpStream::connect_timeout(&addr, req.timeout.min(Duration::from_secs(10)))
+    let s = BlockingConn::connect_tcp(addr, req.timeout.min(Duration::from_secs(10)), POLL)
         .map_err(|e| format!("Error condition on socket for SYNC: {e}"))?;
-    let _ = s.set_nodelay(true);
-    s.set_read_timeout(Some(Duration::from_millis(100)))
-        .map_err(|e| e.to_string())?;
-    let mut c = Conn {
-        s,
-        buf: vec![0; 512 * 1024],
-        start: 0,
-        end: 0,
-        req,
-        last_io: Instant::now(),
-    };
-    let pong = c.command(&[b"PING"])?;
-    if pong.starts_with('-')
-        && !pong.starts_with("-NOAUTH")
-        && !pong.starts_with("-NOPERM")
-        && !pong.starts_with("-ERR operation not permitted")
-    {
-        return Err(format!("Error reply to PING from master: '{pong}'"));
-    }
-    if let Some(pass) = &req.masterauth {
-        let reply = match &req.masteruser {
-            Some(u) => c.command(&[b"AUTH", u.as_bytes(), pass])?,
-            None => c.command(&[b"AUTH", pass])?,
-        };
-        if reply.starts_with('-') {
-            return Err(format!("Unable to AUTH to MASTER: {reply}"));
+    let mut c = Conn::new(s, req);
+    c.ping_and_auth()?;
+    if let Some(r) = &req.rdma {
+        if let Some(link) = rdma_link(&mut c, r)? {
+            c = link;
+            let res = handshake(c);
+            if let Err(e) = &res {
+                // Counted once: an RDMA full sync that failed counted itself.
+                if !r.fallback.swap(true, Ordering::Relaxed) {
+                    super::rdma::record_fallback(&r.stats, "link", e);
+                }
+            }
+            return res;
         }
     }
+    handshake(c)
+}
+
+/// `replica-rdma`: asks the master on the TCP link for its RDMA stream
+/// endpoint (`REPLCONF rdma-endpoint stream`, which a Redis master refuses
+/// as an unknown option: the link then stays on TCP), connects a stream to
+/// it and authenticates again there. The TCP connection is dropped.
+fn rdma_link<'a>(
+    c: &mut Conn<'a>,
+    r: &super::rdma::replica::ReplicaRdma,
+) -> Result<Option<Conn<'a>>, String> {
+    let req = c.req;
+    let reply = c.command(&[b"REPLCONF", b"rdma-endpoint", b"stream"])?;
+    let Some(endpoint) = reply.strip_prefix('+') else {
+        tracing::info!("The master offers no RDMA link ({reply}): the link stays on TCP");
+        return Ok(None);
+    };
+    let addr: std::net::SocketAddr = match endpoint.parse() {
+        Ok(a) => a,
+        Err(_) => {
+            super::rdma::record_fallback(&r.stats, "protocol", endpoint);
+            r.fallback.store(true, Ordering::Relaxed);
+            return Err(format!("bad RDMA endpoint from the master: {endpoint}"));
+        }
+    };
+    let s = BlockingConn::connect_rdma(
+        &r.lib,
+        r.provider.as_deref(),
+        addr,
+        r.link,
+        req.timeout.min(Duration::from_secs(10)),
+    )
+    .map_err(|e| {
+        let e = e.to_string();
+        super::rdma::record_fallback(&r.stats, "connect", &e);
+        r.fallback.store(true, Ordering::Relaxed);
+        format!("RDMA link to {addr} failed: {e}")
+    })?;
+    tracing::info!("MASTER <-> REPLICA link over RDMA to {addr}");
+    let mut link = Conn::new(s, req);
+    link.ping_and_auth()?;
+    Ok(Some(link))
+}
+
+/// The handshake after `PING`/`AUTH`, on whatever carries the link:
+/// `REPLCONF`s, `PSYNC` and what it answers.
+fn handshake(mut c: Conn) -> Result<SyncOutcome, String> {
+    let req = c.req;
     let port = req.listening_port.to_string();
     let reply = c.command(&[b"REPLCONF", b"listening-port", port.as_bytes()])?;
     if reply.starts_with('-') {
@@ -354,7 +429,7 @@ fn rdma_full_sync(mut c: Conn, rest: &str) -> Result<SyncOutcome, String> {
         let _ = std::fs::remove_file(&tmp);
         return Err(fail("io", format!("renaming into {}: {e}", dest.display())));
     }
-    c.s.write_all(b"*2\r\n$8\r\nREPLCONF\r\n$9\r\nrdma-done\r\n")
+    c.s.write_all_within(b"*2\r\n$8\r\nREPLCONF\r\n$9\r\nrdma-done\r\n", req.timeout)
         .map_err(|e| format!("error writing to the master: {e}"))?;
     {
         let mut s = r.stats.lock().expect("rdma stats");

@@ -282,6 +282,19 @@ impl Server {
             self.rdma_done(c);
             return;
         }
+        if args.len() == 3 && args[1].eq_ignore_ascii_case(b"rdma-endpoint") {
+            // A `replica-rdma` replica asks where to move its link
+            // (docs/rdma.md, "The replication link over RDMA").
+            match self.repl.rdma.master.as_ref() {
+                Some(m) if args[2].eq_ignore_ascii_case(b"stream") => {
+                    c.out.simple(&m.endpoint.to_string())
+                }
+                _ => c
+                    .out
+                    .error("ERR this master offers no RDMA stream endpoint"),
+            }
+            return;
+        }
         if args.len().is_multiple_of(2) {
             c.out.error(crate::commands::err::SYNTAX);
             return;
@@ -403,6 +416,13 @@ impl Server {
                     return;
                 }
             }
+        }
+        if !link.rdma && c.stream.as_ref().is_some_and(|s| !s.has_socket()) {
+            // The payload's sender thread writes to a socket; over RDMA the
+            // snapshot moves by the one-sided push only.
+            c.out
+                .error("ERR a full sync over an RDMA connection needs REPLCONF capa rdma");
+            return;
         }
         self.repl.stats.sync_full += 1;
         tracing::info!(

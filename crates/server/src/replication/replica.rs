@@ -209,6 +209,7 @@ impl Server {
     }
 
     fn start_sync(&mut self) {
+        let link_config = crate::net::rdma::stream_config(self);
         let cfg = &self.config;
         let link = self.repl.link.as_mut().expect("checked by the caller");
         let cancel = Arc::new(AtomicBool::new(false));
@@ -255,6 +256,7 @@ impl Server {
                     chunk_size: cfg.repl.rdma.chunk_size,
                     stats: rdma.stats.clone(),
                     fallback: rdma.fallback_pending.clone(),
+                    link: link_config,
                 });
             }
         }
@@ -385,18 +387,15 @@ impl Server {
         }
     }
 
-    /// Makes the synced socket the master client of the loop.
+    /// Makes the synced connection the master client of the loop.
     fn attach_master(
         &mut self,
-        stream: std::net::TcpStream,
+        stream: crate::net::conn::BlockingConn,
         leftover: Vec<u8>,
         db: usize,
     ) -> std::io::Result<usize> {
-        stream.set_nonblocking(true)?;
-        stream.set_read_timeout(None)?;
-        let addr = stream.peer_addr()?;
-        let local = stream.local_addr().unwrap_or(addr);
-        let mut stream = crate::net::conn::Conn::Tcp(mio::net::TcpStream::from_std(stream));
+        let (mut stream, addr, local) = stream.into_conn()?;
+        let rdma = stream.rdma_stats().is_some();
         let id = self.next_client_id;
         self.next_client_id += 1;
         let entry = self.clients.vacant_entry();
@@ -404,14 +403,11 @@ impl Server {
         if let Some(reg) = &self.repl.registry {
             reg.register(&mut stream, mio::Token(token), mio::Interest::READABLE)?;
         }
-        let mut c = Client::new(
-            id,
-            stream,
-            crate::net::conn::Addr::Ip(addr),
-            crate::net::conn::Addr::Ip(local),
-            &mut self.pool,
-            true,
-        );
+        if rdma {
+            // Re-armed before each sleep and kept alive like any RDMA client.
+            self.rdma_conns.tokens.push(token);
+        }
+        let mut c = Client::new(id, stream, addr, local, &mut self.pool, true);
         c.token = token;
         c.db = db;
         if c.inbuf.len() < leftover.len() {

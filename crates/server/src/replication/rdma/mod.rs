@@ -330,6 +330,34 @@ impl Rdma {
     }
 }
 
+impl crate::server::Server {
+    /// Replica: what carries the link to the master now (`tcp`, `rdma`), or
+    /// `none` while it is down (`INFO rdma` `rdma_repl_link`).
+    pub fn repl_link_transport(&self) -> &'static str {
+        match self.repl.link.as_ref().map(|l| &l.state) {
+            Some(super::replica::LinkState::Connected { token, .. }) => self
+                .clients
+                .get(*token)
+                .and_then(|c| c.as_ref())
+                .and_then(|c| c.stream.as_ref())
+                .map_or("none", |s| s.transport().name()),
+            _ => "none",
+        }
+    }
+
+    /// Master: attached replicas whose link is an RDMA connection
+    /// (`rdma_repl_replicas`).
+    pub fn rdma_replicas(&self) -> usize {
+        let ids = self.repl.master.replica_ids();
+        self.rdma_conns
+            .tokens
+            .iter()
+            .filter_map(|&t| self.clients.get(t).and_then(|c| c.as_ref()))
+            .filter(|c| ids.contains(&c.id))
+            .count()
+    }
+}
+
 /// The RDMA series of `/metrics` (docs/metrics.md, docs/rdma.md).
 pub fn collect_rdma(srv: &crate::server::Server, r: &mut crate::metrics::Registry) {
     use crate::metrics::Kind;
@@ -405,6 +433,16 @@ pub fn collect_rdma(srv: &crate::server::Server, r: &mut crate::metrics::Registr
     for (reason, n) in &s.fallbacks {
         fb.sample(&[("reason", reason)], *n as f64);
     }
+    r.gauge(
+        "ferrokv_rdma_repl_link",
+        "Replica: 1 while the link to the master (handshake, stream, ACKs) runs over an RDMA connection (INFO rdma_repl_link).",
+        (srv.repl_link_transport() == "rdma") as u8 as f64,
+    );
+    r.gauge(
+        "ferrokv_rdma_repl_replicas",
+        "Master: attached replicas whose link is an RDMA connection (INFO rdma_repl_replicas).",
+        srv.rdma_replicas() as f64,
+    );
     r.histogram(
         "ferrokv_rdma_write_latency_seconds",
         "Master: a chunk's fi_writedata post to the return of its credit (rdma_write_latency).",

@@ -42,6 +42,8 @@ pub struct ReplicaRdma {
     pub stats: SharedStats,
     /// Set when this attempt fails: the next ones go over TCP.
     pub fallback: Arc<AtomicBool>,
+    /// The rings of the link's stream (`rdma-conn-slots`, `rdma-conn-slot-size`).
+    pub link: ferrokv_fabric::StreamConfig,
 }
 
 /// A parsed `+RDMAFULLSYNC <replid> <offset> <endpoint> <length> <crc64> <token>`.
