@@ -36,7 +36,8 @@
    probes whose key the first GET already saw (then the lag is one GET
    round trip: a long one means the replica, or the probe, waited for a
    CPU, not that the stream was behind). The probe is a fourth busy
-   process on the machine.
+   process on the machine. `--rdma-link` adds a ferrokv pair whose whole
+   replication link runs over an RDMA connection (docs/rdma.md).
 4. Replica apply cost (part `apply`): a fake master (this script) hands the
    replica an empty snapshot, then a stream of `--apply-n` SETs of 3-byte
    values over `--bench-keys` keys (after one SET of every key, so the
@@ -352,8 +353,14 @@ def part_sync(a, kinds, common, rows):
 
 def start_pair(name, binary, common):
     extra = common + (["--appendonly", "no"] if name == "redis" else [])
-    m = Server(name, binary, tempfile.mkdtemp(prefix=f"rbench-{name}-m-"), extra)
-    r = Server(name, binary, tempfile.mkdtemp(prefix=f"rbench-{name}-r-"), extra)
+    m_extra, r_extra = extra, extra
+    if name.endswith("-rdma-link"):
+        # The whole replication link over an RDMA connection (libfabric's
+        # tcp provider here), the snapshot by the one-sided push.
+        m_extra = extra + ["--rdma-bind", "127.0.0.1", "--rdma-port", "0"]
+        r_extra = extra + ["--replica-rdma", "yes"]
+    m = Server(name, binary, tempfile.mkdtemp(prefix=f"rbench-{name}-m-"), m_extra)
+    r = Server(name, binary, tempfile.mkdtemp(prefix=f"rbench-{name}-r-"), r_extra)
     m.start()
     r.start()
     return m, r
@@ -398,30 +405,45 @@ def part_throughput(a, kinds, common, rows):
 
 
 def part_lag(a, kinds, common, rows):
-    for name, binary in kinds.items():
-        m, r = start_pair(name, binary, common)
-        try:
-            samples, rps = lag_under_load(m, r, a.bench_keys, a.lag_n, a.probe_interval_ms)
-        finally:
-            stop(m, r)
-        lag = [s[0] for s in samples]
-        get = [s[1] for s in samples]
-        st = [s[2] for s in samples]
-        first = sum(1 for x in samples if x[3] == 1) / len(samples)
-        rows.append((f"lag master reply -> replica visible ({name}), {len(samples)} probes, SET at {rps:,.0f} rps",
-                     f"p50 {fmt_ms(pct(lag, 50))} ms, p90 {fmt_ms(pct(lag, 90))} ms, p99 {fmt_ms(pct(lag, 99))} ms, "
-                     f"max {fmt_ms(max(lag))} ms; visible at the first GET: {100 * first:.0f}%"))
+    """`--lag-runs` rounds, the kinds taking turns in each, a fresh pair
+    per run; medians of the runs' percentiles, with every run's p99."""
+    per = {name: [] for name in kinds}
+    for run in range(a.lag_runs):
+        for name, binary in kinds.items():
+            m, r = start_pair(name, binary, common)
+            try:
+                samples, rps = lag_under_load(m, r, a.bench_keys, a.lag_n, a.probe_interval_ms)
+                link = field(r.port, "rdma", "rdma_repl_link") if name != "redis" else "tcp"
+                if name.endswith("-rdma-link") and link != "rdma":
+                    raise SystemExit(f"{name}: the link ran over {link!r}, not RDMA")
+            finally:
+                stop(m, r)
+            lag = [s[0] for s in samples]
+            get = [s[1] for s in samples]
+            st = [s[2] for s in samples]
+            first = sum(1 for x in samples if x[3] == 1) / len(samples)
+            per[name].append({
+                "probes": len(samples), "rps": rps, "first": first,
+                "lag": [pct(lag, 50), pct(lag, 90), pct(lag, 99), max(lag)],
+                "get": [pct(get, 50), pct(get, 99)], "set": [pct(st, 50), pct(st, 99)],
+            })
+            print(f"run {run + 1} {name}: {len(samples)} probes at {rps:,.0f} SET/s, lag p50 "
+                  f"{fmt_ms(pct(lag, 50))} p99 {fmt_ms(pct(lag, 99))} max {fmt_ms(max(lag))} ms, "
+                  f"GET p99 {fmt_ms(pct(get, 99))} ms, first GET {100 * first:.0f}%", file=sys.stderr)
+    for name, runs in per.items():
+        med = lambda key, i: statistics.median(x[key][i] for x in runs)  # noqa: E731
+        rows.append((f"lag master reply -> replica visible ({name}), medians of {len(runs)} runs "
+                     f"({sum(x['probes'] for x in runs)} probes, SET at "
+                     f"{statistics.median(x['rps'] for x in runs):,.0f} rps)",
+                     f"p50 {fmt_ms(med('lag', 0))} ms, p90 {fmt_ms(med('lag', 1))} ms, "
+                     f"p99 {fmt_ms(med('lag', 2))} ms (runs: "
+                     + ", ".join(fmt_ms(x["lag"][2]) for x in runs)
+                     + f"), max {fmt_ms(max(x['lag'][3] for x in runs))} ms; visible at the first GET: "
+                     f"{100 * statistics.median(x['first'] for x in runs):.0f}%"))
         rows.append((f"probe GET round trip on the replica ({name})",
-                     f"p50 {fmt_ms(pct(get, 50))} ms, p90 {fmt_ms(pct(get, 90))} ms, p99 {fmt_ms(pct(get, 99))} ms, "
-                     f"max {fmt_ms(max(get))} ms"))
+                     f"p50 {fmt_ms(med('get', 0))} ms, p99 {fmt_ms(med('get', 1))} ms"))
         rows.append((f"probe SET round trip on the master ({name})",
-                     f"p50 {fmt_ms(pct(st, 50))} ms, p90 {fmt_ms(pct(st, 90))} ms, p99 {fmt_ms(pct(st, 99))} ms, "
-                     f"max {fmt_ms(max(st))} ms"))
-        print("\n".join(f"{k}: {v}" for k, v in rows[-3:]), file=sys.stderr)
-        worst = sorted(range(len(lag)), key=lambda i: -lag[i])[:5]
-        print(f"{name}: worst probes (index, lag ms, GETs, last GET ms): "
-              + ", ".join(f"({i}, {fmt_ms(lag[i])}, {samples[i][3]}, {fmt_ms(get[i])})" for i in worst),
-              file=sys.stderr)
+                     f"p50 {fmt_ms(med('set', 0))} ms, p99 {fmt_ms(med('set', 1))} ms"))
 
 
 def main():
@@ -438,16 +460,22 @@ def main():
     ap.add_argument("--bench-n", type=int, default=2_000_000, help="redis-benchmark -n (throughput)")
     ap.add_argument("--lag-n", type=int, default=5_000_000, help="redis-benchmark -n (lag)")
     ap.add_argument("--probe-interval-ms", type=float, default=5.0)
+    ap.add_argument("--lag-runs", type=int, default=1, help="rounds of the lag part")
     ap.add_argument("--apply-n", type=int, default=2_000_000, help="SETs in the apply stream")
     ap.add_argument("--baseline", help="another ferrokv-server binary, measured as 'ferrokv-before'")
     ap.add_argument("--ferrokv", default=os.path.join(ROOT, "target/release/ferrokv-server"))
     ap.add_argument("--redis", default="redis-server")
+    ap.add_argument("--rdma-link", action="store_true",
+                    help="also measure ferrokv with the replication link over RDMA "
+                         "('ferrokv-rdma-link': rdma-bind on the master, replica-rdma yes)")
     a = ap.parse_args()
     common = ["--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0",
               "--rdbcompression", "yes"]
     kinds = {"ferrokv": a.ferrokv, "redis": a.redis}
     if a.baseline:
         kinds = {"ferrokv": a.ferrokv, "ferrokv-before": a.baseline, "redis": a.redis}
+    if a.rdma_link:
+        kinds = {"ferrokv": kinds.pop("ferrokv"), "ferrokv-rdma-link": a.ferrokv, **kinds}
     parts = ["sync"] if a.sync_only else a.parts.split(",")
     rows = []
     if "sync" in parts:

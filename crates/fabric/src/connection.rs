@@ -91,12 +91,24 @@ impl Connection {
         addr: SocketAddr,
         cq_size: usize,
     ) -> Result<Connection> {
+        Connection::prepare_with(lib, provider, addr, cq_size, false)
+    }
+
+    /// [`Connection::prepare`], its endpoint with selective transmit completions when
+    /// `selective` and the provider allows it ([`Domain::endpoint_with`]).
+    pub fn prepare_with(
+        lib: &Arc<Library>,
+        provider: Option<&str>,
+        addr: SocketAddr,
+        cq_size: usize,
+        selective: bool,
+    ) -> Result<Connection> {
         let info = Info::get(lib, &Hints::connect(provider, addr))?;
         let fabric = Fabric::open(&info)?;
         let eq = fabric.event_queue(EQ_SIZE)?;
         let domain = Domain::open(&fabric, &info)?;
         let cq = domain.completion_queue(cq_size)?;
-        let endpoint = domain.endpoint(&info, &eq, &cq)?;
+        let endpoint = domain.endpoint_with(&info, &eq, &cq, selective)?;
         Ok(Connection {
             fabric,
             domain,
@@ -175,23 +187,26 @@ impl Listener {
         &self,
         request: &ConnectionRequest,
         cq_size: usize,
+        selective: bool,
     ) -> Result<Connection> {
         let domain = Domain::open(&self.fabric, &request.info)?;
-        self.prepare_accept_in(&domain, request, cq_size)
+        self.prepare_accept_in(&domain, request, cq_size, selective)
     }
 
     /// [`Listener::prepare_accept`] in an open `domain` (shared by several connections, so
-    /// that memory registered in it serves any of them).
+    /// that memory registered in it serves any of them). `selective`: as for
+    /// [`Connection::prepare_with`].
     pub fn prepare_accept_in(
         &self,
         domain: &Domain,
         request: &ConnectionRequest,
         cq_size: usize,
+        selective: bool,
     ) -> Result<Connection> {
         let domain = domain.clone();
         let eq = self.fabric.event_queue(EQ_SIZE)?;
         let cq = domain.completion_queue(cq_size)?;
-        let endpoint = domain.endpoint(&request.info, &eq, &cq)?;
+        let endpoint = domain.endpoint_with(&request.info, &eq, &cq, selective)?;
         Ok(Connection {
             fabric: self.fabric.clone(),
             domain,
@@ -211,7 +226,7 @@ impl Listener {
         cq_size: usize,
         timeout: Duration,
     ) -> Result<Connection> {
-        let conn = self.prepare_accept(&request, cq_size)?;
+        let conn = self.prepare_accept(&request, cq_size, false)?;
         conn.endpoint.accept(private_data)?;
         wait_connected(&conn.eq, &conn.endpoint, timeout)?;
         Ok(conn)

@@ -180,6 +180,10 @@ pub struct Endpoint {
     retained: Mutex<Vec<Arc<MrInner>>>,
     /// Unregistered buffers written from ([`Endpoint::write_data_unregistered`]).
     retained_buffers: Mutex<Vec<Arc<dyn std::any::Any + Send + Sync>>>,
+    /// Bound with `FI_SELECTIVE_COMPLETION`: writes posted with
+    /// [`Endpoint::write_data_signalled`] and `signal == false` produce no
+    /// completion.
+    selective: bool,
     _cq: Arc<CqInner>,
     _eq: Arc<EqInner>,
     _domain: Arc<DomainInner>,
@@ -211,7 +215,47 @@ impl Domain {
     /// Opens an endpoint for `info` (a connector's `fi_getinfo` answer, or a connection
     /// request's info), binds `eq` and `cq` (transmit and receive), and enables it.
     pub fn endpoint(&self, info: &Info, eq: &EventQueue, cq: &CompletionQueue) -> Result<Endpoint> {
+        self.endpoint_with(info, eq, cq, false)
+    }
+
+    /// [`Domain::endpoint`], with `selective`: transmit completions only for the
+    /// operations that ask for one (`FI_SELECTIVE_COMPLETION` on the transmit side, with
+    /// `FI_COMPLETION` in the default operation flags so that sends and plain writes still
+    /// complete; [`Endpoint::write_data_signalled`] chooses per write). A provider that
+    /// refuses the flag gets an ordinary endpoint ([`Endpoint::is_selective`] says which).
+    pub fn endpoint_with(
+        &self,
+        info: &Info,
+        eq: &EventQueue,
+        cq: &CompletionQueue,
+        selective: bool,
+    ) -> Result<Endpoint> {
+        match self.open_endpoint(info, eq, cq, selective) {
+            Err(FabricError::Call { call, .. }) if selective && call == "fi_ep_bind(cq tx)" => {
+                self.open_endpoint(info, eq, cq, false)
+            }
+            other => other,
+        }
+    }
+
+    fn open_endpoint(
+        &self,
+        info: &Info,
+        eq: &EventQueue,
+        cq: &CompletionQueue,
+        selective: bool,
+    ) -> Result<Endpoint> {
         let lib = &self.inner.fabric.lib;
+        if selective {
+            // SAFETY: info is a valid fi_info we own; its tx_attr is allocated with it (or
+            // null). The endpoint reads its default operation flags from it.
+            unsafe {
+                let tx = (*info.as_ptr()).tx_attr;
+                if !tx.is_null() {
+                    (*tx).op_flags |= sys::FI_COMPLETION as u64;
+                }
+            }
+        }
         let mut ptr: *mut sys::fid_ep = std::ptr::null_mut();
         // SAFETY: the domain is live; info is valid; ptr receives an endpoint we own.
         let ret = unsafe {
@@ -233,16 +277,30 @@ impl Domain {
             dest_addr,
             retained: Mutex::new(Vec::new()),
             retained_buffers: Mutex::new(Vec::new()),
+            selective,
             _cq: Arc::clone(&cq.inner),
             _eq: Arc::clone(&eq.inner),
             _domain: Arc::clone(&self.inner),
         };
         ep.bind(eq.inner.ptr.as_ptr().cast(), 0, "fi_ep_bind(eq)")?;
-        ep.bind(
-            cq.inner.ptr.as_ptr().cast(),
-            sys::FI_TRANSMIT as u64 | sys::FI_RECV as u64,
-            "fi_ep_bind(cq)",
-        )?;
+        if selective {
+            ep.bind(
+                cq.inner.ptr.as_ptr().cast(),
+                sys::FI_TRANSMIT as u64 | sys::FI_SELECTIVE_COMPLETION,
+                "fi_ep_bind(cq tx)",
+            )?;
+            ep.bind(
+                cq.inner.ptr.as_ptr().cast(),
+                sys::FI_RECV as u64,
+                "fi_ep_bind(cq rx)",
+            )?;
+        } else {
+            ep.bind(
+                cq.inner.ptr.as_ptr().cast(),
+                sys::FI_TRANSMIT as u64 | sys::FI_RECV as u64,
+                "fi_ep_bind(cq)",
+            )?;
+        }
         // SAFETY: the endpoint is live; fi_enable is fi_control(FI_ENABLE, NULL).
         let ret = unsafe {
             let e = ep.ptr.as_ptr();
@@ -435,6 +493,69 @@ impl Endpoint {
         }
     }
 
+    /// Whether the endpoint was bound with `FI_SELECTIVE_COMPLETION`.
+    pub fn is_selective(&self) -> bool {
+        self.selective
+    }
+
+    /// [`Endpoint::write_data`] that asks for a local completion only when `signal` (on a
+    /// selective endpoint; any other completes every write): `fi_writemsg` with
+    /// `FI_REMOTE_CQ_DATA`, plus `FI_COMPLETION` when signalled. An unsignalled write is
+    /// known to be done once a later signalled one on the same endpoint completes: both
+    /// providers this runs on (tcp, and verbs' reliable-connected queue pairs) complete
+    /// an endpoint's transmit operations in the order they were posted.
+    #[allow(clippy::too_many_arguments)]
+    pub fn write_data_signalled(
+        &self,
+        src: &MemoryRegion,
+        range: Range<usize>,
+        immediate: u64,
+        remote_addr: u64,
+        remote_key: u64,
+        tag: u64,
+        signal: bool,
+    ) -> Result<()> {
+        if !self.selective {
+            return self.write_data(src, range, immediate, remote_addr, remote_key, tag);
+        }
+        self.req.check_immediate(immediate)?;
+        let (buf, desc) = self.local_buffer(src, &range, Access::WRITE)?;
+        let iov = sys::iovec {
+            iov_base: buf,
+            iov_len: range.len(),
+        };
+        let mut desc = desc;
+        let rma = FiRmaIov {
+            addr: remote_addr,
+            len: range.len(),
+            key: remote_key,
+        };
+        let msg = FiMsgRma {
+            msg_iov: &iov,
+            desc: &mut desc,
+            iov_count: 1,
+            addr: 0,
+            rma_iov: &rma,
+            rma_iov_count: 1,
+            context: tag_context(tag),
+            data: immediate,
+        };
+        let mut flags = sys::FI_REMOTE_CQ_DATA as u64;
+        if signal {
+            flags |= sys::FI_COMPLETION as u64;
+        }
+        // SAFETY: the endpoint is live; msg and what it points to live across the call
+        // (libfabric copies the descriptors at post time); buf lies in a registered
+        // region retained by this endpoint until it is closed.
+        let ret = unsafe {
+            let e = self.ptr.as_ptr();
+            let writemsg = op!((*e).rma, writemsg);
+            writemsg(e, (&msg as *const FiMsgRma).cast(), flags)
+        };
+        self.lib().check("fi_writemsg", ret)?;
+        Ok(())
+    }
+
     /// The `fi_writedata` call itself.
     ///
     /// # Safety
@@ -614,3 +735,26 @@ impl Endpoint {
         Ok(())
     }
 }
+
+/// `struct fi_rma_iov` (rma.h), which the generated bindings leave opaque.
+#[repr(C)]
+struct FiRmaIov {
+    addr: u64,
+    len: usize,
+    key: u64,
+}
+
+/// `struct fi_msg_rma` (rma.h).
+#[repr(C)]
+struct FiMsgRma {
+    msg_iov: *const sys::iovec,
+    desc: *mut *mut c_void,
+    iov_count: usize,
+    addr: u64,
+    rma_iov: *const FiRmaIov,
+    rma_iov_count: usize,
+    context: *mut c_void,
+    data: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<FiMsgRma>() == std::mem::size_of::<sys::fi_msg_rma>());

@@ -58,6 +58,10 @@ pub struct StreamConfig {
     pub credit_every: u32,
     /// Inject writes small enough for the provider's `inject_size`.
     pub inject: bool,
+    /// Ring writes per requested local completion (1..=K): the others are posted
+    /// unsignalled on an endpoint with selective completions, and each signalled one's
+    /// completion frees the send slots of the writes before it. 1: every write completes.
+    pub signal_every: u32,
 }
 
 impl Default for StreamConfig {
@@ -67,6 +71,7 @@ impl Default for StreamConfig {
             slot_size: 64 * 1024,
             credit_every: 4,
             inject: true,
+            signal_every: 4,
         }
     }
 }
@@ -84,6 +89,12 @@ impl StreamConfig {
         if self.credit_every == 0 || self.credit_every > self.slots {
             return Err(FabricError::Invalid(format!(
                 "credit_every must be 1..={}",
+                self.slots
+            )));
+        }
+        if self.signal_every == 0 || self.signal_every > self.slots {
+            return Err(FabricError::Invalid(format!(
+                "signal_every must be 1..={}",
                 self.slots
             )));
         }
@@ -114,6 +125,9 @@ pub struct StreamStats {
     pub injected: u64,
     /// Keepalives sent (empty writes, which the reader skips).
     pub keepalives: u64,
+    /// Ring writes that asked for a local completion (all of them without selective
+    /// completions; one in `signal_every` with).
+    pub signalled: u64,
 }
 
 impl StreamStats {
@@ -122,6 +136,7 @@ impl StreamStats {
         self.bytes_written += other.bytes_written;
         self.writes += other.writes;
         self.bytes_read += other.bytes_read;
+        self.signalled += other.signalled;
         self.queue_full += other.queue_full;
         self.credit_stalls += other.credit_stalls;
         self.credits_sent += other.credits_sent;
@@ -340,7 +355,13 @@ impl Stream {
         timeout: Duration,
     ) -> Result<Stream> {
         config.check()?;
-        let mut conn = Connection::prepare(lib, provider, addr, cq_size(&config))?;
+        let mut conn = Connection::prepare_with(
+            lib,
+            provider,
+            addr,
+            cq_size(&config),
+            config.signal_every > 1,
+        )?;
         let rings = Rings::register(&conn, &config)?;
         rings.post_receives(&conn)?;
         conn.connect(&rings.descriptor(&config).encode(), timeout)?;
@@ -614,7 +635,9 @@ impl Stream {
                 }
                 self.repost(c.tag)?;
             }
-            CompletionKind::Write => self.write_done += 1,
+            // The tag is the ring write's index; a signalled write's completion also
+            // stands for the unsignalled ones posted before it (in-order completion).
+            CompletionKind::Write => self.write_done = self.write_done.max(c.tag + 1),
             CompletionKind::Send => self.credit_done += 1,
             CompletionKind::Other => {}
         }
@@ -769,17 +792,25 @@ impl Stream {
                 .bytes_mut(at..at + take)
                 .expect("an owned region")
                 .copy_from_slice(&buf[n..n + take]);
-            match self.conn.endpoint.write_data(
+            // Signalled: every `signal_every`-th ring write, and the one that leaves
+            // no send slot free (its completion is what frees them).
+            let signal = (self.ring_writes + 1).is_multiple_of(u64::from(self.config.signal_every))
+                || self.ring_writes + 1 - self.write_done >= own_k;
+            match self.conn.endpoint.write_data_signalled(
                 &self.rings().send_ring,
                 at..at + take,
                 take as u64,
                 remote,
                 self.peer.key,
-                self.sent,
+                self.ring_writes,
+                signal,
             ) {
                 Ok(()) => {
                     self.sent += 1;
                     self.ring_writes += 1;
+                    if signal || !self.conn.endpoint.is_selective() {
+                        self.stats.signalled += 1;
+                    }
                     n += take;
                     self.stats.writes += 1;
                     self.stats.bytes_written += take as u64;
@@ -928,12 +959,18 @@ impl PendingStream {
         let (conn, rings) = match pool {
             Some(pool) => {
                 let domain = pool.domain(listener, &request)?;
-                let conn = listener.prepare_accept_in(&domain, &request, cq_size(&config))?;
+                let conn = listener.prepare_accept_in(
+                    &domain,
+                    &request,
+                    cq_size(&config),
+                    config.signal_every > 1,
+                )?;
                 let rings = pool.take(&conn, &config)?;
                 (conn, rings)
             }
             None => {
-                let conn = listener.prepare_accept(&request, cq_size(&config))?;
+                let conn =
+                    listener.prepare_accept(&request, cq_size(&config), config.signal_every > 1)?;
                 let rings = Rings::register(&conn, &config)?;
                 (conn, rings)
             }

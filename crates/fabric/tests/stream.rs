@@ -18,6 +18,8 @@ const SMALL: StreamConfig = StreamConfig {
     slot_size: 4096,
     credit_every: 2,
     inject: true,
+    // Selective completions: one write in 4 asks for one.
+    signal_every: 4,
 };
 
 #[test]
@@ -54,6 +56,16 @@ fn a_hundred_megabytes_each_way_through_small_rings_arrive_intact() {
     assert!(a.in_flight() <= u64::from(SMALL.slots));
     // Credits came back in groups of `credit_every` slots, not one per slot.
     assert!(b.stats.credits_sent <= a.stats.writes / u64::from(SMALL.credit_every) + 1);
+    // Selective completions (the tcp provider takes FI_SELECTIVE_COMPLETION): at most
+    // one ring write in `signal_every` asked for a completion, plus the ones that
+    // filled the send ring; and yet every slot was reused (100 MB through 32 KiB).
+    assert!(a.connection().endpoint.is_selective());
+    assert!(
+        a.stats.signalled <= a.stats.writes / u64::from(SMALL.signal_every) * 2 + 1,
+        "{:?}",
+        a.stats
+    );
+    assert!(a.stats.signalled >= a.stats.writes / u64::from(SMALL.signal_every));
 }
 
 #[test]
@@ -64,8 +76,10 @@ fn pipelined_requests_and_replies_interleave_both_ways() {
         slots: 4,
         slot_size: 1024,
         credit_every: 1,
-        // This side writes from its send ring only; the other injects.
+        // This side writes from its send ring only, every write completing; the other
+        // injects, and signals one ring write in 4.
         inject: false,
+        signal_every: 1,
     };
     let (mut server, mut client) = pair(&lib, SMALL, client_cfg);
     const N: usize = 10_000;

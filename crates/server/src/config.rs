@@ -1649,6 +1649,19 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
         },
         |c| yes_no(c.repl.rdma.conn_inject)
     ),
+    // Ring writes to an RDMA connection per requested local completion
+    // (selective completions; 1: every write completes). Capped at the
+    // ring's slots; new connections take the value in force.
+    opt!(
+        "rdma-conn-signal-every",
+        "4",
+        true,
+        |c, a| {
+            c.repl.rdma.conn_signal_every = parse_int(a, 1, 1024)? as u32;
+            Ok(())
+        },
+        |c| c.repl.rdma.conn_signal_every.to_string()
+    ),
     // RDMA has no keepalive of its own: an RDMA client silent for this
     // many seconds gets an empty write (0: none), as `tcp-keepalive` does
     // for TCP; a dead peer fails it and the client is closed.

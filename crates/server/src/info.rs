@@ -385,6 +385,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             f!("rdma_conn_credit_stalls:{}", t.credit_stalls);
             f!("rdma_conn_qp_retry_count:{}", t.queue_full);
             f!("rdma_conn_injected_writes:{}", t.injected);
+            f!("rdma_conn_signalled_writes:{}", t.signalled);
             f!("rdma_conn_keepalives:{}", t.keepalives);
             let p = c.pool.as_ref().map(|p| p.stats()).unwrap_or_default();
             let served = p.hits + p.misses;

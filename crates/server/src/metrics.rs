@@ -300,6 +300,21 @@ fn collect_server(srv: &Server, r: &mut Registry) {
             "Posts to RDMA clients retried because the endpoint's queue was full.",
             t.queue_full,
         ),
+        (
+            "ferrokv_rdma_conn_injected_writes_total",
+            "Small writes to RDMA connections injected (fi_inject_writedata: no ring copy, no completion).",
+            t.injected,
+        ),
+        (
+            "ferrokv_rdma_conn_signalled_writes_total",
+            "Ring writes to RDMA connections that asked for a local completion (one in rdma-conn-signal-every).",
+            t.signalled,
+        ),
+        (
+            "ferrokv_rdma_conn_keepalives_total",
+            "Keepalives (empty writes) sent to idle RDMA connections.",
+            t.keepalives,
+        ),
     ] {
         r.counter(name, help, v as f64);
     }

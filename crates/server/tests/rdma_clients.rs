@@ -79,6 +79,16 @@ fn a_hundred_megabyte_value_and_ten_thousand_pipelined_commands() {
     assert!(info(&s, "rdma_conn_bytes_read") > 100 << 20);
     assert!(info(&s, "rdma_conn_bytes_written") > 100 << 20);
     assert!(info(&s, "rdma_conn_writes") > 1600);
+    // Selective completions (rdma-conn-signal-every 4): about one ring write
+    // in four asked for a local completion, and the 100 MB went through.
+    let (writes, signalled) = (
+        info(&s, "rdma_conn_writes") - info(&s, "rdma_conn_injected_writes"),
+        info(&s, "rdma_conn_signalled_writes"),
+    );
+    assert!(
+        signalled >= writes / 4 && signalled <= writes / 2,
+        "{signalled} of {writes}"
+    );
     // CLIENT LIST names the peer by its address, as for TCP.
     let own = r.s.local_addr().unwrap();
     let list = r.cmd(&["CLIENT", "LIST"]);

@@ -48,6 +48,7 @@ pub fn stream_config(srv: &Server) -> StreamConfig {
         slot_size: c.conn_slot_size,
         credit_every: (c.conn_slots / 4).max(1),
         inject: c.conn_inject,
+        signal_every: c.conn_signal_every.min(c.conn_slots),
     }
 }
 

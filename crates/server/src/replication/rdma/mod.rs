@@ -58,6 +58,8 @@ pub struct RdmaConfig {
     pub conn_pool: usize,
     /// Inject small writes (`rdma-conn-inject`).
     pub conn_inject: bool,
+    /// `rdma-conn-signal-every`.
+    pub conn_signal_every: u32,
     /// Seconds of silence before an RDMA client gets a keepalive
     /// (`rdma-keepalive`, 0: none).
     pub conn_keepalive: u64,
@@ -82,6 +84,7 @@ impl Default for RdmaConfig {
             conn_slot_size: 64 * 1024,
             conn_pool: 8,
             conn_inject: true,
+            conn_signal_every: 4,
             conn_keepalive: 60,
             zero_copy: true,
             chunk_delay_us: 0,
