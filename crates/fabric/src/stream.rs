@@ -128,6 +128,9 @@ pub struct StreamStats {
     /// Ring writes that asked for a local completion (all of them without selective
     /// completions; one in `signal_every` with).
     pub signalled: u64,
+    /// Bytes parsed in place ([`Stream::peek`] / [`Stream::consume`]), never copied out of
+    /// the ring (part of `bytes_read`).
+    pub read_in_place: u64,
 }
 
 impl StreamStats {
@@ -137,6 +140,7 @@ impl StreamStats {
         self.writes += other.writes;
         self.bytes_read += other.bytes_read;
         self.signalled += other.signalled;
+        self.read_in_place += other.read_in_place;
         self.queue_full += other.queue_full;
         self.credit_stalls += other.credit_stalls;
         self.credits_sent += other.credits_sent;
@@ -739,6 +743,52 @@ impl Stream {
             return Ok(0);
         }
         Err(io::ErrorKind::WouldBlock.into())
+    }
+
+    /// The unread bytes of the oldest slot that landed, in place in the receive ring, for a
+    /// reader that parses straight from the ring instead of copying with [`Stream::read`];
+    /// `None` when nothing has landed (after an end or a failure too: `read` reports those).
+    /// The bytes stay where they are, unchanged, until [`Stream::consume`] hands their slot
+    /// back: the peer writes a slot only after its credit. Empty slots (keepalives) are
+    /// skipped.
+    pub fn peek(&mut self) -> Option<&[u8]> {
+        // Errors stay for `read`, after the bytes that landed before them.
+        let _ = self.progress();
+        while let Some(&len) = self.landed.front() {
+            if len as usize != self.read_at {
+                break;
+            }
+            self.landed.pop_front();
+            self.consumed += 1;
+            self.read_at = 0;
+        }
+        let len = *self.landed.front()? as usize;
+        let slot = (self.consumed % u64::from(self.config.slots)) as usize
+            * self.config.slot_size as usize;
+        let from = slot + self.read_at;
+        Some(self.rings().recv_ring.bytes(from..slot + len))
+    }
+
+    /// Marks `n` bytes of what [`Stream::peek`] showed as read: a slot read to its end goes
+    /// back to the peer with the next credit (at the usual granularity). `n` beyond the
+    /// slot's unread bytes is cut to them.
+    pub fn consume(&mut self, n: usize) -> io::Result<()> {
+        let Some(&len) = self.landed.front() else {
+            return Ok(());
+        };
+        let n = n.min(len as usize - self.read_at);
+        self.read_at += n;
+        self.stats.bytes_read += n as u64;
+        self.stats.read_in_place += n as u64;
+        if self.read_at == len as usize {
+            self.landed.pop_front();
+            self.consumed += 1;
+            self.read_at = 0;
+        }
+        if self.failed.is_some() {
+            return Ok(());
+        }
+        self.send_credit(false)
     }
 
     /// Writes as much of `buf` as the window allows, one slot per write. `WouldBlock` when

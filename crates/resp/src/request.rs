@@ -165,6 +165,14 @@ impl RequestDecoder {
         self.wanted
     }
 
+    /// Forgets a partly decoded command: the next `decode` starts afresh
+    /// at the start of the buffer it is given (a reader that moved the
+    /// command's bytes elsewhere decodes them again there).
+    pub fn reset(&mut self) {
+        self.state = State::Idle;
+        self.wanted = 0;
+    }
+
     /// True when a command is partly decoded.
     pub fn in_progress(&self) -> bool {
         self.state != State::Idle

@@ -381,6 +381,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             f!("rdma_conn_bytes_written:{}", t.bytes_written);
             f!("rdma_conn_writes:{}", t.writes);
             f!("rdma_conn_bytes_read:{}", t.bytes_read);
+            f!("rdma_conn_bytes_parsed_in_place:{}", t.read_in_place);
             f!("rdma_conn_credits_sent:{}", t.credits_sent);
             f!("rdma_conn_credit_stalls:{}", t.credit_stalls);
             f!("rdma_conn_qp_retry_count:{}", t.queue_full);

@@ -286,6 +286,11 @@ fn collect_server(srv: &Server, r: &mut Registry) {
             t.bytes_read,
         ),
         (
+            "ferrokv_rdma_conn_bytes_parsed_in_place_total",
+            "Bytes of RDMA clients' requests parsed where they landed in the ring, never copied (part of bytes_read).",
+            t.read_in_place,
+        ),
+        (
             "ferrokv_rdma_conn_credits_sent_total",
             "Credit messages sent to RDMA clients.",
             t.credits_sent,

@@ -64,15 +64,28 @@ fn a_hundred_megabyte_value_and_ten_thousand_pipelined_commands() {
     );
     assert_eq!(r.cmd(&[b"GET".as_slice(), b"big"]), Frame::Bulk(big));
     assert_eq!(r.cmd(&["STRLEN", "big"]), Frame::Integer(100 << 20));
-    // 10,000 commands in one write; their replies read after.
+    // 10,000 commands in one write (their slots cut commands in two); their
+    // replies read after. The commands are parsed where they landed in the
+    // ring, but for the pieces a slot's end cut off.
+    let in_place = info(&s, "rdma_conn_bytes_parsed_in_place");
     let mut batch = Vec::new();
     for i in 0..10_000 {
         batch.extend_from_slice(&Frame::command(&["INCR", &format!("n{}", i % 7)]));
     }
     r.send(&batch);
     let replies = r.read_frames(10_000);
-    assert!(replies.iter().all(|f| matches!(f, Frame::Integer(_))));
+    let mut expect = [0i64; 7];
+    for (i, f) in replies.iter().enumerate() {
+        expect[i % 7] += 1;
+        assert_eq!(*f, Frame::Integer(expect[i % 7]), "reply {i}");
+    }
     assert_eq!(tcp(&s).cmd(&["GET", "n0"]), Frame::Bulk(b"1429".to_vec()));
+    let parsed = info(&s, "rdma_conn_bytes_parsed_in_place") - in_place;
+    assert!(
+        parsed > batch.len() as i64 / 2 && parsed <= batch.len() as i64,
+        "{parsed} of {} bytes parsed in place",
+        batch.len()
+    );
     // The counters saw it.
     assert_eq!(info(&s, "connected_clients_rdma"), 1);
     assert_eq!(info(&s, "rdma_connections"), 1);
@@ -245,4 +258,64 @@ fn idle_rdma_clients_get_keepalives_they_never_see() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(info(&s, "rdma_conn_keepalives"), before);
+}
+
+#[test]
+fn requests_cut_anywhere_by_small_slots_run_exactly_once_and_in_order() {
+    // 1 KiB slots: the client's writes cut requests at every kind of place
+    // (inside a header, a length, a value, an inline command); the server
+    // parses them where they land and completes the cut ones from the next
+    // slot.
+    let (s, ep) = server(&["--rdma-conn-slot-size", "1kb", "--rdma-conn-slots", "4"]);
+    let mut r = Raw {
+        s: Stream::rdma(ep),
+    };
+    let mut batch = Vec::new();
+    let mut expect = Vec::new();
+    let mut seed = 0x9e37_79b9_u64;
+    let mut values = Vec::new();
+    let mut ctr = 0;
+    for i in 0..3000 {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        match i % 4 {
+            0 => {
+                let len = (seed >> 33) as usize % 3000;
+                let v: Vec<u8> = (0..len).map(|j| b'a' + ((i + j) % 26) as u8).collect();
+                batch.extend_from_slice(&Frame::command(&[
+                    b"SET".as_slice(),
+                    format!("k{i}").as_bytes(),
+                    &v,
+                ]));
+                expect.push(Frame::Simple(b"OK".to_vec()));
+                values.push((i, v));
+            }
+            1 => {
+                batch.extend_from_slice(b"INCR ctr\r\n");
+                ctr += 1;
+                expect.push(Frame::Integer(ctr));
+            }
+            2 => {
+                let (k, v) = values.last().unwrap();
+                batch.extend_from_slice(&Frame::command(&["GET", &format!("k{k}")]));
+                expect.push(Frame::Bulk(v.clone()));
+            }
+            _ => {
+                batch.extend_from_slice(&Frame::command(&["PING"]));
+                expect.push(Frame::Simple(b"PONG".to_vec()));
+            }
+        }
+    }
+    r.send(&batch);
+    let replies = r.read_frames(expect.len());
+    for (i, (got, want)) in replies.iter().zip(&expect).enumerate() {
+        assert!(got == want, "reply {i}: {got:?}");
+    }
+    let parsed = info(&s, "rdma_conn_bytes_parsed_in_place");
+    assert!(parsed > 0, "nothing parsed in place");
+    assert_eq!(
+        tcp(&s).cmd(&["GET", "ctr"]),
+        Frame::Bulk(ctr.to_string().into_bytes())
+    );
 }

@@ -339,6 +339,22 @@ impl Client {
         }
     }
 
+    /// Appends `bytes` to the unparsed input: the head of a request that an
+    /// RDMA ring slot's end cut off, or the piece of the next slot that
+    /// completes it (`net/reactor.rs`, parsing in place).
+    pub fn append_input(&mut self, bytes: &[u8]) {
+        if self.in_start == self.in_end {
+            self.in_start = 0;
+            self.in_end = 0;
+        }
+        let end = self.in_end + bytes.len();
+        if end > self.inbuf.len() {
+            self.inbuf.resize(end, 0);
+        }
+        self.inbuf[self.in_end..end].copy_from_slice(bytes);
+        self.in_end = end;
+    }
+
     /// Writes pending replies. Returns Ok(true) when everything was written.
     pub fn flush(&mut self) -> io::Result<bool> {
         while self.out_sent < self.out.buf.len() {

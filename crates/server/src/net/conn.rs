@@ -182,6 +182,30 @@ impl Conn {
         }
     }
 
+    /// Whether requests can be parsed where they landed
+    /// ([`Conn::peek_in_place`]): an RDMA connection's receive ring.
+    #[inline]
+    pub fn parses_in_place(&self) -> bool {
+        matches!(self, Conn::Rdma(_))
+    }
+
+    /// The unread bytes of the oldest slot of an RDMA connection's ring, in
+    /// place (`Stream::peek`); `None` for sockets, or when nothing landed.
+    pub fn peek_in_place(&mut self) -> Option<&[u8]> {
+        match self {
+            Conn::Rdma(s) => s.peek(),
+            _ => None,
+        }
+    }
+
+    /// Marks `n` bytes [`Conn::peek_in_place`] showed as read.
+    pub fn consume_in_place(&mut self, n: usize) -> io::Result<()> {
+        match self {
+            Conn::Rdma(s) => s.consume(n),
+            _ => Ok(()),
+        }
+    }
+
     /// The RDMA stream's counters.
     pub fn rdma_stats(&self) -> Option<ferrokv_fabric::StreamStats> {
         match self {

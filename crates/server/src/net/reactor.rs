@@ -35,6 +35,24 @@ const MASTER_LINK_READ_BUDGET: usize = 64 * 1024;
 /// commands and gigabytes of replies in one go.
 const PASS_COMMANDS: usize = 1024;
 
+/// Parsing in place (RDMA clients): a request cut by a ring slot's end is
+/// completed with at least this many bytes of the next slot at a time...
+const RING_COMPLETE_STEP: usize = 1024;
+/// ...unless it is a bulk larger than this, which goes the ordinary way.
+const RING_COMPLETE_MAX: usize = 64 * 1024;
+
+/// How a pass over an RDMA client's ring ended.
+enum RingPass {
+    /// The ordinary read path goes on: every landed slot was parsed, or the
+    /// client is blocked, or what a slot left is in the input buffer.
+    Ordinary,
+    /// The client stopped (paused, deferred, closing) or its budget ran
+    /// out; what was left is in its input buffer.
+    Stopped,
+    /// The connection failed.
+    Close,
+}
+
 pub struct Reactor {
     poll: Poll,
     pub srv: Server,
@@ -258,8 +276,19 @@ impl Reactor {
                 return true;
             }
         }
+        let master_link = self.srv.repl.master_client_id() == Some(c.id);
+        if !master_link && c.stream.as_ref().is_some_and(|s| s.parses_in_place()) {
+            match self.process_from_ring(c, t) {
+                RingPass::Close => return false,
+                RingPass::Stopped => {
+                    c.shrink_input();
+                    return true;
+                }
+                RingPass::Ordinary => {}
+            }
+        }
         let limit = self.srv.config.client_query_buffer_limit as usize;
-        let mut budget = if self.srv.repl.master_client_id() == Some(c.id) {
+        let mut budget = if master_link {
             MASTER_LINK_READ_BUDGET
         } else {
             READ_BUDGET
@@ -310,6 +339,94 @@ impl Reactor {
         true
     }
 
+    /// An RDMA client's requests parsed straight from its receive ring
+    /// (docs/rdma.md, "Parsing in place"): each landed slot is decoded where
+    /// it lies and handed back to the peer as it is consumed, with no copy
+    /// into the input buffer. A request that a slot's end cuts in two has its
+    /// head copied into the input buffer and is completed from the next slot
+    /// with only the bytes it needs; parsing in place resumes after it. What
+    /// a client that stopped (paused on its replies, deferred for fairness)
+    /// leaves of a slot is copied into its input buffer for later; a blocked
+    /// client reads on the ordinary way, as does a large bulk.
+    fn process_from_ring(&mut self, c: &mut Client, t: usize) -> RingPass {
+        let mut budget = READ_BUDGET;
+        loop {
+            if c.input_deferred || c.output_paused || c.close_after_reply || c.close_asap {
+                return RingPass::Stopped;
+            }
+            if c.blocked.is_some() {
+                // Read on into the input buffer, as a TCP client's would be
+                // (and an end or an error seen), but run nothing.
+                return RingPass::Ordinary;
+            }
+            if budget == 0 {
+                self.srv.pending_reads.push(t);
+                return RingPass::Stopped;
+            }
+            let head = c.in_end - c.in_start;
+            if head > 0 && c.decoder.wanted() > RING_COMPLETE_MAX {
+                // A large bulk: the ordinary path sizes the buffer once.
+                return RingPass::Ordinary;
+            }
+            let Some(view) = c.stream.as_mut().and_then(|s| s.peek_in_place()) else {
+                return RingPass::Ordinary;
+            };
+            let (ptr, len) = (view.as_ptr(), view.len());
+            // SAFETY: the bytes lie in the stream's registered receive ring,
+            // which lives as long as the stream; `c.stream` is not dropped
+            // while this client runs commands (it is out of the client table,
+            // and only `close_client`, on a client in the table, drops one).
+            // They stay unchanged until `consume_in_place` below hands their
+            // slot back (the peer writes a slot only after its credit, and
+            // this side never writes its receive ring). The slice is not used
+            // after that call, and commands copy what they keep of it.
+            let view: &[u8] = unsafe { std::slice::from_raw_parts(ptr, len) };
+            let used = if head > 0 {
+                // The head of a cut request waits in the input buffer: copy
+                // what completes it, run it, and leave in the ring whatever
+                // of this piece was not needed.
+                let take = len.min(
+                    c.decoder
+                        .wanted()
+                        .saturating_sub(head)
+                        .max(RING_COMPLETE_STEP),
+                );
+                c.append_input(&view[..take]);
+                self.process_input(c);
+                let left = c.in_end - c.in_start;
+                if left <= take {
+                    // All of it came from this slot: parsed in place next.
+                    c.in_end -= left;
+                    c.decoder.reset();
+                    take - left
+                } else {
+                    take
+                }
+            } else {
+                let mut start = 0;
+                self.run_commands(c, view, &mut start, false);
+                if start < len {
+                    // A request cut by the slot's end, or what a client that
+                    // stopped (or blocked) left: into the input buffer.
+                    c.append_input(&view[start..]);
+                    len
+                } else {
+                    start
+                }
+            };
+            let Some(stream) = c.stream.as_mut() else {
+                return RingPass::Close;
+            };
+            if let Err(e) = stream.consume_in_place(used) {
+                debug!("Reading from client: {e}");
+                return RingPass::Close;
+            }
+            self.srv.stats.net_input_bytes += used as u64;
+            c.last_interaction = Instant::now();
+            budget = budget.saturating_sub(used.max(1));
+        }
+    }
+
     /// Decodes and executes the commands in the client's input buffer.
     pub fn process_input(&mut self, c: &mut Client) {
         if self.srv.repl.master_client_id() == Some(c.id) {
@@ -317,6 +434,18 @@ impl Reactor {
             return;
         }
         let inbuf = std::mem::take(&mut c.inbuf);
+        let mut start = c.in_start;
+        self.run_commands(c, &inbuf[..c.in_end], &mut start, true);
+        c.in_start = start;
+        c.inbuf = inbuf;
+    }
+
+    /// Decodes and executes the commands in `buf` from `*start`, advancing
+    /// it past each one run: the client's input buffer (`in_inbuf`, whose
+    /// `in_start` then follows, as `CLIENT LIST`'s `qbuf` reads it), or a
+    /// slot of an RDMA client's ring.
+    fn run_commands(&mut self, c: &mut Client, buf: &[u8], start: &mut usize, in_inbuf: bool) {
+        let end = buf.len();
         let mut decoder = std::mem::take(&mut c.decoder);
         let limits = Limits {
             max_bulk_len: self.srv.config.proto_max_bulk_len as usize,
@@ -326,8 +455,7 @@ impl Reactor {
         c.out.cap = self.reply_cap(c);
         let mut commands = 0;
         // A blocked client's pipeline waits until it is served.
-        while c.in_start < c.in_end && !c.close_after_reply && !c.close_asap && c.blocked.is_none()
-        {
+        while *start < end && !c.close_after_reply && !c.close_asap && c.blocked.is_none() {
             // Like Redis, which checks the limit as each reply is added: a
             // client past its hard output limit runs nothing more, so a
             // pipeline of large replies cannot grow its buffer unbounded.
@@ -351,7 +479,7 @@ impl Reactor {
                 self.srv.pending_reads.push(c.token);
                 break;
             }
-            match decoder.decode(&inbuf[c.in_start..c.in_end], limits) {
+            match decoder.decode(&buf[*start..end], limits) {
                 Ok(None) => break,
                 Ok(Some(d)) => {
                     let consumed = d.consumed;
@@ -359,7 +487,10 @@ impl Reactor {
                         self.srv.execute(c, d.args);
                         commands += 1;
                     }
-                    c.in_start += consumed;
+                    *start += consumed;
+                    if in_inbuf {
+                        c.in_start = *start;
+                    }
                     if c.out.overflowed {
                         self.reply_overflowed(c);
                         break;
@@ -376,12 +507,14 @@ impl Reactor {
                         e.0, c.id, c.addr
                     );
                     c.close_after_reply = true;
-                    c.in_start = c.in_end;
+                    *start = end;
+                    if in_inbuf {
+                        c.in_start = *start;
+                    }
                 }
             }
         }
         c.out.cap = usize::MAX;
-        c.inbuf = inbuf;
         c.decoder = decoder;
         self.srv.count_errors(c);
     }
