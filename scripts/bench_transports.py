@@ -12,6 +12,12 @@ verbs hardware.
 
   python3 scripts/bench_transports.py [--rounds 3] [--operations 100000]
       [--sizes 1024,4096,16384] [--connections 4] [--pipeline 1]
+      [--transports tcp,unix,rdma,rdma-noinject] [--workloads c,a]
+      [--baseline OLD-ferrokv-server]
+
+`--baseline` starts a second server from an older binary beside the
+first, and every transport runs against both in the same rounds (rows
+`<transport>@before`).
 
 Needs target/release/ferrokv-server and ferrokv-bench
 (cargo build --release -p ferrokv-server -p ferrokv-bench) and libfabric.
@@ -44,46 +50,58 @@ def main():
     ap.add_argument("--transports", default="tcp,unix,rdma",
                     help="which to run; rdma-noinject: RDMA with rdma-conn-inject no")
     ap.add_argument("--workloads", default="c,a")
+    ap.add_argument("--baseline", help="an older ferrokv-server binary, run beside this one")
     a = ap.parse_args()
     d = tempfile.mkdtemp(prefix="bench-transports-")
-    port, rport = free_port(), free_port()
-    sock = os.path.join(d, "s.sock")
-    server = subprocess.Popen(
-        [os.path.join(BIN, "ferrokv-server"), "--port", str(port), "--dir", d, "--save", "",
-         "--unixsocket", sock, "--rdma-bind", "127.0.0.1", "--rdma-port", str(rport)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    known = {"tcp": ("tcp", f"127.0.0.1:{port}"), "unix": ("unix", sock),
-             "rdma": ("rdma", f"127.0.0.1:{rport}"), "rdma-noinject": ("rdma", f"127.0.0.1:{rport}")}
+    binaries = {"": os.path.join(BIN, "ferrokv-server")}
+    if a.baseline:
+        binaries["@before"] = a.baseline
+    servers = {}
+    for suffix, binary in binaries.items():
+        port, rport = free_port(), free_port()
+        sock = os.path.join(d, f"s{suffix}.sock")
+        sd = tempfile.mkdtemp(dir=d)
+        proc = subprocess.Popen(
+            [binary, "--port", str(port), "--dir", sd, "--save", "",
+             "--unixsocket", sock, "--rdma-bind", "127.0.0.1", "--rdma-port", str(rport)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        servers[suffix] = (proc, port, {
+            "tcp": ("tcp", f"127.0.0.1:{port}"), "unix": ("unix", sock),
+            "rdma": ("rdma", f"127.0.0.1:{rport}"), "rdma-noinject": ("rdma", f"127.0.0.1:{rport}")})
     names = a.transports.split(",")
-    targets = [(n, known[n][1]) for n in names]
+    # (row name, transport name, address, server)
+    targets = [(n + suffix, n, known[n][1], suffix)
+               for suffix, (_, _, known) in servers.items() for n in names]
     rows = []
     try:
         for size in [int(s) for s in a.sizes.split(",")]:
-            # Load once per size (over TCP), then the run phases.
-            subprocess.run([os.path.join(BIN, "ferrokv-bench"), "run", "-s", targets[0][1],
-                            "--phase", "load", "--records", str(a.records), "--value-size", str(size),
-                            "--fields", "1", "--data-model", "string", "--no-progress", "--flush",
-                            "--out", os.path.join(d, "load")],
-                           check=True, capture_output=True)
+            # Load once per size and server (over TCP), then the run phases.
+            for _, port, _ in servers.values():
+                subprocess.run([os.path.join(BIN, "ferrokv-bench"), "run", "-s", f"127.0.0.1:{port}",
+                                "--phase", "load", "--records", str(a.records), "--value-size",
+                                str(size), "--fields", "1", "--data-model", "string",
+                                "--no-progress", "--flush", "--out", os.path.join(d, "load")],
+                               check=True, capture_output=True)
             for workload in a.workloads.split(","):
                 got = {}
                 for rnd in range(a.rounds):
                     order = targets[rnd % len(targets):] + targets[:rnd % len(targets)]
-                    for name, addr in order:
+                    for name, tname, addr, suffix in order:
+                        server, port, known = servers[suffix]
                         out = os.path.join(d, f"o-{name}")
                         # New RDMA connections take the value in force.
-                        inject = "no" if name == "rdma-noinject" else "yes"
+                        inject = "no" if tname == "rdma-noinject" else "yes"
                         subprocess.run(["redis-cli", "-p", str(port), "config", "set", "rdma-conn-inject",
                                         inject], check=True, capture_output=True)
                         c0 = cpu_seconds(server.pid)
                         subprocess.run(
-                            [os.path.join(BIN, "ferrokv-bench"), "run", "--transport", known[name][0], "-s", addr,
+                            [os.path.join(BIN, "ferrokv-bench"), "run", "--transport", known[tname][0], "-s", addr,
                              "--phase", "run", "-w", workload, "--records", str(a.records),
                              "--operations", str(a.operations), "--value-size", str(size),
                              "--fields", "1", "--data-model", "string", "-c", str(a.connections),
@@ -101,12 +119,13 @@ def main():
                         rate = total / phase["measured_sec"]
                         got.setdefault(name, []).append((rate, mean, p99, p999, cpu / total * 1e6))
                         print(f"{size} {workload} {name} round {rnd}: {rate:,.0f} ops/s", file=sys.stderr)
-                for name, _ in targets:
+                for name, *_ in targets:
                     med = [statistics.median(x[i] for x in got[name]) for i in range(5)]
                     rows.append((size, workload.upper(), name, *med))
     finally:
-        server.kill()
-        server.wait()
+        for server, _, _ in servers.values():
+            server.kill()
+            server.wait()
         shutil.rmtree(d, ignore_errors=True)
     print(f"YCSB, {a.connections} connections, pipeline {a.pipeline}, {a.operations} ops, "
           f"median of {a.rounds} rounds")

@@ -752,8 +752,10 @@ impl Stream {
     /// back: the peer writes a slot only after its credit. Empty slots (keepalives) are
     /// skipped.
     pub fn peek(&mut self) -> Option<&[u8]> {
-        // Errors stay for `read`, after the bytes that landed before them.
-        let _ = self.progress();
+        if self.landed.is_empty() {
+            // Errors stay for `read`, after the bytes that landed before them.
+            let _ = self.progress();
+        }
         while let Some(&len) = self.landed.front() {
             if len as usize != self.read_at {
                 break;

@@ -198,6 +198,14 @@ impl Conn {
         }
     }
 
+    /// Whether the stream ended or failed (its ordinary `read` says how).
+    pub fn in_place_ended(&self) -> bool {
+        match self {
+            Conn::Rdma(s) => s.is_closed(),
+            _ => false,
+        }
+    }
+
     /// Marks `n` bytes [`Conn::peek_in_place`] showed as read.
     pub fn consume_in_place(&mut self, n: usize) -> io::Result<()> {
         match self {

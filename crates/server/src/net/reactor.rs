@@ -46,6 +46,8 @@ enum RingPass {
     /// The ordinary read path goes on: every landed slot was parsed, or the
     /// client is blocked, or what a slot left is in the input buffer.
     Ordinary,
+    /// Every landed slot was parsed and nothing more is there.
+    Empty,
     /// The client stopped (paused, deferred, closing) or its budget ran
     /// out; what was left is in its input buffer.
     Stopped,
@@ -284,6 +286,10 @@ impl Reactor {
                     c.shrink_input();
                     return true;
                 }
+                RingPass::Empty => {
+                    c.shrink_input();
+                    return true;
+                }
                 RingPass::Ordinary => {}
             }
         }
@@ -369,7 +375,14 @@ impl Reactor {
                 return RingPass::Ordinary;
             }
             let Some(view) = c.stream.as_mut().and_then(|s| s.peek_in_place()) else {
-                return RingPass::Ordinary;
+                // Nothing more landed (the peek just read the queues): no
+                // second look through the ordinary read, unless the stream
+                // ended, which that read reports.
+                return if c.stream.as_ref().is_some_and(|s| s.in_place_ended()) {
+                    RingPass::Ordinary
+                } else {
+                    RingPass::Empty
+                };
             };
             let (ptr, len) = (view.as_ptr(), view.len());
             // SAFETY: the bytes lie in the stream's registered receive ring,
