@@ -88,7 +88,8 @@ pub use info::{Hints, Info, Requirements, PROVIDER_ENV};
 pub use library::{Library, DEFAULT_LIBRARY, LIBRARY_ENV};
 pub use private_data::{AcceptDescriptor, RingDescriptor, MAX_PRIVATE_DATA};
 pub use stream::{
-    PendingStream, RingPool, RingPoolStats, Stream, StreamConfig, StreamStats, STREAM_TOKEN,
+    PendingStream, RingPool, RingPoolStats, Stream, StreamConfig, StreamStats, WriteLatency,
+    STREAM_TOKEN, WRITE_LATENCY_BOUNDS_USEC,
 };
 
 #[cfg(test)]

@@ -131,6 +131,40 @@ pub struct StreamStats {
     /// Bytes parsed in place ([`Stream::peek`] / [`Stream::consume`]), never copied out of
     /// the ring (part of `bytes_read`).
     pub read_in_place: u64,
+    /// Each write's post to the return of the credit that covers it.
+    pub write_latency: WriteLatency,
+}
+
+/// Upper bounds (µs) of [`WriteLatency`]'s buckets; the last bucket is everything above.
+pub const WRITE_LATENCY_BOUNDS_USEC: [u64; 16] = [
+    10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000,
+    500_000, 1_000_000,
+];
+
+/// A histogram of write latencies (fixed buckets, so that counters of many streams add up).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct WriteLatency {
+    pub buckets: [u64; WRITE_LATENCY_BOUNDS_USEC.len() + 1],
+    pub count: u64,
+    pub sum_usec: u64,
+}
+
+impl WriteLatency {
+    fn record(&mut self, d: Duration) {
+        let usec = d.as_micros().min(u128::from(u64::MAX)) as u64;
+        let i = WRITE_LATENCY_BOUNDS_USEC.partition_point(|&b| b < usec);
+        self.buckets[i] += 1;
+        self.count += 1;
+        self.sum_usec += usec;
+    }
+
+    fn add(&mut self, other: &WriteLatency) {
+        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
+            *a += b;
+        }
+        self.count += other.count;
+        self.sum_usec += other.sum_usec;
+    }
 }
 
 impl StreamStats {
@@ -141,6 +175,7 @@ impl StreamStats {
         self.bytes_read += other.bytes_read;
         self.signalled += other.signalled;
         self.read_in_place += other.read_in_place;
+        self.write_latency.add(&other.write_latency);
         self.queue_full += other.queue_full;
         self.credit_stalls += other.credit_stalls;
         self.credits_sent += other.credits_sent;
@@ -169,6 +204,9 @@ pub struct Stream {
     /// When this side last wrote (data or a keepalive).
     last_write: std::time::Instant,
     peer_consumed: u64,
+    /// When each write not yet credited was posted (the front is write number
+    /// `peer_consumed`): its credit's return gives its latency.
+    posted_at: VecDeque<std::time::Instant>,
     /// Lengths of the slots that have landed and are not consumed yet, in order.
     landed: VecDeque<u32>,
     /// Slots consumed, and how far into the first landed slot reading is.
@@ -393,6 +431,7 @@ impl Stream {
             inject_max,
             last_write: std::time::Instant::now(),
             peer_consumed: 0,
+            posted_at: VecDeque::new(),
             landed: VecDeque::new(),
             consumed: 0,
             read_at: 0,
@@ -633,7 +672,15 @@ impl Stream {
                     if v > self.sent {
                         return Err(format!("credit for {v} writes, {} were sent", self.sent));
                     }
-                    self.peer_consumed = self.peer_consumed.max(v);
+                    if v > self.peer_consumed {
+                        let now = std::time::Instant::now();
+                        for _ in self.peer_consumed..v {
+                            if let Some(at) = self.posted_at.pop_front() {
+                                self.stats.write_latency.record(now - at);
+                            }
+                        }
+                        self.peer_consumed = v;
+                    }
                 } else {
                     return Err(format!("a message of {} bytes where credits are 8", c.len));
                 }
@@ -821,6 +868,7 @@ impl Stream {
                 ) {
                     Ok(()) => {
                         self.sent += 1;
+                        self.posted_at.push_back(std::time::Instant::now());
                         n += take;
                         self.stats.writes += 1;
                         self.stats.injected += 1;
@@ -859,6 +907,7 @@ impl Stream {
             ) {
                 Ok(()) => {
                     self.sent += 1;
+                    self.posted_at.push_back(std::time::Instant::now());
                     self.ring_writes += 1;
                     if signal || !self.conn.endpoint.is_selective() {
                         self.stats.signalled += 1;
@@ -908,6 +957,7 @@ impl Stream {
         {
             Ok(()) => {
                 self.sent += 1;
+                self.posted_at.push_back(std::time::Instant::now());
                 self.stats.keepalives += 1;
                 self.last_write = std::time::Instant::now();
                 Ok(true)

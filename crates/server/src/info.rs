@@ -388,6 +388,16 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             f!("rdma_conn_injected_writes:{}", t.injected);
             f!("rdma_conn_signalled_writes:{}", t.signalled);
             f!("rdma_conn_keepalives:{}", t.keepalives);
+            let l = &t.write_latency;
+            f!("rdma_conn_write_latency_count:{}", l.count);
+            f!(
+                "rdma_conn_write_latency_mean_usec:{:.1}",
+                if l.count == 0 {
+                    0.0
+                } else {
+                    l.sum_usec as f64 / l.count as f64
+                }
+            );
             let p = c.pool.as_ref().map(|p| p.stats()).unwrap_or_default();
             let served = p.hits + p.misses;
             f!("rdma_conn_mr_cache_hits:{}", p.hits);

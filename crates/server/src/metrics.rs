@@ -54,6 +54,17 @@ pub struct LatencyHistogram {
     pub sum_usec: u64,
 }
 
+impl From<ferrokv_fabric::WriteLatency> for LatencyHistogram {
+    /// An RDMA stream's write latencies (the same buckets, checked by a test).
+    fn from(w: ferrokv_fabric::WriteLatency) -> Self {
+        LatencyHistogram {
+            buckets: w.buckets,
+            count: w.count,
+            sum_usec: w.sum_usec,
+        }
+    }
+}
+
 impl LatencyHistogram {
     #[inline]
     pub fn record(&mut self, usec: u64) {
@@ -323,6 +334,11 @@ fn collect_server(srv: &Server, r: &mut Registry) {
     ] {
         r.counter(name, help, v as f64);
     }
+    r.histogram(
+        "ferrokv_rdma_conn_write_latency_seconds",
+        "RDMA connections: a write's post to the return of the credit that covers it (rdma_write_latency of the connections).",
+        &LatencyHistogram::from(t.write_latency),
+    );
     let p = srv
         .rdma_conns
         .pool
@@ -774,5 +790,16 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), total, "duplicate metric family names");
+    }
+}
+
+#[cfg(test)]
+mod rdma_latency_tests {
+    #[test]
+    fn stream_write_latency_buckets_are_the_histograms() {
+        assert_eq!(
+            ferrokv_fabric::WRITE_LATENCY_BOUNDS_USEC,
+            super::LATENCY_BUCKETS_USEC
+        );
     }
 }

@@ -92,6 +92,26 @@ fn a_hundred_megabyte_value_and_ten_thousand_pipelined_commands() {
     assert!(info(&s, "rdma_conn_bytes_read") > 100 << 20);
     assert!(info(&s, "rdma_conn_bytes_written") > 100 << 20);
     assert!(info(&s, "rdma_conn_writes") > 1600);
+    // rdma_write_latency, extended to connections: every write credited.
+    assert!(info(&s, "rdma_conn_write_latency_count") > 1600);
+    // The connection's own counters in its CLIENT LIST line.
+    let Frame::Bulk(line) = r.cmd(&["CLIENT", "INFO"]) else {
+        panic!("CLIENT INFO")
+    };
+    let line = String::from_utf8_lossy(&line).into_owned();
+    let field = |name: &str| -> i64 {
+        line.split(' ')
+            .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name} in {line}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    assert!(field("rdma-bytes-written") > 100 << 20, "{line}");
+    assert!(field("rdma-bytes-read") > 100 << 20, "{line}");
+    assert!(field("rdma-writes") > 1600, "{line}");
+    assert!(field("rdma-qp-retries") >= 0 && field("rdma-credit-stalls") >= 0);
+    assert!(field("rdma-write-latency-usec") >= 0);
     // Selective completions (rdma-conn-signal-every 4): about one ring write
     // in four asked for a local completion, and the 100 MB went through.
     let (writes, signalled) = (

@@ -391,7 +391,7 @@ pub fn client_line(c: &Client, current: bool) -> String {
     };
     let qbuf = c.in_end - c.in_start;
     let obl = c.pending_output();
-    format!(
+    let mut line = format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
@@ -418,7 +418,24 @@ pub fn client_line(c: &Client, current: bool) -> String {
         if c.out.proto.is_resp3() { 3 } else { 2 },
         s(&c.lib_name),
         s(&c.lib_ver),
-    )
+    );
+    // An RDMA connection's own counters, after Redis's fields (docs/rdma.md).
+    if let Some(r) = c.stream.as_ref().and_then(|s| s.rdma_stats()) {
+        let l = &r.write_latency;
+        let _ = std::fmt::Write::write_fmt(
+            &mut line,
+            format_args!(
+                " rdma-bytes-written={} rdma-writes={} rdma-bytes-read={} rdma-credit-stalls={} rdma-qp-retries={} rdma-write-latency-usec={}",
+                r.bytes_written,
+                r.writes,
+                r.bytes_read,
+                r.credit_stalls,
+                r.queue_full,
+                l.sum_usec.checked_div(l.count).unwrap_or(0),
+            ),
+        );
+    }
+    line
 }
 
 /// CLIENT LIST [TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID client-id [client-id ...]]
