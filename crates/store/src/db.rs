@@ -60,6 +60,22 @@ enum Body {
     },
 }
 
+/// A string value's shared bytes ([`Entry::shared_str`]).
+#[derive(Debug, Clone)]
+pub enum SharedStr {
+    Slice(std::sync::Arc<[u8]>),
+    Vec(std::sync::Arc<Vec<u8>>),
+}
+
+impl AsRef<[u8]> for SharedStr {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            SharedStr::Slice(b) => b,
+            SharedStr::Vec(b) => b,
+        }
+    }
+}
+
 impl Entry {
     /// An entry holding `value` (packed when it is a short string).
     pub fn new(key: &[u8], value: Value, expire_at: i64, lru: u32) -> Entry {
@@ -125,14 +141,39 @@ impl Entry {
 
     /// A string value's bytes as the shared heap allocation that holds them
     /// (`None` for other types, integers and strings stored inline): a
-    /// snapshot hands such a value to its consumers by reference. The
-    /// allocation is immutable: a write to the key replaces it.
-    pub fn shared_str(&self) -> Option<std::sync::Arc<[u8]>> {
+    /// snapshot hands such a value to its consumers by reference. While
+    /// the reference lives, a write to the key replaces or copies the
+    /// bytes (`Raw` strings are copied on write), never changes them.
+    pub fn shared_str(&self) -> Option<SharedStr> {
         match &self.body {
             Body::Split {
-                value: Value::Str(crate::bytes::SmallBytes::Heap(b)) | Value::Raw(b),
+                value: Value::Str(crate::bytes::SmallBytes::Heap(b)),
                 ..
-            } => Some(b.clone()),
+            } => Some(SharedStr::Slice(b.clone())),
+            Body::Split {
+                value: Value::Raw(b),
+                ..
+            } => Some(SharedStr::Vec(b.clone())),
+            _ => None,
+        }
+    }
+
+    /// A string value's bytes, to change in place (`SETBIT`, `BITFIELD`,
+    /// `APPEND`, `SETRANGE`): the value becomes a `raw` string if it was
+    /// an integer or an immutable string, and is copied first if a snapshot
+    /// shares it. `None` for other types.
+    pub fn string_mut(&mut self) -> Option<&mut Vec<u8>> {
+        let owned = match self.value() {
+            ValueRef::Raw(_) => None,
+            ValueRef::Int(i) => Some(crate::value::itoa_buf::Buf::new().format(i).to_vec()),
+            ValueRef::Str(s) => Some(s.to_vec()),
+            _ => return None,
+        };
+        if let Some(v) = owned {
+            self.set_value(Value::Raw(std::sync::Arc::new(v)));
+        }
+        match self.value_mut() {
+            Some(Value::Raw(b)) => Some(std::sync::Arc::make_mut(b)),
             _ => None,
         }
     }

@@ -1,6 +1,8 @@
 //! The ferrokv keyspace, owned by the one execution thread (no locks).
 //!
 //! # Layout
+//! - [`bitmap`]: bit operations on strings (`SETBIT` … `BITFIELD`), with
+//!   Redis's bit order and range rules.
 //! - [`bytes`]: `SmallBytes`, the inline-or-heap byte string used for keys
 //!   and small values.
 //! - [`value`]: the typed values stored under a key.
@@ -17,6 +19,7 @@
 //! pure: time is passed in, nothing here does I/O.
 #![forbid(unsafe_code)]
 
+pub mod bitmap;
 pub mod bytes;
 pub mod db;
 pub mod dense;

@@ -37,11 +37,13 @@ pub enum Value {
     Int(i64),
     /// Any other string (binary-safe).
     Str(SmallBytes),
-    /// A string edited in place (`APPEND`, `SETRANGE`). Redis keeps such a
-    /// string in its `raw` encoding however short it is, and `OBJECT
-    /// ENCODING` shows it; the bytes live on the heap, as Redis's do. The
-    /// variant's payload leaves the enum at 24 bytes.
-    Raw(std::sync::Arc<[u8]>),
+    /// A string edited in place (`APPEND`, `SETRANGE`, `SETBIT`,
+    /// `BITFIELD`). Redis keeps such a string in its `raw` encoding however
+    /// short it is, and `OBJECT ENCODING` shows it; the bytes live on the
+    /// heap with room to grow, as Redis's do, so appends and bit writes
+    /// change them in place (a snapshot holding the same bytes makes the
+    /// next write copy them first: `Arc::make_mut`).
+    Raw(std::sync::Arc<Vec<u8>>),
     /// A list (shared with a snapshot in progress until written to).
     List(std::sync::Arc<crate::list::List>),
     /// A hash (`listpack` or `hashtable`); a 16-byte handle to shared storage.
@@ -115,7 +117,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Set(s) => Value::Set(s.clone()),
             ValueRef::Int(i) => Value::Int(i),
             ValueRef::Str(s) => Value::Str(SmallBytes::new(s)),
-            ValueRef::Raw(s) => Value::Raw(s.into()),
+            ValueRef::Raw(s) => Value::Raw(std::sync::Arc::new(s.to_vec())),
             ValueRef::List(l) => Value::List(std::sync::Arc::new(l.clone())),
             ValueRef::ZSet(z) => Value::ZSet(std::sync::Arc::new(z.clone())),
         }
@@ -150,7 +152,7 @@ impl Value {
         match self {
             Value::Int(i) => ValueRef::Int(*i),
             Value::Str(s) => ValueRef::Str(s),
-            Value::Raw(b) => ValueRef::Raw(b),
+            Value::Raw(b) => ValueRef::Raw(b.as_slice()),
             Value::List(l) => ValueRef::List(l),
             Value::Hash(h) => ValueRef::Hash(h),
             Value::Set(s) => ValueRef::Set(s),
@@ -172,7 +174,7 @@ impl Value {
         match self {
             Value::Int(_) => 0,
             Value::Str(s) => s.heap_size(),
-            Value::Raw(b) => b.len(),
+            Value::Raw(b) => 24 + b.capacity(),
             Value::List(l) => std::mem::size_of::<crate::list::List>() + 16 + l.heap_size(),
             Value::Hash(h) => h.heap_size(),
             Value::Set(s) => s.heap_size(),
@@ -249,9 +251,12 @@ mod tests {
 
     #[test]
     fn raw_strings_report_raw_whatever_their_length() {
-        assert_eq!(Value::Raw(b"12".to_vec().into()).encoding(), "raw");
         assert_eq!(
-            Value::Raw(b"12".to_vec().into()).value_type(),
+            Value::Raw(std::sync::Arc::new(b"12".to_vec())).encoding(),
+            "raw"
+        );
+        assert_eq!(
+            Value::Raw(std::sync::Arc::new(b"12".to_vec())).value_type(),
             ValueType::String
         );
     }

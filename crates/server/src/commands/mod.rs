@@ -10,6 +10,7 @@
 //! Handlers split parsing and reply from the data work, and write their
 //! replies straight into the connection's output buffer through [`Ctx`].
 
+pub mod bitmap;
 pub mod connection;
 pub mod docs;
 pub mod hash;
@@ -178,6 +179,7 @@ impl CommandTable {
         let mut specs: Vec<&'static CommandSpec> = Vec::new();
         for family in [
             string::COMMANDS,
+            bitmap::COMMANDS,
             keys::COMMANDS,
             connection::COMMANDS,
             server::COMMANDS,

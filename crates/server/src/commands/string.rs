@@ -511,13 +511,13 @@ fn append(ctx: &mut Ctx, args: Args) {
                     .error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
                 return;
             }
-            let mut v = Vec::with_capacity(cur.len() + add.len());
-            v.extend_from_slice(cur);
+            // Appending makes a raw string even when the result is short
+            // or looks like an integer, as in Redis, and grows it in place
+            // (amortised: the vector's doubling, as Redis's sds greedy
+            // growth).
+            let v = e.string_mut().expect("a string, checked above");
             v.extend_from_slice(add);
             let n = v.len();
-            // Appending makes a raw string even when the result is short
-            // or looks like an integer, as in Redis.
-            e.set_value(Value::Raw(v.into()));
             ctx.client.out.int(n as i64);
         }
     }
@@ -608,7 +608,12 @@ fn setrange(ctx: &mut Ctx, args: Args) {
             let mut v = vec![0u8; offset as usize + value.len()];
             v[offset as usize..].copy_from_slice(value);
             let n = v.len();
-            ctx.srv.keyspace.dbs[db].upsert(key, Value::Raw(v.into()), NO_EXPIRE, lru);
+            ctx.srv.keyspace.dbs[db].upsert(
+                key,
+                Value::Raw(std::sync::Arc::new(v)),
+                NO_EXPIRE,
+                lru,
+            );
             ctx.notify(NOTIFY_NEW, "new", key);
             ctx.client.out.int(n as i64);
         }
@@ -628,14 +633,13 @@ fn setrange(ctx: &mut Ctx, args: Args) {
                     .error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
                 return;
             }
-            let mut v = cur.to_vec();
             let end = offset as usize + value.len();
+            let v = e.string_mut().expect("a string, checked above");
             if v.len() < end {
                 v.resize(end, 0);
             }
             v[offset as usize..end].copy_from_slice(value);
             let n = v.len();
-            e.set_value(Value::Raw(v.into()));
             ctx.client.out.int(n as i64);
         }
     }

@@ -375,7 +375,7 @@ impl SnapshotJob {
             let mut n = 0u64;
             // Large strings go to the consumers by reference, after the
             // chunk bytes before them: (offset in the chunk, value).
-            let mut external: Vec<(usize, std::sync::Arc<[u8]>)> = Vec::new();
+            let mut external: Vec<(usize, ferrokv_store::db::SharedStr)> = Vec::new();
             // A segment is taken in parts of PART_ENTRIES, so that a step
             // can end inside one (a segment of 1 KiB values is ~3.5 MB).
             let next =
@@ -460,7 +460,7 @@ impl SnapshotJob {
     /// offsets ascending. No copy of such a value is made: the file writer
     /// writes it, a replica socket sends it, from the keyspace's own
     /// allocation (kept alive by the reference if the key changes).
-    fn send_external(&mut self, external: Vec<(usize, std::sync::Arc<[u8]>)>) {
+    fn send_external(&mut self, external: Vec<(usize, ferrokv_store::db::SharedStr)>) {
         let mut sent = 0;
         for (off, value) in external {
             let rest = self.chunk.split_off(off - sent);
