@@ -46,6 +46,8 @@ mod script_gen;
 pub use script_gen::scripts_enabled;
 #[path = "zset_gen.rs"]
 mod zset_gen;
+#[path = "bitmap_gen.rs"]
+mod bitmap_gen;
 
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -610,6 +612,9 @@ impl Generator {
         }
         if self.chance(0.3) {
             return self.zset_command();
+        }
+        if self.chance(0.08) {
+            return self.bitmap_command();
         }
         let b = |s: &str| s.as_bytes().to_vec();
         let k = self.key();
