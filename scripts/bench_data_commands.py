@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""The data commands of issue #18, ferrokv beside redis-server in one run.
+
+  python3 scripts/bench_data_commands.py [--rounds 5] [--scale 1.0]
+      [--only setbit,bitcount_1mb,...]
+
+Each workload: a setup (run once per server, before the rounds), then
+`redis-benchmark -c 50 -P 16 -n N [-r R] <command>` with the command given
+literally (`__rand_int__` replaced by redis-benchmark with 0..R-1). The
+servers take turns round by round, and the figures are medians of the
+rounds: requests per second and the server's CPU time per request (from
+/proc), whose ratio is what to quote on a shared 2-core machine.
+
+Workloads (the issue's list; more families join as they are built):
+- setbit, getbit: one bit in the middle of a 1 MB bitmap (8 Mbit).
+- setbit_100k_keys: a bit of one of 100,000 small bitmaps (made on the
+  first runs).
+- bitcount_1mb: BITCOUNT of a 1 MB string of random bytes.
+"""
+import argparse
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, cpu_seconds, free_port  # noqa: E402
+from bench_vs_redis import start  # noqa: E402
+
+
+def resp(*args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+
+
+def send_all(port, payload):
+    """Sends one command and waits for its one-line reply."""
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(payload)
+        got = b""
+        while b"\r\n" not in got:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        if got.startswith(b"-"):
+            raise SystemExit(f"setup failed: {got!r}")
+
+
+def setup_bitmaps(port):
+    rnd = random.Random(7)
+    send_all(port, resp("SET", "bm1m", bytes(rnd.getrandbits(8) for _ in range(1 << 20))))
+    send_all(port, resp("SETBIT", "bm", (1 << 23) - 1, 1))
+
+
+# name -> (setup, command args, requests at scale 1, -r). redis-benchmark
+# writes __rand_int__ zero-padded (000000123456), which is no valid bit
+# offset for either server: random bits go through random keys instead.
+WORKLOADS = {
+    "setbit": (setup_bitmaps, ["SETBIT", "bm", "4194303", "1"], 2_000_000, None),
+    "setbit_100k_keys": (setup_bitmaps, ["SETBIT", "bm:__rand_int__", "1000", "1"], 2_000_000,
+                         100_000),
+    "getbit": (setup_bitmaps, ["GETBIT", "bm", "4194303"], 2_000_000, None),
+    "bitcount_1mb": (setup_bitmaps, ["BITCOUNT", "bm1m"], 20_000, None),
+}
+
+
+def run(port, pid, cmd, n, r):
+    c0 = cpu_seconds(pid)
+    argv = ["redis-benchmark", "-p", str(port), "-n", str(n), "-c", "50", "-P", "16", "--csv"]
+    if r:
+        argv += ["-r", str(r)]
+    out = subprocess.run(argv + cmd, capture_output=True, text=True, check=True).stdout
+    cpu = cpu_seconds(pid) - c0
+    line = [l for l in out.splitlines()[1:] if l.strip()][0]
+    rps = float(line.split(",")[1].strip('"'))
+    return rps, cpu / n * 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--scale", type=float, default=1.0, help="multiplies every workload's requests")
+    ap.add_argument("--only", help="comma-separated workloads")
+    ap.add_argument("--ferrokv", default=os.path.join(ROOT, "target/release/ferrokv-server"))
+    a = ap.parse_args()
+    names = a.only.split(",") if a.only else list(WORKLOADS)
+    ports = {"ferrokv": free_port(), "redis": free_port()}
+    procs = {"ferrokv": start("ferrokv", [a.ferrokv], ports["ferrokv"]),
+             "redis": start("redis", ["redis-server"], ports["redis"])}
+    try:
+        done = set()
+        for name in names:
+            setup = WORKLOADS[name][0]
+            if setup not in done:
+                for p in ports.values():
+                    setup(p)
+                done.add(setup)
+        got = {(w, s): [] for w in names for s in procs}
+        for rnd in range(a.rounds):
+            order = ["ferrokv", "redis"] if rnd % 2 == 0 else ["redis", "ferrokv"]
+            for name in names:
+                _, cmd, n, r = WORKLOADS[name]
+                n = max(1000, int(n * a.scale))
+                for s in order:
+                    x = run(ports[s], procs[s].pid, cmd, n, r)
+                    got[(name, s)].append(x)
+                    print(f"round {rnd} {name} {s}: {x[0]:,.0f} req/s, {x[1]:.3f} us CPU/req",
+                          file=sys.stderr)
+        print("| workload | ferrokv req/s | redis req/s | throughput ratio | ferrokv CPU us/req | "
+              "redis CPU us/req | CPU ratio |")
+        print("|---|---|---|---|---|---|---|")
+        for name in names:
+            f = [statistics.median(x[i] for x in got[(name, "ferrokv")]) for i in range(2)]
+            r = [statistics.median(x[i] for x in got[(name, "redis")]) for i in range(2)]
+            print(f"| {name} | {f[0]:,.0f} | {r[0]:,.0f} | {f[0] / r[0]:.2f}x | {f[1]:.3f} | "
+                  f"{r[1]:.3f} | {f[1] / r[1]:.2f}x |")
+    finally:
+        for p in procs.values():
+            p.kill()
+            p.wait()
+
+
+if __name__ == "__main__":
+    main()
