@@ -579,6 +579,13 @@ fn escape(key: &[u8]) -> String {
     key.escape_ascii().to_string()
 }
 
+/// One value in its RDB form (what follows the type byte of an entry, as
+/// in a `DUMP` payload), decoded from `data` as a value of `rdb_type`.
+pub fn decode_value(data: &[u8], rdb_type: u8) -> Result<RdbValue<'_>, DecodeError> {
+    let mut r = Reader { data, pos: 0 };
+    read_value(&mut r, rdb_type, 0, b"")
+}
+
 fn read_value<'a>(
     r: &mut Reader<'a>,
     rdb_type: u8,

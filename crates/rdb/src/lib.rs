@@ -57,6 +57,7 @@
 pub mod consts;
 pub mod crc64;
 pub mod decoder;
+pub mod dump;
 pub mod encoder;
 mod error;
 mod intset;

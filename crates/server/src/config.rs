@@ -179,6 +179,8 @@ pub struct Config {
     /// `save <seconds> <changes>` rules; empty: no automatic snapshots.
     pub save_rules: Vec<(u64, u64)>,
     pub rdbcompression: bool,
+    /// `sanitize-dump-payload` (accepted; payloads are always checked).
+    pub sanitize_dump_payload: String,
     pub rdbchecksum: bool,
     /// Microseconds per key: slows a save down (for tests, as in Redis).
     pub rdb_key_save_delay: u64,
@@ -277,6 +279,7 @@ impl Default for Config {
             dbfilename: String::new(),
             save_rules: Vec::new(),
             rdbcompression: true,
+            sanitize_dump_payload: "no".into(),
             rdbchecksum: true,
             rdb_key_save_delay: 0,
             bgsave_loop_share: 2,
@@ -974,6 +977,23 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| yes_no(c.rdbcompression)
+    ),
+    // Redis 7.0 checks DUMP payloads in depth only when asked; ferrokv
+    // always checks them in full (commands/dump.rs), so the value is kept
+    // for CONFIG GET and tools, and changes nothing.
+    opt!(
+        "sanitize-dump-payload",
+        "no",
+        true,
+        |c, a| {
+            let v = one(a)?.to_ascii_lowercase();
+            if !matches!(v.as_str(), "no" | "yes" | "clients") {
+                return Err("argument(s) must be one of the following: no, yes, clients".into());
+            }
+            c.sanitize_dump_payload = v;
+            Ok(())
+        },
+        |c| c.sanitize_dump_payload.clone()
     ),
     opt!(
         "rdbchecksum",

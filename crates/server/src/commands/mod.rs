@@ -13,6 +13,7 @@
 pub mod bitmap;
 pub mod connection;
 pub mod docs;
+pub mod dump;
 pub mod hash;
 pub mod keys;
 pub mod latency;
@@ -180,6 +181,7 @@ impl CommandTable {
         for family in [
             string::COMMANDS,
             bitmap::COMMANDS,
+            dump::COMMANDS,
             keys::COMMANDS,
             connection::COMMANDS,
             server::COMMANDS,

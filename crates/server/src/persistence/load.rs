@@ -57,9 +57,62 @@ struct Loader<'k> {
     now_ms: i64,
     stats: LoadStats,
     key_delay_us: u64,
-    hash_limits: ferrokv_store::hash::HashLimits,
-    set_max_intset: usize,
-    zset_limits: ferrokv_store::ZsetLimits,
+    limits: ValueLimits,
+}
+
+/// The encoding thresholds a loaded value is built with (Redis's loader
+/// picks encodings by the configuration, whatever the file used).
+#[derive(Clone)]
+pub struct ValueLimits {
+    pub hash: ferrokv_store::hash::HashLimits,
+    pub set_max_intset: usize,
+    pub zset: ferrokv_store::ZsetLimits,
+}
+
+impl ValueLimits {
+    pub fn of(config: &crate::config::Config) -> ValueLimits {
+        ValueLimits {
+            hash: config.hash_limits(),
+            set_max_intset: config.set_max_intset(),
+            zset: config.zset_limits(),
+        }
+    }
+}
+
+/// The value an RDB record holds (a file's entry, a `DUMP` payload), in
+/// the encodings `lim` picks; `None` for an empty collection, which Redis
+/// never stores. Errors name what is wrong (a sorted set with a duplicate
+/// member, ...).
+pub fn value_from_rdb(
+    v: &RdbValue<'_>,
+    lim: &ValueLimits,
+) -> Result<Option<ferrokv_store::Value>, String> {
+    use ferrokv_store::Value;
+    Ok(Some(match v {
+        RdbValue::String(s) => Value::from_bytes(s),
+        RdbValue::SortedSet(pairs) if !pairs.is_empty() => {
+            Value::ZSet(std::sync::Arc::new(load_zset(pairs, &lim.zset)?))
+        }
+        RdbValue::List(items) if !items.is_empty() => {
+            let list: ferrokv_store::list::List = items.iter().collect();
+            Value::List(std::sync::Arc::new(list))
+        }
+        RdbValue::Hash(pairs) if !pairs.is_empty() => {
+            Value::Hash(ferrokv_store::hash::Hash::from_pairs(
+                pairs.iter().map(|(f, v)| (&f[..], &v[..])),
+                lim.hash,
+            ))
+        }
+        RdbValue::Set(members) if !members.is_empty() => {
+            Value::Set(ferrokv_store::set::Set::from_members(
+                members.iter().map(|m| &m[..]),
+                lim.set_max_intset,
+            ))
+        }
+        RdbValue::Hash(_) | RdbValue::Set(_) | RdbValue::List(_) | RdbValue::SortedSet(_) => {
+            return Ok(None)
+        }
+    }))
 }
 
 /// A sorted set from a file, in the encoding Redis 7.0's loader picks: a
@@ -138,9 +191,7 @@ impl<'k> Loader<'k> {
             now_ms,
             stats: LoadStats::default(),
             key_delay_us: config.key_load_delay,
-            hash_limits: config.hash_limits(),
-            set_max_intset: config.set_max_intset(),
-            zset_limits: config.zset_limits(),
+            limits: ValueLimits::of(config),
         }
     }
 }
@@ -181,43 +232,19 @@ impl RdbVisitor for Loader<'_> {
         if !self.admit(db, e.expire_ms)? {
             return Ok(());
         }
+        let expire = e.expire_ms.unwrap_or(NO_EXPIRE);
         match &e.value {
             RdbValue::String(s) => {
-                self.ks.dbs[db].set_str(&e.key, s, e.expire_ms.unwrap_or(NO_EXPIRE), 0);
+                self.ks.dbs[db].set_str(&e.key, s, expire, 0);
             }
-            RdbValue::SortedSet(pairs) if !pairs.is_empty() => {
-                let z = load_zset(pairs, &self.zset_limits).map_err(|m| {
-                    format!("{m} in sorted set '{}'", String::from_utf8_lossy(&e.key))
-                })?;
-                let v = ferrokv_store::Value::ZSet(std::sync::Arc::new(z));
-                self.ks.dbs[db].upsert(&e.key, v, e.expire_ms.unwrap_or(NO_EXPIRE), 0);
-            }
-            RdbValue::List(items) if !items.is_empty() => {
-                let list: ferrokv_store::list::List = items.iter().collect();
-                let value = ferrokv_store::Value::List(std::sync::Arc::new(list));
-                self.ks.dbs[db].upsert(&e.key, value, e.expire_ms.unwrap_or(NO_EXPIRE), 0);
-            }
-            // Encodings are chosen by the configured thresholds, as Redis
-            // does on load (whatever encoding the file used).
-            RdbValue::Hash(pairs) if !pairs.is_empty() => {
-                let h = ferrokv_store::hash::Hash::from_pairs(
-                    pairs.iter().map(|(f, v)| (&f[..], &v[..])),
-                    self.hash_limits,
-                );
-                let expire = e.expire_ms.unwrap_or(NO_EXPIRE);
-                self.ks.dbs[db].upsert(&e.key, ferrokv_store::Value::Hash(h), expire, 0);
-            }
-            RdbValue::Set(members) if !members.is_empty() => {
-                let s = ferrokv_store::set::Set::from_members(
-                    members.iter().map(|m| &m[..]),
-                    self.set_max_intset,
-                );
-                let expire = e.expire_ms.unwrap_or(NO_EXPIRE);
-                self.ks.dbs[db].upsert(&e.key, ferrokv_store::Value::Set(s), expire, 0);
-            }
-            // Redis skips an empty collection on load.
-            RdbValue::Hash(_) | RdbValue::Set(_) | RdbValue::List(_) | RdbValue::SortedSet(_) => {
-                return Ok(())
+            other => {
+                let v = value_from_rdb(other, &self.limits)
+                    .map_err(|m| format!("{m} in '{}'", String::from_utf8_lossy(&e.key)))?;
+                // Redis skips an empty collection on load.
+                let Some(v) = v else {
+                    return Ok(());
+                };
+                self.ks.dbs[db].upsert(&e.key, v, expire, 0);
             }
         }
         self.stats.keys += 1;

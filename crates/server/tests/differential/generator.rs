@@ -44,10 +44,12 @@
 #[path = "script_gen.rs"]
 mod script_gen;
 pub use script_gen::scripts_enabled;
-#[path = "zset_gen.rs"]
-mod zset_gen;
 #[path = "bitmap_gen.rs"]
 mod bitmap_gen;
+#[path = "dump_gen.rs"]
+mod dump_gen;
+#[path = "zset_gen.rs"]
+mod zset_gen;
 
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
@@ -615,6 +617,9 @@ impl Generator {
         }
         if self.chance(0.08) {
             return self.bitmap_command();
+        }
+        if self.chance(0.02) {
+            return self.restore_command();
         }
         let b = |s: &str| s.as_bytes().to_vec();
         let k = self.key();
