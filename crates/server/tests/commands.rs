@@ -1190,6 +1190,65 @@ fn command_count_info_docs_list() {
                 &["COMMAND", "COUNT", "x"],
                 err("ERR wrong number of arguments for 'command|count' command"),
             ),
+            // Keys that move with a numkeys argument.
+            (
+                &[
+                    "COMMAND",
+                    "GETKEYS",
+                    "zunionstore",
+                    "d",
+                    "2",
+                    "a",
+                    "b",
+                    "WEIGHTS",
+                    "1",
+                    "2",
+                ],
+                arr(vec![bulk("d"), bulk("a"), bulk("b")]),
+            ),
+            (
+                &[
+                    "COMMAND",
+                    "GETKEYS",
+                    "zintercard",
+                    "2",
+                    "a",
+                    "b",
+                    "LIMIT",
+                    "1",
+                ],
+                arr(vec![bulk("a"), bulk("b")]),
+            ),
+            (
+                &[
+                    "COMMAND", "GETKEYS", "eval", "return 1", "2", "k1", "k2", "a1",
+                ],
+                arr(vec![bulk("k1"), bulk("k2")]),
+            ),
+            (
+                &["COMMAND", "GETKEYS", "eval", "return 1", "0"],
+                arr(vec![]),
+            ),
+            (
+                &["COMMAND", "GETKEYS", "eval", "return 1", "x"],
+                arr(vec![]),
+            ),
+            (
+                &["COMMAND", "GETKEYS", "blmpop", "0", "2", "a", "b", "LEFT"],
+                arr(vec![bulk("a"), bulk("b")]),
+            ),
+            (
+                &["COMMAND", "GETKEYS", "zunion", "3", "a", "b"],
+                err("ERR Invalid arguments specified for command"),
+            ),
+            (
+                &["COMMAND", "GETKEYS", "zunion", "-1", "a"],
+                err("ERR Invalid arguments specified for command"),
+            ),
+            (
+                &["COMMAND", "GETKEYS", "bitop", "and", "d", "a", "b"],
+                arr(vec![bulk("d"), bulk("a"), bulk("b")]),
+            ),
         ],
     );
 }

@@ -458,21 +458,78 @@ fn command_getkeys(ctx: &mut Ctx, args: Args) {
         ctx.error("ERR Invalid number of arguments specified for command");
         return;
     }
-    let (first, last, step) = spec.keys;
-    if first <= 0 {
-        ctx.error("ERR The command has no key arguments");
+    let argv: Vec<&[u8]> = (0..n).map(|i| args.get(2 + i)).collect();
+    let keys: Vec<&[u8]> = match movable_keys(spec.name, &argv) {
+        Some(Some(at)) => at.into_iter().map(|i| argv[i]).collect(),
+        Some(None) => Vec::new(),
+        None => {
+            let (first, last, step) = spec.keys;
+            if first <= 0 {
+                ctx.error("ERR The command has no key arguments");
+                return;
+            }
+            let last = if last < 0 { n as i32 + last } else { last };
+            (first..=last)
+                .step_by(step.max(1) as usize)
+                .filter(|&i| (i as usize) < n)
+                .map(|i| argv[i as usize])
+                .collect()
+        }
+    };
+    if keys.is_empty() && !no_mandatory_keys(spec.name) {
+        ctx.error("ERR Invalid arguments specified for command");
         return;
     }
-    let last = if last < 0 { n as i32 + last } else { last };
-    let keys: Vec<&[u8]> = (first..=last)
-        .step_by(step.max(1) as usize)
-        .filter(|&i| (i as usize) < n)
-        .map(|i| args.get(2 + i as usize))
-        .collect();
     ctx.client.out.array(keys.len());
     for k in keys {
         ctx.client.out.bulk(k);
     }
+}
+
+/// Commands that may be called with no key at all (Redis's
+/// `CMD_NO_MANDATORY_KEYS`): GETKEYS answers them an empty array.
+fn no_mandatory_keys(name: &str) -> bool {
+    matches!(
+        name,
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+    )
+}
+
+/// The key positions of a command whose keys move with its arguments (a
+/// `numkeys` argument, `MIGRATE`'s `KEYS`), as Redis's key-spec "keynum"
+/// and "keyword" searches find them: `None` for commands whose keys are at
+/// fixed positions; `Some(None)` when the arguments name no valid keys.
+fn movable_keys(name: &str, argv: &[&[u8]]) -> Option<Option<Vec<usize>>> {
+    // (where numkeys is, keys fixed before it)
+    let (numkeys_at, fixed): (usize, &[usize]) = match name {
+        "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => (1, &[]),
+        "blmpop" | "bzmpop" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall"
+        | "fcall_ro" => (2, &[]),
+        "zunionstore" | "zinterstore" | "zdiffstore" => (2, &[1]),
+        "migrate" => {
+            // MIGRATE host port key|"" db timeout ... [KEYS key ...]
+            if argv.len() > 3 && !argv[3].is_empty() {
+                return Some(Some(vec![3]));
+            }
+            let at = (6..argv.len()).find(|&i| is(argv[i], "keys"))?;
+            return Some((at + 1 < argv.len()).then(|| (at + 1..argv.len()).collect()));
+        }
+        _ => return None,
+    };
+    let Some(n) = argv
+        .get(numkeys_at)
+        .and_then(|a| ferrokv_resp::parse_i64(a))
+        .filter(|&n| n >= 0)
+    else {
+        return Some(None);
+    };
+    let first = numkeys_at + 1;
+    if first as i64 + n > argv.len() as i64 {
+        return Some(None);
+    }
+    let mut at: Vec<usize> = fixed.to_vec();
+    at.extend(first..first + n as usize);
+    Some(Some(at))
 }
 
 /// COMMAND HELP

@@ -69,6 +69,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("zinterstore", -4, WRITE | DENYOOM, zinterstore).since("2.0.0").complexity("O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.").doc("Stores the intersect of multiple sorted sets in a key.", "destination numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX]"),
     cmd("zdiffstore", -4, WRITE | DENYOOM, zdiffstore).since("6.2.0").complexity("O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.").doc("Stores the difference of multiple sorted sets in a key.", "destination numkeys key [key ...]"),
     cmd("zunion", -3, READONLY, zunion).keys(0, 0, 0).since("6.2.0").complexity("O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set.").doc("Returns the union of multiple sorted sets.", "numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]"),
+    cmd("zintercard", -3, READONLY, zintercard).keys(0, 0, 0).since("7.0.0").complexity("O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets.").doc("Returns the number of members of the intersect of multiple sorted sets.", "numkeys key [key ...] [LIMIT limit]"),
     cmd("zinter", -3, READONLY, zinter).keys(0, 0, 0).since("6.2.0").complexity("O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set.").doc("Returns the intersect of multiple sorted sets.", "numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]"),
     cmd("zdiff", -3, READONLY, zdiff).keys(0, 0, 0).since("6.2.0").complexity("O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set.").doc("Returns the difference between multiple sorted sets.", "numkeys key [key ...] [WITHSCORES]"),
     cmd("zrandmember", -2, READONLY, zrandmember).since("6.2.0").complexity("O(N) where N is the number of members returned").doc("Returns one or more random members from a sorted set.", "key [count [WITHSCORES]]"),
@@ -1310,6 +1311,74 @@ fn zunion(ctx: &mut Ctx, args: Args) {
 }
 
 /// ZINTER numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
+/// ZINTERCARD numkeys key [key ...] [LIMIT limit]: the size of the
+/// intersection (sets count too), counting stops at `limit` (0: none).
+fn zintercard(ctx: &mut Ctx, args: Args) {
+    let Some(setnum) = parse_int(ctx, args.get(1)) else {
+        return;
+    };
+    if setnum < 1 {
+        return ctx.error("ERR at least 1 input key is needed for 'zintercard' command");
+    }
+    if setnum > (args.len() - 2) as i64 {
+        return ctx.error(err::SYNTAX);
+    }
+    let setnum = setnum as usize;
+    let db = ctx.client.db;
+    for i in 0..setnum {
+        if let Some(e) = ctx.srv.lookup_read(db, args.get(2 + i), ctx.now_ms) {
+            if !matches!(e.value(), ValueRef::ZSet(_) | ValueRef::Set(_)) {
+                return ctx.error(err::WRONGTYPE);
+            }
+        }
+    }
+    let mut limit = 0usize;
+    let mut j = 2 + setnum;
+    while j < args.len() {
+        if args.len() - j >= 2 && is(args.get(j), "limit") {
+            match ferrokv_resp::parse_i64(args.get(j + 1)) {
+                Some(l) if l >= 0 => limit = l as usize,
+                // Redis's getPositiveLongFromObjectOrReply: one text for both.
+                _ => return ctx.error("ERR LIMIT can't be negative"),
+            }
+            j += 2;
+        } else {
+            return ctx.error(err::SYNTAX);
+        }
+    }
+    let now = ctx.now_ms;
+    let dbref = &ctx.srv.keyspace.dbs[db];
+    let mut srcs: Vec<Option<Src>> = (0..setnum)
+        .map(|i| {
+            dbref.get(args.get(2 + i)).and_then(|e| {
+                if e.expire_at != NO_EXPIRE && e.expire_at <= now {
+                    return None;
+                }
+                match e.value() {
+                    ValueRef::ZSet(z) => Some(Src::Z(z)),
+                    ValueRef::Set(s) => Some(Src::S(s)),
+                    _ => None,
+                }
+            })
+        })
+        .collect();
+    if srcs.iter().any(|s| s.is_none()) {
+        return ctx.client.out.int(0);
+    }
+    srcs.sort_by_key(|z| z.map_or(0, |z| z.len()));
+    let srcs: Vec<Src> = srcs.into_iter().flatten().collect();
+    let mut n = 0usize;
+    srcs[0].each(&mut |m, _| {
+        if limit > 0 && n >= limit {
+            return;
+        }
+        if srcs[1..].iter().all(|z| z.score(m).is_some()) {
+            n += 1;
+        }
+    });
+    ctx.client.out.int(n as i64);
+}
+
 fn zinter(ctx: &mut Ctx, args: Args) {
     setop_generic(ctx, args, false, SetOp::Inter, "zinter")
 }

@@ -408,8 +408,33 @@ impl Generator {
         a
     }
 
+    /// ZINTERCARD numkeys key [key ...] [LIMIT limit].
+    fn zintercard(&mut self) -> Vec<Vec<u8>> {
+        let b = |s: &str| s.as_bytes().to_vec();
+        let n = self.rng.gen_range(1..4);
+        let mut a = vec![b("ZINTERCARD")];
+        a.push(if self.chance(0.05) {
+            b(self.pick(&["0", "-1", "abc", "9"]))
+        } else {
+            n.to_string().into_bytes()
+        });
+        for _ in 0..n {
+            a.push(self.zkey());
+        }
+        if self.chance(0.4) {
+            a.push(b("LIMIT"));
+            a.push(b(self.pick(&["0", "1", "2", "-1", "abc", "100"])));
+        } else if self.chance(0.05) {
+            a.push(b(self.pick(&["LIMIT", "WITHSCORES"])));
+        }
+        a
+    }
+
     /// ZUNION/ZINTER/ZDIFF and their STORE forms, with WEIGHTS/AGGREGATE.
     fn zsetop(&mut self) -> Vec<Vec<u8>> {
+        if self.chance(0.15) {
+            return self.zintercard();
+        }
         let b = |s: &str| s.as_bytes().to_vec();
         let name = self.pick(&[
             "ZUNION",
