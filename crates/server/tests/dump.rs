@@ -307,3 +307,151 @@ fn a_relative_ttl_reaches_the_replica_as_the_masters_absolute_expiry() {
         );
     }
 }
+
+/// MIGRATE from `src` to `dst` (any mix of ferrokv and redis-server), with
+/// every option and error the two servers must answer alike.
+fn migrate_cases(src: &ServerProcess, dst: &ServerProcess, locked: &ServerProcess) -> Vec<Frame> {
+    let mut r = src.raw();
+    r.cmd(&["FLUSHALL"]);
+    dst.raw().cmd(&["FLUSHALL"]);
+    r.cmd(&["SET", "m:a", "1"]);
+    r.cmd(&["RPUSH", "m:l", "x", "y"]);
+    r.cmd(&["SET", "m:t", "v", "PX", "100000"]);
+    r.cmd(&["SET", "m:b", "2"]);
+    let (dp, lp) = (dst.port.to_string(), locked.port.to_string());
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port().to_string()
+    };
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["MIGRATE", "127.0.0.1", &dp, "m:a", "0", "1000"],
+        vec!["EXISTS", "m:a"],
+        vec!["MIGRATE", "127.0.0.1", &dp, "m:missing", "0", "1000"],
+        vec![
+            "MIGRATE",
+            "127.0.0.1",
+            &dp,
+            "",
+            "2",
+            "1000",
+            "COPY",
+            "KEYS",
+            "m:l",
+            "m:t",
+            "m:missing",
+        ],
+        vec!["EXISTS", "m:l", "m:t"],
+        vec!["MIGRATE", "127.0.0.1", &dp, "", "2", "1000", "KEYS", "m:l"],
+        vec![
+            "MIGRATE",
+            "127.0.0.1",
+            &dp,
+            "",
+            "2",
+            "1000",
+            "REPLACE",
+            "KEYS",
+            "m:l",
+            "m:t",
+        ],
+        vec!["EXISTS", "m:l", "m:t"],
+        vec!["MIGRATE", "127.0.0.1", &closed, "m:b", "0", "100"],
+        vec!["MIGRATE", "127.0.0.1", &lp, "m:b", "0", "1000"],
+        vec![
+            "MIGRATE",
+            "127.0.0.1",
+            &lp,
+            "m:b",
+            "0",
+            "1000",
+            "AUTH",
+            "wrong",
+        ],
+        vec![
+            "MIGRATE",
+            "127.0.0.1",
+            &dp,
+            "m:b",
+            "0",
+            "1000",
+            "KEYS",
+            "m:b",
+        ],
+        vec!["MIGRATE", "127.0.0.1", &dp, "m:b", "x", "1000"],
+        vec!["MIGRATE", "127.0.0.1", &dp, "m:b", "0", "1000", "FOO"],
+        vec![
+            "MIGRATE",
+            "127.0.0.1",
+            &lp,
+            "m:b",
+            "0",
+            "1000",
+            "AUTH2",
+            "default",
+            "pw",
+        ],
+        vec!["EXISTS", "m:b"],
+    ];
+    let mut out: Vec<Frame> = cases.iter().map(|c| r.cmd(c)).collect();
+    let mut d = dst.raw();
+    out.push(d.cmd(&["GET", "m:a"]));
+    d.cmd(&["SELECT", "2"]);
+    out.push(d.cmd(&["LRANGE", "m:l", "0", "-1"]));
+    let Frame::Integer(pttl) = d.cmd(&["PTTL", "m:t"]) else {
+        panic!("PTTL")
+    };
+    assert!(pttl > 90_000 && pttl <= 100_000, "{pttl}");
+    let mut l = locked.raw();
+    l.cmd(&["AUTH", "pw"]);
+    out.push(l.cmd(&["GET", "m:b"]));
+    l.cmd(&["FLUSHALL"]);
+    out
+}
+
+#[test]
+fn migrate_answers_as_redis_between_ferrokv_and_redis_either_way() {
+    let locked = ServerProcess::redis(&["--requirepass", "pw"]);
+    // Redis to Redis is the reference; ferrokv as the source, and as the
+    // target, must answer the same. Every run has fresh servers: Redis
+    // keeps a MIGRATE connection (authenticated, with its database
+    // selected) for 10 s, which would change a later run's answers.
+    let fresh = |ferrokv: bool| {
+        if ferrokv {
+            ServerProcess::ferrokv(&[])
+        } else {
+            ServerProcess::redis(&[])
+        }
+    };
+    let want = migrate_cases(&fresh(false), &fresh(false), &locked);
+    assert_eq!(want[0], ok());
+    assert_eq!(want[2], Frame::Simple(b"NOKEY".to_vec()));
+    for (src, dst) in [(true, false), (false, true), (true, true)] {
+        assert_eq!(
+            migrate_cases(&fresh(src), &fresh(dst), &locked),
+            want,
+            "source ferrokv {src}, target ferrokv {dst}"
+        );
+    }
+}
+
+#[test]
+fn keys_migrated_away_are_deleted_on_the_replica_too() {
+    let master = ferrokv(&[]);
+    let replica = ferrokv(&[]);
+    let target = ServerProcess::ferrokv(&[]);
+    replicaof(&replica, &master);
+    let mut m = master.raw();
+    for i in 0..10 {
+        m.cmd(&["SET", &format!("mv:{i}"), "v"]);
+    }
+    wait_converged(&master, &replica, 30);
+    let tp = target.port.to_string();
+    let mut args = vec!["MIGRATE", "127.0.0.1", &tp, "", "0", "1000", "KEYS"];
+    let keys: Vec<String> = (0..5).map(|i| format!("mv:{i}")).collect();
+    args.extend(keys.iter().map(|s| s.as_str()));
+    assert_eq!(m.cmd(&args), ok());
+    wait_converged(&master, &replica, 30);
+    let mut rr = replica.raw();
+    assert_eq!(rr.cmd(&["DBSIZE"]), int(5));
+    assert_eq!(target.raw().cmd(&["DBSIZE"]), int(5));
+}

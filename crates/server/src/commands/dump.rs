@@ -37,6 +37,23 @@ pub static COMMANDS: &[CommandSpec] = &[
             "Creates a key from the serialized representation of a value.",
             "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]",
         ),
+    CommandSpec::new("restore-asking", -4, WRITE | DENYOOM, restore)
+        .group("server")
+        .keys(1, 1, 1)
+        .since("3.0.0")
+        .doc(
+            "An internal command for migrating keys in a cluster.",
+            "key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]",
+        ),
+    CommandSpec::new("migrate", -6, WRITE, migrate)
+        .group("generic")
+        .keys(3, 3, 1)
+        .since("2.6.0")
+        .complexity("This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed.")
+        .doc(
+            "Atomically transfers a key from one Redis instance to another.",
+            "host port key|\"\" destination-db timeout [COPY] [REPLACE] [AUTH password|AUTH2 username password] [KEYS key [key ...]]",
+        ),
 ];
 
 /// How the server's snapshots encode values (`rdbcompression`, the
@@ -199,4 +216,190 @@ fn restore(ctx: &mut Ctx, args: Args) {
     ctx.modified(1);
     ctx.notify(NOTIFY_GENERIC, "restore", key);
     ctx.client.out.ok();
+}
+
+/// MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE]
+/// [AUTH password | AUTH2 username password] [KEYS key [key ...]]
+///
+/// As Redis 7.0 does, the transfer is synchronous: the loop waits for the
+/// target, at most `timeout` milliseconds per connect, write or read (a
+/// target that answers slowly holds every client up to that long). The
+/// keys go as `RESTORE key ttl payload [REPLACE]` in one write, the replies
+/// are read in order, and each key the target took is deleted here unless
+/// `COPY`; the deletions, not MIGRATE, are what replicas and the AOF see.
+fn migrate(ctx: &mut Ctx, args: Args) {
+    let (mut copy, mut replace) = (false, false);
+    let mut auth: Option<(Option<&[u8]>, &[u8])> = None;
+    let mut first_key = 3;
+    let mut num_keys = 1;
+    let mut j = 6;
+    while j < args.len() {
+        let more = args.len() - j - 1;
+        let a = args.get(j);
+        if is(a, "copy") {
+            copy = true;
+        } else if is(a, "replace") {
+            replace = true;
+        } else if is(a, "auth") && more >= 1 {
+            auth = Some((None, args.get(j + 1)));
+            j += 1;
+        } else if is(a, "auth2") && more >= 2 {
+            auth = Some((Some(args.get(j + 1)), args.get(j + 2)));
+            j += 2;
+        } else if is(a, "keys") {
+            if !args.get(3).is_empty() {
+                return ctx.error(
+                    "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string",
+                );
+            }
+            first_key = j + 1;
+            num_keys = args.len() - j - 1;
+            break;
+        } else {
+            return ctx.error(err::SYNTAX);
+        }
+        j += 1;
+    }
+    let (Some(dbid), Some(timeout)) = (
+        ferrokv_resp::parse_i64(args.get(4)),
+        ferrokv_resp::parse_i64(args.get(5)),
+    ) else {
+        return ctx.error(err::NOT_INTEGER);
+    };
+    let timeout =
+        std::time::Duration::from_millis(if timeout <= 0 { 1000 } else { timeout as u64 });
+    // The keys that exist, with their payloads and remaining TTLs.
+    let db = ctx.client.db;
+    let options = encoder_options(&ctx.srv.config);
+    let mut found: Vec<(&[u8], Vec<u8>, i64)> = Vec::new();
+    for i in first_key..first_key + num_keys {
+        let key = args.get(i);
+        let now = ctx.now_ms;
+        let Some(e) = ctx.srv.lookup_read(db, key, now) else {
+            continue;
+        };
+        let ttl = if e.expire_at == NO_EXPIRE {
+            0
+        } else {
+            (e.expire_at - now).max(1)
+        };
+        found.push((key, dump_payload(options.clone(), e.value()), ttl));
+    }
+    if found.is_empty() {
+        return ctx.client.out.simple("NOKEY");
+    }
+    let host = String::from_utf8_lossy(args.get(1)).into_owned();
+    let port = String::from_utf8_lossy(args.get(2)).into_owned();
+    let mut out = Vec::new();
+    let mut push = |argv: &[&[u8]]| {
+        ferrokv_resp::encode::array(&mut out, argv.len());
+        for a in argv {
+            ferrokv_resp::encode::bulk(&mut out, a);
+        }
+    };
+    if let Some((user, pass)) = auth {
+        match user {
+            Some(u) => push(&[b"AUTH", u, pass]),
+            None => push(&[b"AUTH", pass]),
+        }
+    }
+    let dbid_s = dbid.to_string();
+    push(&[b"SELECT", dbid_s.as_bytes()]);
+    for (key, payload, ttl) in &found {
+        let t = ttl.to_string();
+        if replace {
+            push(&[b"RESTORE", key, t.as_bytes(), payload, b"REPLACE"]);
+        } else {
+            push(&[b"RESTORE", key, t.as_bytes(), payload]);
+        }
+    }
+    let replies = match migrate_exchange(
+        &host,
+        &port,
+        &out,
+        timeout,
+        auth.is_some() as usize + 1 + found.len(),
+    ) {
+        Ok(r) => r,
+        Err(e) => return ctx.error(e),
+    };
+    let mut replies = replies.into_iter();
+    // AUTH and SELECT first: an error there stops everything.
+    for _ in 0..auth.is_some() as usize + 1 {
+        let r = replies.next().unwrap_or_default();
+        if let Some(msg) = r.strip_prefix('-') {
+            return ctx.error(&format!("ERR Target instance replied with error: {msg}"));
+        }
+    }
+    let mut error = None;
+    let mut moved: Vec<&[u8]> = Vec::new();
+    for (key, _, _) in &found {
+        let r = replies.next().unwrap_or_default();
+        if let Some(msg) = r.strip_prefix('-') {
+            error.get_or_insert_with(|| msg.to_string());
+        } else if !copy {
+            moved.push(key);
+        }
+    }
+    if !moved.is_empty() {
+        for key in &moved {
+            if let Some(old) = ctx.srv.keyspace.dbs[db].remove(key) {
+                ctx.srv.drop_value(old);
+            }
+            ctx.notify(NOTIFY_GENERIC, "del", key);
+        }
+        let mut argv: Vec<&[u8]> = vec![b"DEL"];
+        argv.extend(moved.iter().copied());
+        ctx.rewrite(&argv);
+        ctx.modified(moved.len() as u64);
+    }
+    match error {
+        Some(msg) => ctx.error(&format!("ERR Target instance replied with error: {msg}")),
+        None => ctx.client.out.ok(),
+    }
+}
+
+/// Connects, writes `out`, reads `n` one-line replies (MIGRATE's target
+/// answers only simple strings and errors), each step within `timeout`.
+fn migrate_exchange(
+    host: &str,
+    port: &str,
+    out: &[u8],
+    timeout: std::time::Duration,
+    n: usize,
+) -> Result<Vec<String>, &'static str> {
+    use std::io::{BufRead, Write};
+    const CONNECT: &str = "IOERR error or timeout connecting to the client";
+    let addr = std::net::ToSocketAddrs::to_socket_addrs(&(
+        host,
+        port.parse::<u16>().map_err(|_| CONNECT)?,
+    ))
+    .map_err(|_| CONNECT)?
+    .next()
+    .ok_or(CONNECT)?;
+    // Redis connects without blocking and learns of a refusal only when it
+    // writes: a refused connection is a write error, a silent one a
+    // connect timeout.
+    let s = std::net::TcpStream::connect_timeout(&addr, timeout).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::TimedOut {
+            CONNECT
+        } else {
+            "IOERR error or timeout writing to target instance"
+        }
+    })?;
+    let _ = s.set_nodelay(true);
+    s.set_write_timeout(Some(timeout)).map_err(|_| CONNECT)?;
+    s.set_read_timeout(Some(timeout)).map_err(|_| CONNECT)?;
+    (&s).write_all(out)
+        .map_err(|_| "IOERR error or timeout writing to target instance")?;
+    let mut r = std::io::BufReader::new(&s);
+    let mut replies = Vec::with_capacity(n);
+    for _ in 0..n {
+        let mut line = String::new();
+        match r.read_line(&mut line) {
+            Ok(0) | Err(_) => return Err("IOERR error or timeout reading to target instance"),
+            Ok(_) => replies.push(line.trim_end().to_string()),
+        }
+    }
+    Ok(replies)
 }
