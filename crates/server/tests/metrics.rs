@@ -11,21 +11,16 @@ use std::time::Duration;
 /// A server with the endpoint on a free port (retried if another process
 /// took the port between our probe and the server's bind).
 fn server_with_metrics(extra: &[&str]) -> (ServerProcess, u16) {
-    for _ in 0..5 {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let port_s = port.to_string();
-        let mut args = vec!["--metrics-port", &port_s];
-        args.extend_from_slice(extra);
-        let mut p = ServerProcess::ferrokv(&args);
-        if p.alive() && TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return (p, port);
-        }
-    }
-    panic!("could not start ferrokv with a metrics port");
+    let mut args = vec!["--metrics-port", common::FREE_PORT];
+    args.extend_from_slice(extra);
+    let p = ServerProcess::ferrokv(&args);
+    let port = p.free_port.expect("a metrics port");
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).is_ok(),
+        "{}",
+        p.log()
+    );
+    (p, port)
 }
 
 /// One HTTP/1.1 request; returns the status line, headers and body.

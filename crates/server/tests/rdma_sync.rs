@@ -439,14 +439,6 @@ fn two_replicas_sync_over_rdma_at_once() {
     assert_eq!(num(&master, "rdma", "rdma_syncs_done"), 2);
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn scrape(port: u16) -> String {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -476,8 +468,9 @@ fn direct_io_works(dir: &std::path::Path) -> bool {
 
 #[test]
 fn metrics_endpoint_shows_the_rdma_figures() {
-    let mport = free_port().to_string();
-    let master = rdma_master(&["--metrics-port", &mport]);
+    // A fresh metrics port at each start attempt (see common::FREE_PORT).
+    let master = rdma_master(&["--metrics-port", common::FREE_PORT]);
+    let mport = master.free_port.expect("a metrics port").to_string();
     fill_dataset(&master, 2000, false, types_of(&master));
     let replica = rdma_replica(&[]);
     replicaof(&replica, &master);

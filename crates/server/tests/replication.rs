@@ -629,19 +629,14 @@ fn series(text: &str, name: &str) -> Option<String> {
 
 #[test]
 fn replication_figures_on_the_metrics_endpoint() {
-    let (master, mport) = (0..5)
-        .find_map(|_| {
-            let port = std::net::TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
-            let ps = port.to_string();
-            let mut p = ferrokv(&["--repl-diskless-sync-delay", "0", "--metrics-port", &ps]);
-            (p.alive() && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok())
-                .then_some((p, port))
-        })
-        .expect("a master with a metrics port");
+    // A fresh metrics port at each start attempt (see common::FREE_PORT).
+    let master = ferrokv(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--metrics-port",
+        common::FREE_PORT,
+    ]);
+    let mport = master.free_port.expect("a metrics port");
     let t = types_of(&master);
     fill_dataset(&master, 500, false, t);
     let replica = ferrokv(&[]);

@@ -1311,6 +1311,20 @@ fn zunion(ctx: &mut Ctx, args: Args) {
 }
 
 /// ZINTER numkeys key [key ...] [WEIGHTS weight [weight ...]] [AGGREGATE SUM|MIN|MAX] [WITHSCORES]
+/// A live sorted set or set under `key`, as an input of the set operations
+/// (the caller checked the types).
+fn source<'a>(db: &'a ferrokv_store::Db, key: &[u8], now: i64) -> Option<Src<'a>> {
+    let e = db.get(key)?;
+    if e.expire_at != NO_EXPIRE && e.expire_at <= now {
+        return None;
+    }
+    match e.value() {
+        ValueRef::ZSet(z) => Some(Src::Z(z)),
+        ValueRef::Set(s) => Some(Src::S(s)),
+        _ => None,
+    }
+}
+
 /// ZINTERCARD numkeys key [key ...] [LIMIT limit]: the size of the
 /// intersection (sets count too), counting stops at `limit` (0: none).
 fn zintercard(ctx: &mut Ctx, args: Args) {
@@ -1346,21 +1360,9 @@ fn zintercard(ctx: &mut Ctx, args: Args) {
             return ctx.error(err::SYNTAX);
         }
     }
-    let now = ctx.now_ms;
     let dbref = &ctx.srv.keyspace.dbs[db];
     let mut srcs: Vec<Option<Src>> = (0..setnum)
-        .map(|i| {
-            dbref.get(args.get(2 + i)).and_then(|e| {
-                if e.expire_at != NO_EXPIRE && e.expire_at <= now {
-                    return None;
-                }
-                match e.value() {
-                    ValueRef::ZSet(z) => Some(Src::Z(z)),
-                    ValueRef::Set(s) => Some(Src::S(s)),
-                    _ => None,
-                }
-            })
-        })
+        .map(|i| source(dbref, args.get(2 + i), ctx.now_ms))
         .collect();
     if srcs.iter().any(|s| s.is_none()) {
         return ctx.client.out.int(0);
@@ -1491,17 +1493,7 @@ fn setop_generic(ctx: &mut Ctx, args: Args, store: bool, op: SetOp, name: &str) 
     let mut srcs: Vec<(Option<Src>, f64, usize)> = Vec::with_capacity(setnum);
     let dbref = &ctx.srv.keyspace.dbs[db];
     for (i, &weight) in weights.iter().enumerate() {
-        let z = dbref.get(args.get(first + i)).and_then(|e| {
-            if e.expire_at != NO_EXPIRE && e.expire_at <= now {
-                return None;
-            }
-            match e.value() {
-                ValueRef::ZSet(z) => Some(Src::Z(z)),
-                ValueRef::Set(s) => Some(Src::S(s)),
-                _ => None,
-            }
-        });
-        srcs.push((z, weight, i));
+        srcs.push((source(dbref, args.get(first + i), now), weight, i));
     }
     if op != SetOp::Diff {
         srcs.sort_by_key(|(z, _, _)| z.map_or(0, |z| z.len()));

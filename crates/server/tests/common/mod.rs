@@ -62,6 +62,9 @@ pub fn client_flags(f: &str) -> String {
     }
 }
 
+/// See [`ServerProcess::free_port`].
+pub const FREE_PORT: &str = "{free-port}";
+
 pub struct ServerProcess {
     pub child: Child,
     pub port: u16,
@@ -69,6 +72,8 @@ pub struct ServerProcess {
     pub unix: Option<PathBuf>,
     /// Its RDMA listener, under `FERROKV_TESTS_TRANSPORT=rdma`.
     pub rdma: Option<std::net::SocketAddr>,
+    /// The port that replaced [`FREE_PORT`] in its arguments, if any.
+    pub free_port: Option<u16>,
     pub dir: tempfile::TempDir,
     pub name: &'static str,
     /// The binary and its arguments, for [`ServerProcess::kill_and_restart`].
@@ -108,6 +113,10 @@ impl ServerProcess {
     }
 
     /// Like `spawn`, with `leading` arguments before `--port` (a config file).
+    /// An argument replaced by a port picked afresh at each start attempt
+    /// (`--metrics-port {free-port}`): a port taken between the pick and
+    /// the server's bind makes the attempt fail, and the next one picks
+    /// another, as for the main port.
     fn spawn_after(
         name: &'static str,
         bin: &str,
@@ -132,7 +141,17 @@ impl ServerProcess {
             if rdma {
                 args.extend_from_slice(&["--rdma-bind", "127.0.0.1", "--rdma-port", &rdma_port]);
             }
-            args.extend_from_slice(extra);
+            let free = free_port();
+            let free_s = free.to_string();
+            let mut used_free = false;
+            for a in extra {
+                if *a == FREE_PORT {
+                    args.push(&free_s);
+                    used_free = true;
+                } else {
+                    args.push(a);
+                }
+            }
             let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
             let child = Command::new(bin)
                 .args(&args)
@@ -148,6 +167,7 @@ impl ServerProcess {
                 child,
                 port,
                 rdma: rdma.then(|| format!("127.0.0.1:{rdma_port}").parse().unwrap()),
+                free_port: used_free.then_some(free),
                 unix,
                 dir,
                 name,
