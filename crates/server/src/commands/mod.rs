@@ -26,6 +26,7 @@ pub mod replication;
 pub mod server;
 pub mod set;
 pub mod slowlog;
+pub mod sort;
 pub mod string;
 pub mod zset;
 
@@ -182,6 +183,7 @@ impl CommandTable {
             string::COMMANDS,
             bitmap::COMMANDS,
             dump::COMMANDS,
+            sort::COMMANDS,
             keys::COMMANDS,
             connection::COMMANDS,
             server::COMMANDS,

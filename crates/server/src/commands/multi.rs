@@ -246,7 +246,8 @@ impl Watches {
 /// they changed themselves.
 fn written_keys(name: &str, keys: (i32, i32, i32)) -> Option<(i32, i32, i32)> {
     match name {
-        "copy" | "del" | "unlink" | "smove" => None,
+        // SORT touches its STORE destination itself (commands/sort.rs).
+        "copy" | "del" | "unlink" | "smove" | "sort" => None,
         n if n.ends_with("store") || n == "bitop" => Some((keys.0, keys.0, 1)),
         _ => Some(keys),
     }

@@ -506,6 +506,27 @@ fn movable_keys(name: &str, argv: &[&[u8]]) -> Option<Option<Vec<usize>>> {
         "blmpop" | "bzmpop" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall"
         | "fcall_ro" => (2, &[]),
         "zunionstore" | "zinterstore" | "zdiffstore" => (2, &[1]),
+        "sort" => {
+            // The key, and STORE's destination (Redis's sortGetKeys: LIMIT
+            // takes two arguments, GET and BY one).
+            let mut at = vec![1];
+            let mut i = 2;
+            while i < argv.len() {
+                let a = argv[i];
+                if is(a, "limit") {
+                    i += 2;
+                } else if is(a, "get") || is(a, "by") {
+                    i += 1;
+                } else if is(a, "store") && i + 1 < argv.len() {
+                    // The last STORE counts.
+                    at.truncate(1);
+                    at.push(i + 1);
+                    i += 1;
+                }
+                i += 1;
+            }
+            return Some(Some(at));
+        }
         "migrate" => {
             // MIGRATE host port key|"" db timeout ... [KEYS key ...]
             if argv.len() > 3 && !argv[3].is_empty() {

@@ -48,6 +48,8 @@ pub use script_gen::scripts_enabled;
 mod bitmap_gen;
 #[path = "dump_gen.rs"]
 mod dump_gen;
+#[path = "sort_gen.rs"]
+mod sort_gen;
 #[path = "zset_gen.rs"]
 mod zset_gen;
 
@@ -620,6 +622,9 @@ impl Generator {
         }
         if self.chance(0.02) {
             return self.restore_command();
+        }
+        if self.chance(0.03) {
+            return self.sort_command();
         }
         let b = |s: &str| s.as_bytes().to_vec();
         let k = self.key();
