@@ -16,6 +16,8 @@ Workloads (the issue's list; more families join as they are built):
 - setbit_100k_keys: a bit of one of 100,000 small bitmaps (made on the
   first runs).
 - bitcount_1mb: BITCOUNT of a 1 MB string of random bytes.
+- sort_1000: SORT of a 1,000-element list of random integers (LIMIT 0 10,
+  so the reply is small and the sort is the work).
 """
 import argparse
 import os
@@ -58,6 +60,11 @@ def setup_bitmaps(port):
     send_all(port, resp("SETBIT", "bm", (1 << 23) - 1, 1))
 
 
+def setup_sort(port):
+    rnd = random.Random(11)
+    send_all(port, resp("RPUSH", "sortlist", *[str(rnd.randrange(1_000_000)) for _ in range(1000)]))
+
+
 # name -> (setup, command args, requests at scale 1, -r). redis-benchmark
 # writes __rand_int__ zero-padded (000000123456), which is no valid bit
 # offset for either server: random bits go through random keys instead.
@@ -67,6 +74,7 @@ WORKLOADS = {
                          100_000),
     "getbit": (setup_bitmaps, ["GETBIT", "bm", "4194303"], 2_000_000, None),
     "bitcount_1mb": (setup_bitmaps, ["BITCOUNT", "bm1m"], 20_000, None),
+    "sort_1000": (setup_sort, ["SORT", "sortlist", "LIMIT", "0", "10"], 50_000, None),
 }
 
 

@@ -95,6 +95,11 @@ fn lookup_by_pattern(ctx: &mut Ctx, pattern: &[u8], elem: &[u8]) -> Option<Vec<u
 /// C's `strtod` over the whole string (Redis's check: all of it consumed,
 /// no overflow, not NaN).
 fn parse_score(s: &[u8]) -> Option<f64> {
+    // The common case first: a plain integer (exact as a double up to
+    // 2^53, and what strtod gives beyond).
+    if let Some(i) = ferrokv_resp::parse_i64(s) {
+        return Some(i as f64);
+    }
     // strtod reads a C string: it ends at the first NUL, and an empty one
     // is a score of 0 (nothing parsed, and the end is right there).
     let s = &s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())];
@@ -261,22 +266,26 @@ fn sort_generic(ctx: &mut Ctx, args: Args, readonly: bool) {
     let mut bad_score = false;
     if !dontsort {
         for it in items.iter_mut() {
-            let val = match by {
-                Some(p) => match lookup_by_pattern(ctx, p, &it.elem) {
-                    Some(v) => v,
-                    None => continue,
-                },
-                None => it.elem.clone(),
-            };
-            if alpha {
-                if by.is_some() {
-                    it.by = Some(val);
+            match by {
+                Some(p) => {
+                    let Some(val) = lookup_by_pattern(ctx, p, &it.elem) else {
+                        continue;
+                    };
+                    if alpha {
+                        it.by = Some(val);
+                    } else {
+                        match parse_score(&val) {
+                            Some(s) => it.score = s,
+                            None => bad_score = true,
+                        }
+                    }
                 }
-            } else {
-                match parse_score(&val) {
+                // By the element itself: nothing to copy.
+                None if !alpha => match parse_score(&it.elem) {
                     Some(s) => it.score = s,
                     None => bad_score = true,
-                }
+                },
+                None => {}
             }
         }
         let by_pattern = by.is_some();
@@ -292,7 +301,7 @@ fn sort_generic(ctx: &mut Ctx, args: Args, readonly: bool) {
                 x[..cut(x)].cmp(&y[..cut(y)])
             }
         };
-        items.sort_by(|a, b| {
+        let cmp = |a: &Item, b: &Item| {
             let c = if !alpha {
                 a.score
                     .partial_cmp(&b.score)
@@ -313,7 +322,14 @@ fn sort_generic(ctx: &mut Ctx, args: Args, readonly: bool) {
             } else {
                 c
             }
-        });
+        };
+        if !alpha && !by_pattern {
+            // A total order (ties broken by the element; equal elements
+            // are indistinguishable): an unstable sort gives the same.
+            items.sort_unstable_by(cmp);
+        } else {
+            items.sort_by(cmp);
+        }
     }
     if bad_score {
         return ctx.error("ERR One or more scores can't be converted into double");
