@@ -99,21 +99,11 @@ impl PassiveEndpoint {
 
     /// The bound address (`fi_getname`), e.g. to learn the port after listening on port 0.
     pub fn local_addr(&self) -> Result<SocketAddr> {
-        // SAFETY: sockaddr_storage is plain data.
-        let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::sockaddr_storage>();
-        // SAFETY: the pep is live; storage is writable for len bytes.
-        let ret = unsafe {
+        // SAFETY: the passive endpoint is live; its fid and CM ops are its own.
+        unsafe {
             let p = self.ptr.as_ptr();
-            let getname = op!((*p).cm, getname);
-            getname(
-                &mut (*p).fid,
-                (&mut storage as *mut libc::sockaddr_storage).cast(),
-                &mut len,
-            )
-        };
-        self.fabric.lib.check("fi_getname", ret as isize)?;
-        sockaddr_to_std(&storage)
+            cm_address(&self.fabric.lib, &mut (*p).fid, (*p).cm, Name::Local)
+        }
     }
 
     /// Rejects a connection request (`fi_reject`), with optional private data.
@@ -340,40 +330,20 @@ impl Endpoint {
 
     /// The connected peer's address (`fi_getpeer`).
     pub fn peer_addr(&self) -> Result<SocketAddr> {
-        // SAFETY: sockaddr_storage is plain data.
-        let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::sockaddr_storage>();
-        // SAFETY: the endpoint is live; storage is writable for len bytes.
-        let ret = unsafe {
+        // SAFETY: the endpoint is live; its fid and CM ops are its own.
+        unsafe {
             let e = self.ptr.as_ptr();
-            let getpeer = op!((*e).cm, getpeer);
-            getpeer(
-                e,
-                (&mut storage as *mut libc::sockaddr_storage).cast(),
-                &mut len,
-            )
-        };
-        self.lib().check("fi_getpeer", ret as isize)?;
-        sockaddr_to_std(&storage)
+            cm_address(self.lib(), &mut (*e).fid, (*e).cm, Name::Peer)
+        }
     }
 
     /// This end's address (`fi_getname`).
     pub fn local_addr(&self) -> Result<SocketAddr> {
-        // SAFETY: sockaddr_storage is plain data.
-        let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::sockaddr_storage>();
-        // SAFETY: the endpoint is live; storage is writable for len bytes.
-        let ret = unsafe {
+        // SAFETY: the endpoint is live; its fid and CM ops are its own.
+        unsafe {
             let e = self.ptr.as_ptr();
-            let getname = op!((*e).cm, getname);
-            getname(
-                &mut (*e).fid,
-                (&mut storage as *mut libc::sockaddr_storage).cast(),
-                &mut len,
-            )
-        };
-        self.lib().check("fi_getname", ret as isize)?;
-        sockaddr_to_std(&storage)
+            cm_address(self.lib(), &mut (*e).fid, (*e).cm, Name::Local)
+        }
     }
 
     /// `fi_connect` to the address the endpoint's info named, with private data (≤ 55 bytes).
@@ -758,3 +728,35 @@ struct FiMsgRma {
 }
 
 const _: () = assert!(std::mem::size_of::<FiMsgRma>() == std::mem::size_of::<sys::fi_msg_rma>());
+
+/// Which address [`cm_address`] asks for.
+enum Name {
+    Local,
+    Peer,
+}
+
+/// `fi_getname` or `fi_getpeer` of an endpoint or passive endpoint.
+///
+/// # Safety
+/// `fid` and `cm` must be a live endpoint's fid and CM operations table.
+unsafe fn cm_address(
+    lib: &crate::Library,
+    fid: *mut sys::fid,
+    cm: *mut sys::fi_ops_cm,
+    which: Name,
+) -> Result<SocketAddr> {
+    // SAFETY: sockaddr_storage is plain data.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>();
+    let buf = (&mut storage as *mut libc::sockaddr_storage).cast();
+    // SAFETY: the caller vouches for fid and cm; storage is writable for len bytes.
+    let (call, ret) = unsafe {
+        match which {
+            Name::Local => ("fi_getname", op!(cm, getname)(fid, buf, &mut len)),
+            // fi_getpeer takes the endpoint itself, whose first member is its fid.
+            Name::Peer => ("fi_getpeer", op!(cm, getpeer)(fid.cast(), buf, &mut len)),
+        }
+    };
+    lib.check(call, ret as isize)?;
+    sockaddr_to_std(&storage)
+}

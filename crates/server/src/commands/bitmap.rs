@@ -25,7 +25,7 @@ use crate::notify::{NOTIFY_GENERIC, NOTIFY_NEW, NOTIFY_STRING};
 use ferrokv_resp::Args;
 use ferrokv_store::bitmap::{self, BitOp, Overflow};
 use ferrokv_store::value::itoa_buf;
-use ferrokv_store::{Value, ValueRef, NO_EXPIRE};
+use ferrokv_store::{Value, NO_EXPIRE};
 use std::sync::Arc;
 
 const fn cmd(name: &'static str, arity: i32, flags: u32, h: super::Handler) -> CommandSpec {
@@ -67,11 +67,6 @@ fn bit_offset(ctx: &mut Ctx, arg: &[u8], hash_bits: Option<u32>) -> Option<u64> 
         return None;
     }
     Some(v as u64)
-}
-
-/// A string value's bytes (an integer's as its decimal text).
-fn string_bytes<'a>(v: ValueRef<'a>, buf: &'a mut itoa_buf::Buf) -> Option<&'a [u8]> {
-    v.as_bytes(buf)
 }
 
 /// SETBIT key offset value
@@ -120,7 +115,7 @@ fn getbit(ctx: &mut Ctx, args: Args) {
         None => false,
         Some(e) => {
             let mut buf = itoa_buf::Buf::new();
-            let Some(s) = string_bytes(e.value(), &mut buf) else {
+            let Some(s) = e.value().as_bytes(&mut buf) else {
                 return ctx.error(err::WRONGTYPE);
             };
             bitmap::get_bit(s, offset)
@@ -149,7 +144,7 @@ fn bitcount(ctx: &mut Ctx, args: Args) {
         return ctx.client.out.int(0);
     };
     let mut buf = itoa_buf::Buf::new();
-    let Some(s) = string_bytes(e.value(), &mut buf) else {
+    let Some(s) = e.value().as_bytes(&mut buf) else {
         return ctx.client.out.error(err::WRONGTYPE);
     };
     let range = match args.len() {
@@ -191,7 +186,7 @@ fn bitpos(ctx: &mut Ctx, args: Args) {
         return ctx.client.out.int(if bit { -1 } else { 0 });
     };
     let mut buf = itoa_buf::Buf::new();
-    let Some(s) = string_bytes(e.value(), &mut buf) else {
+    let Some(s) = e.value().as_bytes(&mut buf) else {
         return ctx.client.out.error(err::WRONGTYPE);
     };
     let (mut start, mut end, mut bits) = (None, None, false);
@@ -265,7 +260,7 @@ fn bitop(ctx: &mut Ctx, args: Args) {
                 let mut buf = itoa_buf::Buf::new();
                 match e.shared_str() {
                     Some(shared) => Source::Shared(shared),
-                    None => match string_bytes(e.value(), &mut buf) {
+                    None => match e.value().as_bytes(&mut buf) {
                         Some(s) => Source::Owned(s.to_vec()),
                         None => return ctx.error(err::WRONGTYPE),
                     },
@@ -402,7 +397,7 @@ fn bitfield_generic(ctx: &mut Ctx, args: Args, readonly_command: bool) {
         let mut buf = itoa_buf::Buf::new();
         let s: &[u8] = match e {
             None => &[],
-            Some(e) => match string_bytes(e.value(), &mut buf) {
+            Some(e) => match e.value().as_bytes(&mut buf) {
                 Some(s) => s,
                 None => return ctx.client.out.error(err::WRONGTYPE),
             },

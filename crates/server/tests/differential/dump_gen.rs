@@ -2,9 +2,9 @@
 //! 7.0.15 (a string, an integer, a listpack list, hash and sorted set, an
 //! intset, an empty string), the same payloads with a flipped byte (a
 //! CRC64 mismatch) or cut short, and every option: REPLACE, ABSTTL (past
-//! and future), IDLETIME, FREQ and their errors. DUMP itself is not
-//! generated: a hashtable's payload lists members in each server's own
-//! order (tests/dump.rs checks DUMP both ways instead).
+//! and future), IDLETIME, FREQ and their errors; RESTORE-ASKING alike.
+//! DUMP is compared by shape only: a hashtable's payload lists members in
+//! each server's own order (tests/dump.rs checks DUMP's bytes both ways).
 
 use super::{Check, Command, Generator, ABSOLUTE_EPOCH_S};
 use rand::Rng;
@@ -33,10 +33,20 @@ impl Generator {
         p
     }
 
-    /// One RESTORE.
+    /// One RESTORE (or RESTORE-ASKING, the same outside a cluster), or a
+    /// DUMP compared by shape: a payload or nil, never an error (its bytes
+    /// may differ, see above).
     pub(super) fn restore_command(&mut self) -> Command {
         let b = |s: &str| s.as_bytes().to_vec();
-        let mut a = vec![b("RESTORE"), self.key()];
+        if self.chance(0.2) {
+            return Command::new(vec![b("DUMP"), self.key()], Check::RandomShape);
+        }
+        let name = if self.chance(0.15) {
+            "RESTORE-ASKING"
+        } else {
+            "RESTORE"
+        };
+        let mut a = vec![b(name), self.key()];
         let absttl = self.chance(0.2);
         let ttl = if absttl {
             // Absolute: in the past (nothing created) or after the epoch
