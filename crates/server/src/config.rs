@@ -228,6 +228,9 @@ pub struct Config {
     /// bytes) use the compact listpack encoding.
     pub zset_max_listpack_entries: u64,
     pub zset_max_listpack_value: u64,
+    /// A sparse HyperLogLog turns dense before it would grow past this
+    /// many bytes (header included).
+    pub hll_sparse_max_bytes: u64,
     /// The config file the server was started with (for `INFO` and `CONFIG REWRITE`).
     pub config_file: Option<String>,
     /// Replication (`replicaof`, `masterauth`, `repl-*`, `min-replicas-*`).
@@ -312,6 +315,7 @@ impl Default for Config {
             repl: Default::default(),
             zset_max_listpack_entries: 0,
             zset_max_listpack_value: 0,
+            hll_sparse_max_bytes: 0,
         };
         for o in OPTIONS.iter().chain(REPL_OPTIONS) {
             if o.alias_of.is_some() {
@@ -1163,6 +1167,23 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.zset_max_listpack_entries.to_string()
+    ),
+    opt!(
+        "hll-sparse-max-bytes",
+        "3000",
+        true,
+        |c, a| {
+            let v = parse_memory(one(a)?)?;
+            if v > i64::MAX as u64 {
+                return Err(format!(
+                    "argument must be between 0 and {} inclusive",
+                    i64::MAX
+                ));
+            }
+            c.hll_sparse_max_bytes = v;
+            Ok(())
+        },
+        |c| c.hll_sparse_max_bytes.to_string()
     ),
     // Redis's pre-7.0 name of `zset-max-listpack-entries`: the same setting.
     alias!("zset-max-ziplist-entries", "zset-max-listpack-entries"),

@@ -8,6 +8,7 @@
 //! - [`value`]: the typed values stored under a key.
 //! - [`db`]: one logical database — a segmented hash table (extendible
 //!   hashing) with per-entry expiry, `SCAN` cursors and active expiry.
+//! - [`hyperloglog`]: HyperLogLog in Redis's byte layout (dense and sparse).
 //! - [`hash`], [`set`]: the hash and set types and their compact
 //!   encodings; [`dense`]: the full table both use when they grow.
 //! - [`digest`]: Redis 7.0's `DEBUG DIGEST` algorithm.
@@ -25,6 +26,7 @@ pub mod db;
 pub mod dense;
 pub mod digest;
 pub mod hash;
+pub mod hyperloglog;
 pub mod list;
 pub mod pattern;
 pub mod set;

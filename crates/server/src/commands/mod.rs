@@ -15,6 +15,7 @@ pub mod connection;
 pub mod docs;
 pub mod dump;
 pub mod hash;
+pub mod hyperloglog;
 pub mod keys;
 pub mod latency;
 pub mod list;
@@ -182,6 +183,7 @@ impl CommandTable {
         for family in [
             string::COMMANDS,
             bitmap::COMMANDS,
+            hyperloglog::COMMANDS,
             dump::COMMANDS,
             sort::COMMANDS,
             keys::COMMANDS,
