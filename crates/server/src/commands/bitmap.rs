@@ -156,6 +156,11 @@ fn bitcount(ctx: &mut Ctx, args: Args) {
             ) else {
                 return ctx.client.out.error(err::NOT_INTEGER);
             };
+            // As Redis 7.0: a range that is empty from both ends counts 0
+            // before the unit is looked at.
+            if start < 0 && end < 0 && start > end {
+                return ctx.client.out.int(0);
+            }
             let bits = if args.len() == 5 {
                 match unit(args.get(4)) {
                     Some(b) => b,

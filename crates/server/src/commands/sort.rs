@@ -360,9 +360,10 @@ fn sort_generic(ctx: &mut Ctx, args: Args, readonly: bool) {
         return;
     };
     let n = out.len();
-    // WATCHes on the destination break (the source is only read).
-    ctx.srv.touch_watched_key(db, dst);
+    // WATCHes on the destination break when it changes (the source is
+    // only read): an empty result on a missing destination changes nothing.
     if n > 0 {
+        ctx.srv.touch_watched_key(db, dst);
         let list: ferrokv_store::list::List =
             out.iter().map(|v| v.as_deref().unwrap_or(b"")).collect();
         let lru = ctx.srv.lru_clock;
@@ -375,6 +376,7 @@ fn sort_generic(ctx: &mut Ctx, args: Args, readonly: bool) {
         ctx.notify(NOTIFY_LIST, "sortstore", dst);
         ctx.modified(n as u64);
     } else if ctx.srv.exists(db, dst, ctx.now_ms) {
+        ctx.srv.touch_watched_key(db, dst);
         if let Some(old) = ctx.srv.keyspace.dbs[db].remove(dst) {
             ctx.srv.drop_value(old);
         }

@@ -48,6 +48,8 @@ pub use script_gen::scripts_enabled;
 mod bitmap_gen;
 #[path = "dump_gen.rs"]
 mod dump_gen;
+#[path = "hll_gen.rs"]
+mod hll_gen;
 #[path = "sort_gen.rs"]
 mod sort_gen;
 #[path = "zset_gen.rs"]
@@ -619,6 +621,9 @@ impl Generator {
         }
         if self.chance(0.08) {
             return self.bitmap_command();
+        }
+        if self.chance(0.04) {
+            return self.hll_command();
         }
         if self.chance(0.02) {
             return self.restore_command();
