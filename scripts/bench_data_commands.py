@@ -18,6 +18,12 @@ Workloads (the issue's list; more families join as they are built):
 - bitcount_1mb: BITCOUNT of a 1 MB string of random bytes.
 - sort_1000: SORT of a 1,000-element list of random integers (LIMIT 0 10,
   so the reply is small and the sort is the work).
+- pfadd_dense: PFADD of a random element to a dense HLL (100,000 elements).
+- pfadd_sparse_100k_keys: PFADD of a random element to one of 100,000
+  small (sparse) HLLs.
+- pfcount_union: PFCOUNT of two dense HLLs (the union: every register of
+  both merged and counted each time).
+- pfmerge: PFMERGE of two dense HLLs into a third.
 """
 import argparse
 import os
@@ -65,6 +71,12 @@ def setup_sort(port):
     send_all(port, resp("RPUSH", "sortlist", *[str(rnd.randrange(1_000_000)) for _ in range(1000)]))
 
 
+def setup_hll(port):
+    for key in ("hll:a", "hll:b"):
+        for chunk in range(100):
+            send_all(port, resp("PFADD", key, *[f"{key}:{chunk}:{i}" for i in range(1000)]))
+
+
 # name -> (setup, command args, requests at scale 1, -r). redis-benchmark
 # writes __rand_int__ zero-padded (000000123456), which is no valid bit
 # offset for either server: random bits go through random keys instead.
@@ -75,6 +87,11 @@ WORKLOADS = {
     "getbit": (setup_bitmaps, ["GETBIT", "bm", "4194303"], 2_000_000, None),
     "bitcount_1mb": (setup_bitmaps, ["BITCOUNT", "bm1m"], 20_000, None),
     "sort_1000": (setup_sort, ["SORT", "sortlist", "LIMIT", "0", "10"], 50_000, None),
+    "pfadd_dense": (setup_hll, ["PFADD", "hll:a", "e:__rand_int__"], 2_000_000, 10_000_000),
+    "pfadd_sparse_100k_keys": (setup_hll, ["PFADD", "hll:s:__rand_int__", "e:__rand_int__"],
+                               2_000_000, 100_000),
+    "pfcount_union": (setup_hll, ["PFCOUNT", "hll:a", "hll:b"], 100_000, None),
+    "pfmerge": (setup_hll, ["PFMERGE", "hll:m", "hll:a", "hll:b"], 100_000, None),
 }
 
 
