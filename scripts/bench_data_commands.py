@@ -21,8 +21,8 @@ Workloads (the issue's list; more families join as they are built):
 - pfadd_dense: PFADD of a random element to a dense HLL (100,000 elements).
 - pfadd_sparse_100k_keys: PFADD of a random element to one of 100,000
   small (sparse) HLLs.
-- pfcount_union: PFCOUNT of two dense HLLs (the union: every register of
-  both merged and counted each time).
+- pfcount_3_keys: PFCOUNT of three dense HLLs (the union: every register
+  of the three merged and counted each time).
 - pfmerge: PFMERGE of two dense HLLs into a third.
 """
 import argparse
@@ -72,7 +72,7 @@ def setup_sort(port):
 
 
 def setup_hll(port):
-    for key in ("hll:a", "hll:b"):
+    for key in ("hll:a", "hll:b", "hll:c"):
         for chunk in range(100):
             send_all(port, resp("PFADD", key, *[f"{key}:{chunk}:{i}" for i in range(1000)]))
 
@@ -90,7 +90,7 @@ WORKLOADS = {
     "pfadd_dense": (setup_hll, ["PFADD", "hll:a", "e:__rand_int__"], 2_000_000, 10_000_000),
     "pfadd_sparse_100k_keys": (setup_hll, ["PFADD", "hll:s:__rand_int__", "e:__rand_int__"],
                                2_000_000, 100_000),
-    "pfcount_union": (setup_hll, ["PFCOUNT", "hll:a", "hll:b"], 100_000, None),
+    "pfcount_3_keys": (setup_hll, ["PFCOUNT", "hll:a", "hll:b", "hll:c"], 100_000, None),
     "pfmerge": (setup_hll, ["PFMERGE", "hll:m", "hll:a", "hll:b"], 100_000, None),
 }
 

@@ -209,11 +209,18 @@ fn pfmerge(ctx: &mut Ctx, args: Args) {
     if use_dense && hll::sparse_to_dense(v).is_err() {
         return ctx.error(CORRUPT);
     }
-    for (i, &m) in max.iter().enumerate() {
-        if m != 0 {
-            // The destination was checked with the sources: as Redis, a
-            // failure here leaves the registers it did set.
-            let _ = hll::set_register(v, i, m, max_bytes);
+    if hll::encoding(v) == Some(Encoding::Dense) {
+        // The destination was a source: every register of it is at most
+        // the union's, so the union's registers are its new ones.
+        hll::store_union_dense(v, &max);
+    } else {
+        for (i, &m) in max.iter().enumerate() {
+            if m != 0 {
+                // The destination was checked with the sources: as Redis, a
+                // failure here leaves the registers it did set (and a
+                // promotion to dense in between is followed by the rest).
+                let _ = hll::set_register(v, i, m, max_bytes);
+            }
         }
     }
     hll::invalidate_cache(v);
