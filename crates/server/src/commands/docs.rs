@@ -297,45 +297,125 @@ pub fn command_info(out: &mut Reply, spec: &CommandSpec) {
     for c in &cats {
         out.simple(c);
     }
-    out.array(0);
-    if spec.keys.0 > 0 {
-        // One key spec from the legacy range, as Redis derives them.
-        out.array(1);
-        out.map(4);
-        out.bulk(b"flags");
-        out.set(0);
-        out.bulk(b"begin_search");
-        out.map(2);
-        out.bulk(b"type");
-        out.bulk(b"index");
-        out.bulk(b"spec");
-        out.map(1);
-        out.bulk(b"index");
-        out.int(spec.keys.0 as i64);
-        out.bulk(b"find_keys");
-        out.map(2);
-        out.bulk(b"type");
-        out.bulk(b"range");
-        out.bulk(b"spec");
-        out.map(3);
-        out.bulk(b"lastkey");
-        out.int(if spec.keys.1 < 0 {
-            spec.keys.1 as i64
-        } else {
-            (spec.keys.1 - spec.keys.0) as i64
-        });
-        out.bulk(b"keystep");
-        out.int(spec.keys.2 as i64);
-        out.bulk(b"limit");
-        out.int(0);
-        out.bulk(b"notes");
-        out.bulk(b"");
-    } else {
-        out.array(0);
+    out.set(0); // tips
+    match super::keyspecs::of(spec.name) {
+        Some(specs) => {
+            out.set(specs.len());
+            for k in specs {
+                key_spec_info(out, k);
+            }
+        }
+        None if spec.keys.0 > 0 => {
+            // A command of ferrokv's own: one spec from the legacy range,
+            // as Redis derives them for modules.
+            out.set(1);
+            key_spec_info(
+                out,
+                &super::keyspecs::KeySpec {
+                    flags: 0,
+                    begin: super::keyspecs::Begin::Index(spec.keys.0),
+                    find: super::keyspecs::Find::Range {
+                        lastkey: if spec.keys.1 < 0 {
+                            spec.keys.1
+                        } else {
+                            spec.keys.1 - spec.keys.0
+                        },
+                        keystep: spec.keys.2,
+                        limit: 0,
+                    },
+                    notes: "",
+                },
+            );
+        }
+        None => out.set(0),
     }
-    out.array(spec.subcommands.len());
+    out.set(spec.subcommands.len());
     for s in spec.subcommands {
         command_info(out, s);
+    }
+}
+
+/// One key specification as `COMMAND INFO` shows it (Redis's
+/// `addReplyCommandKeySpecs`).
+fn key_spec_info(out: &mut Reply, k: &super::keyspecs::KeySpec) {
+    use super::keyspecs::{flag_names, Begin, Find};
+    let with_notes = !k.notes.is_empty();
+    out.map(3 + usize::from(with_notes));
+    if with_notes {
+        out.bulk(b"notes");
+        out.bulk(k.notes.as_bytes());
+    }
+    out.bulk(b"flags");
+    let names: Vec<&str> = flag_names(k.flags).collect();
+    out.set(names.len());
+    for n in names {
+        out.simple(n);
+    }
+    out.bulk(b"begin_search");
+    out.map(2);
+    out.bulk(b"type");
+    match k.begin {
+        Begin::Index(i) => {
+            out.bulk(b"index");
+            out.bulk(b"spec");
+            out.map(1);
+            out.bulk(b"index");
+            out.int(i64::from(i));
+        }
+        Begin::Keyword(kw, startfrom) => {
+            out.bulk(b"keyword");
+            out.bulk(b"spec");
+            out.map(2);
+            out.bulk(b"keyword");
+            out.bulk(kw.as_bytes());
+            out.bulk(b"startfrom");
+            out.int(i64::from(startfrom));
+        }
+        Begin::Unknown => {
+            out.bulk(b"unknown");
+            out.bulk(b"spec");
+            out.map(0);
+        }
+    }
+    out.bulk(b"find_keys");
+    out.map(2);
+    out.bulk(b"type");
+    match k.find {
+        Find::Range {
+            lastkey,
+            keystep,
+            limit,
+        } => {
+            out.bulk(b"range");
+            out.bulk(b"spec");
+            out.map(3);
+            out.bulk(b"lastkey");
+            out.int(i64::from(lastkey));
+            out.bulk(b"keystep");
+            out.int(i64::from(keystep));
+            out.bulk(b"limit");
+            out.int(i64::from(limit));
+        }
+        Find::Keynum {
+            keynumidx,
+            firstkey,
+            keystep,
+        } => {
+            out.bulk(b"keynum");
+            out.bulk(b"spec");
+            out.map(3);
+            out.bulk(b"keynumidx");
+            out.int(i64::from(keynumidx));
+            out.bulk(b"firstkey");
+            out.int(i64::from(firstkey));
+            out.bulk(b"keystep");
+            out.int(i64::from(keystep));
+        }
+        Find::Unknown => {
+            out.bulk(b"unknown");
+            out.bulk(b"spec");
+            out.map(0);
+        }
     }
 }
 

@@ -16,6 +16,8 @@ pub mod docs;
 pub mod dump;
 pub mod hash;
 pub mod hyperloglog;
+pub mod keyspecs;
+mod keyspecs_table;
 pub mod keys;
 pub mod latency;
 pub mod list;

@@ -96,6 +96,12 @@ static COMMAND_SUBS: &[CommandSpec] = &[
         "Extracts the key names from an arbitrary command.",
         "command [arg [arg ...]]",
     ),
+    cmd("command|getkeysandflags", -4, LOADING | STALE, command_getkeysandflags)
+        .since("7.0.0")
+        .doc(
+            "Extracts the key names and access flags for an arbitrary command.",
+            "command [arg [arg ...]]",
+        ),
     cmd("command|help", 2, LOADING | STALE, command_help)
         .since("5.0.0")
         .doc("Returns helpful text about the different subcommands.", ""),
@@ -442,47 +448,76 @@ fn command_list(ctx: &mut Ctx, args: Args) {
 
 /// COMMAND GETKEYS command [arg [arg ...]]
 fn command_getkeys(ctx: &mut Ctx, args: Args) {
+    getkeys(ctx, args, false)
+}
+
+/// COMMAND GETKEYSANDFLAGS command [arg [arg ...]]
+fn command_getkeysandflags(ctx: &mut Ctx, args: Args) {
+    getkeys(ctx, args, true)
+}
+
+/// Redis's `getKeysSubcommandImpl`: the command (a container's
+/// subcommand when one is named), whether it has keys at all, its arity,
+/// then its keys by the key specs (`keyspecs.rs`) or its own finder.
+fn getkeys(ctx: &mut Ctx, args: Args, with_flags: bool) {
+    use super::keyspecs;
     let Some(idx) = ctx.srv.commands.lookup(args.get(2)) else {
-        ctx.error("ERR Invalid command specified");
-        return;
+        return ctx.error("ERR Invalid command specified");
     };
     let mut spec = ctx.srv.commands.specs[idx];
-    // A container's keys are its subcommand's (`OBJECT ENCODING key`).
     if !spec.subcommands.is_empty() && args.len() > 3 {
-        if let Some(sub) = ctx.srv.commands.lookup_sub(spec.name, args.get(3)) {
-            spec = ctx.srv.commands.specs[sub];
+        match ctx.srv.commands.lookup_sub(spec.name, args.get(3)) {
+            Some(sub) => spec = ctx.srv.commands.specs[sub],
+            None => return ctx.error("ERR Invalid command specified"),
         }
+    }
+    let specs = keyspecs::of(spec.name);
+    let has_keys = match specs {
+        Some(s) => s.iter().any(|k| k.flags & keyspecs::K_NOT_KEY == 0),
+        None => spec.keys.0 > 0,
+    };
+    if !has_keys {
+        return ctx.error("ERR The command has no key arguments");
     }
     let n = args.len() - 2;
     if !spec.arity_ok(n) {
-        ctx.error("ERR Invalid number of arguments specified for command");
-        return;
+        return ctx.error("ERR Invalid number of arguments specified for command");
     }
     let argv: Vec<&[u8]> = (0..n).map(|i| args.get(2 + i)).collect();
-    let keys: Vec<&[u8]> = match movable_keys(spec.name, &argv) {
-        Some(Some(at)) => at.into_iter().map(|i| argv[i]).collect(),
-        Some(None) => Vec::new(),
+    let keys = match specs {
+        Some(s) => keyspecs::keys_and_flags(spec.name, s, &argv, movable_keys(spec.name, &argv)),
         None => {
             let (first, last, step) = spec.keys;
-            if first <= 0 {
-                ctx.error("ERR The command has no key arguments");
-                return;
-            }
             let last = if last < 0 { n as i32 + last } else { last };
             (first..=last)
                 .step_by(step.max(1) as usize)
                 .filter(|&i| (i as usize) < n)
-                .map(|i| argv[i as usize])
+                .map(|i| (i as usize, 0))
                 .collect()
         }
     };
-    if keys.is_empty() && !no_mandatory_keys(spec.name) {
-        ctx.error("ERR Invalid arguments specified for command");
+    if keys.is_empty() {
+        if no_mandatory_keys(spec.name) {
+            ctx.client.out.array(0);
+        } else {
+            ctx.error("ERR Invalid arguments specified for command");
+        }
         return;
     }
-    ctx.client.out.array(keys.len());
-    for k in keys {
-        ctx.client.out.bulk(k);
+    let out = &mut ctx.client.out;
+    out.array(keys.len());
+    for (i, flags) in keys {
+        if with_flags {
+            out.array(2);
+            out.bulk(argv[i]);
+            let names: Vec<&str> = keyspecs::flag_names(flags).collect();
+            out.set(names.len());
+            for f in names {
+                out.simple(f);
+            }
+        } else {
+            out.bulk(argv[i]);
+        }
     }
 }
 
@@ -537,20 +572,48 @@ fn movable_keys(name: &str, argv: &[&[u8]]) -> Option<Option<Vec<usize>>> {
         }
         _ => return None,
     };
-    let Some(n) = argv
-        .get(numkeys_at)
-        .and_then(|a| ferrokv_resp::parse_i64(a))
-        .filter(|&n| n >= 0)
-    else {
+    // Redis's genericGetKeys: numkeys read with atoi, at least 1, and no
+    // more than the arguments after it.
+    let Some(n) = argv.get(numkeys_at).map(|a| atoi(a)) else {
         return Some(None);
     };
     let first = numkeys_at + 1;
-    if first as i64 + n > argv.len() as i64 {
+    if n < 1 || i64::from(n) > argv.len() as i64 - first as i64 {
         return Some(None);
     }
     let mut at: Vec<usize> = fixed.to_vec();
     at.extend(first..first + n as usize);
     Some(Some(at))
+}
+
+/// C's `atoi` as glibc computes it: leading white space, a sign, the
+/// digits up to the first other byte, `strtol`'s clamping, then the cast
+/// to `int`.
+fn atoi(a: &[u8]) -> i32 {
+    let mut i = 0;
+    while i < a.len() && matches!(a[i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
+        i += 1;
+    }
+    let neg = match a.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let mut v: i64 = 0;
+    while let Some(d) = a.get(i).filter(|d| d.is_ascii_digit()) {
+        v = v.saturating_mul(10).saturating_add(i64::from(d - b'0'));
+        i += 1;
+    }
+    let v = if neg { v.saturating_neg() } else { v };
+    // strtol clamps to LONG_MIN/LONG_MAX; the int cast keeps the low bits.
+    let v = if neg && v == i64::MIN + 1 { i64::MIN } else { v };
+    v as i32
 }
 
 /// COMMAND HELP
@@ -571,6 +634,8 @@ fn command_help(ctx: &mut Ctx, _args: Args) {
             "    Return documentation details about multiple Redis commands.",
             "GETKEYS <full-command>",
             "    Return the keys from a full Redis command.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    Return the keys and the access flags from a full Redis command.",
         ],
     );
 }
