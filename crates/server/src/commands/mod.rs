@@ -1,7 +1,7 @@
 //! The command table and dispatch.
 //!
 //! Each family file (`string.rs`, `keys.rs`, `connection.rs`, `server.rs`,
-//! `slowlog.rs`, `latency.rs`, `zset.rs`)
+//! `slowlog.rs`, `latency.rs`, `zset.rs`, `geo.rs`, ...)
 //! declares its rows of the table — name, arity, flags, key positions, docs —
 //! next to the handlers, with the command's syntax in a comment above each
 //! handler. [`CommandTable`] joins the rows once at start-up; dispatch is one
@@ -14,6 +14,7 @@ pub mod bitmap;
 pub mod connection;
 pub mod docs;
 pub mod dump;
+pub mod geo;
 pub mod hash;
 pub mod keys;
 pub mod latency;
@@ -182,6 +183,7 @@ impl CommandTable {
         for family in [
             string::COMMANDS,
             bitmap::COMMANDS,
+            geo::COMMANDS,
             dump::COMMANDS,
             sort::COMMANDS,
             keys::COMMANDS,

@@ -527,6 +527,20 @@ fn movable_keys(name: &str, argv: &[&[u8]]) -> Option<Option<Vec<usize>>> {
             }
             return Some(Some(at));
         }
+        "georadius" | "georadiusbymember" => {
+            // The source, then the keys of Redis's key specs: the argument
+            // after the first STORE, then after the first STOREDIST, each
+            // looked for from the first optional argument on (a keyword
+            // that is the last argument names nothing).
+            let from = if name == "georadius" { 6 } else { 5 };
+            let mut at = vec![1];
+            for kw in ["store", "storedist"] {
+                if let Some(i) = (from..argv.len().saturating_sub(1)).find(|&i| is(argv[i], kw)) {
+                    at.push(i + 1);
+                }
+            }
+            return Some(Some(at));
+        }
         "migrate" => {
             // MIGRATE host port key|"" db timeout ... [KEYS key ...]
             if argv.len() > 3 && !argv[3].is_empty() {
