@@ -10,8 +10,8 @@
 //! `georadiusstore` / `geosearchstore`, replace the destination (its TTL
 //! goes) and delete it when nothing was found.
 //!
-//! Replies follow Redis's quirks: distances with `%.4f` (bulk strings in
-//! RESP3 too), coordinates as `%.17Lf` trimmed (doubles in RESP3), a
+//! Replies follow Redis's quirks: distances with four decimals (bulk
+//! strings in RESP3 too), coordinates as `%.17Lf` trimmed (doubles in RESP3), a
 //! GEORADIUSBYMEMBER on a missing key answers before it reads its radius,
 //! and the results are ordered with glibc's merge sort on the distance
 //! alone (ties keep the order the cells were read in).
