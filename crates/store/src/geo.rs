@@ -141,7 +141,13 @@ fn to_cell(offset: f64) -> u32 {
 /// The cell of (`lon`, `lat`) at `step` bits per coordinate within the
 /// given ranges (Redis's `geohashEncode`); `None` outside Redis's limits
 /// or the ranges.
-pub fn encode(lon_range: Range, lat_range: Range, lon: f64, lat: f64, step: u8) -> Option<HashBits> {
+pub fn encode(
+    lon_range: Range,
+    lat_range: Range,
+    lon: f64,
+    lat: f64,
+    step: u8,
+) -> Option<HashBits> {
     if step > 32 || step == 0 {
         return None;
     }
@@ -393,7 +399,9 @@ pub struct Shape {
 pub fn bounding_box(s: &Shape) -> [f64; 4] {
     let (height, width) = match s.kind {
         ShapeKind::Radius(r) => (s.conversion * r, s.conversion * r),
-        ShapeKind::Box { width, height } => (s.conversion * (height / 2.0), s.conversion * (width / 2.0)),
+        ShapeKind::Box { width, height } => {
+            (s.conversion * (height / 2.0), s.conversion * (width / 2.0))
+        }
     };
     let lat_delta = rad_deg(height / EARTH_RADIUS_IN_METERS);
     let lon_delta_top = rad_deg(width / EARTH_RADIUS_IN_METERS / deg_rad(s.lat + lat_delta).cos());
@@ -455,7 +463,10 @@ pub fn areas_for_shape(s: &Shape) -> SearchAreas {
     // The centre was checked against the limits, so it encodes; a cell of
     // 0 is what Redis's untouched struct would hold otherwise.
     let cells = |steps: u8| {
-        let hash = encode_wgs84(s.lon, s.lat, steps).unwrap_or(HashBits { bits: 0, step: steps });
+        let hash = encode_wgs84(s.lon, s.lat, steps).unwrap_or(HashBits {
+            bits: 0,
+            step: steps,
+        });
         let area = decode(LON_RANGE, LAT_RANGE, hash).unwrap_or(Area {
             hash,
             lon: Range { min: 0.0, max: 0.0 },
@@ -766,7 +777,10 @@ mod tests {
         assert_eq!(score_to_bits(1e19), 10_000_000_000_000_000_000);
         assert_eq!(score_to_bits(1e20), 0);
         let (lon, lat) = decode_score(-1.0);
-        assert_eq!((format_coordinate(lon), format_coordinate(lat)), ("180".into(), "85.0511287799999991".into()));
+        assert_eq!(
+            (format_coordinate(lon), format_coordinate(lat)),
+            ("180".into(), "85.0511287799999991".into())
+        );
         let (lon, lat) = decode_score(f64::NEG_INFINITY);
         assert_eq!(
             (format_coordinate(lon), format_coordinate(lat)),
@@ -775,7 +789,10 @@ mod tests {
         let (lon, lat) = decode_score(1.5);
         assert_eq!(
             (format_coordinate(lon), format_coordinate(lat)),
-            ("-179.99999731779098511".into(), "-85.05112497791824921".into())
+            (
+                "-179.99999731779098511".into(),
+                "-85.05112497791824921".into()
+            )
         );
     }
 
@@ -790,7 +807,10 @@ mod tests {
 
     #[test]
     fn palermo_catania_distance_is_redis_one() {
-        let (a, b) = (decode_score(3479099956230698.0), decode_score(3479447370796909.0));
+        let (a, b) = (
+            decode_score(3479099956230698.0),
+            decode_score(3479447370796909.0),
+        );
         let d = distance(a.0, a.1, b.0, b.1);
         assert_eq!(format_distance(d), "166274.1516");
         assert_eq!(format_distance(d / 1000.0), "166.2742");
@@ -814,7 +834,10 @@ mod tests {
             // encodes to the same score again.
             let (clon, clat) = decode_score(h.align52() as f64);
             assert_eq!(score_of(clon, clat), Some(h.align52()));
-            assert_eq!(deinterleave(interleave((x >> 7) as u32, x as u32)), ((x >> 7) as u32, x as u32));
+            assert_eq!(
+                deinterleave(interleave((x >> 7) as u32, x as u32)),
+                ((x >> 7) as u32, x as u32)
+            );
         }
     }
 
@@ -856,7 +879,9 @@ mod tests {
     }
 
     fn names(v: &[Found]) -> Vec<&str> {
-        v.iter().map(|f| std::str::from_utf8(&f.member).unwrap()).collect()
+        v.iter()
+            .map(|f| std::str::from_utf8(&f.member).unwrap())
+            .collect()
     }
 
     #[test]
@@ -907,7 +932,13 @@ mod tests {
             lat: 0.0,
             dist,
         };
-        let mut v = vec![p("a", 2.0), p("b", 1.0), p("c", 2.0), p("d", 1.0), p("e", f64::NAN)];
+        let mut v = vec![
+            p("a", 2.0),
+            p("b", 1.0),
+            p("c", 2.0),
+            p("d", 1.0),
+            p("e", f64::NAN),
+        ];
         sort_by_distance(&mut v, false);
         assert_eq!(names(&v)[..4], ["b", "d", "a", "c"]);
         let mut v = vec![p("a", 2.0), p("b", 1.0), p("c", 2.0), p("d", 1.0)];

@@ -589,9 +589,7 @@ fn reply_found(ctx: &mut Ctx, found: &[Found], withdist: bool, withhash: bool, w
         }
         ctx.client.out.bulk(&f.member);
         if withdist {
-            ctx.client
-                .out
-                .bulk(geo::format_distance(f.dist).as_bytes());
+            ctx.client.out.bulk(geo::format_distance(f.dist).as_bytes());
         }
         if withhash {
             // C's (long long) of the score: in range for anything a cell holds.
@@ -652,7 +650,10 @@ fn store_found(
             // A sorted set cannot hold NaN (Redis would assert); a NaN
             // distance, which needs antipodal points the haversine rounds
             // past 1, is stored as 0.
-            (f.member.as_slice(), if score.is_nan() { 0.0 } else { score })
+            (
+                f.member.as_slice(),
+                if score.is_nan() { 0.0 } else { score },
+            )
         }),
         n,
         max_member,
