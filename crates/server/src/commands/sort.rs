@@ -360,8 +360,8 @@ fn sort_generic(ctx: &mut Ctx, args: Args, readonly: bool) {
         return;
     };
     let n = out.len();
-    // WATCHes on the destination break (the source is only read).
-    ctx.srv.touch_watched_key(db, dst);
+    // WATCHes on the destination break when it changes (the source is
+    // only read; an empty result on a missing destination changes nothing).
     if n > 0 {
         let list: ferrokv_store::list::List =
             out.iter().map(|v| v.as_deref().unwrap_or(b"")).collect();
@@ -371,6 +371,7 @@ fn sort_generic(ctx: &mut Ctx, args: Args, readonly: bool) {
             Some(old) => ctx.srv.drop_value(old),
             None => ctx.notify(NOTIFY_NEW, "new", dst),
         }
+        ctx.srv.touch_watched_key(db, dst);
         ctx.srv.blocking.signal(dst);
         ctx.notify(NOTIFY_LIST, "sortstore", dst);
         ctx.modified(n as u64);
@@ -378,6 +379,7 @@ fn sort_generic(ctx: &mut Ctx, args: Args, readonly: bool) {
         if let Some(old) = ctx.srv.keyspace.dbs[db].remove(dst) {
             ctx.srv.drop_value(old);
         }
+        ctx.srv.touch_watched_key(db, dst);
         ctx.notify(NOTIFY_GENERIC, "del", dst);
         ctx.modified(1);
     }

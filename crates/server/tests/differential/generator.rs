@@ -48,6 +48,8 @@ pub use script_gen::scripts_enabled;
 mod bitmap_gen;
 #[path = "dump_gen.rs"]
 mod dump_gen;
+#[path = "geo_gen.rs"]
+mod geo_gen;
 #[path = "sort_gen.rs"]
 mod sort_gen;
 #[path = "zset_gen.rs"]
@@ -625,6 +627,9 @@ impl Generator {
         }
         if self.chance(0.03) {
             return self.sort_command();
+        }
+        if self.chance(geo_gen::share()) {
+            return self.geo_command();
         }
         let b = |s: &str| s.as_bytes().to_vec();
         let k = self.key();
