@@ -60,9 +60,33 @@ fn command_info_key_specs_are_redis_s() {
 }
 
 const POOL: &[&str] = &[
-    "k1", "k2", "k3", "0", "1", "2", "3", "-1", "99999999999", "x", "STORE", "STOREDIST", "KEYS",
-    "STREAMS", "GET", "BY", "LIMIT", "get", "set", "INCRBY", "OVERFLOW", "", "WEIGHTS", "FROMMEMBER",
-    "COUNT", "i8", "#1",
+    "k1",
+    "k2",
+    "k3",
+    "0",
+    "1",
+    "2",
+    "3",
+    "-1",
+    "99999999999",
+    "x",
+    "STORE",
+    "STOREDIST",
+    "KEYS",
+    "STREAMS",
+    "GET",
+    "BY",
+    "LIMIT",
+    "get",
+    "set",
+    "INCRBY",
+    "OVERFLOW",
+    "",
+    "WEIGHTS",
+    "FROMMEMBER",
+    "COUNT",
+    "i8",
+    "#1",
 ];
 
 #[test]

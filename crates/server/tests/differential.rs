@@ -5,7 +5,7 @@
 //! after each sequence `DEBUG DIGEST` proves both hold the same data.
 //!
 //! Guards against any divergence from Redis in the string, generic, hash,
-//! list, set and sorted-set families: replies, error texts, option
+//! list, set, sorted-set, bitmap, sort and geo families: replies, error texts, option
 //! parsing, expiry, encodings, single-session transactions
 //! (MULTI/EXEC/DISCARD/WATCH on two connections), and Lua scripts and
 //! Functions calling all of them (`differential/script_gen.rs`).
@@ -24,6 +24,8 @@
 //! - `FERROKV_DIFF_MAX_FAILURES`: keep going until this many failing
 //!   sequences were seen (default 1).
 //! - `FERROKV_DIFF_SCRIPTS=0`: leave out the scripting family.
+//! - `FERROKV_DIFF_GEO`: the share of geo commands (default 0.06;
+//!   `0.8` focuses a run on them, `differential/geo_gen.rs`).
 //! - `FERROKV_TESTS_TARGET=redis`: compare Redis with a second Redis, to
 //!   check that the generator only makes deterministic sequences.
 //!

@@ -12,6 +12,8 @@
 //! - [`hash`], [`set`]: the hash and set types and their compact
 //!   encodings; [`dense`]: the full table both use when they grow.
 //! - [`digest`]: Redis 7.0's `DEBUG DIGEST` algorithm.
+//! - [`geo`]: geohash scores, the cells a radius or box search reads,
+//!   the haversine distance (Redis's GEO commands on sorted sets).
 //! - [`list`]: the list type, a deque of chunks of packed elements.
 //! - [`pattern`]: Redis's glob matching.
 //! - [`zset`]: sorted sets (listpack and skiplist encodings).
@@ -25,6 +27,7 @@ pub mod bytes;
 pub mod db;
 pub mod dense;
 pub mod digest;
+pub mod geo;
 pub mod hash;
 pub mod hyperloglog;
 pub mod list;

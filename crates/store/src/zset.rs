@@ -996,6 +996,15 @@ impl ZSet {
         to - from
     }
 
+    /// Ascending (member, score) pairs from a 0-based rank on (for walks
+    /// that may stop early, such as a geo search with `ANY`).
+    pub fn iter_from_rank(&self, rank: usize) -> Iter<'_> {
+        match self {
+            ZSet::Listpack(l) => Iter::Listpack(l, l.offset_of_rank(rank)),
+            ZSet::Skiplist(s) => Iter::Skiplist(s.iter_from_rank(rank)),
+        }
+    }
+
     /// Every (member, score) in ascending order.
     pub fn iter(&self) -> Iter<'_> {
         match self {

@@ -57,8 +57,16 @@ pub enum Begin {
 
 #[derive(Debug, Clone, Copy)]
 pub enum Find {
-    Range { lastkey: i32, keystep: i32, limit: i32 },
-    Keynum { keynumidx: i32, firstkey: i32, keystep: i32 },
+    Range {
+        lastkey: i32,
+        keystep: i32,
+        limit: i32,
+    },
+    Keynum {
+        keynumidx: i32,
+        firstkey: i32,
+        keystep: i32,
+    },
     Unknown,
 }
 

@@ -1,7 +1,7 @@
 //! The command table and dispatch.
 //!
 //! Each family file (`string.rs`, `keys.rs`, `connection.rs`, `server.rs`,
-//! `slowlog.rs`, `latency.rs`, `zset.rs`)
+//! `slowlog.rs`, `latency.rs`, `zset.rs`, `geo.rs`, ...)
 //! declares its rows of the table — name, arity, flags, key positions, docs —
 //! next to the handlers, with the command's syntax in a comment above each
 //! handler. [`CommandTable`] joins the rows once at start-up; dispatch is one
@@ -14,11 +14,12 @@ pub mod bitmap;
 pub mod connection;
 pub mod docs;
 pub mod dump;
+pub mod geo;
 pub mod hash;
 pub mod hyperloglog;
+pub mod keys;
 pub mod keyspecs;
 mod keyspecs_table;
-pub mod keys;
 pub mod latency;
 pub mod list;
 pub mod long_double;
@@ -186,6 +187,7 @@ impl CommandTable {
             string::COMMANDS,
             bitmap::COMMANDS,
             hyperloglog::COMMANDS,
+            geo::COMMANDS,
             dump::COMMANDS,
             sort::COMMANDS,
             keys::COMMANDS,

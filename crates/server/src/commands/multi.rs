@@ -246,8 +246,9 @@ impl Watches {
 /// they changed themselves.
 fn written_keys(name: &str, keys: (i32, i32, i32)) -> Option<(i32, i32, i32)> {
     match name {
-        // SORT touches its STORE destination itself (commands/sort.rs).
-        "copy" | "del" | "unlink" | "smove" | "sort" => None,
+        // SORT and GEORADIUS touch their STORE destination themselves
+        // (commands/sort.rs, commands/geo.rs): it is not a table key.
+        "copy" | "del" | "unlink" | "smove" | "sort" | "georadius" | "georadiusbymember" => None,
         n if n.ends_with("store") || n == "bitop" => Some((keys.0, keys.0, 1)),
         _ => Some(keys),
     }

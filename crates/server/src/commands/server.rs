@@ -96,12 +96,17 @@ static COMMAND_SUBS: &[CommandSpec] = &[
         "Extracts the key names from an arbitrary command.",
         "command [arg [arg ...]]",
     ),
-    cmd("command|getkeysandflags", -4, LOADING | STALE, command_getkeysandflags)
-        .since("7.0.0")
-        .doc(
-            "Extracts the key names and access flags for an arbitrary command.",
-            "command [arg [arg ...]]",
-        ),
+    cmd(
+        "command|getkeysandflags",
+        -4,
+        LOADING | STALE,
+        command_getkeysandflags,
+    )
+    .since("7.0.0")
+    .doc(
+        "Extracts the key names and access flags for an arbitrary command.",
+        "command [arg [arg ...]]",
+    ),
     cmd("command|help", 2, LOADING | STALE, command_help)
         .since("5.0.0")
         .doc("Returns helpful text about the different subcommands.", ""),
@@ -612,7 +617,11 @@ fn atoi(a: &[u8]) -> i32 {
     }
     let v = if neg { v.saturating_neg() } else { v };
     // strtol clamps to LONG_MIN/LONG_MAX; the int cast keeps the low bits.
-    let v = if neg && v == i64::MIN + 1 { i64::MIN } else { v };
+    let v = if neg && v == i64::MIN + 1 {
+        i64::MIN
+    } else {
+        v
+    };
     v as i32
 }
 

@@ -390,7 +390,8 @@ fn apply_adds<'a>(
 }
 
 /// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
-fn zadd(ctx: &mut Ctx, args: Args) {
+/// (GEOADD runs it too, with the coordinates turned into scores).
+pub(super) fn zadd(ctx: &mut Ctx, args: Args) {
     zadd_generic(ctx, args, AddFlags::default())
 }
 

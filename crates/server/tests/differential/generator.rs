@@ -48,6 +48,8 @@ pub use script_gen::scripts_enabled;
 mod bitmap_gen;
 #[path = "dump_gen.rs"]
 mod dump_gen;
+#[path = "geo_gen.rs"]
+mod geo_gen;
 #[path = "hll_gen.rs"]
 mod hll_gen;
 #[path = "sort_gen.rs"]
@@ -364,6 +366,9 @@ pub struct Generator {
     /// only commands whose replies compare exactly are generated (EXEC's
     /// array holds their replies).
     in_multi: [bool; 2],
+    /// The geo generator's place and scale for this sequence (anchor
+    /// index, spread in degrees), picked at its first command.
+    geo_focus: Option<(usize, f64)>,
 }
 
 impl Generator {
@@ -375,6 +380,7 @@ impl Generator {
             rng,
             relative_pool,
             in_multi: [false; 2],
+            geo_focus: None,
         }
     }
 
@@ -630,6 +636,9 @@ impl Generator {
         }
         if self.chance(0.03) {
             return self.sort_command();
+        }
+        if self.chance(geo_gen::share()) {
+            return self.geo_command();
         }
         let b = |s: &str| s.as_bytes().to_vec();
         let k = self.key();
