@@ -24,6 +24,12 @@ Workloads (the issue's list; more families join as they are built):
 - pfcount_3_keys: PFCOUNT of three dense HLLs (the union: every register
   of the three merged and counted each time).
 - pfmerge: PFMERGE of two dense HLLs into a third.
+- geoadd: GEOADD of a random point (within a degree of 13 E 38 N) as a
+  random member of one set, which grows to up to 1,000,000 members.
+- geosearch_1000: GEOSEARCH FROMLONLAT BYRADIUS ASC in a set of 100,000
+  points spread evenly over 10 x 10 degrees at the equator; the radius
+  (62.7 km) holds about 1,000 of them (the setup prints how many), all
+  returned, nearest first.
 """
 import argparse
 import os
@@ -77,6 +83,19 @@ def setup_hll(port):
             send_all(port, resp("PFADD", key, *[f"{key}:{chunk}:{i}" for i in range(1000)]))
 
 
+def setup_geo(port):
+    rnd = random.Random(13)
+    for chunk in range(100):
+        args = []
+        for i in range(1000):
+            args += [f"{rnd.uniform(0, 10):.6f}", f"{rnd.uniform(-5, 5):.6f}", f"p{chunk}:{i}"]
+        send_all(port, resp("GEOADD", "geo:100k", *args))
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(resp("EVAL", "return #redis.call('GEOSEARCH', KEYS[1], 'FROMLONLAT', 5, 0,"
+                       " 'BYRADIUS', 62.7, 'km', 'ASC')", 1, "geo:100k"))
+        print(f"geosearch_1000 returns {s.recv(100).decode().strip()} points", file=sys.stderr)
+
+
 # name -> (setup, command args, requests at scale 1, -r). redis-benchmark
 # writes __rand_int__ zero-padded (000000123456), which is no valid bit
 # offset for either server: random bits go through random keys instead.
@@ -92,6 +111,10 @@ WORKLOADS = {
                                2_000_000, 100_000),
     "pfcount_3_keys": (setup_hll, ["PFCOUNT", "hll:a", "hll:b", "hll:c"], 100_000, None),
     "pfmerge": (setup_hll, ["PFMERGE", "hll:m", "hll:a", "hll:b"], 100_000, None),
+    "geoadd": (setup_geo, ["GEOADD", "geo:add", "13.__rand_int__", "38.__rand_int__",
+                           "m:__rand_int__"], 1_000_000, 1_000_000),
+    "geosearch_1000": (setup_geo, ["GEOSEARCH", "geo:100k", "FROMLONLAT", "5", "0", "BYRADIUS",
+                                   "62.7", "km", "ASC"], 20_000, None),
 }
 
 

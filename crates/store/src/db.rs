@@ -158,6 +158,20 @@ impl Entry {
         }
     }
 
+    /// A collection value as a handle sharing its storage (an `Arc` or a
+    /// 16-byte handle: no element is copied), so a command can read it
+    /// while it looks up other keys; a write to the key meanwhile copies
+    /// the storage first. `None` for strings.
+    pub fn shared_collection(&self) -> Option<Value> {
+        match &self.body {
+            Body::Split {
+                value: v @ (Value::List(_) | Value::Hash(_) | Value::Set(_) | Value::ZSet(_)),
+                ..
+            } => Some(v.clone()),
+            _ => None,
+        }
+    }
+
     /// A string value's bytes, to change in place (`SETBIT`, `BITFIELD`,
     /// `APPEND`, `SETRANGE`): the value becomes a `raw` string if it was
     /// an integer or an immutable string, and is copied first if a snapshot

@@ -22,6 +22,7 @@ use super::flags::*;
 use super::{err, is, CommandSpec, Ctx};
 use crate::notify::{NOTIFY_GENERIC, NOTIFY_LIST, NOTIFY_NEW};
 use ferrokv_resp::Args;
+use ferrokv_store::set::MemberText;
 use ferrokv_store::value::itoa_buf;
 use ferrokv_store::{Value, ValueRef, NO_EXPIRE};
 use std::cmp::Ordering;
@@ -55,9 +56,10 @@ fn sort_ro(ctx: &mut Ctx, args: Args) {
     sort_generic(ctx, args, true)
 }
 
-/// One element and what it sorts by.
-struct Item {
-    elem: Vec<u8>,
+/// One element and what it sorts by. The element borrows from the source
+/// (a shared handle of it, so nothing is copied to sort).
+struct Item<'a> {
+    elem: MemberText<'a>,
     score: f64,
     /// The `BY` value of an `ALPHA` sort by pattern (`None`: no such key).
     by: Option<Vec<u8>>,
@@ -216,21 +218,26 @@ fn sort_generic(ctx: &mut Ctx, args: Args, readonly: bool) {
             }
         }
     }
-    // The source's elements, in its own order.
-    let (mut elems, is_set, ordered): (Vec<Vec<u8>>, bool, bool) =
-        match ctx.srv.lookup_read(db, key, ctx.now_ms) {
-            None => (Vec::new(), false, true),
-            Some(e) => match e.value() {
-                ValueRef::List(l) => (l.iter().map(|x| x.to_vec()).collect(), false, true),
-                ValueRef::Set(s) => (
-                    s.iter().map(|m| m.text().as_ref().to_vec()).collect(),
-                    true,
-                    false,
-                ),
-                ValueRef::ZSet(z) => (z.iter().map(|(m, _)| m.to_vec()).collect(), false, true),
-                _ => return ctx.error(err::WRONGTYPE),
-            },
-        };
+    // The source's elements, in its own order, borrowed from a handle of
+    // it (the BY and GET lookups below need the keyspace meanwhile).
+    let source: Option<Value> = match ctx.srv.lookup_read(db, key, ctx.now_ms) {
+        None => None,
+        Some(e) => match e.value() {
+            ValueRef::List(_) | ValueRef::Set(_) | ValueRef::ZSet(_) => e.shared_collection(),
+            _ => return ctx.error(err::WRONGTYPE),
+        },
+    };
+    let (mut elems, is_set, ordered): (Vec<MemberText>, bool, bool) = match &source {
+        None => (Vec::new(), false, true),
+        Some(Value::List(l)) => (l.iter().map(MemberText::Bytes).collect(), false, true),
+        Some(Value::Set(s)) => (s.iter().map(|m| m.text()).collect(), true, false),
+        Some(Value::ZSet(z)) => (
+            z.iter().map(|(m, _)| MemberText::Bytes(m)).collect(),
+            false,
+            true,
+        ),
+        Some(_) => unreachable!("shared_collection gives collections only"),
+    };
     if dontsort && is_set && store.is_some() {
         // Stored results must not depend on a set's iteration order.
         dontsort = false;
@@ -268,7 +275,7 @@ fn sort_generic(ctx: &mut Ctx, args: Args, readonly: bool) {
         for it in items.iter_mut() {
             match by {
                 Some(p) => {
-                    let Some(val) = lookup_by_pattern(ctx, p, &it.elem) else {
+                    let Some(val) = lookup_by_pattern(ctx, p, it.elem.as_ref()) else {
                         continue;
                     };
                     if alpha {
@@ -281,7 +288,7 @@ fn sort_generic(ctx: &mut Ctx, args: Args, readonly: bool) {
                     }
                 }
                 // By the element itself: nothing to copy.
-                None if !alpha => match parse_score(&it.elem) {
+                None if !alpha => match parse_score(it.elem.as_ref()) {
                     Some(s) => it.score = s,
                     None => bad_score = true,
                 },
@@ -306,7 +313,7 @@ fn sort_generic(ctx: &mut Ctx, args: Args, readonly: bool) {
                 a.score
                     .partial_cmp(&b.score)
                     .unwrap_or(Ordering::Equal)
-                    .then_with(|| a.elem.cmp(&b.elem))
+                    .then_with(|| a.elem.as_ref().cmp(b.elem.as_ref()))
             } else if by_pattern {
                 match (&a.by, &b.by) {
                     (None, None) => Ordering::Equal,
@@ -315,7 +322,7 @@ fn sort_generic(ctx: &mut Ctx, args: Args, readonly: bool) {
                     (Some(x), Some(y)) => text(x, y),
                 }
             } else {
-                text(&a.elem, &b.elem)
+                text(a.elem.as_ref(), b.elem.as_ref())
             };
             if desc {
                 c.reverse()
@@ -325,8 +332,16 @@ fn sort_generic(ctx: &mut Ctx, args: Args, readonly: bool) {
         };
         if !alpha && !by_pattern {
             // A total order (ties broken by the element; equal elements
-            // are indistinguishable): an unstable sort gives the same.
-            items.sort_unstable_by(cmp);
+            // are indistinguishable): an unstable sort gives the same, and
+            // so does ordering only what LIMIT keeps: the first `end + 1`
+            // selected, then sorted (O(n + k log k)).
+            let keep = end + 1;
+            if end >= start && start >= 0 && (keep as usize) < items.len() {
+                items.select_nth_unstable_by(end as usize, cmp);
+                items[..keep as usize].sort_unstable_by(cmp);
+            } else {
+                items.sort_unstable_by(cmp);
+            }
         } else {
             items.sort_by(cmp);
         }
@@ -343,10 +358,10 @@ fn sort_generic(ctx: &mut Ctx, args: Args, readonly: bool) {
     let mut out: Vec<Option<Vec<u8>>> = Vec::new();
     for it in range {
         if gets.is_empty() {
-            out.push(Some(it.elem.clone()));
+            out.push(Some(it.elem.as_ref().to_vec()));
         }
         for g in &gets {
-            out.push(lookup_by_pattern(ctx, g, &it.elem));
+            out.push(lookup_by_pattern(ctx, g, it.elem.as_ref()));
         }
     }
     let Some(dst) = store else {
