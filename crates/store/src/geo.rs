@@ -34,6 +34,7 @@
 //! stops the walk early. Nothing is allocated from a client's number.
 
 use crate::zset::{ScoreRange, ZSet};
+use std::cmp::Ordering;
 
 /// Bits per coordinate of a stored score (52 bits in all).
 pub const STEP_MAX: u8 = 26;
@@ -592,9 +593,10 @@ pub fn within(s: &Shape, score: f64) -> Option<(f64, f64, f64)> {
 }
 
 /// One point a search found.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Found {
-    pub member: Vec<u8>,
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Found<'a> {
+    /// Borrowed from the set searched.
+    pub member: &'a [u8],
     pub score: f64,
     pub lon: f64,
     pub lat: f64,
@@ -605,7 +607,7 @@ pub struct Found {
 /// The members of `z` inside the shape, in the order Redis finds them
 /// (cell by cell, each in score order); `limit` > 0 stops after that many
 /// (`ANY`), checked after each member as Redis does.
-pub fn search(z: &ZSet, s: &Shape, limit: usize) -> Vec<Found> {
+pub fn search<'a>(z: &'a ZSet, s: &Shape, limit: usize) -> Vec<Found<'a>> {
     let mut found = Vec::new();
     for (min, max) in search_ranges(s) {
         if limit > 0 && found.len() >= limit {
@@ -625,7 +627,7 @@ pub fn search(z: &ZSet, s: &Shape, limit: usize) -> Vec<Found> {
         for (member, score) in z.iter_from_rank(from).take(to - from) {
             if let Some((lon, lat, dist)) = within(s, score) {
                 found.push(Found {
-                    member: member.to_vec(),
+                    member,
                     score,
                     lon,
                     lat,
@@ -643,10 +645,29 @@ pub fn search(z: &ZSet, s: &Shape, limit: usize) -> Vec<Found> {
 /// Orders found points by distance as Redis's `qsort` does on glibc (a
 /// top-down merge sort, so equal distances keep the order they were
 /// found in), with Redis's comparator (`>` is after, `==` is equal,
-/// anything else — a NaN too — is before). A sort of our own, because
-/// that comparator is not a total order when a distance is NaN, which
-/// `slice::sort_by` may refuse.
-pub fn sort_by_distance(points: &mut Vec<Found>, desc: bool) {
+/// anything else — a NaN too — is before).
+///
+/// Without a NaN the comparator is a total order, and every stable sort
+/// gives the one result glibc's does: the standard library's. A NaN
+/// distance (antipodal points, whose haversine rounds past 1) makes it no
+/// order at all; then glibc's own merge (halves of `n / 2` and the rest,
+/// the left element first unless it compares after) is followed step by
+/// step, with one buffer.
+pub fn sort_by_distance(points: &mut [Found<'_>], desc: bool) {
+    if !points.iter().any(|p| p.dist.is_nan()) {
+        if desc {
+            points.sort_by(|a, b| b.dist.partial_cmp(&a.dist).unwrap_or(Ordering::Equal));
+        } else {
+            points.sort_by(|a, b| a.dist.partial_cmp(&b.dist).unwrap_or(Ordering::Equal));
+        }
+        return;
+    }
+    glibc_merge_sort(points, desc);
+}
+
+/// glibc's `msort` with Redis's comparator, step by step (see
+/// [`sort_by_distance`]).
+fn glibc_merge_sort(points: &mut [Found<'_>], desc: bool) {
     fn asc(a: f64, b: f64) -> i32 {
         if a > b {
             1
@@ -664,30 +685,34 @@ pub fn sort_by_distance(points: &mut Vec<Found>, desc: bool) {
             c
         }
     };
-    fn merge_sort(v: Vec<Found>, cmp: &dyn Fn(&Found, &Found) -> i32) -> Vec<Found> {
+    fn merge_sort<'a>(
+        v: &mut [Found<'a>],
+        tmp: &mut Vec<Found<'a>>,
+        cmp: &dyn Fn(&Found, &Found) -> i32,
+    ) {
         if v.len() <= 1 {
-            return v;
+            return;
         }
-        let mut v = v;
-        let right = v.split_off(v.len() / 2);
-        let left = merge_sort(v, cmp);
-        let right = merge_sort(right, cmp);
-        let mut out = Vec::with_capacity(left.len() + right.len());
-        let mut l = left.into_iter().peekable();
-        let mut r = right.into_iter().peekable();
-        while let (Some(a), Some(b)) = (l.peek(), r.peek()) {
-            if cmp(a, b) <= 0 {
-                out.extend(l.next());
+        let mid = v.len() / 2;
+        merge_sort(&mut v[..mid], tmp, cmp);
+        merge_sort(&mut v[mid..], tmp, cmp);
+        tmp.clear();
+        let (mut i, mut j) = (0, mid);
+        while i < mid && j < v.len() {
+            if cmp(&v[i], &v[j]) <= 0 {
+                tmp.push(v[i]);
+                i += 1;
             } else {
-                out.extend(r.next());
+                tmp.push(v[j]);
+                j += 1;
             }
         }
-        out.extend(l);
-        out.extend(r);
-        out
+        tmp.extend_from_slice(&v[i..mid]);
+        tmp.extend_from_slice(&v[j..]);
+        v.copy_from_slice(tmp);
     }
-    let v = std::mem::take(points);
-    *points = merge_sort(v, &cmp);
+    let mut tmp = Vec::with_capacity(points.len());
+    merge_sort(points, &mut tmp, &cmp);
 }
 
 /// A distance as Redis replies it (`fixedpoint_d2string(.., 4)`): the
@@ -880,9 +905,9 @@ mod tests {
         z
     }
 
-    fn names(v: &[Found]) -> Vec<&str> {
+    fn names<'a>(v: &[Found<'a>]) -> Vec<&'a str> {
         v.iter()
-            .map(|f| std::str::from_utf8(&f.member).unwrap())
+            .map(|f| std::str::from_utf8(f.member).unwrap())
             .collect()
     }
 
@@ -927,8 +952,8 @@ mod tests {
 
     #[test]
     fn sorting_keeps_the_found_order_of_ties() {
-        let p = |m: &str, dist: f64| Found {
-            member: m.as_bytes().to_vec(),
+        let p = |m: &'static str, dist: f64| Found {
+            member: m.as_bytes(),
             score: 0.0,
             lon: 0.0,
             lat: 0.0,
@@ -946,6 +971,36 @@ mod tests {
         let mut v = vec![p("a", 2.0), p("b", 1.0), p("c", 2.0), p("d", 1.0)];
         sort_by_distance(&mut v, true);
         assert_eq!(names(&v), ["a", "c", "b", "d"]);
+    }
+
+    #[test]
+    fn the_stable_sort_orders_as_glibcs_merge_sort() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let members: Vec<String> = (0..300).map(|i| i.to_string()).collect();
+        for _ in 0..200 {
+            let n = rng.gen_range(0..300);
+            let v: Vec<Found> = (0..n)
+                .map(|i| Found {
+                    member: members[i].as_bytes(),
+                    score: 0.0,
+                    lon: 0.0,
+                    lat: 0.0,
+                    // Many ties, and both zeros (equal for Redis).
+                    dist: match rng.gen_range(0..4) {
+                        0 => -0.0,
+                        1 => rng.gen_range(0..5) as f64,
+                        _ => rng.gen_range(0.0..1e6),
+                    },
+                })
+                .collect();
+            for desc in [false, true] {
+                let (mut a, mut b) = (v.clone(), v.clone());
+                sort_by_distance(&mut a, desc);
+                glibc_merge_sort(&mut b, desc);
+                assert_eq!(names(&a), names(&b));
+            }
+        }
     }
 
     #[test]

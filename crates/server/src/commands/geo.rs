@@ -551,9 +551,14 @@ fn search_generic(ctx: &mut Ctx, args: Args, src_at: usize, kind: Search) {
         order = Order::Asc;
     }
     let limit = if any { count as usize } else { 0 };
-    let mut found = match zset_of(ctx, key) {
-        Some(z) => geo::search(z, &shape, limit),
-        None => Vec::new(),
+    // A handle of the set (no copy), so the points found borrow their
+    // members from it while the reply or the destination is written.
+    let source = ctx.srv.keyspace.dbs[ctx.client.db]
+        .get(key)
+        .and_then(|e| e.shared_collection());
+    let mut found = match &source {
+        Some(Value::ZSet(z)) => geo::search(z, &shape, limit),
+        _ => Vec::new(),
     };
     if found.is_empty() && store.is_none() {
         return ctx.client.out.array(0);
@@ -587,7 +592,7 @@ fn reply_found(ctx: &mut Ctx, found: &[Found], withdist: bool, withhash: bool, w
         if options > 0 {
             ctx.client.out.array(options + 1);
         }
-        ctx.client.out.bulk(&f.member);
+        ctx.client.out.bulk(f.member);
         if withdist {
             ctx.client.out.bulk(geo::format_distance(f.dist).as_bytes());
         }
@@ -650,10 +655,7 @@ fn store_found(
             // A sorted set cannot hold NaN (Redis would assert); a NaN
             // distance, which needs antipodal points the haversine rounds
             // past 1, is stored as 0.
-            (
-                f.member.as_slice(),
-                if score.is_nan() { 0.0 } else { score },
-            )
+            (f.member, if score.is_nan() { 0.0 } else { score })
         }),
         n,
         max_member,
