@@ -41,6 +41,9 @@ pub enum RdbValue<'a> {
     SortedSet(Vec<(Cow<'a, [u8]>, f64)>),
     /// `(field, value)`.
     Hash(Vec<FieldValue<'a>>),
+    /// A stream: its nodes' listpacks as the file holds them, its metadata
+    /// and consumer groups ([`crate::stream`]).
+    Stream(Box<crate::stream::StreamPayload<'a>>),
 }
 
 impl RdbValue<'_> {
@@ -51,11 +54,15 @@ impl RdbValue<'_> {
             RdbValue::List(v) | RdbValue::Set(v) => v.len(),
             RdbValue::SortedSet(v) => v.len(),
             RdbValue::Hash(v) => v.len(),
+            RdbValue::Stream(s) => s.length.min(usize::MAX as u64) as usize,
         }
     }
 
+    /// An empty collection (Redis skips such a key when it loads one and
+    /// refuses it in RESTORE). A stream may hold no entries: it is never
+    /// empty in this sense.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        !matches!(self, RdbValue::Stream(_)) && self.len() == 0
     }
 }
 
@@ -689,11 +696,10 @@ fn read_value<'a>(
             }
             RdbValue::List(items)
         }
-        TYPE_MODULE_PRE_GA
-        | TYPE_MODULE_2
-        | TYPE_STREAM_LISTPACKS
-        | TYPE_STREAM_LISTPACKS_2
-        | TYPE_STREAM_LISTPACKS_3 => {
+        TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_STREAM_LISTPACKS_3 => {
+            RdbValue::Stream(Box::new(crate::stream::decode(r, rdb_type)?))
+        }
+        TYPE_MODULE_PRE_GA | TYPE_MODULE_2 => {
             return Err(DecodeError::UnsupportedType {
                 offset,
                 type_byte: rdb_type,
@@ -757,6 +763,27 @@ struct Reader<'a> {
 enum Length {
     Plain(u64),
     Encoded(u8),
+}
+
+impl<'a> crate::stream::Source<'a> for Reader<'a> {
+    fn pos(&self) -> usize {
+        self.pos
+    }
+    fn length(&mut self) -> Result<u64, DecodeError> {
+        Reader::length(self)
+    }
+    fn string(&mut self) -> Result<Cow<'a, [u8]>, DecodeError> {
+        Reader::string(self)
+    }
+    fn raw16(&mut self) -> Result<[u8; 16], DecodeError> {
+        self.array::<16>()
+    }
+    fn millis(&mut self) -> Result<u64, DecodeError> {
+        Ok(u64::from_le_bytes(self.array::<8>()?))
+    }
+    fn capacity_for(&self, n: u64, min_bytes: usize) -> usize {
+        Reader::capacity_for(self, n, min_bytes)
+    }
 }
 
 type BlobParser = for<'s> fn(&'s [u8]) -> Result<Vec<Cow<'s, [u8]>>, (usize, &'static str)>;

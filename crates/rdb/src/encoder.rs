@@ -475,6 +475,60 @@ impl RdbEncoder {
         self.account(out, start);
     }
 
+    /// A stream as `STREAM_LISTPACKS_2` (19), the type Redis 7.0 writes
+    /// ([`crate::stream`] has the layout). The payload's optional fields
+    /// (absent only in what a type-15 file decoded to) are written as
+    /// Redis 7.0 derives them: first ID and largest deleted ID 0-0,
+    /// `entries_added` the length, `entries_read` -1 (unknown); consumers'
+    /// active times are not part of type 19.
+    pub fn stream_entry(
+        &mut self,
+        out: &mut Vec<u8>,
+        key: &[u8],
+        s: &crate::stream::StreamPayload<'_>,
+        expire_ms: Option<i64>,
+    ) {
+        use crate::stream::raw_id_bytes;
+        let start = out.len();
+        self.entry_head(out, TYPE_STREAM_LISTPACKS_2, key, expire_ms);
+        put_length(out, s.nodes.len() as u64);
+        for (id, lp) in &s.nodes {
+            self.put_string(out, &raw_id_bytes(*id));
+            self.put_string(out, lp);
+        }
+        put_length(out, s.length);
+        let pair = |out: &mut Vec<u8>, id: (u64, u64)| {
+            put_length(out, id.0);
+            put_length(out, id.1);
+        };
+        pair(out, s.last_id);
+        pair(out, s.first_id.unwrap_or((0, 0)));
+        pair(out, s.max_deleted_entry_id.unwrap_or((0, 0)));
+        put_length(out, s.entries_added.unwrap_or(s.length));
+        put_length(out, s.groups.len() as u64);
+        for g in &s.groups {
+            self.put_string(out, &g.name);
+            pair(out, g.last_id);
+            put_length(out, g.entries_read.unwrap_or(-1) as u64);
+            put_length(out, g.pel.len() as u64);
+            for &(id, time, count) in &g.pel {
+                out.extend_from_slice(&raw_id_bytes(id));
+                out.extend_from_slice(&time.to_le_bytes());
+                put_length(out, count);
+            }
+            put_length(out, g.consumers.len() as u64);
+            for c in &g.consumers {
+                self.put_string(out, &c.name);
+                out.extend_from_slice(&c.seen_time.to_le_bytes());
+                put_length(out, c.pel.len() as u64);
+                for &id in &c.pel {
+                    out.extend_from_slice(&raw_id_bytes(id));
+                }
+            }
+        }
+        self.account(out, start);
+    }
+
     /// A hash of `(field, value)`: `HASH_LISTPACK` (16) within the hash
     /// listpack limits, otherwise `HASH` (4).
     pub fn hash_entry<I, F, V>(

@@ -19,7 +19,7 @@
 //!   the decoder borrows from it: keys and uncompressed elements reach
 //!   [`RdbVisitor::entry`] as `Cow::Borrowed`. It reads every encoding Redis
 //!   7.0 reads (ziplists, zipmaps, text-score zsets, quicklist v1 included),
-//!   refuses types ferrokv lacks (streams, modules) naming the key, and
+//!   refuses types ferrokv lacks (modules) naming the key, and
 //!   reports every problem as a [`DecodeError`] with a byte offset. It is
 //!   fuzzed (`fuzz/fuzz_targets/rdb_load.rs`) and never panics.
 //!
@@ -27,6 +27,8 @@
 //! - [`encoder`]: [`RdbEncoder`], [`EncoderOptions`], [`EncodingLimits`].
 //! - [`decoder`]: [`decode`], [`RdbVisitor`], [`Entry`], [`RdbValue`], and
 //!   [`StreamDecoder`] for an RDB that arrives in pieces.
+//! - [`stream`]: the stream value ([`StreamPayload`]): node listpacks as
+//!   bytes, metadata, consumer groups.
 //! - [`owned`]: [`Dataset`], an owned, ordered copy of a file's content
 //!   (tests, tools).
 //! - [`crc64`], [`lzf`]: the checksum and compressor, usable on their own.
@@ -64,6 +66,7 @@ mod intset;
 mod listpack;
 pub mod lzf;
 pub mod owned;
+pub mod stream;
 mod ziplist;
 
 pub use decoder::{
@@ -74,3 +77,4 @@ pub use encoder::{EncoderOptions, EncodingLimits, RdbEncoder};
 pub use error::{DecodeError, FunctionsUnsupported, VisitError};
 pub use lzf::{LzfCompressor, LzfError};
 pub use owned::{Dataset, OrderedScore, OwnedEntry, OwnedValue};
+pub use stream::{StreamConsumer, StreamGroup, StreamPayload};

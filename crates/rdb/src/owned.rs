@@ -19,6 +19,8 @@ pub enum OwnedValue {
     Set(BTreeSet<Vec<u8>>),
     SortedSet(BTreeMap<Vec<u8>, OrderedScore>),
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
+    /// As the file holds it (node listpacks undecoded).
+    Stream(Box<crate::stream::StreamPayload<'static>>),
 }
 
 /// An `f64` compared by value (NaN never occurs in decoded data).
@@ -60,6 +62,7 @@ impl From<RdbValue<'_>> for OwnedValue {
                     .map(|(f, v)| (f.into_owned(), v.into_owned()))
                     .collect(),
             ),
+            RdbValue::Stream(st) => OwnedValue::Stream(Box::new(st.into_owned())),
         }
     }
 }

@@ -137,32 +137,87 @@ fn checksum_mismatch_names_the_trailer_offset() {
 }
 
 #[test]
-fn stream_and_module_keys_are_refused_naming_type_and_key() {
-    for (t, name) in [
-        (TYPE_STREAM_LISTPACKS_2, "stream"),
-        (TYPE_MODULE_2, "module"),
-        (TYPE_STREAM_LISTPACKS, "stream"),
-    ] {
-        let body = cat(&[&s(b"ignored-aux-free"), &[]]);
-        let _ = body;
-        let body = cat(&[&[OPCODE_SELECTDB, 0], &[t], &s(b"my\x00key"), &[0, 0, 0]]);
-        let err = decode(&file(10, &body), &mut Dataset::default()).unwrap_err();
-        match &err {
-            DecodeError::UnsupportedType {
-                offset,
-                type_byte,
-                key,
-                type_name,
-            } => {
-                assert_eq!(*offset, 11);
-                assert_eq!(*type_byte, t);
-                assert_eq!(key, "my\\x00key");
-                assert!(type_name.starts_with(name));
-            }
-            e => panic!("{e}"),
+fn module_keys_are_refused_naming_type_and_key() {
+    let t = TYPE_MODULE_2;
+    let body = cat(&[&[OPCODE_SELECTDB, 0], &[t], &s(b"my\x00key"), &[0, 0, 0]]);
+    let err = decode(&file(10, &body), &mut Dataset::default()).unwrap_err();
+    match &err {
+        DecodeError::UnsupportedType {
+            offset,
+            type_byte,
+            key,
+            type_name,
+        } => {
+            assert_eq!(*offset, 11);
+            assert_eq!(*type_byte, t);
+            assert_eq!(key, "my\\x00key");
+            assert!(type_name.starts_with("module"));
         }
-        assert!(err.to_string().contains("my\\x00key"), "{err}");
+        e => panic!("{e}"),
     }
+    assert!(err.to_string().contains("my\\x00key"), "{err}");
+}
+
+/// A stream value whose framing is wrong is refused with Redis's reason;
+/// the bytes after the key are `body`.
+fn stream_error(t: u8, body: &[u8]) -> String {
+    let file_body = cat(&[&[OPCODE_SELECTDB, 0], &[t], &s(b"k"), body]);
+    match decode(&file(10, &file_body), &mut Dataset::default()).unwrap_err() {
+        DecodeError::Corrupt { what, reason, .. } => {
+            assert_eq!(what, "stream");
+            reason.to_string()
+        }
+        e => e.to_string(),
+    }
+}
+
+#[test]
+fn hostile_stream_framing_is_refused_with_redis_reasons() {
+    let id = |ms: u8, seq: u8| {
+        let mut b = [0u8; 16];
+        b[7] = ms;
+        b[15] = seq;
+        b
+    };
+    let lp = b"not decoded here";
+    // A node key of 15 bytes.
+    let r = stream_error(TYPE_STREAM_LISTPACKS_2, &cat(&[&[1], &s(&[0; 15]), &s(lp)]));
+    assert_eq!(r, "Stream node key entry is not the size of a stream ID");
+    // An empty listpack string.
+    let r = stream_error(
+        TYPE_STREAM_LISTPACKS_2,
+        &cat(&[&[1], &s(&id(1, 0)), &s(b"")]),
+    );
+    assert_eq!(r, "Stream listpack integrity check failed.");
+    // The same node twice.
+    let two = cat(&[&[2], &s(&id(1, 0)), &s(lp), &s(&id(1, 0)), &s(lp)]);
+    assert_eq!(
+        stream_error(TYPE_STREAM_LISTPACKS_2, &two),
+        "Listpack re-added with existing key"
+    );
+    // A consumer owning an ID the group's PEL lacks (type 15: no first
+    // ID, tombstone, entries_added or entries_read).
+    let meta = [0u8, 1, 0]; // length 0, last ID 1-0
+    let group = cat(&[
+        &[1],
+        &s(b"g"),
+        &[1, 0], // last ID
+        &[1],    // PEL: one entry
+        &id(1, 0),
+        &[0; 8], // delivery time
+        &[1],    // delivery count
+        &[1],    // one consumer
+        &s(b"c"),
+        &[0; 8], // seen time
+        &[1],
+        &id(2, 0),
+    ]);
+    let r = stream_error(TYPE_STREAM_LISTPACKS, &cat(&[&[0], &meta, &group]));
+    assert_eq!(r, "Consumer entry not found in group global PEL");
+    // A count of 2^32 nodes with only the file's end behind it: an error
+    // (the EOF opcode is no string), without allocating for the count.
+    let r = stream_error(TYPE_STREAM_LISTPACKS_2, &[0x81, 0, 0, 0, 1, 0, 0, 0, 0]);
+    assert!(r.contains("invalid string encoding"), "{r}");
 }
 
 #[test]

@@ -296,6 +296,7 @@ fn decoded_fixture_reencodes_to_the_same_contents() {
                     enc.zset_entry(&mut out, k, z.iter().map(|(m, s)| (m, s.0)), e.expire_ms)
                 }
                 OwnedValue::Hash(h) => enc.hash_entry(&mut out, k, h, e.expire_ms),
+                OwnedValue::Stream(st) => enc.stream_entry(&mut out, k, st, e.expire_ms),
             }
         }
     }

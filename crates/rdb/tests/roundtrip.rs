@@ -121,6 +121,7 @@ fn expected_type(v: &OwnedValue, l: &EncodingLimits) -> u8 {
             TYPE_HASH_LISTPACK
         }
         OwnedValue::Hash(_) => TYPE_HASH,
+        OwnedValue::Stream(_) => TYPE_STREAM_LISTPACKS_2,
     }
 }
 
@@ -140,6 +141,7 @@ fn encode(model: &Model, options: EncoderOptions) -> Vec<u8> {
                     enc.zset_entry(&mut out, k, z.iter().map(|(m, s)| (m, s.0)), *exp)
                 }
                 OwnedValue::Hash(h) => enc.hash_entry(&mut out, k, h, *exp),
+                OwnedValue::Stream(st) => enc.stream_entry(&mut out, k, st, *exp),
             }
         }
     }
