@@ -599,6 +599,12 @@ fn the_whole_link_runs_over_rdma_and_link_kills_under_load_end_in_partial_resync
             .query(&mut who.client())
             .unwrap();
         assert_eq!(killed, 1, "kill {i} ({kind})");
+        // The replica may not have seen a kill made on the master yet (its
+        // old link still reads "up"): wait for the master to take the
+        // partial resync this kill leads to, then for the link.
+        wait_for("the partial resync after the kill", 20, || {
+            (num(&master, "stats", "sync_partial_ok") > partial + i).then_some(())
+        });
         wait_link(&replica, "rdma", 20);
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
