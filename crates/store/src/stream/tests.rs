@@ -1,0 +1,3 @@
+//! Unit tests and the model-based property test of the stream.
+
+use super::*;
