@@ -42,7 +42,14 @@ impl Redis {
             l.local_addr().ok()?.port()
         };
         let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--save", "", "--appendonly", "no"])
+            .args([
+                "--port",
+                &port.to_string(),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
             .args(["--bind", "127.0.0.1", "--rdbcompression", "no"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -109,7 +116,12 @@ impl Redis {
     fn int(&mut self, args: &[&[u8]]) -> i64 {
         match self.cmd(args) {
             Reply::Int(n) => n,
-            r => panic!("{:?} -> {r:?}", args.iter().map(|a| String::from_utf8_lossy(a)).collect::<Vec<_>>()),
+            r => panic!(
+                "{:?} -> {r:?}",
+                args.iter()
+                    .map(|a| String::from_utf8_lossy(a))
+                    .collect::<Vec<_>>()
+            ),
         }
     }
 
@@ -199,9 +211,17 @@ fn value(rng: &mut Rng) -> Vec<u8> {
         0 => rng.below(128).to_string().into_bytes(),
         1 => (rng.below(8192) as i64 - 4096).to_string().into_bytes(),
         2 => (rng.next() as i64).to_string().into_bytes(),
-        3 => (rng.below(1 << 24) as i64 - (1 << 23)).to_string().into_bytes(),
-        4 => ["007", "-0", "+1", " 1", "9223372036854775808", "-9223372036854775808"]
-            [rng.below(6) as usize]
+        3 => (rng.below(1 << 24) as i64 - (1 << 23))
+            .to_string()
+            .into_bytes(),
+        4 => [
+            "007",
+            "-0",
+            "+1",
+            " 1",
+            "9223372036854775808",
+            "-9223372036854775808",
+        ][rng.below(6) as usize]
             .as_bytes()
             .to_vec(),
         5 => vec![b'x'; 60 + rng.below(10) as usize],
@@ -219,7 +239,9 @@ const FIELD_SETS: &[&[&str]] = &[
     &["a"],
     &["f2", "f1"],
     &["1", "-5", "name", "x"],
-    &["f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "f9", "f10", "f11", "f12"],
+    &[
+        "f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "f9", "f10", "f11", "f12",
+    ],
 ];
 
 fn scenario(r: &mut Redis, seed: u64, limits: NodeLimits, steps: usize) -> usize {
@@ -255,7 +277,10 @@ fn scenario(r: &mut Redis, seed: u64, limits: NodeLimits, steps: usize) -> usize
                 args.push(v);
             }
             assert!(matches!(r.cmd(&args), Reply::Bulk(Some(_))), "{ctx}");
-            let pairs = fields.iter().map(|f| f.as_bytes()).zip(vals.iter().map(|v| &v[..]));
+            let pairs = fields
+                .iter()
+                .map(|f| f.as_bytes())
+                .zip(vals.iter().map(|v| &v[..]));
             s.append(next, pairs, limits).unwrap();
             ids.push(next);
             next = match rng.below(4) {
@@ -318,7 +343,12 @@ fn scenario(r: &mut Redis, seed: u64, limits: NodeLimits, steps: usize) -> usize
                 approx,
                 limit,
             });
-            assert_eq!(n, ours as i64, "{ctx} {:?}", String::from_utf8_lossy(&full.concat()));
+            assert_eq!(
+                n,
+                ours as i64,
+                "{ctx} {:?}",
+                String::from_utf8_lossy(&full.concat())
+            );
         }
         assert_eq!(r.int(&[b"XLEN", key]), s.len() as i64, "{ctx}");
         assert_eq!(r.radix_tree_keys(key), s.nodes().len() as i64, "{ctx}");
@@ -334,8 +364,11 @@ fn scenario(r: &mut Redis, seed: u64, limits: NodeLimits, steps: usize) -> usize
 /// Compares every node's listpack with Redis's DUMP; returns the count.
 fn compare_nodes(r: &mut Redis, key: &[u8], s: &Stream, seed: u64) -> usize {
     let theirs = r.dump_nodes(key);
-    let ours: Vec<(StreamId, Vec<u8>)> =
-        s.nodes().iter().map(|(k, n)| (*k, node_to_listpack(*k, n))).collect();
+    let ours: Vec<(StreamId, Vec<u8>)> = s
+        .nodes()
+        .iter()
+        .map(|(k, n)| (*k, node_to_listpack(*k, n)))
+        .collect();
     assert_eq!(theirs.len(), ours.len(), "seed {seed}");
     for ((tk, tl), (ok, ol)) in theirs.iter().zip(&ours) {
         assert_eq!(tk, ok, "seed {seed}: node keys");
@@ -348,18 +381,33 @@ fn compare_nodes(r: &mut Redis, key: &[u8], s: &Stream, seed: u64) -> usize {
 }
 
 #[test]
-fn node_boundaries_and_listpacks_match_redis_server() {
+fn stream_node_boundaries_and_listpacks_match_redis_server() {
     let Some(mut r) = Redis::start() else {
         eprintln!("note: redis-server not on PATH; stream_redis test skipped");
         return;
     };
     let configs = [
         NodeLimits::default(),
-        NodeLimits { max_bytes: 300, max_entries: 0 },
-        NodeLimits { max_bytes: 0, max_entries: 7 },
-        NodeLimits { max_bytes: 1000, max_entries: 3 },
-        NodeLimits { max_bytes: 1, max_entries: 100 },
-        NodeLimits { max_bytes: 10000, max_entries: 300 },
+        NodeLimits {
+            max_bytes: 300,
+            max_entries: 0,
+        },
+        NodeLimits {
+            max_bytes: 0,
+            max_entries: 7,
+        },
+        NodeLimits {
+            max_bytes: 1000,
+            max_entries: 3,
+        },
+        NodeLimits {
+            max_bytes: 1,
+            max_entries: 100,
+        },
+        NodeLimits {
+            max_bytes: 10000,
+            max_entries: 300,
+        },
     ];
     let mut seed = 1;
     let mut nodes = 0;
@@ -370,5 +418,8 @@ fn node_boundaries_and_listpacks_match_redis_server() {
         }
     }
     eprintln!("{nodes} nodes compared byte for byte with redis-server's DUMP");
-    assert!(nodes > 500, "the scenarios should leave many nodes to compare");
+    assert!(
+        nodes > 500,
+        "the scenarios should leave many nodes to compare"
+    );
 }

@@ -186,7 +186,13 @@ impl StreamId {
 
     /// Parses a complete ID (no `<ms>-*`), as most commands do.
     pub fn parse_id(arg: &[u8], syntax: IdSyntax) -> Result<StreamId, InvalidStreamId> {
-        match StreamId::parse(arg, IdSyntax { allow_auto_seq: false, ..syntax })? {
+        match StreamId::parse(
+            arg,
+            IdSyntax {
+                allow_auto_seq: false,
+                ..syntax
+            },
+        )? {
             ParsedId::Id(id) => Ok(id),
             ParsedId::AutoSeq(_) => Err(InvalidStreamId),
         }
@@ -277,7 +283,17 @@ mod tests {
         assert_eq!(p("1--1", r), Err(InvalidStreamId)); // string2ll takes "-1": negative
         assert_eq!(p("1--01", r), id(1, u64::MAX)); // strtoull negates
         assert_eq!(p("1-2\0junk", r), id(1, 2));
-        for bad in ["", "a", "1-", "1-a", "1-2-3", "18446744073709551616", "1 ", "*", "1-*"] {
+        for bad in [
+            "",
+            "a",
+            "1-",
+            "1-a",
+            "1-2-3",
+            "18446744073709551616",
+            "1 ",
+            "*",
+            "1-*",
+        ] {
             assert_eq!(p(bad, r), Err(InvalidStreamId), "{bad:?}");
         }
         assert_eq!(p(&"1".repeat(128), r), Err(InvalidStreamId));

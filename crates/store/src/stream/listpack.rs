@@ -280,7 +280,10 @@ impl<'a> Reader<'a> {
 
     fn need(&self, n: usize) -> Result<&'a [u8], ListpackError> {
         // The terminator is not data: an element must end before it.
-        let end = self.pos.checked_add(n).ok_or(ListpackError::Malformed(self.pos))?;
+        let end = self
+            .pos
+            .checked_add(n)
+            .ok_or(ListpackError::Malformed(self.pos))?;
         if end > self.lp.len() - 1 {
             return Err(ListpackError::Malformed(self.pos));
         }
@@ -374,7 +377,6 @@ impl<'a> Reader<'a> {
                 .ok_or(ListpackError::BadNode(what)),
         }
     }
-
 }
 
 fn itoa_buf(v: i64) -> ([u8; 20], usize) {

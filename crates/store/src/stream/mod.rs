@@ -57,7 +57,7 @@ pub mod node;
 #[cfg(test)]
 mod tests;
 
-pub use group::{ConsumerGroup, Consumer, Nack, PendingSummary, ENTRIES_READ_INVALID};
+pub use group::{Consumer, ConsumerGroup, Nack, PendingSummary, ENTRIES_READ_INVALID};
 pub use id::{FormattedId, IdSyntax, InvalidStreamId, ParsedId, StreamId};
 pub use listpack::{node_from_listpack, node_to_listpack, ListpackError};
 pub use node::{MasterFields, Node, Pairs};
@@ -762,8 +762,11 @@ impl Stream {
         while attempts > 0 && left > 0 {
             attempts -= 1;
             let Some(from) = cursor else { break };
-            let Some((&id, delivery_time)) =
-                g.pel().range(from..).next().map(|(id, n)| (id, n.delivery_time))
+            let Some((&id, delivery_time)) = g
+                .pel()
+                .range(from..)
+                .next()
+                .map(|(id, n)| (id, n.delivery_time))
             else {
                 cursor = None;
                 break;
@@ -805,7 +808,9 @@ impl Stream {
     pub fn restore_node(&mut self, master: StreamId, lp: &[u8]) -> Result<(), ListpackError> {
         if let Some((_, prev)) = self.nodes.iter().next_back() {
             if master <= prev.last_id() {
-                return Err(ListpackError::BadNode("node key not above the previous node"));
+                return Err(ListpackError::BadNode(
+                    "node key not above the previous node",
+                ));
             }
         }
         let node = node_from_listpack(master, lp)?;
@@ -819,7 +824,9 @@ impl Stream {
     pub fn restore_meta(&mut self, meta: StreamMeta) -> Result<(), ListpackError> {
         let live: u64 = self.nodes.values().map(Node::live).sum();
         if live != meta.length {
-            return Err(ListpackError::BadNode("stream length does not match its nodes"));
+            return Err(ListpackError::BadNode(
+                "stream length does not match its nodes",
+            ));
         }
         if let Some((_, last)) = self.nodes.iter().next_back() {
             if meta.last_id < last.last_id() {
