@@ -276,8 +276,9 @@ impl ConsumerGroup {
         self.ack(id)
     }
 
-    /// Gives the NACK of `id` to `consumer` (created if missing; `created`
-    /// reports it), setting its delivery time and count as XCLAIM does.
+    /// Gives the NACK of `id` to `consumer` (created if missing: the
+    /// result says so), setting its delivery time and count as XCLAIM
+    /// does.
     pub(crate) fn transfer(
         &mut self,
         id: StreamId,
@@ -286,11 +287,9 @@ impl ConsumerGroup {
         delivery_time: i64,
         count: Option<u64>,
         increment: bool,
-        created: &mut bool,
-    ) {
-        if !self.consumers.contains_key(consumer) {
-            *created |= self.create_consumer(consumer, now_ms);
-        }
+    ) -> bool {
+        let created =
+            !self.consumers.contains_key(consumer) && self.create_consumer(consumer, now_ms);
         let name = self.consumer_arc(consumer, now_ms);
         let n = self.pel.get_mut(&id).expect("transfer of a pending ID");
         if n.consumer != name {
@@ -310,6 +309,7 @@ impl ConsumerGroup {
             .expect("exists")
             .pel
             .insert(id);
+        created
     }
 
     /// A NACK created by XCLAIM's FORCE (`streamCreateNACK(NULL)`: count

@@ -244,6 +244,19 @@ pub struct ClaimOptions {
     pub now_ms: i64,
 }
 
+/// XAUTOCLAIM's arguments; times in Unix ms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AutoClaimOptions {
+    /// Where the walk of the group PEL starts.
+    pub start: StreamId,
+    /// `COUNT` (the caller keeps `10 × count` in range).
+    pub count: u64,
+    /// `min-idle-time` (0: none).
+    pub min_idle_ms: i64,
+    pub justid: bool,
+    pub now_ms: i64,
+}
+
 /// What XCLAIM or XAUTOCLAIM did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Claimed {
@@ -726,14 +739,13 @@ impl Stream {
                     continue;
                 }
             }
-            g.transfer(
+            out.consumer_created |= g.transfer(
                 id,
                 consumer,
                 opts.now_ms,
                 opts.delivery_time_ms,
                 opts.retry_count,
                 !opts.justid,
-                &mut out.consumer_created,
             );
             out.claimed.push(id);
         }
@@ -748,12 +760,15 @@ impl Stream {
         &mut self,
         group: &[u8],
         consumer: &[u8],
-        start: StreamId,
-        count: u64,
-        min_idle_ms: i64,
-        justid: bool,
-        now_ms: i64,
+        opts: AutoClaimOptions,
     ) -> Option<Claimed> {
+        let AutoClaimOptions {
+            start,
+            count,
+            min_idle_ms,
+            justid,
+            now_ms,
+        } = opts;
         let g = self.groups.get_mut(group)?;
         let mut out = Claimed::default();
         let mut attempts = count.saturating_mul(10);
@@ -781,15 +796,7 @@ impl Stream {
             if min_idle_ms != 0 && now_ms - delivery_time < min_idle_ms {
                 continue;
             }
-            g.transfer(
-                id,
-                consumer,
-                now_ms,
-                now_ms,
-                None,
-                !justid,
-                &mut out.consumer_created,
-            );
+            out.consumer_created |= g.transfer(id, consumer, now_ms, now_ms, None, !justid);
             out.claimed.push(id);
             left -= 1;
         }

@@ -20,6 +20,16 @@ fn add_with(s: &mut Stream, i: StreamId, pairs: &[(&[u8], &[u8])], limits: NodeL
     s.append(i, pairs.iter().copied(), limits).unwrap();
 }
 
+fn ac(start: StreamId, count: u64, justid: bool, now_ms: i64) -> AutoClaimOptions {
+    AutoClaimOptions {
+        start,
+        count,
+        min_idle_ms: 0,
+        justid,
+        now_ms,
+    }
+}
+
 fn ids(r: Range<'_>) -> Vec<StreamId> {
     r.map(|(i, _)| i).collect()
 }
@@ -373,7 +383,7 @@ fn consumer_group_delivery_pel_and_lag() {
     assert_eq!(sum.bounds, Some((id(1, 0), id(2, 0))));
     // XAUTOCLAIM: 2-0's entry is gone and leaves the PEL.
     let c = s
-        .autoclaim(b"g", b"carol", StreamId::MIN, 10, 0, false, 400)
+        .autoclaim(b"g", b"carol", ac(StreamId::MIN, 10, false, 400))
         .unwrap();
     assert_eq!(c.claimed, vec![id(1, 0)]);
     assert_eq!(c.deleted, vec![id(2, 0)]);
@@ -779,7 +789,7 @@ proptest! {
                 }
                 Op::AutoClaim { consumer, count } => {
                     let name = vec![b'a' + consumer];
-                    let c = s.autoclaim(b"g", &name, StreamId::MIN, count, 0, true, 11).unwrap();
+                    let c = s.autoclaim(b"g", &name, ac(StreamId::MIN, count, true, 11)).unwrap();
                     let pk: Vec<StreamId> = m.pel.keys().copied().collect();
                     let visited = &pk[..pk.len().min(count as usize)];
                     let (mut claimed, mut deleted) = (Vec::new(), Vec::new());
