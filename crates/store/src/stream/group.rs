@@ -276,9 +276,8 @@ impl ConsumerGroup {
         self.ack(id)
     }
 
-    /// Gives the NACK of `id` to `consumer` (created if missing: the
-    /// result says so), setting its delivery time and count as XCLAIM
-    /// does.
+    /// Gives the NACK of `id` to `consumer` (created if missing), setting
+    /// its delivery time and count as XCLAIM does.
     pub(crate) fn transfer(
         &mut self,
         id: StreamId,
@@ -287,9 +286,7 @@ impl ConsumerGroup {
         delivery_time: i64,
         count: Option<u64>,
         increment: bool,
-    ) -> bool {
-        let created =
-            !self.consumers.contains_key(consumer) && self.create_consumer(consumer, now_ms);
+    ) {
         let name = self.consumer_arc(consumer, now_ms);
         let n = self.pel.get_mut(&id).expect("transfer of a pending ID");
         if n.consumer != name {
@@ -309,7 +306,6 @@ impl ConsumerGroup {
             .expect("exists")
             .pel
             .insert(id);
-        created
     }
 
     /// A NACK created by XCLAIM's FORCE (`streamCreateNACK(NULL)`: count

@@ -722,6 +722,7 @@ impl Stream {
     ) -> Option<Claimed> {
         let g = self.groups.get_mut(group)?;
         let mut out = Claimed::default();
+        let mut looked_up = false;
         for &id in ids {
             let exists = entry_exists(&self.nodes, id);
             let pending = g.pel().contains_key(&id);
@@ -745,7 +746,13 @@ impl Stream {
                     continue;
                 }
             }
-            out.consumer_created |= g.transfer(
+            if !looked_up {
+                // `streamLookupConsumer` at the first claim refreshes
+                // seen-time (or creates the consumer).
+                out.consumer_created = g.touch_consumer(consumer, opts.now_ms);
+                looked_up = true;
+            }
+            g.transfer(
                 id,
                 consumer,
                 opts.now_ms,
@@ -777,6 +784,7 @@ impl Stream {
         } = opts;
         let g = self.groups.get_mut(group)?;
         let mut out = Claimed::default();
+        let mut looked_up = false;
         let mut attempts = count.saturating_mul(10);
         let mut left = count;
         let mut cursor = Some(start);
@@ -802,7 +810,11 @@ impl Stream {
             if min_idle_ms != 0 && now_ms - delivery_time < min_idle_ms {
                 continue;
             }
-            out.consumer_created |= g.transfer(id, consumer, now_ms, now_ms, None, !justid);
+            if !looked_up {
+                out.consumer_created = g.touch_consumer(consumer, now_ms);
+                looked_up = true;
+            }
+            g.transfer(id, consumer, now_ms, now_ms, None, !justid);
             out.claimed.push(id);
             left -= 1;
         }
