@@ -16,6 +16,8 @@
 //!   the haversine distance (Redis's GEO commands on sorted sets).
 //! - [`list`]: the list type, a deque of chunks of packed elements.
 //! - [`pattern`]: Redis's glob matching.
+//! - [`stream`]: streams — entries packed in nodes with Redis's node
+//!   boundaries, their listpack form, consumer groups and PELs.
 //! - [`zset`]: sorted sets (listpack and skiplist encodings).
 //!
 //! [`Keyspace`] groups the 16 databases `SELECT` chooses from. The crate is
@@ -33,6 +35,7 @@ pub mod hyperloglog;
 pub mod list;
 pub mod pattern;
 pub mod set;
+pub mod stream;
 pub mod value;
 pub mod zset;
 
