@@ -165,7 +165,12 @@ impl Entry {
     pub fn shared_collection(&self) -> Option<Value> {
         match &self.body {
             Body::Split {
-                value: v @ (Value::List(_) | Value::Hash(_) | Value::Set(_) | Value::ZSet(_)),
+                value:
+                    v @ (Value::List(_)
+                    | Value::Hash(_)
+                    | Value::Set(_)
+                    | Value::ZSet(_)
+                    | Value::Stream(_)),
                 ..
             } => Some(v.clone()),
             _ => None,

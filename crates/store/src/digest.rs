@@ -70,6 +70,25 @@ fn mix_value(d: &mut Digest, e: &Entry) {
                 xor(d, &elem);
             }
         }
+        // Each entry in ID order: its ID as `ms.seq` (a dot, not the
+        // dash of replies), then its fields and values, into the one
+        // digest. Consumer groups are not part of it, as in Redis.
+        ValueRef::Stream(st) => {
+            let mut id = Vec::with_capacity(41);
+            let all = (crate::stream::StreamId::MIN, crate::stream::StreamId::MAX);
+            for (eid, pairs) in st.range(all.0, all.1, false) {
+                id.clear();
+                id.extend_from_slice(&eid.format());
+                if let Some(dash) = id.iter().position(|&c| c == b'-') {
+                    id[dash] = b'.';
+                }
+                mix(d, &id);
+                for (f, v) in pairs {
+                    mix(d, f);
+                    mix(d, v);
+                }
+            }
+        }
     }
     if e.has_expire() {
         xor(d, b"!!expire!!");

@@ -17,6 +17,7 @@ pub enum ValueType {
     Set = 2,
     ZSet = 3,
     Hash = 4,
+    Stream = 6,
 }
 
 impl ValueType {
@@ -27,6 +28,7 @@ impl ValueType {
             ValueType::Set => "set",
             ValueType::ZSet => "zset",
             ValueType::Hash => "hash",
+            ValueType::Stream => "stream",
         }
     }
 }
@@ -53,6 +55,8 @@ pub enum Value {
     /// A sorted set (shared so a snapshot's copy of an entry is a refcount;
     /// writes go through `Arc::make_mut`).
     ZSet(std::sync::Arc<crate::zset::ZSet>),
+    /// A stream (shared like the sorted set).
+    Stream(std::sync::Arc<crate::stream::Stream>),
 }
 
 /// A borrowed view of a stored value.
@@ -67,6 +71,7 @@ pub enum ValueRef<'a> {
     Hash(&'a Hash),
     Set(&'a Set),
     ZSet(&'a crate::zset::ZSet),
+    Stream(&'a crate::stream::Stream),
 }
 
 impl<'a> ValueRef<'a> {
@@ -77,6 +82,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(_) => ValueType::Hash,
             ValueRef::Set(_) => ValueType::Set,
             ValueRef::ZSet(_) => ValueType::ZSet,
+            ValueRef::Stream(_) => ValueType::Stream,
         }
     }
 
@@ -91,6 +97,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Hash(h) => h.encoding(),
             ValueRef::Set(s) => s.encoding(),
             ValueRef::ZSet(z) => z.encoding(),
+            ValueRef::Stream(_) => "stream",
         }
     }
 
@@ -101,7 +108,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Str(s) | ValueRef::Raw(s) => Some(s),
             ValueRef::List(_) => None,
             ValueRef::Hash(_) | ValueRef::Set(_) => None,
-            ValueRef::ZSet(_) => None,
+            ValueRef::ZSet(_) | ValueRef::Stream(_) => None,
         }
     }
 
@@ -120,6 +127,7 @@ impl<'a> ValueRef<'a> {
             ValueRef::Raw(s) => Value::Raw(std::sync::Arc::new(s.to_vec())),
             ValueRef::List(l) => Value::List(std::sync::Arc::new(l.clone())),
             ValueRef::ZSet(z) => Value::ZSet(std::sync::Arc::new(z.clone())),
+            ValueRef::Stream(x) => Value::Stream(std::sync::Arc::new(x.clone())),
         }
     }
 }
@@ -157,6 +165,7 @@ impl Value {
             Value::Hash(h) => ValueRef::Hash(h),
             Value::Set(s) => ValueRef::Set(s),
             Value::ZSet(z) => ValueRef::ZSet(z),
+            Value::Stream(x) => ValueRef::Stream(x),
         }
     }
 
@@ -179,6 +188,7 @@ impl Value {
             Value::Hash(h) => h.heap_size(),
             Value::Set(s) => s.heap_size(),
             Value::ZSet(z) => std::mem::size_of::<crate::zset::ZSet>() + z.heap_size(),
+            Value::Stream(x) => std::mem::size_of::<crate::stream::Stream>() + x.heap_bytes(),
         }
     }
 }

@@ -83,6 +83,12 @@ pub fn dump_payload(options: EncoderOptions, v: ValueRef<'_>) -> Vec<u8> {
         ValueRef::Hash(h) => enc.hash_entry(&mut entry, b"", h.iter(), None),
         ValueRef::Set(s) => enc.set_entry(&mut entry, b"", s.iter().map(|m| m.text()), None),
         ValueRef::ZSet(z) => enc.zset_entry(&mut entry, b"", z.iter(), None),
+        ValueRef::Stream(st) => enc.stream_entry(
+            &mut entry,
+            b"",
+            &crate::persistence::stream_rdb::to_payload(st),
+            None,
+        ),
     }
     debug_assert_eq!(entry.get(1), Some(&0), "an empty key is one zero byte");
     let mut payload = Vec::with_capacity(entry.len() + 9);

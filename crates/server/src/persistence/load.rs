@@ -112,10 +112,9 @@ pub fn value_from_rdb(
         RdbValue::Hash(_) | RdbValue::Set(_) | RdbValue::List(_) | RdbValue::SortedSet(_) => {
             return Ok(None)
         }
-        // The RDB crate decodes streams; the keyspace has no stream type
-        // yet (issue #19), so a file or payload holding one is refused, as
-        // before, naming the type.
-        RdbValue::Stream(_) => return Err("a stream value (ferrokv has no stream type yet)".into()),
+        RdbValue::Stream(p) => {
+            Value::Stream(std::sync::Arc::new(super::stream_rdb::from_payload(p)?))
+        }
     }))
 }
 

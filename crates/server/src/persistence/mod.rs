@@ -20,6 +20,7 @@ pub mod aof;
 pub mod direct;
 pub mod load;
 pub mod snapshot;
+pub mod stream_rdb;
 pub mod writeback;
 
 pub use snapshot::{SaveKind, SnapshotJob};

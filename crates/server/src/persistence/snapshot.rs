@@ -403,6 +403,12 @@ impl SnapshotJob {
                             enc.set_entry(chunk, e.key(), s.iter().map(|m| m.text()), expire)
                         }
                         ValueRef::ZSet(z) => enc.zset_entry(chunk, e.key(), z.iter(), expire),
+                        ValueRef::Stream(st) => enc.stream_entry(
+                            chunk,
+                            e.key(),
+                            &crate::persistence::stream_rdb::to_payload(st),
+                            expire,
+                        ),
                     }
                     n += 1;
                     // A part ends early at its share of the consumers'
