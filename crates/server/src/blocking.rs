@@ -90,6 +90,10 @@ pub struct Blocking {
     /// The key whose readiness is being served (a command run again tries
     /// it first, as Redis 7.0 serves the key that became ready).
     serving_key: Option<Vec<u8>>,
+    /// While a blocked command runs again: the deadline it blocked with,
+    /// so a command that blocks again (a stream read the new entry did not
+    /// satisfy) keeps its original timeout.
+    serving_deadline: Option<Option<i64>>,
 }
 
 impl Blocking {
@@ -107,6 +111,12 @@ impl Blocking {
     /// A command waiting on several keys pops from this one first.
     pub fn serving_key(&self) -> Option<&[u8]> {
         self.serving_key.as_deref()
+    }
+
+    /// While a blocked command runs again: the deadline it first blocked
+    /// with (`None` on a first run).
+    pub fn serving_deadline(&self) -> Option<Option<i64>> {
+        self.serving_deadline
     }
 
     /// Whether anybody waits on any key (the cheap test every write makes).
@@ -251,14 +261,16 @@ pub fn serve_ready(srv: &mut Server) {
     }
     srv.blocking.serving = true;
     while let Some(key) = srv.blocking.ready.pop_front() {
+        let mut tried = std::collections::HashSet::new();
         loop {
             let now = srv.now_ms;
-            // Find the first waiter whose database holds the right type.
+            // Find the first waiter whose database holds the right type
+            // and that has not run again in this pass.
             let mut candidate = None;
             if let Some(per_db) = srv.blocking.waiters.get(key.as_slice()) {
                 let dbs: Vec<(usize, usize)> = per_db
                     .iter()
-                    .filter_map(|(db, q)| q.front().map(|&t| (*db, t)))
+                    .filter_map(|(db, q)| q.iter().find(|t| !tried.contains(*t)).map(|&t| (*db, t)))
                     .collect();
                 for (db, t) in dbs {
                     if let Some(w) = wants_of(srv, t) {
@@ -271,10 +283,10 @@ pub fn serve_ready(srv: &mut Server) {
             }
             let Some(token) = candidate else { break };
             if !serve_one(srv, token, &key) {
-                // The command blocked again although the key holds what it
-                // waits for (a handler that cannot use it): it went to the
-                // back of the queue; serving this key further would loop.
-                break;
+                // The command blocked again although the key holds its type
+                // (a stream read whose ID is not passed yet): it keeps
+                // waiting, and the waiters behind it are still served.
+                tried.insert(token);
             }
         }
     }
@@ -294,8 +306,10 @@ fn serve_one(srv: &mut Server, token: usize, key: &[u8]) -> bool {
     srv.blocking.unregister(token, &b);
     let args = Args::new(&b.argv, &b.ranges);
     let outer = srv.blocking.serving_key.replace(key.to_vec());
+    let outer_deadline = srv.blocking.serving_deadline.replace(b.deadline);
     srv.execute(&mut c, args);
     srv.blocking.serving_key = outer;
+    srv.blocking.serving_deadline = outer_deadline;
     let served = c.blocked.is_none();
     after_unblock(srv, token, c);
     served

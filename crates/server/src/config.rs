@@ -231,6 +231,12 @@ pub struct Config {
     /// A sparse HyperLogLog turns dense before it would grow past this
     /// many bytes (header included).
     pub hll_sparse_max_bytes: u64,
+    /// A stream starts a new node before its listpack would reach this
+    /// many bytes (0: no limit but Redis's 1 GB cap).
+    pub stream_node_max_bytes: u64,
+    /// ...or once it holds this many entries, deleted ones included (0:
+    /// no limit).
+    pub stream_node_max_entries: u64,
     /// The config file the server was started with (for `INFO` and `CONFIG REWRITE`).
     pub config_file: Option<String>,
     /// Replication (`replicaof`, `masterauth`, `repl-*`, `min-replicas-*`).
@@ -316,6 +322,8 @@ impl Default for Config {
             zset_max_listpack_entries: 0,
             zset_max_listpack_value: 0,
             hll_sparse_max_bytes: 0,
+            stream_node_max_bytes: 0,
+            stream_node_max_entries: 0,
         };
         for o in OPTIONS.iter().chain(REPL_OPTIONS) {
             if o.alias_of.is_some() {
@@ -1184,6 +1192,33 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.hll_sparse_max_bytes.to_string()
+    ),
+    opt!(
+        "stream-node-max-bytes",
+        "4096",
+        true,
+        |c, a| {
+            let v = parse_memory(one(a)?)?;
+            if v > i64::MAX as u64 {
+                return Err(format!(
+                    "argument must be between 0 and {} inclusive",
+                    i64::MAX
+                ));
+            }
+            c.stream_node_max_bytes = v;
+            Ok(())
+        },
+        |c| c.stream_node_max_bytes.to_string()
+    ),
+    opt!(
+        "stream-node-max-entries",
+        "100",
+        true,
+        |c, a| {
+            c.stream_node_max_entries = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.stream_node_max_entries.to_string()
     ),
     // Redis's pre-7.0 name of `zset-max-listpack-entries`: the same setting.
     alias!("zset-max-ziplist-entries", "zset-max-listpack-entries"),

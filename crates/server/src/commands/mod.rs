@@ -31,6 +31,7 @@ pub mod server;
 pub mod set;
 pub mod slowlog;
 pub mod sort;
+pub mod stream;
 pub mod string;
 pub mod zset;
 
@@ -188,6 +189,7 @@ impl CommandTable {
             bitmap::COMMANDS,
             hyperloglog::COMMANDS,
             geo::COMMANDS,
+            stream::COMMANDS,
             dump::COMMANDS,
             sort::COMMANDS,
             keys::COMMANDS,
