@@ -478,6 +478,11 @@ fn parse_bound(ctx: &mut Ctx, a: &[u8], missing_seq: u64) -> Option<(StreamId, b
     } else {
         (a, false)
     };
+    // An exclusive bound must be an ID: `(-` and `(+` are not.
+    if exclusive && (a == b"-" || a == b"+") {
+        ctx.error(INVALID_ID);
+        return None;
+    }
     match parse_id(ctx, a, IdSyntax::range(missing_seq))? {
         ParsedId::Id(id) => Some((id, exclusive)),
         ParsedId::AutoSeq(_) => {

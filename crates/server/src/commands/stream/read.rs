@@ -74,7 +74,7 @@ fn xread(ctx: &mut Ctx, args: Args) {
         } else if is(a, "streams") && more > 0 {
             streams_at = i + 1;
             if !(args.len() - streams_at).is_multiple_of(2) {
-                return ctx.error("ERR Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified.");
+                return ctx.error("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.");
             }
             break;
         } else {
