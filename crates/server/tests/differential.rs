@@ -24,6 +24,7 @@
 //! - `FERROKV_DIFF_MAX_FAILURES`: keep going until this many failing
 //!   sequences were seen (default 1).
 //! - `FERROKV_DIFF_SCRIPTS=0`: leave out the scripting family.
+//! - `FERROKV_DIFF_STREAM`: the share of stream commands (default 0.05).
 //! - `FERROKV_DIFF_GEO`: the share of geo commands (default 0.06;
 //!   `0.8` focuses a run on them, `differential/geo_gen.rs`).
 //! - `FERROKV_TESTS_TARGET=redis`: compare Redis with a second Redis, to

@@ -54,6 +54,8 @@ mod geo_gen;
 mod hll_gen;
 #[path = "sort_gen.rs"]
 mod sort_gen;
+#[path = "stream_gen.rs"]
+mod stream_gen;
 #[path = "zset_gen.rs"]
 mod zset_gen;
 
@@ -639,6 +641,9 @@ impl Generator {
         }
         if self.chance(geo_gen::share()) {
             return self.geo_command();
+        }
+        if self.chance(stream_gen::share()) {
+            return self.stream_command();
         }
         let b = |s: &str| s.as_bytes().to_vec();
         let k = self.key();

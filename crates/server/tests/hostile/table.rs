@@ -120,6 +120,8 @@ pub const KEYS: &[(&str, &str)] = &[
     ("hostile:bigset", "set"),
     ("hostile:zset", "zset"),
     ("hostile:bigzset", "zset"),
+    ("hostile:stream", "stream"),
+    ("hostile:bigstream", "stream"),
 ];
 
 const MISSING_KEY: &str = "hostile:missing";
@@ -147,6 +149,15 @@ fn creation(k: &str) -> Vec<Vec<Vec<u8>>> {
         "hostile:bigset" => big("SADD", &|i| vec![format!("m{i}")]),
         "hostile:zset" => w(&["ZADD", k, "1", "a", "2", "b", "3", &a40]),
         "hostile:bigzset" => big("ZADD", &|i| vec![i.to_string(), format!("m{i}")]),
+        "hostile:stream" => w(&["XADD", k, "1-1", "f", "v", &a40, "1"]),
+        // One XADD per entry: 10 000 entries in 100 nodes.
+        "hostile:bigstream" => {
+            let mut v = vec![w(&["DEL", k])];
+            for i in 1..=BIG {
+                v.push(w(&["XADD", k, &format!("{i}-0"), "f", &format!("v{i}")]));
+            }
+            return v;
+        }
         _ => unreachable!("{k}"),
     };
     vec![w(&["DEL", k]), body]
@@ -487,6 +498,7 @@ fn key(rng: &mut Rng, group: &str) -> Vec<u8> {
         "list" => "list",
         "set" => "set",
         "sorted-set" | "geo" => "zset",
+        "stream" => "stream",
         _ => "",
     };
     let typed: Vec<&str> = KEYS.iter().filter(|k| k.1 == ty).map(|k| k.0).collect();

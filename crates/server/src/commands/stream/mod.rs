@@ -161,6 +161,9 @@ struct TrimArgs {
     nomkstream: bool,
     /// XADD: the ID argument's index.
     id_at: usize,
+    /// XADD: the ID asked for (parsed where the options end, as Redis's
+    /// option loop does, before the checks that follow it).
+    request: IdRequest,
 }
 
 /// `streamParseAddOrTrimArgsOrReply`. `None` when it replied an error.
@@ -171,6 +174,7 @@ fn parse_add_or_trim(ctx: &mut Ctx, args: &Args, xadd: bool) -> Option<TrimArgs>
     let mut threshold_at = 0;
     let mut limit: Option<i64> = None;
     let mut nomkstream = false;
+    let mut request = IdRequest::Auto;
     let mut i = 2;
     const BOTH: &str =
         "ERR syntax error, MAXLEN and MINID options at the same time are not compatible";
@@ -219,6 +223,10 @@ fn parse_add_or_trim(ctx: &mut Ctx, args: &Args, xadd: bool) -> Option<TrimArgs>
             nomkstream = true;
         } else if xadd {
             // The ID (or a syntax error, which the ID parse reports).
+            request = match parse_id(ctx, a, IdSyntax::XADD)? {
+                ParsedId::AutoSeq(ms) => IdRequest::AutoSeq(ms),
+                ParsedId::Id(id) => IdRequest::Explicit(id),
+            };
             break;
         } else {
             ctx.error(err::SYNTAX);
@@ -262,6 +270,7 @@ fn parse_add_or_trim(ctx: &mut Ctx, args: &Args, xadd: bool) -> Option<TrimArgs>
         approx_at,
         nomkstream,
         id_at: i,
+        request,
     })
 }
 
@@ -290,23 +299,13 @@ fn xadd(ctx: &mut Ctx, args: Args) {
     };
     let id_at = t.id_at;
     let fields_at = id_at + 1;
+    let request = t.request;
     if args.len() < fields_at + 2 || !(args.len() - fields_at).is_multiple_of(2) {
         return ctx.wrong_args("xadd");
     }
-    let request = if args.get(id_at) == b"*" {
-        IdRequest::Auto
-    } else {
-        match parse_id(ctx, args.get(id_at), IdSyntax::XADD) {
-            None => return,
-            Some(ParsedId::AutoSeq(ms)) => IdRequest::AutoSeq(ms),
-            Some(ParsedId::Id(id)) => {
-                if id.is_zero() {
-                    return ctx.error("ERR The ID specified in XADD must be greater than 0-0");
-                }
-                IdRequest::Explicit(id)
-            }
-        }
-    };
+    if matches!(request, IdRequest::Explicit(id) if id.is_zero()) {
+        return ctx.error("ERR The ID specified in XADD must be greater than 0-0");
+    }
     let key = args.get(1);
     let db = ctx.client.db;
     let limits = limits(ctx);
@@ -583,10 +582,8 @@ fn xsetid(ctx: &mut Ctx, args: Args) {
         Typed::WrongType => return ctx.error(err::WRONGTYPE),
         Typed::Found(st) => st,
     };
-    if id < st.max_deleted_entry_id() {
-        return ctx
-            .error("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id");
-    }
+    // (Redis 7.0.15 does not compare the ID with the current largest
+    // deleted ID; later versions refuse one below it.)
     if !st.is_empty() {
         let top = st
             .range(StreamId::MIN, StreamId::MAX, true)
