@@ -30,6 +30,14 @@ Workloads (the issue's list; more families join as they are built):
   points spread evenly over 10 x 10 degrees at the equator; the radius
   (62.7 km) holds about 1,000 of them (the setup prints how many), all
   returned, nearest first.
+- xadd: XADD of an entry of two small fields (`f1 v1 f2 v2`, generated
+  ID) to one stream, which grows to 2,000,000 entries.
+- xrange_100: XRANGE - + COUNT 100 of a 100,000-entry stream (the first
+  100 entries, replied in full).
+
+`--stream-memory` instead measures the memory of a stream of 1,000,000
+entries of two small fields (`XADD mem * f1 v1 f2 v2` by redis-benchmark,
+`used_memory` before and after on each server, fresh servers).
 """
 import argparse
 import os
@@ -96,6 +104,49 @@ def setup_geo(port):
         print(f"geosearch_1000 returns {s.recv(100).decode().strip()} points", file=sys.stderr)
 
 
+def setup_stream(port):
+    for chunk in range(100):
+        cmds = b"".join(resp("XADD", "st:big", f"{chunk * 1000 + i + 1}-0", "f1", "v1", "f2", "v2")
+                        for i in range(1000))
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.sendall(cmds)
+            got = b""
+            while got.count(b"\r\n") < 1000:
+                got += s.recv(65536)
+
+
+def used_memory(port):
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(resp("INFO", "memory"))
+        got = b""
+        while b"used_memory:" not in got or not got.endswith(b"\r\n"):
+            got += s.recv(65536)
+    for line in got.decode().splitlines():
+        if line.startswith("used_memory:"):
+            return int(line.split(":")[1])
+    raise SystemExit("no used_memory")
+
+
+def stream_memory(a):
+    out = {}
+    for name, argv in (("ferrokv", [a.ferrokv]), ("redis", ["redis-server"])):
+        port = free_port()
+        p = start(name, argv, port)
+        try:
+            before = used_memory(port)
+            subprocess.run(["redis-benchmark", "-p", str(port), "-n", "1000000", "-c", "1", "-P", "100",
+                            "XADD", "mem", "*", "f1", "v1", "f2", "v2"], capture_output=True, check=True)
+            out[name] = used_memory(port) - before
+        finally:
+            p.kill()
+            p.wait()
+    f, r = out["ferrokv"], out["redis"]
+    print("| stream of 1,000,000 entries | ferrokv used_memory growth | redis | ratio |")
+    print("|---|---|---|---|")
+    print(f"| XADD mem * f1 v1 f2 v2 | {f:,} B ({f / 1e6:.1f} B/entry) | {r:,} B ({r / 1e6:.1f} B/entry) | "
+          f"{f / r:.2f}x |")
+
+
 # name -> (setup, command args, requests at scale 1, -r). redis-benchmark
 # writes __rand_int__ zero-padded (000000123456), which is no valid bit
 # offset for either server: random bits go through random keys instead.
@@ -111,6 +162,8 @@ WORKLOADS = {
                                2_000_000, 100_000),
     "pfcount_3_keys": (setup_hll, ["PFCOUNT", "hll:a", "hll:b", "hll:c"], 100_000, None),
     "pfmerge": (setup_hll, ["PFMERGE", "hll:m", "hll:a", "hll:b"], 100_000, None),
+    "xadd": (setup_stream, ["XADD", "st:add", "*", "f1", "v1", "f2", "v2"], 2_000_000, None),
+    "xrange_100": (setup_stream, ["XRANGE", "st:big", "-", "+", "COUNT", "100"], 100_000, None),
     "geoadd": (setup_geo, ["GEOADD", "geo:add", "13.__rand_int__", "38.__rand_int__",
                            "m:__rand_int__"], 1_000_000, 1_000_000),
     "geosearch_1000": (setup_geo, ["GEOSEARCH", "geo:100k", "FROMLONLAT", "5", "0", "BYRADIUS",
@@ -136,7 +189,11 @@ def main():
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies every workload's requests")
     ap.add_argument("--only", help="comma-separated workloads")
     ap.add_argument("--ferrokv", default=os.path.join(ROOT, "target/release/ferrokv-server"))
+    ap.add_argument("--stream-memory", action="store_true",
+                    help="measure a 1,000,000-entry stream's memory instead")
     a = ap.parse_args()
+    if a.stream_memory:
+        return stream_memory(a)
     names = a.only.split(",") if a.only else list(WORKLOADS)
     ports = {"ferrokv": free_port(), "redis": free_port()}
     procs = {"ferrokv": start("ferrokv", [a.ferrokv], ports["ferrokv"]),

@@ -358,31 +358,34 @@ fn xadd(ctx: &mut Ctx, args: Args) {
         ctx.srv.keyspace.dbs[db].upsert(key, v, NO_EXPIRE, lru);
         ctx.notify(NOTIFY_NEW, "new", key);
     }
-    ctx.out().bulk(&id.format());
+    let formatted = id.format();
+    ctx.out().bulk(&formatted);
     ctx.notify(NOTIFY_STREAM, "xadd", key);
     ctx.modified(1);
-    let mut argv: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
-    argv[id_at] = id.format().to_vec();
+    // Propagated as sent unless the ID was generated (or a bare `<ms>`) or
+    // the trim was approximate: then with the ID and the exact trim.
+    let id_given = matches!(request, IdRequest::Explicit(_)) && args.get(id_at).contains(&b'-');
+    let mut argv: Option<Vec<Vec<u8>>> = (!id_given).then(|| {
+        let mut v: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+        v[id_at] = formatted.to_vec();
+        v
+    });
     if let Some(trim) = t.trim {
         let Typed::Found(st) = write_stream(ctx, key) else {
             unreachable!("just written")
         };
         let removed = st.trim(trim);
-        let snapshot = if trim.approx {
-            let mut a = argv.clone();
-            rewrite_trim(&mut a, &t, st);
-            Some(a)
-        } else {
-            None
-        };
+        if trim.approx {
+            let v = argv.get_or_insert_with(|| args.iter().map(|a| a.to_vec()).collect());
+            rewrite_trim(v, &t, st);
+        }
         if removed > 0 {
             ctx.notify(NOTIFY_STREAM, "xtrim", key);
         }
-        if let Some(a) = snapshot {
-            argv = a;
-        }
     }
-    ctx.rewrite(&argv);
+    if let Some(v) = argv {
+        ctx.rewrite(&v);
+    }
 }
 
 /// XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
