@@ -853,6 +853,7 @@ fn check_encodings(
                 )
                 | (b"+zset\r\n", b"$8\r\nlistpack\r\n" | b"$8\r\nskiplist\r\n")
                 | (b"+hash\r\n", b"$8\r\nlistpack\r\n" | b"$9\r\nhashtable\r\n")
+                | (b"+stream\r\n", b"$6\r\nstream\r\n")
         );
         if !ok {
             return Err(format!(
