@@ -49,14 +49,24 @@ use ferrokv_store::stream::{
 use ferrokv_store::{Value, ValueRef, ValueType, NO_EXPIRE};
 use std::sync::Arc;
 
-const fn cmd(name: &'static str, arity: i32, flags: u32, h: crate::commands::Handler) -> CommandSpec {
+const fn cmd(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    h: crate::commands::Handler,
+) -> CommandSpec {
     CommandSpec::new(name, arity, flags, h)
         .group("stream")
         .keys(1, 1, 1)
         .since("5.0.0")
 }
 
-const fn sub(name: &'static str, arity: i32, flags: u32, h: crate::commands::Handler) -> CommandSpec {
+const fn sub(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    h: crate::commands::Handler,
+) -> CommandSpec {
     CommandSpec::new(name, arity, flags, h)
         .group("stream")
         .keys(2, 2, 1)
@@ -73,12 +83,38 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 static XGROUP_SUBS: &[CommandSpec] = &[
-    sub("xgroup|create", -5, WRITE | DENYOOM, xgroup_create).doc("Create a consumer group.", "key group id|$ [MKSTREAM] [ENTRIESREAD entries-read]"),
-    sub("xgroup|createconsumer", 5, WRITE | DENYOOM, xgroup_createconsumer).since("6.2.0").doc("Create a consumer in a consumer group.", "key group consumer"),
-    sub("xgroup|delconsumer", 5, WRITE, xgroup_delconsumer).doc("Delete a consumer from a consumer group.", "key group consumer"),
-    sub("xgroup|destroy", 4, WRITE, xgroup_destroy).complexity("O(N) where N is the number of entries in the group's pending entries list (PEL).").doc("Destroy a consumer group.", "key group"),
-    sub("xgroup|setid", -5, WRITE, xgroup_setid).doc("Set a consumer group to an arbitrary last delivered ID value.", "key group id|$ [ENTRIESREAD entries-read]"),
-    CommandSpec::new("xgroup|help", 2, LOADING | STALE, xgroup_help).group("stream").since("5.0.0").doc("Show helpful text about the different subcommands", ""),
+    sub("xgroup|create", -5, WRITE | DENYOOM, xgroup_create).doc(
+        "Create a consumer group.",
+        "key group id|$ [MKSTREAM] [ENTRIESREAD entries-read]",
+    ),
+    sub(
+        "xgroup|createconsumer",
+        5,
+        WRITE | DENYOOM,
+        xgroup_createconsumer,
+    )
+    .since("6.2.0")
+    .doc(
+        "Create a consumer in a consumer group.",
+        "key group consumer",
+    ),
+    sub("xgroup|delconsumer", 5, WRITE, xgroup_delconsumer).doc(
+        "Delete a consumer from a consumer group.",
+        "key group consumer",
+    ),
+    sub("xgroup|destroy", 4, WRITE, xgroup_destroy)
+        .complexity(
+            "O(N) where N is the number of entries in the group's pending entries list (PEL).",
+        )
+        .doc("Destroy a consumer group.", "key group"),
+    sub("xgroup|setid", -5, WRITE, xgroup_setid).doc(
+        "Set a consumer group to an arbitrary last delivered ID value.",
+        "key group id|$ [ENTRIESREAD entries-read]",
+    ),
+    CommandSpec::new("xgroup|help", 2, LOADING | STALE, xgroup_help)
+        .group("stream")
+        .since("5.0.0")
+        .doc("Show helpful text about the different subcommands", ""),
 ];
 
 /// The time stamps groups keep (delivery, seen-time): the server's clock,
@@ -114,7 +150,13 @@ fn error_with(ctx: &mut Ctx, parts: &[&[u8]]) {
 fn nogroup(ctx: &mut Ctx, key: &[u8], group: &[u8]) {
     error_with(
         ctx,
-        &[b"NOGROUP No such key '", key, b"' or consumer group '", group, b"'"],
+        &[
+            b"NOGROUP No such key '",
+            key,
+            b"' or consumer group '",
+            group,
+            b"'",
+        ],
     );
 }
 
@@ -158,7 +200,13 @@ pub fn propagate_instead(ctx: &mut Ctx, cmds: Vec<Vec<Vec<u8>>>) {
 }
 
 /// `streamPropagateXCLAIM`.
-fn xclaim_argv(key: &[u8], group: &[u8], id: StreamId, nack: &Nack, last_id: StreamId) -> Vec<Vec<u8>> {
+fn xclaim_argv(
+    key: &[u8],
+    group: &[u8],
+    id: StreamId,
+    nack: &Nack,
+    last_id: StreamId,
+) -> Vec<Vec<u8>> {
     vec![
         b"XCLAIM".to_vec(),
         key.to_vec(),
@@ -267,7 +315,13 @@ fn xgroup_target<'a>(ctx: &'a mut Ctx, key: &[u8], group: &[u8]) -> Option<&'a m
     if !has_group {
         error_with(
             ctx,
-            &[b"NOGROUP No such consumer group '", group, b"' for key name '", key, b"'"],
+            &[
+                b"NOGROUP No such consumer group '",
+                group,
+                b"' for key name '",
+                key,
+                b"'",
+            ],
         );
         return None;
     }
@@ -358,7 +412,10 @@ fn xgroup_delconsumer(ctx: &mut Ctx, args: Args) {
     let Some(st) = xgroup_target(ctx, key, group) else {
         return;
     };
-    let pending = st.group_mut(group).expect("checked").delete_consumer(consumer);
+    let pending = st
+        .group_mut(group)
+        .expect("checked")
+        .delete_consumer(consumer);
     if pending.is_some() {
         ctx.modified(1);
         ctx.notify(NOTIFY_STREAM, "xgroup-delconsumer", key);
@@ -415,7 +472,9 @@ fn xgroup_setid(ctx: &mut Ctx, args: Args) {
         unreachable!("looked up above")
     };
     let id = id.unwrap_or_else(|| st.last_id());
-    st.group_mut(group).expect("checked").set_id(id, entries_read);
+    st.group_mut(group)
+        .expect("checked")
+        .set_id(id, entries_read);
     ctx.modified(1);
     ctx.notify(NOTIFY_STREAM, "xgroup-setid", key);
     ctx.out().ok();
@@ -507,8 +566,9 @@ fn xreadgroup(ctx: &mut Ctx, args: Args) {
             (Some(true), _) => {}
             (None, true) => return ctx.error("UNBLOCKED the stream key no longer exists"),
             (Some(false), true) => {
-                return ctx
-                    .error("NOGROUP the consumer group this client was blocked on no longer exists")
+                return ctx.error(
+                    "NOGROUP the consumer group this client was blocked on no longer exists",
+                )
             }
             (_, false) => {
                 return error_with(
@@ -565,7 +625,7 @@ fn xreadgroup(ctx: &mut Ctx, args: Args) {
                 .next()
                 .map(|(id, _)| id);
             let behind = st.group(group).expect("checked").last_id;
-            if !last_live.is_some_and(|top| top > behind) {
+            if last_live.is_none_or(|top| top <= behind) {
                 continue;
             }
         }
@@ -690,6 +750,17 @@ fn xack(ctx: &mut Ctx, args: Args) {
     ctx.out().int(acked as i64);
 }
 
+/// XPENDING's extended form.
+struct PendingQuery<'a> {
+    start: StreamId,
+    end: StreamId,
+    /// 0: an empty reply.
+    count: u64,
+    consumer: Option<&'a [u8]>,
+    /// 0: no filter.
+    min_idle: i64,
+}
+
 /// XPENDING key group [[IDLE min-idle-time] start end count [consumer]]
 fn xpending(ctx: &mut Ctx, args: Args) {
     let (key, group) = (args.get(1), args.get(2));
@@ -697,7 +768,7 @@ fn xpending(ctx: &mut Ctx, args: Args) {
     if !justinfo && (args.len() < 6 || args.len() > 9) {
         return ctx.error(err::SYNTAX);
     }
-    let mut range: Option<(StreamId, StreamId, u64, Option<&[u8]>, i64)> = None;
+    let mut range: Option<PendingQuery> = None;
     if !justinfo {
         let mut at = 3;
         let mut min_idle = 0i64;
@@ -733,7 +804,13 @@ fn xpending(ctx: &mut Ctx, args: Args) {
             }
         }
         let consumer = (at + 3 < args.len()).then(|| args.get(at + 3));
-        range = Some((start, end, count.max(0) as u64, consumer, min_idle));
+        range = Some(PendingQuery {
+            start,
+            end,
+            count: count.max(0) as u64,
+            consumer,
+            min_idle,
+        });
     }
     let now = clock_ms(ctx);
     let has_group = match read_stream(ctx, key) {
@@ -750,7 +827,14 @@ fn xpending(ctx: &mut Ctx, args: Args) {
     };
     let g = st.group(group).expect("checked");
     let out = &mut ctx.client.out;
-    let Some((start, end, count, consumer, min_idle)) = range else {
+    let Some(PendingQuery {
+        start,
+        end,
+        count,
+        consumer,
+        min_idle,
+    }) = range
+    else {
         let summary = g.pending_summary();
         out.array(4);
         out.int(summary.count as i64);
@@ -861,7 +945,9 @@ fn xclaim(ctx: &mut Ctx, args: Args) {
             delivery_time = Some(v);
             j += 1;
         } else if is(a, "retrycount") && more > 0 {
-            let Some(v) = value(ctx, "RETRYCOUNT") else { return };
+            let Some(v) = value(ctx, "RETRYCOUNT") else {
+                return;
+            };
             retry_count = Some(v);
             j += 1;
         } else if is(a, "lastid") && more > 0 {

@@ -27,7 +27,12 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec::new("xinfo", -2, 0, xinfo_h
     .doc("A container for stream introspection commands", "")
     .subs(XINFO_SUBS)];
 
-const fn sub(name: &'static str, arity: i32, flags: u32, h: crate::commands::Handler) -> CommandSpec {
+const fn sub(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    h: crate::commands::Handler,
+) -> CommandSpec {
     CommandSpec::new(name, arity, flags, h)
         .group("stream")
         .since("5.0.0")
@@ -35,10 +40,16 @@ const fn sub(name: &'static str, arity: i32, flags: u32, h: crate::commands::Han
 }
 
 static XINFO_SUBS: &[CommandSpec] = &[
-    sub("xinfo|stream", -3, READONLY, xinfo_stream).doc("Get information about a stream", "key [FULL [COUNT count]]"),
-    sub("xinfo|groups", 3, READONLY, xinfo_groups).doc("List the consumer groups of a stream", "key"),
-    sub("xinfo|consumers", 4, READONLY, xinfo_consumers).doc("List the consumers in a consumer group", "key group"),
-    CommandSpec::new("xinfo|help", 2, LOADING | STALE, xinfo_help).group("stream").since("5.0.0").doc("Show helpful text about the different subcommands", ""),
+    sub("xinfo|stream", -3, READONLY, xinfo_stream)
+        .doc("Get information about a stream", "key [FULL [COUNT count]]"),
+    sub("xinfo|groups", 3, READONLY, xinfo_groups)
+        .doc("List the consumer groups of a stream", "key"),
+    sub("xinfo|consumers", 4, READONLY, xinfo_consumers)
+        .doc("List the consumers in a consumer group", "key group"),
+    CommandSpec::new("xinfo|help", 2, LOADING | STALE, xinfo_help)
+        .group("stream")
+        .since("5.0.0")
+        .doc("Show helpful text about the different subcommands", ""),
 ];
 
 /// XINFO HELP
@@ -164,7 +175,11 @@ fn xinfo_stream(ctx: &mut Ctx, args: Args) {
         return;
     }
     // COUNT 0: everything.
-    let limit = if count == 0 { usize::MAX } else { count as usize };
+    let limit = if count == 0 {
+        usize::MAX
+    } else {
+        count as usize
+    };
     out.bulk(b"entries");
     super::reply_range(out, st, StreamId::MIN, StreamId::MAX, count as u64, false);
     out.bulk(b"groups");
