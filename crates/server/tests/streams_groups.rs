@@ -941,19 +941,19 @@ fn resp3_replies_are_maps() {
                     "first-entry",
                     "last-entry"
                 ])
-                .as_array()
+                .into_array()
             );
         }
         other => panic!("{other:?}"),
     }
 }
 
-trait AsArray {
-    fn as_array(self) -> Vec<Frame>;
+trait IntoArray {
+    fn into_array(self) -> Vec<Frame>;
 }
 
-impl AsArray for Frame {
-    fn as_array(self) -> Vec<Frame> {
+impl IntoArray for Frame {
+    fn into_array(self) -> Vec<Frame> {
         match self {
             Frame::Array(v) => v,
             other => panic!("{other:?}"),
