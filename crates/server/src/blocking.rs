@@ -64,6 +64,10 @@ pub struct Blocked {
     pub keys: Vec<Vec<u8>>,
     /// The type a key must hold to serve this client.
     pub wants: ValueType,
+    /// Run the command again on any signal of its keys, whatever they
+    /// hold now (XREADGROUP: a deleted key or group ends its wait with an
+    /// error, as Redis 7.0 does).
+    pub on_any_change: bool,
     /// Unix ms; `None` waits forever.
     pub deadline: Option<i64>,
     /// The blocking command, to run again when a key is ready.
@@ -197,6 +201,31 @@ pub fn block_for_keys<'k>(
     wants: ValueType,
     deadline: Option<i64>,
 ) {
+    block_generic(ctx, args, keys, wants, false, deadline)
+}
+
+/// [`block_for_keys`] for a command that must also run again when a key
+/// it waits on is deleted or changes type, or when anything else a write
+/// there changed matters to it (XREADGROUP: its group may be gone). It
+/// decides itself whether to reply or to block again.
+pub fn block_for_keys_on_any_change<'k>(
+    ctx: &mut Ctx,
+    args: Args,
+    keys: impl Iterator<Item = &'k [u8]>,
+    wants: ValueType,
+    deadline: Option<i64>,
+) {
+    block_generic(ctx, args, keys, wants, true, deadline)
+}
+
+fn block_generic<'k>(
+    ctx: &mut Ctx,
+    args: Args,
+    keys: impl Iterator<Item = &'k [u8]>,
+    wants: ValueType,
+    on_any_change: bool,
+    deadline: Option<i64>,
+) {
     let mut argv = Vec::new();
     let mut ranges = Vec::with_capacity(args.len());
     for a in args.iter() {
@@ -211,6 +240,7 @@ pub fn block_for_keys<'k>(
         db: ctx.client.db,
         keys,
         wants,
+        on_any_change,
         deadline,
         argv,
         ranges,
@@ -238,13 +268,14 @@ pub fn signal_command_keys(srv: &mut Server, spec: &CommandSpec, args: &Args) {
     }
 }
 
-/// What the blocked client at `t` waits for.
-fn wants_of(srv: &Server, t: usize) -> Option<ValueType> {
+/// What the blocked client at `t` waits for, and whether any change of
+/// its keys serves it.
+fn wants_of(srv: &Server, t: usize) -> Option<(ValueType, bool)> {
     srv.clients
         .get(t)
         .and_then(|c| c.as_deref())
         .and_then(|c| c.blocked.as_ref())
-        .map(|b| b.wants)
+        .map(|b| (b.wants, b.on_any_change))
 }
 
 /// Whether `key` in `db` holds a value of type `t` (no access counted).
@@ -273,8 +304,8 @@ pub fn serve_ready(srv: &mut Server) {
                     .filter_map(|(db, q)| q.iter().find(|t| !tried.contains(*t)).map(|&t| (*db, t)))
                     .collect();
                 for (db, t) in dbs {
-                    if let Some(w) = wants_of(srv, t) {
-                        if holds(srv, db, &key, w, now) {
+                    if let Some((w, any)) = wants_of(srv, t) {
+                        if any || holds(srv, db, &key, w, now) {
                             candidate = Some(t);
                             break;
                         }

@@ -190,6 +190,8 @@ impl CommandTable {
             hyperloglog::COMMANDS,
             geo::COMMANDS,
             stream::COMMANDS,
+            stream::groups::COMMANDS,
+            stream::info::COMMANDS,
             dump::COMMANDS,
             sort::COMMANDS,
             keys::COMMANDS,

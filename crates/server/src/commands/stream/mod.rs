@@ -16,6 +16,8 @@
 //! the range iterator yields them, and the work is the entries returned
 //! (or, for XDEL and XREAD, the IDs and keys given).
 
+pub mod groups;
+pub mod info;
 pub mod read;
 
 use super::flags::*;
@@ -474,7 +476,7 @@ fn xrevrange(ctx: &mut Ctx, args: Args) {
 
 /// A range bound: `(` makes it exclusive (Redis's `exclude`), then an ID,
 /// `-` or `+`; a bare `<ms>` takes `missing_seq`.
-fn parse_bound(ctx: &mut Ctx, a: &[u8], missing_seq: u64) -> Option<(StreamId, bool)> {
+pub fn parse_bound(ctx: &mut Ctx, a: &[u8], missing_seq: u64) -> Option<(StreamId, bool)> {
     let (a, exclusive) = if a.len() > 1 && a[0] == b'(' {
         (&a[1..], true)
     } else {

@@ -32,7 +32,7 @@ pub const XREAD: CommandSpec = CommandSpec::new("xread", -4, READONLY | BLOCKING
 
 /// `getTimeoutFromObjectOrReply` in milliseconds: an integer, not
 /// negative; 0 waits forever. `None` when it replied an error.
-fn parse_block_ms(ctx: &mut Ctx, a: &[u8]) -> Option<Option<i64>> {
+pub fn parse_block_ms(ctx: &mut Ctx, a: &[u8]) -> Option<Option<i64>> {
     let Some(ms) = ferrokv_resp::parse_i64(a) else {
         ctx.error("ERR timeout is not an integer or out of range");
         return None;
