@@ -246,6 +246,8 @@ fn xread_serves_streams_above_their_ids_in_both_protocols() {
             (&["XREAD", "STREAMS", "x4:a", ">"], err("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.")),
             (&["XREAD", "STREAMS", "x4:a", "-"], err(INVALID)),
             (&["XREAD", "COUNT", "1", "x4:a", "0"], err("ERR syntax error")),
+            (&["XREAD", "GROUP", "g", "STREAMS", "x4:a", "0"], err("ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.")),
+            (&["XREAD", "NOACK", "STREAMS", "x4:a", "0"], err("ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.")),
             (&["XREAD", "COUNT", "x", "STREAMS", "x4:a", "0"], err("ERR value is not an integer or out of range")),
             (&["XREAD", "BLOCK", "-1", "STREAMS", "x4:a", "0"], err("ERR timeout is negative")),
             (&["XREAD", "BLOCK", "x", "STREAMS", "x4:a", "0"], err("ERR timeout is not an integer or out of range")),

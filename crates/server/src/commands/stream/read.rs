@@ -71,6 +71,14 @@ fn xread(ctx: &mut Ctx, args: Args) {
                 return;
             };
             count = n.max(0) as u64;
+        } else if is(a, "group") && more >= 2 {
+            return ctx.error(
+                "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.",
+            );
+        } else if is(a, "noack") {
+            return ctx.error(
+                "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.",
+            );
         } else if is(a, "streams") && more > 0 {
             streams_at = i + 1;
             if !(args.len() - streams_at).is_multiple_of(2) {
