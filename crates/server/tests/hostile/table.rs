@@ -783,6 +783,7 @@ impl Session {
                 "hostile:biglist" => "LLEN",
                 "hostile:bigset" => "SCARD",
                 "hostile:bigzset" => "ZCARD",
+                "hostile:bigstream" => "XLEN",
                 _ => "EXISTS",
             };
             req.extend(Frame::command(&[len, k]));
