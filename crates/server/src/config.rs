@@ -369,6 +369,19 @@ pub struct ConfigOption {
     pub alias_of: Option<&'static str>,
 }
 
+/// A memory setting Redis keeps in a `long long` (`hll-sparse-max-bytes`,
+/// `stream-node-max-bytes`): units accepted, at most `i64::MAX`.
+fn parse_memory_signed(a: &[String]) -> Result<u64, String> {
+    let v = parse_memory(one(a)?)?;
+    if v > i64::MAX as u64 {
+        return Err(format!(
+            "argument must be between 0 and {} inclusive",
+            i64::MAX
+        ));
+    }
+    Ok(v)
+}
+
 /// Parses a memory size as Redis's `memtoull`: `1k`=1000, `1kb`=1024, `m`, `mb`, `g`, `gb`.
 pub fn parse_memory(s: &str) -> Result<u64, String> {
     let l = s.to_ascii_lowercase();
@@ -1181,14 +1194,7 @@ pub static OPTIONS: &[ConfigOption] = &[
         "3000",
         true,
         |c, a| {
-            let v = parse_memory(one(a)?)?;
-            if v > i64::MAX as u64 {
-                return Err(format!(
-                    "argument must be between 0 and {} inclusive",
-                    i64::MAX
-                ));
-            }
-            c.hll_sparse_max_bytes = v;
+            c.hll_sparse_max_bytes = parse_memory_signed(a)?;
             Ok(())
         },
         |c| c.hll_sparse_max_bytes.to_string()
@@ -1198,14 +1204,7 @@ pub static OPTIONS: &[ConfigOption] = &[
         "4096",
         true,
         |c, a| {
-            let v = parse_memory(one(a)?)?;
-            if v > i64::MAX as u64 {
-                return Err(format!(
-                    "argument must be between 0 and {} inclusive",
-                    i64::MAX
-                ));
-            }
-            c.stream_node_max_bytes = v;
+            c.stream_node_max_bytes = parse_memory_signed(a)?;
             Ok(())
         },
         |c| c.stream_node_max_bytes.to_string()

@@ -1184,17 +1184,7 @@ fn command_getkeys_finds_the_store_keys() {
 }
 
 /// The incremental AOF file's text (both servers write Redis 7's layout).
-fn aof_text(p: &ServerProcess) -> String {
-    let dir = p.dir.path().join("appendonlydir");
-    let mut text = String::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let path = e.unwrap().path();
-        if path.to_string_lossy().ends_with(".incr.aof") {
-            text.push_str(&String::from_utf8_lossy(&std::fs::read(path).unwrap()));
-        }
-    }
-    text
-}
+use common::aof_text;
 
 #[test]
 fn geoadd_is_propagated_as_zadd_and_searches_only_when_they_store() {

@@ -319,17 +319,7 @@ fn a_blocked_xread_is_woken_by_xadd_only_for_new_entries() {
     w.cmd(&["DEL", "x5:a", "x5:b"]);
 }
 
-fn aof_text(p: &ServerProcess) -> String {
-    let dir = p.dir.path().join("appendonlydir");
-    let mut text = String::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let path = e.unwrap().path();
-        if path.to_string_lossy().ends_with(".incr.aof") {
-            text.push_str(&String::from_utf8_lossy(&std::fs::read(path).unwrap()));
-        }
-    }
-    text
-}
+use common::aof_text;
 
 #[test]
 fn xadd_and_trims_are_propagated_in_their_deterministic_form() {

@@ -1082,17 +1082,7 @@ fn blocked_xreadgroup_is_served_by_xadd_and_ended_by_del_or_destroy() {
     assert_eq!(w.cmd(&["EXEC"]), arr(vec![nil()]));
 }
 
-fn aof_text(p: &ServerProcess) -> String {
-    let dir = p.dir.path().join("appendonlydir");
-    let mut text = String::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let path = e.unwrap().path();
-        if path.to_string_lossy().ends_with(".incr.aof") {
-            text.push_str(&String::from_utf8_lossy(&std::fs::read(path).unwrap()));
-        }
-    }
-    text
-}
+use common::aof_text;
 
 /// The AOF's commands as space-joined arguments, SELECTs left out and the
 /// value after TIME masked.

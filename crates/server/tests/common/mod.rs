@@ -625,3 +625,16 @@ pub fn shared_ferrokv() -> std::sync::Arc<ServerProcess> {
     *slot = Arc::downgrade(&s);
     s
 }
+
+/// The text of a server's incremental AOF files (`appendonlydir/*.incr.aof`).
+pub fn aof_text(p: &ServerProcess) -> String {
+    let dir = p.dir.path().join("appendonlydir");
+    let mut text = String::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.to_string_lossy().ends_with(".incr.aof") {
+            text.push_str(&String::from_utf8_lossy(&std::fs::read(path).unwrap()));
+        }
+    }
+    text
+}

@@ -604,13 +604,7 @@ fn xreadgroup(ctx: &mut Ctx, args: Args) {
     let now = clock_ms(ctx);
     let mut served = 0usize;
     let mut props: Vec<Vec<Vec<u8>>> = Vec::new();
-    let mut body = crate::net::client::Reply {
-        buf: Vec::new(),
-        proto: ctx.client.out.proto,
-        error_codes: Vec::new(),
-        cap: ctx.client.out.cap.saturating_sub(ctx.client.out.buf.len()),
-        overflowed: false,
-    };
+    let mut body = super::scratch_reply(&ctx.client.out);
     for (k, from) in froms.iter().enumerate() {
         let key = args.get(streams_at + k);
         if only.as_deref().is_some_and(|o| o != key) {
@@ -687,16 +681,7 @@ fn xreadgroup(ctx: &mut Ctx, args: Args) {
     }
     if served > 0 {
         propagate_instead(ctx, props);
-        let out = &mut ctx.client.out;
-        if body.overflowed {
-            out.overflowed = true;
-        }
-        if out.proto == Protocol::Resp2 {
-            out.array(served);
-        } else {
-            out.map(served);
-        }
-        out.buf.extend_from_slice(&body.buf);
+        super::emit_streams(&mut ctx.client.out, body, served);
         return;
     }
     let Some(deadline) = block else {

@@ -141,6 +141,37 @@ pub fn reply_range(
     n
 }
 
+/// A scratch reply for the per-stream parts of an XREAD/XREADGROUP
+/// reply, whose count is known only at the end; it may use what is left
+/// of the client's output limit.
+pub fn scratch_reply(out: &crate::net::client::Reply) -> crate::net::client::Reply {
+    crate::net::client::Reply {
+        buf: Vec::new(),
+        proto: out.proto,
+        error_codes: Vec::new(),
+        cap: out.cap.saturating_sub(out.buf.len()),
+        overflowed: false,
+    }
+}
+
+/// Writes the `served` streams collected in `body`: an array of
+/// `[key, entries]` pairs in RESP2, a map of key to entries in RESP3.
+pub fn emit_streams(
+    out: &mut crate::net::client::Reply,
+    body: crate::net::client::Reply,
+    served: usize,
+) {
+    if body.overflowed {
+        out.overflowed = true;
+    }
+    if out.proto == ferrokv_resp::encode::Protocol::Resp2 {
+        out.array(served);
+    } else {
+        out.map(served);
+    }
+    out.buf.extend_from_slice(&body.buf);
+}
+
 /// One entry: `[id, [field, value, ...]]`.
 pub fn encode_entry(buf: &mut Vec<u8>, id: StreamId, pairs: ferrokv_store::stream::Pairs<'_>) {
     use ferrokv_resp::encode;

@@ -120,13 +120,7 @@ fn xread(ctx: &mut Ctx, args: Args) {
     // Run again for a ready key: that key alone.
     let only = ctx.srv.blocking.serving_key().map(|k| k.to_vec());
     let mut served = 0usize;
-    let mut body = crate::net::client::Reply {
-        buf: Vec::new(),
-        proto: ctx.client.out.proto,
-        error_codes: Vec::new(),
-        cap: ctx.client.out.cap.saturating_sub(ctx.client.out.buf.len()),
-        overflowed: false,
-    };
+    let mut body = super::scratch_reply(&ctx.client.out);
     for (k, &gt) in ids.iter().enumerate() {
         let key = args.get(streams_at + k);
         if only.as_deref().is_some_and(|o| o != key) {
@@ -157,16 +151,7 @@ fn xread(ctx: &mut Ctx, args: Args) {
         reply_range(&mut body, st, start, StreamId::MAX, count, false);
     }
     if served > 0 {
-        let out = &mut ctx.client.out;
-        if body.overflowed {
-            out.overflowed = true;
-        }
-        if out.proto == ferrokv_resp::encode::Protocol::Resp2 {
-            out.array(served);
-        } else {
-            out.map(served);
-        }
-        out.buf.extend_from_slice(&body.buf);
+        super::emit_streams(&mut ctx.client.out, body, served);
         return;
     }
     let Some(deadline) = block else {
