@@ -95,7 +95,8 @@ impl Generator {
     /// One stream command.
     pub(super) fn stream_command(&mut self) -> Command {
         let b = |s: &str| s.as_bytes().to_vec();
-        let args: Vec<Vec<u8>> = match self.rng.gen_range(0..40) {
+        let args: Vec<Vec<u8>> = match self.rng.gen_range(0..44) {
+            40..=43 => return self.stream_group_command(),
             0..=13 => {
                 let mut a = vec![b("XADD"), self.skey()];
                 if self.chance(0.1) {
@@ -201,7 +202,79 @@ impl Generator {
                 b(self.pick(&["4096", "4096", "60", "0"])),
             ],
             38 => vec![b("TYPE"), self.skey()],
+            39 => return self.stream_group_command(),
             _ => vec![b("XADD"), self.skey()],
+        };
+        Command::new(args, Check::Exact)
+    }
+
+    /// One consumer-group command whose reply holds no time: XGROUP's
+    /// subcommands, XREADGROUP (`>`, history, NOACK), XACK, XPENDING's
+    /// summary, XCLAIM and XAUTOCLAIM with no idle time (JUSTID, or the
+    /// entries), XINFO STREAM and GROUPS (not CONSUMERS, whose idle times
+    /// differ, nor XPENDING's extended form).
+    fn stream_group_command(&mut self) -> Command {
+        let b = |s: &str| s.as_bytes().to_vec();
+        let g = b(self.pick(&["g1", "g2", "nog"]));
+        let c = b(self.pick(&["c1", "c2", "c3"]));
+        let args: Vec<Vec<u8>> = match self.rng.gen_range(0..14) {
+            0..=1 => {
+                let mut a = vec![b("XGROUP"), b("CREATE"), self.skey(), g];
+                a.push(if self.chance(0.3) { b("$") } else { self.sid() });
+                if self.chance(0.3) {
+                    a.push(b("MKSTREAM"));
+                }
+                if self.chance(0.2) {
+                    a.push(b("ENTRIESREAD"));
+                    a.push(self.rng.gen_range(-2..20i32).to_string().into_bytes());
+                }
+                a
+            }
+            2 => vec![b("XGROUP"), b("SETID"), self.skey(), g, self.sid()],
+            3 => vec![b("XGROUP"), b("DESTROY"), self.skey(), g],
+            4 => vec![b("XGROUP"), b("CREATECONSUMER"), self.skey(), g, c],
+            5 => vec![b("XGROUP"), b("DELCONSUMER"), self.skey(), g, c],
+            6..=8 => {
+                let mut a = vec![b("XREADGROUP"), b("GROUP"), g, c];
+                if self.chance(0.5) {
+                    a.push(b("COUNT"));
+                    a.push(self.pick(&["1", "2", "0"]).into());
+                }
+                if self.chance(0.15) {
+                    a.push(b("NOACK"));
+                }
+                a.push(b("STREAMS"));
+                a.push(self.skey());
+                a.push(if self.chance(0.7) { b(">") } else { self.sid() });
+                a
+            }
+            9 => {
+                let mut a = vec![b("XACK"), self.skey(), g];
+                for _ in 0..self.rng.gen_range(1..3) {
+                    a.push(self.sid());
+                }
+                a
+            }
+            10 => vec![b("XPENDING"), self.skey(), g],
+            11 => {
+                let mut a = vec![b("XCLAIM"), self.skey(), g, c, b("0"), self.sid()];
+                if self.chance(0.5) {
+                    a.push(b("JUSTID"));
+                }
+                a
+            }
+            12 => {
+                let mut a = vec![b("XAUTOCLAIM"), self.skey(), g, c, b("0"), self.sid()];
+                if self.chance(0.5) {
+                    a.push(b("COUNT"));
+                    a.push(self.pick(&["1", "3", "0"]).into());
+                }
+                if self.chance(0.5) {
+                    a.push(b("JUSTID"));
+                }
+                a
+            }
+            _ => vec![b("XINFO"), b(self.pick(&["STREAM", "GROUPS"])), self.skey()],
         };
         Command::new(args, Check::Exact)
     }

@@ -147,14 +147,20 @@ fn error_with(ctx: &mut Ctx, parts: &[&[u8]]) {
     ctx.client.out.error_bytes(&msg);
 }
 
+/// A name as C's `%s` prints it in Redis's formatted errors: up to its
+/// first NUL byte.
+fn c_str(b: &[u8]) -> &[u8] {
+    &b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())]
+}
+
 fn nogroup(ctx: &mut Ctx, key: &[u8], group: &[u8]) {
     error_with(
         ctx,
         &[
             b"NOGROUP No such key '",
-            key,
+            c_str(key),
             b"' or consumer group '",
-            group,
+            c_str(group),
             b"'",
         ],
     );
@@ -575,9 +581,9 @@ fn xreadgroup(ctx: &mut Ctx, args: Args) {
                     ctx,
                     &[
                         b"NOGROUP No such key '",
-                        key,
+                        c_str(key),
                         b"' or consumer group '",
-                        group,
+                        c_str(group),
                         b"' in XREADGROUP with GROUP option",
                     ],
                 )
