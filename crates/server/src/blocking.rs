@@ -146,6 +146,17 @@ impl Blocking {
         }
     }
 
+    /// The keys clients wait on in database `db` (FLUSHDB and SWAPDB
+    /// signal them, as Redis's `scanDatabaseForReadyKeys` and
+    /// `scanDatabaseForDeletedStreams` do).
+    pub fn waited_keys_in(&self, db: usize) -> Vec<Vec<u8>> {
+        self.waiters
+            .iter()
+            .filter(|(_, per_db)| per_db.iter().any(|(d, _)| *d == db))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
     fn register(&mut self, token: usize, b: &Blocked) {
         for key in &b.keys {
             let per_db = self.waiters.entry(key.clone()).or_default();

@@ -252,6 +252,7 @@ impl Server {
             return;
         };
         self.eviction.evicted_keys += 1;
+        self.blocking.signal(key);
         self.propagate(db, &[&b"DEL"[..], key]);
         self.notify_keyspace_event(None, crate::notify::NOTIFY_EVICTED, "evicted", key, db);
         if self.config.lazyfree_lazy_eviction {

@@ -244,12 +244,15 @@ impl Server {
     /// callers can hold a borrow of the keyspace meanwhile.
     fn note_expired(
         stats: &mut Stats,
+        blocking: &mut crate::blocking::Blocking,
         propagation: &mut crate::propagate::Propagation,
         pending: Option<&mut crate::notify::PendingEvents>,
         db: usize,
         key: &[u8],
     ) {
         stats.expired_keys += 1;
+        // A consumer blocked on a stream that expired ends its wait.
+        blocking.signal(key);
         if let Some(p) = pending {
             p.expired.push((db, key.to_vec()));
         }
@@ -275,7 +278,14 @@ impl Server {
             }
             Found::Expired(e) => {
                 let pending = wants.then_some(&mut self.pending_events);
-                Self::note_expired(&mut self.stats, &mut self.propagation, pending, db, e.key());
+                Self::note_expired(
+                    &mut self.stats,
+                    &mut self.blocking,
+                    &mut self.propagation,
+                    pending,
+                    db,
+                    e.key(),
+                );
                 self.stats.keyspace_misses += 1;
                 None
             }
@@ -300,7 +310,14 @@ impl Server {
             Found::Live(_) => true,
             Found::Expired(e) => {
                 let pending = wants.then_some(&mut self.pending_events);
-                Self::note_expired(&mut self.stats, &mut self.propagation, pending, db, e.key());
+                Self::note_expired(
+                    &mut self.stats,
+                    &mut self.blocking,
+                    &mut self.propagation,
+                    pending,
+                    db,
+                    e.key(),
+                );
                 false
             }
             Found::Missing => false,
@@ -324,7 +341,14 @@ impl Server {
             Found::Live(e) => Some(e),
             Found::Expired(e) => {
                 let pending = wants.then_some(&mut self.pending_events);
-                Self::note_expired(&mut self.stats, &mut self.propagation, pending, db, e.key());
+                Self::note_expired(
+                    &mut self.stats,
+                    &mut self.blocking,
+                    &mut self.propagation,
+                    pending,
+                    db,
+                    e.key(),
+                );
                 None
             }
             Found::Missing => None,
@@ -343,7 +367,14 @@ impl Server {
             }
             Lookup::Expired(e) => {
                 let pending = wants.then_some(&mut self.pending_events);
-                Self::note_expired(&mut self.stats, &mut self.propagation, pending, db, e.key());
+                Self::note_expired(
+                    &mut self.stats,
+                    &mut self.blocking,
+                    &mut self.propagation,
+                    pending,
+                    db,
+                    e.key(),
+                );
                 None
             }
             Lookup::Missing => None,
@@ -812,6 +843,10 @@ impl Server {
         // A replica's keys expire when its master says so.
         if self.active_expire_enabled && !self.repl.is_replica() {
             self.active_expire();
+            // Consumers blocked on a stream that expired end their wait.
+            if self.blocking.has_ready() {
+                crate::blocking::serve_ready(self);
+            }
         }
         self.replication_cron();
         let used = crate::alloc::used_memory();
@@ -861,6 +896,7 @@ impl Server {
         // Expired keys leave the propagation stream as DELs, and are
         // announced as `expired` events.
         for (dbi, e) in gone {
+            self.blocking.signal(e.key());
             self.propagate(dbi, &[&b"DEL"[..], e.key()]);
             self.pending_events.expired.push((dbi, e.key().to_vec()));
         }

@@ -1,6 +1,6 @@
 //! Guards the blocking list commands with several real connections:
 //! first-come-first-served fairness, timeouts (and their precision), wake-up
-//! by a push, by RENAME, by MOVE into another database and by a served
+//! by a push, by RENAME, by MOVE into another database, by SWAPDB and by a served
 //! BLMOVE, a waiter that disconnects, CLIENT UNBLOCK, the pipeline behind a
 //! blocked command, INFO's blocked_clients, and the AOF seeing the
 //! non-blocking forms of served pops.
@@ -180,6 +180,22 @@ fn rename_and_move_make_a_key_ready() {
     assert_eq!(p.cmd(&["RPUSH", "m", "y"]), int(1));
     assert_eq!(p.cmd(&["MOVE", "m", "1"]), int(1));
     assert_eq!(c2.read_frame(), arr(&["m", "y"]));
+    assert_eq!(blocked_clients(&s), 0);
+}
+
+#[test]
+fn swapdb_serves_a_waiter_whose_key_arrives_with_the_other_database() {
+    let s = server(&[]);
+    let (mut c1, mut p) = (s.raw(), s.raw());
+    assert_eq!(p.cmd(&["SELECT", "1"]), Frame::Simple(b"OK".to_vec()));
+    assert_eq!(p.cmd(&["RPUSH", "sw", "x"]), int(1));
+    send(&mut c1, &["BLPOP", "sw", "0"]);
+    wait_blocked(&s, 1);
+    assert_eq!(p.cmd(&["SWAPDB", "0", "1"]), Frame::Simple(b"OK".to_vec()));
+    assert_eq!(c1.read_frame(), arr(&["sw", "x"]));
+    // What database 0 held went to database 1, and the served pop
+    // emptied what database 0 holds now.
+    assert_eq!(p.cmd(&["EXISTS", "sw"]), int(0));
     assert_eq!(blocked_clients(&s), 0);
 }
 

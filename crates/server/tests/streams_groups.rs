@@ -4,7 +4,7 @@
 //! only when served), XACK, XPENDING in both forms, XCLAIM / XAUTOCLAIM
 //! (deleted entries, LASTID, JUSTID), XINFO's fields in 7.0.15's order,
 //! RESP3 shapes, a blocked XREADGROUP woken by XADD or ended by DEL and
-//! XGROUP DESTROY, and what reaches the AOF (per-entry XCLAIMs, SETID for
+//! XGROUP DESTROY, by FLUSHALL, SWAPDB or expiry, and what reaches the AOF (per-entry XCLAIMs, SETID for
 //! NOACK, MULTI/EXEC around several).
 //!
 //! Set `FERROKV_TESTS_TARGET=redis` to run them against the real
@@ -1080,6 +1080,70 @@ fn blocked_xreadgroup_is_served_by_xadd_and_ended_by_del_or_destroy() {
         ">",
     ]);
     assert_eq!(w.cmd(&["EXEC"]), arr(vec![nil()]));
+}
+
+#[test]
+fn blocked_xreadgroup_ends_when_its_stream_is_flushed_swapped_away_or_expires() {
+    let p = own_server(&[]);
+    let mut r = p.raw();
+    let mut w = p.raw();
+    let block = |w: &mut Raw| {
+        w.send(&Frame::command(&[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "xf:s",
+            ">",
+        ]))
+    };
+    let gone = err("UNBLOCKED the stream key no longer exists");
+    for end in [
+        &["FLUSHALL"][..],
+        &["FLUSHDB", "ASYNC"][..],
+        &["SWAPDB", "0", "1"][..],
+        &["PEXPIRE", "xf:s", "1"][..],
+    ] {
+        r.cmd(&["FLUSHALL"]);
+        r.cmd(&["XGROUP", "CREATE", "xf:s", "g", "$", "MKSTREAM"]);
+        block(&mut w);
+        wait_blocked(&p, 1);
+        r.cmd(end);
+        // The expired key goes in the active cycle, nobody touches it.
+        assert_eq!(w.read_frame(), gone, "after {end:?}");
+        assert_eq!(blocked_clients(&p), 0);
+    }
+    // SWAPDB that brings a stream with the same group keeps it waiting,
+    // and an XADD there serves it.
+    r.cmd(&["FLUSHALL"]);
+    r.cmd(&["XGROUP", "CREATE", "xf:s", "g", "$", "MKSTREAM"]);
+    r.cmd(&["SELECT", "1"]);
+    r.cmd(&["XGROUP", "CREATE", "xf:s", "g", "$", "MKSTREAM"]);
+    block(&mut w);
+    wait_blocked(&p, 1);
+    assert_eq!(r.cmd(&["SWAPDB", "0", "1"]), Frame::Simple(b"OK".to_vec()));
+    wait_blocked(&p, 1);
+    r.cmd(&["SELECT", "0"]);
+    assert_eq!(r.cmd(&["XADD", "xf:s", "7-1", "f", "v"]), bulk("7-1"));
+    assert_eq!(
+        w.read_frame(),
+        stream_reply("xf:s", vec![entry("7-1", &["f", "v"])])
+    );
+    // A stream without the group: NOGROUP.
+    r.cmd(&["FLUSHALL"]);
+    r.cmd(&["XGROUP", "CREATE", "xf:s", "g", "$", "MKSTREAM"]);
+    r.cmd(&["SELECT", "1"]);
+    r.cmd(&["XADD", "xf:s", "1-1", "f", "v"]);
+    block(&mut w);
+    wait_blocked(&p, 1);
+    r.cmd(&["SWAPDB", "0", "1"]);
+    assert_eq!(
+        w.read_frame(),
+        err("NOGROUP the consumer group this client was blocked on no longer exists")
+    );
 }
 
 use common::aof_text;

@@ -1020,6 +1020,11 @@ fn flush_mode(ctx: &mut Ctx, args: Args) -> Option<bool> {
 }
 
 fn flush_db(ctx: &mut Ctx, db: usize, lazy: bool) -> u64 {
+    // Consumers blocked on a stream there end their wait (Redis's
+    // `scanDatabaseForDeletedStreams`); other waiters find nothing.
+    for key in ctx.srv.blocking.waited_keys_in(db) {
+        ctx.srv.blocking.signal(&key);
+    }
     let d = &mut ctx.srv.keyspace.dbs[db];
     let n = d.len() as u64;
     // A snapshot in progress keeps what it has not written yet: `clear`
@@ -1083,6 +1088,16 @@ fn swapdb(ctx: &mut Ctx, args: Args) {
             .touch_watched_keys_in_db(b as usize, Some(a as usize));
     }
     ctx.srv.keyspace.dbs.swap(a as usize, b as usize);
+    // Clients stay in their database: what they wait on may be there now
+    // (Redis's `scanDatabaseForReadyKeys`), and a consumer whose stream
+    // left ends its wait (`scanDatabaseForDeletedStreams`).
+    if a != b {
+        for db in [a as usize, b as usize] {
+            for key in ctx.srv.blocking.waited_keys_in(db) {
+                ctx.srv.blocking.signal(&key);
+            }
+        }
+    }
     if let Some(job) = ctx.srv.persistence.job.as_mut() {
         job.swapdb(a as usize, b as usize);
     }
