@@ -34,6 +34,11 @@ Workloads (the issue's list; more families join as they are built):
   ID) to one stream, which grows to 2,000,000 entries.
 - xrange_100: XRANGE - + COUNT 100 of a 100,000-entry stream (the first
   100 entries, replied in full).
+- xreadgroup_10: XREADGROUP GROUP g c COUNT 10 STREAMS st:rg > on a
+  1,000,000-entry stream: each call delivers the next 10 entries to one
+  consumer and adds them to the group's PEL (a worker before its XACKs).
+  Each run gets a fresh group from ID 0 (XGROUP CREATE before, DESTROY
+  after, outside the measured time) and reads 100,000 x 10 entries.
 
 `--stream-memory` instead measures the memory of a stream of 1,000,000
 entries of two small fields (`XADD mem * f1 v1 f2 v2` by redis-benchmark,
@@ -115,6 +120,19 @@ def setup_stream(port):
                 got += s.recv(65536)
 
 
+def setup_stream_group(port):
+    subprocess.run(["redis-benchmark", "-p", str(port), "-n", "1000000", "-c", "1", "-P", "100",
+                    "XADD", "st:rg", "*", "f1", "v1", "f2", "v2"], capture_output=True, check=True)
+
+
+def command(port, *args):
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(resp(*args))
+        got = s.recv(65536)
+    if got.startswith(b"-"):
+        raise SystemExit(f"{args}: {got!r}")
+
+
 def used_memory(port):
     with socket.create_connection(("127.0.0.1", port)) as s:
         s.sendall(resp("INFO", "memory"))
@@ -147,7 +165,8 @@ def stream_memory(a):
           f"{f / r:.2f}x |")
 
 
-# name -> (setup, command args, requests at scale 1, -r). redis-benchmark
+# name -> (setup, command args, requests at scale 1, -r[, (command before
+# each run, command after it)]). redis-benchmark
 # writes __rand_int__ zero-padded (000000123456), which is no valid bit
 # offset for either server: random bits go through random keys instead.
 WORKLOADS = {
@@ -164,6 +183,9 @@ WORKLOADS = {
     "pfmerge": (setup_hll, ["PFMERGE", "hll:m", "hll:a", "hll:b"], 100_000, None),
     "xadd": (setup_stream, ["XADD", "st:add", "*", "f1", "v1", "f2", "v2"], 2_000_000, None),
     "xrange_100": (setup_stream, ["XRANGE", "st:big", "-", "+", "COUNT", "100"], 100_000, None),
+    "xreadgroup_10": (setup_stream_group, ["XREADGROUP", "GROUP", "g", "c", "COUNT", "10", "STREAMS",
+                                           "st:rg", ">"], 100_000, None,
+                      (["XGROUP", "CREATE", "st:rg", "g", "0"], ["XGROUP", "DESTROY", "st:rg", "g"])),
     "geoadd": (setup_geo, ["GEOADD", "geo:add", "13.__rand_int__", "38.__rand_int__",
                            "m:__rand_int__"], 1_000_000, 1_000_000),
     "geosearch_1000": (setup_geo, ["GEOSEARCH", "geo:100k", "FROMLONLAT", "5", "0", "BYRADIUS",
@@ -210,10 +232,14 @@ def main():
         for rnd in range(a.rounds):
             order = ["ferrokv", "redis"] if rnd % 2 == 0 else ["redis", "ferrokv"]
             for name in names:
-                _, cmd, n, r = WORKLOADS[name]
+                _, cmd, n, r, *hooks = WORKLOADS[name]
                 n = max(1000, int(n * a.scale))
                 for s in order:
+                    if hooks:
+                        command(ports[s], *hooks[0][0])
                     x = run(ports[s], procs[s].pid, cmd, n, r)
+                    if hooks:
+                        command(ports[s], *hooks[0][1])
                     got[(name, s)].append(x)
                     print(f"round {rnd} {name} {s}: {x[0]:,.0f} req/s, {x[1]:.3f} us CPU/req",
                           file=sys.stderr)

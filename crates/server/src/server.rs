@@ -764,6 +764,15 @@ impl Server {
         any
     }
 
+    /// [`Self::propagate`] of an argv the caller gives away: inside a
+    /// MULTI/EXEC block it is queued as it is, without a copy.
+    pub fn propagate_owned(&mut self, db: usize, argv: Vec<Vec<u8>>) {
+        match self.propagation.exec_ops.as_mut() {
+            Some(ops) => ops.push((db, argv)),
+            None => self.propagate(db, &argv),
+        }
+    }
+
     /// Sends one command down the propagation stream (the AOF and the
     /// replicas).
     pub fn propagate<T: AsRef<[u8]>>(&mut self, db: usize, argv: &[T]) {

@@ -5,7 +5,9 @@
 //! and a write load; link drops end in partial resyncs; a lagging replica is
 //! dropped by its output-buffer limit; `min-replicas-to-write`, `WAIT`, a
 //! failover with `REPLICAOF NO ONE` (partial resync through `replid2`) and a
-//! chained replica behave as Redis's do. Iteration counts are fixed.
+//! chained replica behave as Redis's do; consumer groups reach a ferrokv
+//! replica as they reach a real one, from either master. Iteration counts
+//! are fixed.
 mod common;
 
 use common::repl::*;
@@ -1209,5 +1211,244 @@ fn replica_restarted_on_its_snapshot_continues_with_a_partial_resync() {
         let _: () = redis::cmd("SELECT").arg(3).query(&mut rc).unwrap();
         let y: Option<String> = redis::cmd("GET").arg("y").query(&mut rc).unwrap();
         assert_eq!(y.as_deref(), Some("2"), "{}", master.name);
+    }
+}
+
+/// Consumer-group work on the stream `q` of `p`: every group command
+/// Redis 7.0 propagates in its own form (XREADGROUP as XCLAIMs and
+/// XGROUP SETID, XAUTOCLAIM's deletions, NOACK, a served blocked read).
+fn group_load(p: &ServerProcess) {
+    use ferrokv_resp::Frame;
+    let mut r = p.raw();
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        match r.cmd(&["XADD", "q", "*", "n", &i.to_string()]) {
+            Frame::Bulk(id) => ids.push(String::from_utf8(id).unwrap()),
+            other => panic!("XADD gave {other:?}"),
+        }
+    }
+    let ok = |f: Frame, what: &str| {
+        assert!(!matches!(f, Frame::Error(_)), "{what}: {f:?}");
+    };
+    ok(r.cmd(&["XGROUP", "CREATE", "q", "g1", "0"]), "create g1");
+    ok(r.cmd(&["XGROUP", "CREATE", "q", "g2", "$"]), "create g2");
+    ok(
+        r.cmd(&["XGROUP", "CREATE", "q", "g3", "0", "ENTRIESREAD", "3"]),
+        "create g3",
+    );
+    ok(
+        r.cmd(&["XGROUP", "CREATECONSUMER", "q", "g1", "idle-one"]),
+        "createconsumer",
+    );
+    ok(
+        r.cmd(&[
+            "XREADGROUP",
+            "GROUP",
+            "g1",
+            "c1",
+            "COUNT",
+            "5",
+            "STREAMS",
+            "q",
+            ">",
+        ]),
+        "read c1",
+    );
+    ok(
+        r.cmd(&[
+            "XREADGROUP",
+            "GROUP",
+            "g1",
+            "c2",
+            "COUNT",
+            "3",
+            "NOACK",
+            "STREAMS",
+            "q",
+            ">",
+        ]),
+        "noack",
+    );
+    ok(
+        r.cmd(&[
+            "XREADGROUP",
+            "GROUP",
+            "g1",
+            "c2",
+            "COUNT",
+            "4",
+            "STREAMS",
+            "q",
+            ">",
+        ]),
+        "read c2",
+    );
+    ok(r.cmd(&["XACK", "q", "g1", &ids[0], &ids[1]]), "xack");
+    ok(
+        r.cmd(&[
+            "XCLAIM",
+            "q",
+            "g1",
+            "c3",
+            "0",
+            &ids[2],
+            &ids[3],
+            "RETRYCOUNT",
+            "7",
+        ]),
+        "xclaim",
+    );
+    ok(
+        r.cmd(&["XCLAIM", "q", "g1", "c3", "0", &ids[15], "FORCE", "JUSTID"]),
+        "force",
+    );
+    // A pending entry deleted: XAUTOCLAIM drops it from the PEL.
+    ok(r.cmd(&["XDEL", "q", &ids[9]]), "xdel");
+    ok(
+        r.cmd(&["XAUTOCLAIM", "q", "g1", "c4", "0", "0-0", "COUNT", "10"]),
+        "xautoclaim",
+    );
+    ok(
+        r.cmd(&["XGROUP", "SETID", "q", "g2", &ids[5], "ENTRIESREAD", "6"]),
+        "setid",
+    );
+    ok(
+        r.cmd(&["XGROUP", "DELCONSUMER", "q", "g1", "c2"]),
+        "delconsumer",
+    );
+    ok(
+        r.cmd(&[
+            "XREADGROUP",
+            "GROUP",
+            "g2",
+            "d1",
+            "COUNT",
+            "2",
+            "STREAMS",
+            "q",
+            ">",
+        ]),
+        "read g2",
+    );
+    ok(
+        r.cmd(&["XREADGROUP", "GROUP", "g2", "d1", "STREAMS", "q", "0"]),
+        "history",
+    );
+    ok(r.cmd(&["XGROUP", "DESTROY", "q", "g3"]), "destroy");
+    // A blocked read served by the next XADD.
+    r.cmd(&[
+        "XREADGROUP",
+        "GROUP",
+        "g2",
+        "d1",
+        "COUNT",
+        "1",
+        "STREAMS",
+        "q",
+        ">",
+    ]);
+    let mut w = p.raw();
+    r.cmd(&["XGROUP", "CREATE", "q", "late", "$"]);
+    w.send(&Frame::command(&[
+        "XREADGROUP",
+        "GROUP",
+        "late",
+        "d2",
+        "BLOCK",
+        "0",
+        "STREAMS",
+        "q",
+        ">",
+    ]));
+    wait_for("the reader blocked", 5, || {
+        (num(p, "clients", "blocked_clients") == 1).then_some(())
+    });
+    ok(r.cmd(&["XADD", "q", "*", "n", "late"]), "xadd late");
+    ok(w.read_frame(), "served");
+    ok(r.cmd(&["XTRIM", "q", "MAXLEN", "15"]), "xtrim");
+}
+
+/// `XINFO STREAM q FULL` with the consumers' seen-times masked (a
+/// replica sets them when it applies the command).
+fn stream_full(p: &ServerProcess) -> ferrokv_resp::Frame {
+    use ferrokv_resp::Frame;
+    fn mask(f: &mut Frame) {
+        if let Frame::Array(v) = f {
+            for i in 0..v.len() {
+                if i > 0 && v[i - 1] == Frame::Bulk(b"seen-time".to_vec()) {
+                    v[i] = Frame::Integer(0);
+                } else {
+                    mask(&mut v[i]);
+                }
+            }
+        }
+    }
+    let mut f = p.raw().cmd(&["XINFO", "STREAM", "q", "FULL"]);
+    mask(&mut f);
+    f
+}
+
+/// A reply as indented text, for a readable assertion message.
+fn render(f: &ferrokv_resp::Frame, depth: usize, out: &mut String) {
+    use ferrokv_resp::Frame;
+    let pad = "  ".repeat(depth);
+    match f {
+        Frame::Array(v) => {
+            out.push_str(&format!("{pad}[\n"));
+            v.iter().for_each(|x| render(x, depth + 1, out));
+            out.push_str(&format!("{pad}]\n"));
+        }
+        Frame::Bulk(b) => out.push_str(&format!("{pad}{}\n", String::from_utf8_lossy(b))),
+        other => out.push_str(&format!("{pad}{other:?}\n")),
+    }
+}
+
+fn text(f: &ferrokv_resp::Frame) -> String {
+    let mut s = String::new();
+    render(f, 0, &mut s);
+    s
+}
+
+#[test]
+fn consumer_groups_replicate_both_ways_with_redis() {
+    // A real replica and a ferrokv replica of the same master end with
+    // the same groups. They need not equal the master: Redis 7.0
+    // propagates XREADGROUP as XCLAIM ... LASTID and XGROUP SETID, which
+    // leave entries-read, lag and delivery counts on a replica different
+    // from its master's (a real master and replica differ the same way).
+    // A full sync carries the groups exactly (RDB type 21 both ways).
+    for ferrokv_master in [true, false] {
+        let master = if ferrokv_master {
+            ferrokv(&["--repl-diskless-sync-delay", "0"])
+        } else {
+            redis(&["--repl-diskless-sync-delay", "0"])
+        };
+        let (real, ours) = (redis(&[]), ferrokv(&[]));
+        replicaof(&real, &master);
+        replicaof(&ours, &master);
+        wait_converged(&master, &real, 30);
+        wait_converged(&master, &ours, 30);
+        group_load(&master);
+        wait_converged(&master, &real, 30);
+        wait_converged(&master, &ours, 30);
+        let want = stream_full(&real);
+        assert!(matches!(want, ferrokv_resp::Frame::Array(_)), "{want:?}");
+        assert_eq!(
+            text(&stream_full(&ours)),
+            text(&want),
+            "ferrokv master: {ferrokv_master}"
+        );
+        let (late_real, late_ours) = (redis(&[]), ferrokv(&[]));
+        replicaof(&late_real, &master);
+        replicaof(&late_ours, &master);
+        wait_converged(&master, &late_real, 30);
+        wait_converged(&master, &late_ours, 30);
+        let want = text(&stream_full(&master));
+        assert_eq!(text(&stream_full(&late_real)), want);
+        assert_eq!(
+            text(&stream_full(&late_ours)),
+            want,
+            "ferrokv master: {ferrokv_master}"
+        );
     }
 }

@@ -229,11 +229,14 @@ pub struct Stream {
 
 /// What [`Stream::deliver_new`] delivered: `count` entries from `first`
 /// to `last` (reply with `range(first, last)`), or nothing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Delivery {
     pub first: StreamId,
     pub last: StreamId,
     pub count: usize,
+    /// The delivered IDs, ascending (all live: the PEL between `first`
+    /// and `last` may also hold NACKs of deleted entries).
+    pub ids: Vec<StreamId>,
 }
 
 /// XCLAIM's options; times in Unix ms.
@@ -428,6 +431,18 @@ impl Stream {
     }
 
     /// Whether a live entry has this ID (`streamEntryExists`).
+    /// The ID of the last live entry (Redis's `streamLastValidID`).
+    /// O(1) unless the last node holds deleted entries.
+    pub fn last_live_id(&self) -> Option<StreamId> {
+        let (_, n) = self.nodes.last_key_value()?;
+        if n.deleted() == 0 {
+            return Some(n.last_id());
+        }
+        self.range(StreamId::MIN, StreamId::MAX, true)
+            .next()
+            .map(|(id, _)| id)
+    }
+
     pub fn contains(&self, id: StreamId) -> bool {
         self.get(id).is_some()
     }
@@ -631,6 +646,7 @@ impl Stream {
             first: StreamId::MIN,
             last: StreamId::MIN,
             count: 0,
+            ids: Vec::new(),
         };
         let Some(start) = g.last_id.incr() else {
             return Some(out);
@@ -657,6 +673,7 @@ impl Stream {
             }
             out.last = id;
             out.count += 1;
+            out.ids.push(id);
         }
         Some(out)
     }

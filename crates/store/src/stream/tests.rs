@@ -635,6 +635,7 @@ fn check(s: &Stream, m: &Model) {
         m.entries.keys().next().copied().unwrap_or_default()
     );
     assert_eq!(s.last_id(), m.last_id);
+    assert_eq!(s.last_live_id(), m.entries.keys().next_back().copied());
     assert_eq!(s.max_deleted_entry_id(), m.max_deleted);
     assert_eq!(s.entries_added(), m.added);
     let live: u64 = s.nodes().values().map(Node::live).sum();
@@ -751,6 +752,7 @@ proptest! {
                         .take(if count == 0 { usize::MAX } else { count })
                         .collect();
                     prop_assert_eq!(d.count, todo.len());
+                    prop_assert_eq!(&d.ids, &todo);
                     if let Some(l) = todo.last() {
                         m.g_last = *l;
                         prop_assert_eq!(d.first, todo[0]);

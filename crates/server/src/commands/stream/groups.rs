@@ -196,7 +196,7 @@ pub fn propagate_instead(ctx: &mut Ctx, cmds: Vec<Vec<Vec<u8>>>) {
     }
     let any = !cmds.is_empty();
     for argv in cmds {
-        srv.propagate(db, &argv);
+        srv.propagate_owned(db, argv);
     }
     if nested {
         srv.propagation.exec_done = Some(any);
@@ -213,13 +213,19 @@ fn xclaim_argv(
     nack: &Nack,
     last_id: StreamId,
 ) -> Vec<Vec<u8>> {
+    let id_text = id.format().to_vec();
+    let last_text = if last_id == id {
+        id_text.clone()
+    } else {
+        last_id.format().to_vec()
+    };
     vec![
         b"XCLAIM".to_vec(),
         key.to_vec(),
         group.to_vec(),
         nack.consumer.to_vec(),
         b"0".to_vec(),
-        id.format().to_vec(),
+        id_text,
         b"TIME".to_vec(),
         nack.delivery_time.to_string().into_bytes(),
         b"RETRYCOUNT".to_vec(),
@@ -227,7 +233,7 @@ fn xclaim_argv(
         b"FORCE".to_vec(),
         b"JUSTID".to_vec(),
         b"LASTID".to_vec(),
-        last_id.format().to_vec(),
+        last_text,
     ]
 }
 
@@ -620,10 +626,7 @@ fn xreadgroup(ctx: &mut Ctx, args: Args) {
             unreachable!("checked above")
         };
         if let ReadFrom::New = from {
-            let last_live = st
-                .range(StreamId::MIN, StreamId::MAX, true)
-                .next()
-                .map(|(id, _)| id);
+            let last_live = st.last_live_id();
             let behind = st.group(group).expect("checked").last_id;
             if last_live.is_none_or(|top| top <= behind) {
                 continue;
@@ -651,13 +654,10 @@ fn xreadgroup(ctx: &mut Ctx, args: Args) {
                     if d.count > 0 {
                         props.push(setid_argv(key, group, g));
                     }
-                } else if d.count > 0 {
-                    // Every live entry in the range was delivered now (a
-                    // NACK of a deleted one may sit there after a SETID).
-                    for (id, nack) in g.pel().range(d.first..=d.last) {
-                        if st.contains(*id) {
-                            props.push(xclaim_argv(key, group, *id, nack, *id));
-                        }
+                } else {
+                    for id in &d.ids {
+                        let nack = g.pel().get(id).expect("just delivered");
+                        props.push(xclaim_argv(key, group, *id, nack, *id));
                     }
                 }
             }

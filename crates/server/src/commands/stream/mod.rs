@@ -621,11 +621,7 @@ fn xsetid(ctx: &mut Ctx, args: Args) {
     // (Redis 7.0.15 does not compare the ID with the current largest
     // deleted ID; later versions refuse one below it.)
     if !st.is_empty() {
-        let top = st
-            .range(StreamId::MIN, StreamId::MAX, true)
-            .next()
-            .map(|(i, _)| i)
-            .unwrap_or(StreamId::MIN);
+        let top = st.last_live_id().unwrap_or(StreamId::MIN);
         if id < top {
             return ctx.error(
                 "ERR The ID specified in XSETID is smaller than the target stream top item",

@@ -136,7 +136,7 @@ fn xread(ctx: &mut Ctx, args: Args) {
             continue;
         }
         // The last live entry must be above the ID.
-        let Some((top, _)) = st.range(StreamId::MIN, StreamId::MAX, true).next() else {
+        let Some(top) = st.last_live_id() else {
             continue;
         };
         if top <= gt {
