@@ -106,3 +106,25 @@ pub fn rss_bytes() -> usize {
         .map(|pages| pages * 4096)
         .unwrap_or(0)
 }
+
+/// Memory mimalloc holds committed for the process: its pages in use,
+/// partly filled or kept for reuse (`allocator_active`). On Linux it is
+/// also mimalloc's estimate of its resident memory.
+pub fn allocator_committed() -> usize {
+    let mut commit = 0usize;
+    // SAFETY: every out-parameter is optional; the one given points to a
+    // live usize on this stack frame.
+    unsafe {
+        libmimalloc_sys::mi_process_info(
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &mut commit,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    };
+    commit
+}

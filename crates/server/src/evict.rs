@@ -124,6 +124,22 @@ pub struct Eviction {
     next_db: usize,
     /// `evicted_keys`.
     pub evicted_keys: u64,
+    /// Since when memory stays above `maxmemory` (rounds that ran out of
+    /// time or found nothing to evict), and the time it did before
+    /// (`current_`/`total_eviction_exceeded_time`).
+    pub exceeded_since: Option<Instant>,
+    pub exceeded_total: Duration,
+}
+
+impl Eviction {
+    /// Milliseconds above `maxmemory`: (in total, in the current stretch).
+    pub fn exceeded_ms(&self) -> (u64, u64) {
+        let current = self.exceeded_since.map_or(Duration::ZERO, |t| t.elapsed());
+        (
+            (self.exceeded_total + current).as_millis() as u64,
+            current.as_millis() as u64,
+        )
+    }
 }
 
 impl Eviction {
@@ -198,8 +214,25 @@ impl Server {
         used.saturating_sub(not_counted)
     }
 
-    /// One eviction round (see the module doc).
+    /// One eviction round (see the module doc), timing how long memory
+    /// stays above the limit as Redis's `performEvictions` does.
     pub fn perform_evictions(&mut self) -> Evict {
+        let r = self.eviction_round();
+        let ev = &mut self.eviction;
+        match r {
+            Evict::Running | Evict::Fail => {
+                ev.exceeded_since.get_or_insert_with(Instant::now);
+            }
+            Evict::Ok => {
+                if let Some(t) = ev.exceeded_since.take() {
+                    ev.exceeded_total += t.elapsed();
+                }
+            }
+        }
+        r
+    }
+
+    fn eviction_round(&mut self) -> Evict {
         let max = self.config.maxmemory as usize;
         // A replica mirrors its master, which evicts for both (Redis's
         // `replica-ignore-maxmemory yes`).

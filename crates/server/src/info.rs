@@ -13,11 +13,32 @@ pub const DEFAULT_SECTIONS: &[&str] = &[
     "stats",
     "replication",
     "cpu",
+    "modules",
     "errorstats",
+    "cluster",
     "keyspace",
 ];
 /// Sections `INFO all` / `INFO everything` add.
 pub const EXTRA_SECTIONS: &[&str] = &["commandstats", "latencystats", "rdma"];
+
+/// Redis 7.0's order of every section (`genRedisInfoString`); ferrokv's
+/// own `rdma` comes last.
+const ORDER: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "commandstats",
+    "errorstats",
+    "latencystats",
+    "cluster",
+    "keyspace",
+    "rdma",
+];
 
 pub fn human_bytes(n: u64) -> String {
     let n = n as f64;
@@ -101,6 +122,8 @@ pub fn render(srv: &Server, requested: &[String], current: Caller) -> String {
             }
         }
     }
+    // Whatever order they were asked in, they come in Redis's.
+    sections.sort_by_key(|s| ORDER.iter().position(|o| o == s));
     let mut out = String::new();
     for (i, s) in sections.iter().enumerate() {
         if i > 0 {
@@ -205,12 +228,52 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             let rss = crate::alloc::rss_bytes() as u64;
             let peak = (srv.peak_memory as u64).max(used);
             let total = total_system_memory();
-            let dataset: u64 = srv
+            let dataset_tables: u64 = srv
                 .keyspace
                 .dbs
                 .iter()
                 .map(|d| d.table_bytes() as u64)
                 .sum();
+            let sc = &srv.scripting;
+            let vm_eval = sc.eval_vm_memory() as u64;
+            let vm_functions = sc.functions.engine.lua.used_memory() as u64;
+            let scripts_eval = sc.cache.body_bytes as u64;
+            let functions_mem = sc.functions.code_bytes() as u64;
+            let startup = srv.startup_memory as u64;
+            let backlog = srv.repl.backlog.as_ref().map_or(0, |b| b.size()) as u64;
+            let replica_buffers = srv.replica_buffered_bytes() as u64;
+            let (mut clients_normal, mut clients_replicas) = (0u64, 0u64);
+            for c in srv.other_clients() {
+                if c.is_replica {
+                    clients_replicas += c.memory_usage() as u64;
+                } else {
+                    clients_normal += c.memory_usage() as u64;
+                }
+            }
+            let replica_pending: u64 = srv
+                .repl
+                .master
+                .replicas
+                .iter()
+                .map(|r| r.pending.capacity() as u64)
+                .sum();
+            clients_replicas += replica_pending;
+            let aof_buf = srv.aof.as_ref().map_or(0, |a| a.buffered()) as u64;
+            // Redis's `getMemoryOverheadData`: what is not the data.
+            let overhead = startup
+                + backlog
+                + clients_replicas
+                + clients_normal
+                + aof_buf
+                + dataset_tables
+                + scripts_eval
+                + functions_mem;
+            let dataset = used.saturating_sub(overhead);
+            let net = used.saturating_sub(startup).max(1);
+            let allocated = used;
+            let active = (crate::alloc::allocator_committed() as u64).max(allocated);
+            let resident = active;
+            let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
             f!("# Memory");
             f!("used_memory:{used}");
             f!("used_memory_human:{}", human_bytes(used));
@@ -218,22 +281,21 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             f!("used_memory_rss_human:{}", human_bytes(rss));
             f!("used_memory_peak:{peak}");
             f!("used_memory_peak_human:{}", human_bytes(peak));
+            f!("used_memory_peak_perc:{:.2}%", ratio(used, peak) * 100.0);
+            f!("used_memory_overhead:{overhead}");
+            f!("used_memory_startup:{startup}");
+            f!("used_memory_dataset:{dataset}");
             f!(
-                "used_memory_peak_perc:{:.2}%",
-                if peak > 0 {
-                    used as f64 * 100.0 / peak as f64
-                } else {
-                    0.0
-                }
+                "used_memory_dataset_perc:{:.2}%",
+                dataset as f64 * 100.0 / net as f64
             );
-            f!("used_memory_dataset_tables:{dataset}");
+            f!("allocator_allocated:{allocated}");
+            f!("allocator_active:{active}");
+            f!("allocator_resident:{resident}");
+            f!("total_system_memory:{total}");
+            f!("total_system_memory_human:{}", human_bytes(total));
             // Scripting, with Redis 7.0's names: the two Lua heaps and
             // what the script cache and the libraries hold.
-            let sc = &srv.scripting;
-            let vm_eval = sc.eval_vm_memory() as u64;
-            let vm_functions = sc.functions.engine.lua.used_memory() as u64;
-            let scripts_eval = sc.cache.body_bytes as u64;
-            let functions_mem = sc.functions.code_bytes() as u64;
             f!("used_memory_lua:{vm_eval}");
             f!("used_memory_vm_eval:{vm_eval}");
             f!("used_memory_lua_human:{}", human_bytes(vm_eval));
@@ -253,33 +315,43 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
                 "used_memory_scripts_human:{}",
                 human_bytes(scripts_eval + functions_mem)
             );
-            f!("total_system_memory:{total}");
-            f!("total_system_memory_human:{}", human_bytes(total));
             let maxmemory = srv.config.maxmemory;
-            f!(
-                "allocator_collect_usec:{}",
-                srv.stats.allocator_collect_usec
-            );
             f!("maxmemory:{maxmemory}");
             f!("maxmemory_human:{}", human_bytes(maxmemory));
             f!("maxmemory_policy:{}", srv.config.maxmemory_policy.name());
-            f!(
-                "mem_not_counted_for_evict:{}",
-                srv.aof.as_ref().map_or(0, |a| a.buffered())
-            );
-            f!(
-                "mem_fragmentation_ratio:{:.2}",
-                if used > 0 {
-                    rss as f64 / used as f64
-                } else {
-                    0.0
-                }
-            );
+            f!("allocator_frag_ratio:{:.2}", ratio(active, allocated));
+            f!("allocator_frag_bytes:{}", active - allocated);
+            f!("allocator_rss_ratio:{:.2}", ratio(resident, active));
+            f!("allocator_rss_bytes:{}", resident as i64 - active as i64);
+            f!("rss_overhead_ratio:{:.2}", ratio(rss, resident));
+            f!("rss_overhead_bytes:{}", rss as i64 - resident as i64);
+            f!("mem_fragmentation_ratio:{:.2}", ratio(rss, used));
             f!("mem_fragmentation_bytes:{}", rss as i64 - used as i64);
-            f!("mem_allocator:mimalloc");
+            f!("mem_not_counted_for_evict:{}", aof_buf + replica_buffers);
+            f!("mem_replication_backlog:{backlog}");
             f!(
-                "mem_clients_normal:{}",
-                srv.other_clients().map(|c| c.memory_usage()).sum::<usize>()
+                "mem_total_replication_buffers:{}",
+                backlog + replica_buffers
+            );
+            f!("mem_clients_slaves:{clients_replicas}");
+            f!("mem_clients_normal:{clients_normal}");
+            f!("mem_cluster_links:0");
+            f!("mem_aof_buffer:{aof_buf}");
+            f!("mem_allocator:mimalloc");
+            // No active defragmentation: mimalloc's pages are purged by
+            // the cron (`allocator_collect_usec`) instead.
+            f!("active_defrag_running:0");
+            {
+                use std::sync::atomic::Ordering::Relaxed;
+                let lf = &srv.lazyfree_counts;
+                f!("lazyfree_pending_objects:{}", lf.pending.load(Relaxed));
+                f!("lazyfreed_objects:{}", lf.freed.load(Relaxed));
+            }
+            // ferrokv's own.
+            f!("used_memory_dataset_tables:{dataset_tables}");
+            f!(
+                "allocator_collect_usec:{}",
+                srv.stats.allocator_collect_usec
             );
             f!("buffer_pool_free:{}", srv.pool.len());
         }
@@ -302,9 +374,12 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
                     .sum::<usize>()
                     * 64
             );
+            // Computed when asked: never older than this reply.
+            f!("current_cow_size_age:0");
             f!(
-                "current_save_loop_share:{}",
-                if job.is_some() { p.loop_share } else { 0 }
+                "current_fork_perc:{:.2}",
+                job.filter(|j| j.keys_total > 0)
+                    .map_or(0.0, |j| j.keys_done as f64 * 100.0 / j.keys_total as f64)
             );
             f!(
                 "current_save_keys_processed:{}",
@@ -337,35 +412,61 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             f!("rdb_last_load_keys_expired:{}", p.last_load_expired);
             f!("rdb_last_load_keys_loaded:{}", p.last_load_keys);
             f!("aof_enabled:{}", srv.aof.is_some() as u8);
-            if let Some(aof) = &srv.aof {
-                f!("aof_rewrite_in_progress:{}", aof.rewrite.is_some() as u8);
-                f!("aof_rewrite_scheduled:{}", srv.aof_rewrite_scheduled as u8);
-                f!(
-                    "aof_last_rewrite_time_sec:{}",
-                    srv.aof_last_rewrite_secs.map_or(-1, |s| s.round() as i64)
-                );
-                f!(
-                    "aof_current_rewrite_time_sec:{}",
-                    job.filter(|j| j.for_aof)
-                        .map_or(-1, |j| j.started.elapsed().as_secs() as i64)
-                );
-                f!(
-                    "aof_last_bgrewrite_status:{}",
-                    if aof.last_rewrite_ok { "ok" } else { "err" }
-                );
-                f!("aof_rewrites:{}", aof.rewrites);
-                f!(
-                    "aof_last_write_status:{}",
-                    if aof.write_error.is_none() {
-                        "ok"
-                    } else {
-                        "err"
-                    }
-                );
+            let aof = srv.aof.as_ref();
+            f!(
+                "aof_rewrite_in_progress:{}",
+                aof.is_some_and(|a| a.rewrite.is_some()) as u8
+            );
+            f!("aof_rewrite_scheduled:{}", srv.aof_rewrite_scheduled as u8);
+            f!(
+                "aof_last_rewrite_time_sec:{}",
+                srv.aof_last_rewrite_secs.map_or(-1, |s| s.round() as i64)
+            );
+            f!(
+                "aof_current_rewrite_time_sec:{}",
+                job.filter(|j| j.for_aof)
+                    .map_or(-1, |j| j.started.elapsed().as_secs() as i64)
+            );
+            f!(
+                "aof_last_bgrewrite_status:{}",
+                if aof.is_none_or(|a| a.last_rewrite_ok) {
+                    "ok"
+                } else {
+                    "err"
+                }
+            );
+            f!("aof_rewrites:{}", aof.map_or(0, |a| a.rewrites));
+            f!(
+                "aof_rewrites_consecutive_failures:{}",
+                aof.map_or(0, |a| a.rewrite_failures_in_a_row)
+            );
+            f!(
+                "aof_last_write_status:{}",
+                if aof.is_none_or(|a| a.write_error.is_none()) {
+                    "ok"
+                } else {
+                    "err"
+                }
+            );
+            f!("aof_last_cow_size:{}", p.aof_last_cow_entries * 64);
+            // No modules, so no module forks (and ferrokv never forks).
+            f!("module_fork_in_progress:0");
+            f!("module_fork_last_cow_size:0");
+            if let Some(aof) = aof {
                 f!("aof_current_size:{}", aof.incr_size);
                 f!("aof_base_size:{}", aof.base_size);
+                f!("aof_pending_rewrite:{}", srv.aof_rewrite_scheduled as u8);
+                f!("aof_buffer_length:{}", aof.buffered());
+                f!("aof_pending_bio_fsync:{}", aof.fsync_pending() as u8);
+                // A write never waits for an fsync in progress.
+                f!("aof_delayed_fsync:0");
                 f!("aof_fsync_policy:{}", aof.policy().name());
             }
+            // ferrokv's own: the loop's share given to a snapshot.
+            f!(
+                "current_save_loop_share:{}",
+                if job.is_some() { p.loop_share } else { 0 }
+            );
         }
         "replication" => srv.info_replication(o),
         "rdma" => {
@@ -426,6 +527,8 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             );
             f!("total_net_input_bytes:{}", s.net_input_bytes);
             f!("total_net_output_bytes:{}", s.net_output_bytes);
+            f!("total_net_repl_input_bytes:{}", s.net_repl_input_bytes);
+            f!("total_net_repl_output_bytes:{}", s.net_repl_output_bytes);
             f!(
                 "instantaneous_input_kbps:{:.2}",
                 srv.net_in_metric.value() / 1024.0
@@ -434,21 +537,33 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
                 "instantaneous_output_kbps:{:.2}",
                 srv.net_out_metric.value() / 1024.0
             );
+            f!(
+                "instantaneous_input_repl_kbps:{:.2}",
+                srv.net_repl_in_metric.value() / 1024.0
+            );
+            f!(
+                "instantaneous_output_repl_kbps:{:.2}",
+                srv.net_repl_out_metric.value() / 1024.0
+            );
             f!("rejected_connections:{}", s.rejected_connections);
             f!("sync_full:{}", srv.repl.stats.sync_full);
             f!("sync_partial_ok:{}", srv.repl.stats.sync_partial_ok);
             f!("sync_partial_err:{}", srv.repl.stats.sync_partial_err);
             f!("expired_keys:{}", s.expired_keys);
-            f!("evicted_keys:{}", srv.eviction.evicted_keys);
-            f!("evicted_clients:{}", s.evicted_clients);
-            let st = srv.scripting.stats;
-            f!("scripts_killed:{}", st.killed);
-            f!("busy_scripts:{}", st.busy_scripts);
-            f!("busy_replies:{}", st.busy_replies);
+            f!("expired_stale_perc:{:.2}", s.expired_stale_perc * 100.0);
+            f!(
+                "expired_time_cap_reached_count:{}",
+                s.expired_time_cap_reached_count
+            );
             f!(
                 "expire_cycle_cpu_milliseconds:{}",
                 s.expire_cycle_cpu_milliseconds
             );
+            f!("evicted_keys:{}", srv.eviction.evicted_keys);
+            f!("evicted_clients:{}", s.evicted_clients);
+            let (exceeded_total, exceeded_now) = srv.eviction.exceeded_ms();
+            f!("total_eviction_exceeded_time:{exceeded_total}");
+            f!("current_eviction_exceeded_time:{exceeded_now}");
             f!("keyspace_hits:{}", s.keyspace_hits);
             f!("keyspace_misses:{}", s.keyspace_misses);
             {
@@ -463,7 +578,40 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
                     srv.pubsub.channel_count(Kind::Shard)
                 );
             }
+            // Snapshots are fork-free: no fork ever happens.
+            f!("latest_fork_usec:0");
+            f!("total_forks:0");
+            // MIGRATE opens a connection per call and keeps none.
+            f!("migrate_cached_sockets:0");
+            // A writable replica's own keys with a TTL: ferrokv replicas
+            // take writes only from their master.
+            f!("slave_expires_tracked_keys:0");
+            // No active defragmentation (see `active_defrag_running`).
+            f!("active_defrag_hits:0");
+            f!("active_defrag_misses:0");
+            f!("active_defrag_key_hits:0");
+            f!("active_defrag_key_misses:0");
+            f!("total_active_defrag_time:0");
+            f!("current_active_defrag_time:0");
+            f!("unexpected_error_replies:{}", s.unexpected_error_replies);
             f!("total_error_replies:{}", s.total_error_replies);
+            f!(
+                "dump_payload_sanitizations:{}",
+                s.dump_payload_sanitizations
+            );
+            f!("total_reads_processed:{}", s.total_reads_processed);
+            f!("total_writes_processed:{}", s.total_writes_processed);
+            // One thread does all the I/O.
+            f!("io_threaded_reads_processed:0");
+            f!("io_threaded_writes_processed:0");
+            // Reply buffers come from a pool and go back to it whole.
+            f!("reply_buffer_shrinks:0");
+            f!("reply_buffer_expands:0");
+            // ferrokv's own.
+            let st = srv.scripting.stats;
+            f!("scripts_killed:{}", st.killed);
+            f!("busy_scripts:{}", st.busy_scripts);
+            f!("busy_replies:{}", st.busy_replies);
             f!(
                 "client_query_buffer_limit_disconnections:{}",
                 s.client_qbuf_limit_disconnections
@@ -483,6 +631,13 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             f!("used_cpu_user_children:0.000000");
             f!("used_cpu_sys_main_thread:{ms:.6}");
             f!("used_cpu_user_main_thread:{mu:.6}");
+        }
+        // No modules can be loaded: the header alone, as Redis prints it
+        // with none loaded.
+        "modules" => f!("# Modules"),
+        "cluster" => {
+            f!("# Cluster");
+            f!("cluster_enabled:0");
         }
         "errorstats" => {
             f!("# Errorstats");

@@ -435,6 +435,29 @@ fn collect_server(srv: &Server, r: &mut Registry) {
         "Bytes written to clients.",
         s.net_output_bytes as f64,
     );
+    r.counter(
+        "ferrokv_net_repl_input_bytes_total",
+        "Bytes read from our master (INFO total_net_repl_input_bytes).",
+        s.net_repl_input_bytes as f64,
+    );
+    r.counter(
+        "ferrokv_net_repl_output_bytes_total",
+        "Bytes written to our replicas (INFO total_net_repl_output_bytes).",
+        s.net_repl_output_bytes as f64,
+    );
+    {
+        use std::sync::atomic::Ordering::Relaxed;
+        r.gauge(
+            "ferrokv_lazyfree_pending_objects",
+            "Values handed to the lazy-free thread and not freed yet.",
+            srv.lazyfree_counts.pending.load(Relaxed) as f64,
+        );
+        r.counter(
+            "ferrokv_lazyfreed_objects_total",
+            "Values the lazy-free thread has freed.",
+            srv.lazyfree_counts.freed.load(Relaxed) as f64,
+        );
+    }
     r.gauge(
         "ferrokv_memory_used_bytes",
         "Bytes allocated by the server (INFO used_memory).",

@@ -38,7 +38,30 @@ pub struct Stats {
     /// (`client-reply-backpressure`).
     pub client_output_pauses: u64,
     pub expire_cycle_cpu_milliseconds: u64,
+    /// Running estimate of the share of keys with a TTL that are expired
+    /// (Redis's `stat_expired_stale_perc`, from each active cycle's sample).
     pub expired_stale_perc: f64,
+    /// Active expiry cycles that stopped at their time budget.
+    pub expired_time_cap_reached_count: u64,
+    /// Bytes read from our master and written to our replicas (counted
+    /// apart from `net_input_bytes`/`net_output_bytes`, as Redis 7.0 does).
+    pub net_repl_input_bytes: u64,
+    pub net_repl_output_bytes: u64,
+    /// Socket reads and writes the loop made (`total_reads_processed`,
+    /// `total_writes_processed`).
+    pub total_reads_processed: u64,
+    pub total_writes_processed: u64,
+    /// DUMP payloads checked in full before RESTORE installs them (all
+    /// of them: ferrokv always checks, `sanitize-dump-payload` or not).
+    pub dump_payload_sanitizations: u64,
+}
+
+/// What the lazy-free thread has to do and has done (`INFO memory`'s
+/// `lazyfree_pending_objects` and `lazyfreed_objects`).
+#[derive(Default)]
+pub struct LazyFreeCounts {
+    pub pending: std::sync::atomic::AtomicU64,
+    pub freed: std::sync::atomic::AtomicU64,
 }
 
 /// Samples for `instantaneous_ops_per_sec` and friends (Redis keeps 16).
@@ -93,6 +116,11 @@ pub struct Server {
     pub ops_metric: InstantMetric,
     pub net_in_metric: InstantMetric,
     pub net_out_metric: InstantMetric,
+    pub net_repl_in_metric: InstantMetric,
+    pub net_repl_out_metric: InstantMetric,
+    /// `used_memory` when the server had started, before any data
+    /// (`used_memory_startup`).
+    pub startup_memory: usize,
     /// Changes since start (Redis's `server.dirty`).
     pub dirty: u64,
     pub start: Instant,
@@ -138,6 +166,7 @@ pub struct Server {
     /// Clients blocked on keys (BLPOP and friends).
     pub blocking: crate::blocking::Blocking,
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
+    pub lazyfree_counts: std::sync::Arc<LazyFreeCounts>,
     /// `maxmemory` eviction state.
     pub eviction: crate::evict::Eviction,
     /// The AOF is being replayed (its commands are not in the slow log
@@ -184,6 +213,7 @@ impl Server {
             crate::scripting::SCRIPT_CLIENT_ID,
             config.lua_heap_limit as usize,
         );
+        let lazyfree_counts = std::sync::Arc::new(LazyFreeCounts::default());
         let mut srv = Server {
             keyspace: Keyspace::new(config.databases as usize),
             config,
@@ -201,6 +231,9 @@ impl Server {
             ops_metric: InstantMetric::default(),
             net_in_metric: InstantMetric::default(),
             net_out_metric: InstantMetric::default(),
+            net_repl_in_metric: InstantMetric::default(),
+            net_repl_out_metric: InstantMetric::default(),
+            startup_memory: 0,
             dirty: 0,
             start: Instant::now(),
             start_unix: (now / 1000) as u64,
@@ -228,7 +261,8 @@ impl Server {
             watches: Default::default(),
             repl,
             blocking: Default::default(),
-            lazyfree: spawn_lazyfree(),
+            lazyfree: spawn_lazyfree(lazyfree_counts.clone()),
+            lazyfree_counts,
             eviction: Default::default(),
             pre_command_oom: false,
             loading_aof: false,
@@ -236,6 +270,7 @@ impl Server {
             listeners: Vec::new(),
         };
         srv.refresh_lru_clock();
+        srv.startup_memory = crate::alloc::used_memory();
         srv
     }
 
@@ -711,8 +746,11 @@ impl Server {
     /// Frees a value on the lazy-free thread (`UNLINK`, `FLUSHALL ASYNC`):
     /// dropping a huge value can take long, and the loop must not wait.
     pub fn lazy_free<T: Send + 'static>(&mut self, v: T) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.lazyfree_counts.pending.fetch_add(1, Relaxed);
         if let Err(std::sync::mpsc::SendError(v)) = self.lazyfree.send(Box::new(v)) {
             drop(v);
+            self.lazyfree_counts.pending.fetch_sub(1, Relaxed);
         }
     }
 
@@ -815,6 +853,14 @@ impl Server {
 
     /// Moves a client's error replies into `INFO errorstats`.
     pub fn count_errors(&mut self, client: &mut Client) {
+        if client.out.error_codes.is_empty() {
+            return;
+        }
+        // An error our master or a replica was answered is a divergence
+        // (Redis's `stat_unexpected_error_replies`).
+        if client.is_replica || self.repl.master_client_id() == Some(client.id) {
+            self.stats.unexpected_error_replies += client.out.error_codes.len() as u64;
+        }
         for code in client.out.error_codes.drain(..) {
             self.stats.total_error_replies += 1;
             *self.error_stats.entry(code).or_insert(0) += 1;
@@ -849,6 +895,10 @@ impl Server {
             .sample(now, self.stats.total_commands_processed);
         self.net_in_metric.sample(now, self.stats.net_input_bytes);
         self.net_out_metric.sample(now, self.stats.net_output_bytes);
+        self.net_repl_in_metric
+            .sample(now, self.stats.net_repl_input_bytes);
+        self.net_repl_out_metric
+            .sample(now, self.stats.net_repl_output_bytes);
         // A replica's keys expire when its master says so.
         if self.active_expire_enabled && !self.repl.is_replica() {
             self.active_expire();
@@ -885,6 +935,8 @@ impl Server {
         let budget = std::time::Duration::from_micros(250_000 / self.config.hz.max(1));
         let now_ms = self.now_ms;
         let mut expired_total = 0u64;
+        let mut examined_total = 0u64;
+        let mut capped = false;
         let mut gone = Vec::new();
         for (dbi, db) in self.keyspace.dbs.iter_mut().enumerate() {
             loop {
@@ -893,15 +945,31 @@ impl Server {
                 }
                 let (examined, expired) = db.expire_cycle(now_ms, 2000, |e| gone.push((dbi, e)));
                 expired_total += expired as u64;
-                if examined == 0 || expired * 10 < examined || t0.elapsed() > budget {
+                examined_total += examined as u64;
+                if t0.elapsed() > budget {
+                    capped = true;
+                    break;
+                }
+                if examined == 0 || expired * 10 < examined {
                     break;
                 }
             }
-            if t0.elapsed() > budget {
+            if capped {
                 break;
             }
         }
         self.stats.expired_keys += expired_total;
+        // Redis's running average of the share sampled that was expired
+        // (a cycle that sampled nothing counts as 0).
+        let now_perc = if examined_total > 0 {
+            expired_total as f64 / examined_total as f64
+        } else {
+            0.0
+        };
+        self.stats.expired_stale_perc = now_perc * 0.05 + self.stats.expired_stale_perc * 0.95;
+        if capped {
+            self.stats.expired_time_cap_reached_count += 1;
+        }
         // Expired keys leave the propagation stream as DELs, and are
         // announced as `expired` events.
         for (dbi, e) in gone {
@@ -1142,6 +1210,7 @@ impl Server {
             return;
         }
         if job.for_aof {
+            self.persistence.aof_last_cow_entries = job.peak_cow_entries;
             job.abandon(&mut self.keyspace);
             self.aof_last_rewrite_secs = Some(secs);
             if let Some(aof) = self.aof.as_mut() {
@@ -1551,13 +1620,18 @@ pub fn empty_rdb() -> Vec<u8> {
 }
 
 /// The lazy-free thread: it only drops what it is handed.
-fn spawn_lazyfree() -> std::sync::mpsc::Sender<Box<dyn Send>> {
+fn spawn_lazyfree(
+    counts: std::sync::Arc<LazyFreeCounts>,
+) -> std::sync::mpsc::Sender<Box<dyn Send>> {
+    use std::sync::atomic::Ordering::Relaxed;
     let (tx, rx) = std::sync::mpsc::channel::<Box<dyn Send>>();
     std::thread::Builder::new()
         .name("lazyfree".into())
         .spawn(move || {
             for v in rx {
                 drop(v);
+                counts.pending.fetch_sub(1, Relaxed);
+                counts.freed.fetch_add(1, Relaxed);
             }
         })
         .expect("spawn lazyfree thread");

@@ -154,7 +154,16 @@ fn restore(ctx: &mut Ctx, args: Args) {
         Some(t) => t,
         None => return ctx.error(err::NOT_INTEGER),
     };
-    let value = match ferrokv_rdb::dump::decode(args.get(3), true) {
+    let decoded = ferrokv_rdb::dump::decode(args.get(3), true);
+    // Past the checksum every payload is checked in full (Redis does so
+    // with `sanitize-dump-payload yes`, and counts it).
+    if !matches!(
+        decoded,
+        Err(ferrokv_rdb::dump::DumpError::VersionOrChecksum)
+    ) {
+        ctx.srv.stats.dump_payload_sanitizations += 1;
+    }
+    let value = match decoded {
         Ok(v) => v,
         Err(ferrokv_rdb::dump::DumpError::VersionOrChecksum) => {
             return ctx.error("ERR DUMP payload version or checksum are wrong")

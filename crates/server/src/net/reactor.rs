@@ -313,7 +313,12 @@ impl Reactor {
             if n == usize::MAX {
                 break;
             }
-            self.srv.stats.net_input_bytes += n as u64;
+            self.srv.stats.total_reads_processed += 1;
+            if self.srv.repl.master_client_id() == Some(c.id) {
+                self.srv.stats.net_repl_input_bytes += n as u64;
+            } else {
+                self.srv.stats.net_input_bytes += n as u64;
+            }
             c.last_interaction = Instant::now();
             self.process_input(c);
             if c.in_end - c.in_start > limit {
@@ -716,7 +721,12 @@ impl Reactor {
             let written = before - c.pending_output();
             let done = matches!(res, Ok(true));
             let close = res.is_err() || (done && c.close_after_reply) || c.close_asap;
-            self.srv.stats.net_output_bytes += written as u64;
+            self.srv.stats.total_writes_processed += 1;
+            if c.is_replica {
+                self.srv.stats.net_repl_output_bytes += written as u64;
+            } else {
+                self.srv.stats.net_output_bytes += written as u64;
+            }
             if close {
                 self.close_client(t);
                 continue;

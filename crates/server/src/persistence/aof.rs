@@ -310,6 +310,9 @@ pub struct Aof {
     pub rewrite: Option<RewriteInProgress>,
     pub last_rewrite_ok: bool,
     pub rewrites: u64,
+    /// Rewrites that failed since the last one that did not
+    /// (`aof_rewrites_consecutive_failures`).
+    pub rewrite_failures_in_a_row: u64,
     pub last_fsync: Instant,
 }
 
@@ -442,6 +445,7 @@ impl Aof {
             rewrite: None,
             last_rewrite_ok: true,
             rewrites: 0,
+            rewrite_failures_in_a_row: 0,
             last_fsync: Instant::now(),
         };
         aof.write_manifest()?;
@@ -492,6 +496,14 @@ impl Aof {
     /// Bytes fed and not yet written.
     pub fn buffered(&self) -> usize {
         self.buf.len()
+    }
+
+    /// An `everysec` fsync is due and not done yet
+    /// (`aof_pending_bio_fsync`).
+    pub fn fsync_pending(&self) -> bool {
+        self.syncer
+            .as_ref()
+            .is_some_and(|s| s.dirty.load(Ordering::Acquire))
     }
 
     pub fn has_pending(&self) -> bool {
@@ -618,6 +630,7 @@ impl Aof {
         };
         if !ok {
             self.last_rewrite_ok = false;
+            self.rewrite_failures_in_a_row += 1;
             let _ = self.storage.remove(&self.dir.join(&rw.base.name));
             return Ok(());
         }
@@ -640,6 +653,7 @@ impl Aof {
             .sum();
         self.base_size = base_size + self.incr_size;
         self.last_rewrite_ok = true;
+        self.rewrite_failures_in_a_row = 0;
         self.rewrites += 1;
         Ok(())
     }

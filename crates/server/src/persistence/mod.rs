@@ -53,6 +53,8 @@ pub struct PersistenceState {
     pub last_error: Option<String>,
     /// Peak entries copied by copy-on-write during the last save.
     pub last_cow_entries: usize,
+    /// The same for the last AOF rewrite (`aof_last_cow_size`).
+    pub aof_last_cow_entries: usize,
 }
 
 impl PersistenceState {
@@ -81,6 +83,7 @@ impl PersistenceState {
             loop_share: 0,
             last_error: None,
             last_cow_entries: 0,
+            aof_last_cow_entries: 0,
         }
     }
 }

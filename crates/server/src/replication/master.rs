@@ -385,6 +385,7 @@ impl Server {
             .remove(&c.id)
             .unwrap_or_default();
         let ip = hs.ip.clone().unwrap_or_else(|| c.addr.host());
+        c.is_replica = true;
         let mut link = ReplicaLink {
             client_id: c.id,
             ip,
@@ -765,6 +766,7 @@ impl Server {
             }
         };
         self.repl.stats.rdb_bytes_sent += n;
+        self.stats.net_repl_output_bytes += n;
         let r = self.repl.master.get(id).expect("found above");
         r.ack_time = Instant::now();
         let diskless = r.diskless;

@@ -344,6 +344,7 @@ impl Server {
                 ));
                 self.repl.stats.replica_full_syncs += 1;
                 self.repl.stats.rdb_bytes_received += rdb_bytes;
+                self.stats.net_repl_input_bytes += rdb_bytes;
                 self.repl.stats.last_full_sync_secs = started.elapsed().as_secs_f64();
                 // Our replicas held the old data: they sync again.
                 self.disconnect_replicas();
