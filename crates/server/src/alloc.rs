@@ -128,3 +128,31 @@ pub fn allocator_committed() -> usize {
     };
     commit
 }
+
+/// mimalloc's statistics report as text (`MEMORY MALLOC-STATS`).
+pub fn stats_report() -> String {
+    use std::ffi::{c_char, c_void, CStr};
+    unsafe extern "C" fn collect(msg: *const c_char, arg: *mut c_void) {
+        // SAFETY: `arg` is the `String` passed below, alive for the whole
+        // call; mimalloc hands a NUL-terminated message.
+        unsafe {
+            let out = &mut *(arg as *mut String);
+            if !msg.is_null() {
+                out.push_str(&CStr::from_ptr(msg).to_string_lossy());
+            }
+        }
+    }
+    let mut out = String::new();
+    // SAFETY: the callback only appends to `out`, which outlives the call;
+    // mimalloc calls it synchronously, on this thread.
+    unsafe {
+        libmimalloc_sys::mi_stats_print_out(Some(collect), &mut out as *mut String as *mut c_void)
+    };
+    out
+}
+
+/// Returns every free page to the system now (`MEMORY PURGE`).
+pub fn purge() {
+    // SAFETY: `mi_collect` takes no pointers.
+    unsafe { libmimalloc_sys::mi_collect(true) }
+}

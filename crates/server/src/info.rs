@@ -228,51 +228,16 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             let rss = crate::alloc::rss_bytes() as u64;
             let peak = (srv.peak_memory as u64).max(used);
             let total = total_system_memory();
-            let dataset_tables: u64 = srv
-                .keyspace
-                .dbs
-                .iter()
-                .map(|d| d.table_bytes() as u64)
-                .sum();
             let sc = &srv.scripting;
             let vm_eval = sc.eval_vm_memory() as u64;
             let vm_functions = sc.functions.engine.lua.used_memory() as u64;
-            let scripts_eval = sc.cache.body_bytes as u64;
-            let functions_mem = sc.functions.code_bytes() as u64;
-            let startup = srv.startup_memory as u64;
-            let backlog = srv.repl.backlog.as_ref().map_or(0, |b| b.size()) as u64;
-            let replica_buffers = srv.replica_buffered_bytes() as u64;
-            let (mut clients_normal, mut clients_replicas) = (0u64, 0u64);
-            for c in srv.other_clients() {
-                if c.is_replica {
-                    clients_replicas += c.memory_usage() as u64;
-                } else {
-                    clients_normal += c.memory_usage() as u64;
-                }
-            }
-            let replica_pending: u64 = srv
-                .repl
-                .master
-                .replicas
-                .iter()
-                .map(|r| r.pending.capacity() as u64)
-                .sum();
-            clients_replicas += replica_pending;
-            let aof_buf = srv.aof.as_ref().map_or(0, |a| a.buffered()) as u64;
-            // Redis's `getMemoryOverheadData`: what is not the data.
-            let overhead = startup
-                + backlog
-                + clients_replicas
-                + clients_normal
-                + aof_buf
-                + dataset_tables
-                + scripts_eval
-                + functions_mem;
-            let dataset = used.saturating_sub(overhead);
-            let net = used.saturating_sub(startup).max(1);
-            let allocated = used;
-            let active = (crate::alloc::allocator_committed() as u64).max(allocated);
-            let resident = active;
+            let m = crate::commands::memory::overhead(srv);
+            let (scripts_eval, functions_mem) = (m.eval_caches, m.functions_caches);
+            let dataset_tables = m.tables;
+            let (startup, overhead, dataset) = (m.startup, m.overhead_total, m.dataset);
+            let (allocated, active, resident) = (m.allocated, m.active, m.resident);
+            let (backlog, replica_buffers, aof_buf) = (m.backlog, m.replica_buffers, m.aof_buffer);
+            let (clients_normal, clients_replicas) = (m.clients_normal, m.clients_replicas);
             let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
             f!("# Memory");
             f!("used_memory:{used}");
@@ -285,10 +250,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             f!("used_memory_overhead:{overhead}");
             f!("used_memory_startup:{startup}");
             f!("used_memory_dataset:{dataset}");
-            f!(
-                "used_memory_dataset_perc:{:.2}%",
-                dataset as f64 * 100.0 / net as f64
-            );
+            f!("used_memory_dataset_perc:{:.2}%", m.dataset_perc());
             f!("allocator_allocated:{allocated}");
             f!("allocator_active:{active}");
             f!("allocator_resident:{resident}");

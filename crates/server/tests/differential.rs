@@ -277,6 +277,11 @@ fn compare(s: &mut Session, cmd: &Command) -> Option<String> {
             }
             None
         }
+        Check::MemoryUsage => match (rf, ff) {
+            (Frame::Integer(a), Frame::Integer(b)) if *a > 0 && *b > 0 => None,
+            (a, b) if a == b && !matches!(a, Frame::Integer(_)) => None,
+            _ => differ("MEMORY USAGE classes differ"),
+        },
         Check::TtlClass => match (rf, ff) {
             (Frame::Integer(a), Frame::Integer(b)) if ttl_class(*a) == ttl_class(*b) => None,
             _ => differ("TTL classes differ"),

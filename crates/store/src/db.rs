@@ -254,6 +254,17 @@ impl Entry {
         self.expire_at != NO_EXPIRE
     }
 
+    /// What `MEMORY USAGE` reports: the entry's slot in its table (its
+    /// bytes and its share of the index's control bytes) plus the heap it
+    /// owns, collections' elements sampled (`samples`; 0: all).
+    pub fn memory_usage(&self, samples: usize) -> usize {
+        let slot = std::mem::size_of::<Entry>() + 4;
+        slot + match &self.body {
+            Body::Packed { .. } => 0,
+            Body::Split { key, value, .. } => key.heap_size() + value.heap_size_sampled(samples),
+        }
+    }
+
     /// Heap bytes the entry owns beyond its 64 bytes.
     pub fn heap_size(&self) -> usize {
         match &self.body {

@@ -112,6 +112,15 @@ impl<E: Keyed> Dense<E> {
             + self.entries.iter().map(element_heap).sum::<usize>()
     }
 
+    /// [`Self::heap_size`] with the elements' own heap estimated from at
+    /// most `samples` of them, spread evenly (0: all of them), as
+    /// `MEMORY USAGE ... SAMPLES` asks.
+    pub fn heap_size_sampled(&self, samples: usize, element_heap: impl Fn(&E) -> usize) -> usize {
+        let fixed = self.entries.capacity() * std::mem::size_of::<E>()
+            + self.index.capacity() * (std::mem::size_of::<u32>() + 1);
+        fixed + sampled_sum(&self.entries, samples, element_heap)
+    }
+
     /// One step of a `SCAN`: visits the elements whose scan hash is at
     /// least `cursor`, the `count` lowest of them (and any sharing the last
     /// one's hash), and returns the next cursor, 0 when done. An element
@@ -154,6 +163,17 @@ impl<E: Keyed> Dense<E> {
             0
         }
     }
+}
+
+/// The sum of `f` over `items`, or its estimate from `samples` of them
+/// taken at even strides (0, or at least as many as there are: exact).
+pub fn sampled_sum<E>(items: &[E], samples: usize, f: impl Fn(&E) -> usize) -> usize {
+    let n = items.len();
+    if samples == 0 || samples >= n {
+        return items.iter().map(f).sum();
+    }
+    let taken: usize = (0..samples).map(|i| f(&items[i * n / samples])).sum();
+    (taken as u128 * n as u128 / samples as u128) as usize
 }
 
 #[cfg(test)]

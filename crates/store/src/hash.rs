@@ -477,6 +477,20 @@ impl Hash {
     }
 }
 
+impl Hash {
+    /// [`Self::heap_size`], the fields and values of a table sampled
+    /// (`MEMORY USAGE ... SAMPLES`; 0: all).
+    pub fn heap_size_sampled(&self, samples: usize) -> usize {
+        match self {
+            Hash::Listpack(b) => b.len(),
+            Hash::Table(t) => {
+                16 + std::mem::size_of::<Dense<Pair>>()
+                    + t.heap_size_sampled(samples, |p| p.field.heap_size() + p.value.heap_size())
+            }
+        }
+    }
+}
+
 impl PartialEq for Hash {
     /// Same fields with the same values, whatever the order or encoding.
     fn eq(&self, o: &Hash) -> bool {

@@ -259,6 +259,20 @@ impl Set {
     }
 }
 
+impl Set {
+    /// [`Self::heap_size`], the members of a table sampled
+    /// (`MEMORY USAGE ... SAMPLES`; 0: all).
+    pub fn heap_size_sampled(&self, samples: usize) -> usize {
+        match self {
+            Set::Intset(v) => 16 + v.len() * 8,
+            Set::Table(t) => {
+                16 + std::mem::size_of::<Dense<SmallBytes>>()
+                    + t.heap_size_sampled(samples, |m| m.heap_size())
+            }
+        }
+    }
+}
+
 impl PartialEq for Set {
     /// Same members, whatever the order or encoding.
     fn eq(&self, o: &Set) -> bool {

@@ -188,7 +188,21 @@ impl Value {
             Value::Hash(h) => h.heap_size(),
             Value::Set(s) => s.heap_size(),
             Value::ZSet(z) => std::mem::size_of::<crate::zset::ZSet>() + z.heap_size(),
-            Value::Stream(x) => std::mem::size_of::<crate::stream::Stream>() + x.heap_bytes(),
+            Value::Stream(x) => x.heap_bytes(),
+        }
+    }
+
+    /// [`Self::heap_size`] for `MEMORY USAGE`: the elements of hash, set
+    /// and sorted-set tables estimated from `samples` of them (0: all).
+    /// Lists and streams are summed over their blocks, which are few.
+    pub fn heap_size_sampled(&self, samples: usize) -> usize {
+        match self {
+            Value::Hash(h) => h.heap_size_sampled(samples),
+            Value::Set(s) => s.heap_size_sampled(samples),
+            Value::ZSet(z) => {
+                std::mem::size_of::<crate::zset::ZSet>() + z.heap_size_sampled(samples)
+            }
+            other => other.heap_size(),
         }
     }
 }

@@ -678,13 +678,11 @@ impl Tree {
         }
     }
 
-    fn heap_size(&self) -> usize {
+    /// Heap bytes, the members' estimated from at most `samples` of them
+    /// (0: all).
+    fn heap_size_sampled(&self, samples: usize) -> usize {
         self.slots.capacity() * std::mem::size_of::<Slot>()
-            + self
-                .slots
-                .iter()
-                .map(|s| s.member.heap_size())
-                .sum::<usize>()
+            + crate::dense::sampled_sum(&self.slots, samples, |s| s.member.heap_size())
             + self
                 .leaves
                 .iter()
@@ -1053,9 +1051,15 @@ impl ZSet {
 
     /// Heap bytes owned (memory accounting).
     pub fn heap_size(&self) -> usize {
+        self.heap_size_sampled(0)
+    }
+
+    /// [`Self::heap_size`], the members of a tree sampled
+    /// (`MEMORY USAGE ... SAMPLES`; 0: all).
+    pub fn heap_size_sampled(&self, samples: usize) -> usize {
         match self {
             ZSet::Listpack(l) => l.buf.capacity(),
-            ZSet::Skiplist(s) => std::mem::size_of::<Tree>() + s.heap_size(),
+            ZSet::Skiplist(s) => std::mem::size_of::<Tree>() + s.heap_size_sampled(samples),
         }
     }
 }

@@ -23,6 +23,7 @@ mod keyspecs_table;
 pub mod latency;
 pub mod list;
 pub mod long_double;
+pub mod memory;
 pub mod module;
 pub mod multi;
 pub mod pubsub;
@@ -200,6 +201,7 @@ impl CommandTable {
             module::COMMANDS,
             slowlog::COMMANDS,
             latency::COMMANDS,
+            memory::COMMANDS,
             pubsub::COMMANDS,
             multi::COMMANDS,
             hash::COMMANDS,

@@ -558,22 +558,42 @@ fn movable_keys(name: &str, argv: &[&[u8]]) -> Option<Option<Vec<usize>>> {
                 } else if is(a, "get") || is(a, "by") {
                     i += 1;
                 } else if is(a, "store") && i + 1 < argv.len() {
-                    // The last STORE counts.
+                    // The last STORE counts, and the word after a STORE is
+                    // read as an option too (`STORE STORE k` stores in k).
                     at.truncate(1);
                     at.push(i + 1);
-                    i += 1;
                 }
                 i += 1;
             }
             return Some(Some(at));
         }
         "migrate" => {
-            // MIGRATE host port key|"" db timeout ... [KEYS key ...]
-            if argv.len() > 3 && !argv[3].is_empty() {
-                return Some(Some(vec![3]));
+            // MIGRATE host port key|"" db timeout ... [KEYS key ...], as
+            // Redis's migrateGetKeys: the options are walked from the
+            // sixth argument, AUTH's password and AUTH2's user and
+            // password skipped; KEYS with a key named is no valid form.
+            let mut keys_at = None;
+            let mut i = 6;
+            while i < argv.len() {
+                let a = argv[i];
+                if is(a, "keys") {
+                    keys_at = Some(i);
+                    break;
+                }
+                if is(a, "auth") {
+                    i += 1;
+                } else if is(a, "auth2") {
+                    i += 2;
+                }
+                i += 1;
             }
-            let at = (6..argv.len()).find(|&i| is(argv[i], "keys"))?;
-            return Some((at + 1 < argv.len()).then(|| (at + 1..argv.len()).collect()));
+            let named = argv.len() > 3 && !argv[3].is_empty();
+            return match keys_at {
+                Some(_) if named => Some(None),
+                None if argv.len() > 3 => Some(Some(vec![3])),
+                None => None,
+                Some(at) => Some((at + 1 < argv.len()).then(|| (at + 1..argv.len()).collect())),
+            };
         }
         _ => return None,
     };

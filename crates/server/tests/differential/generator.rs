@@ -81,6 +81,9 @@ pub enum Check {
     Scan,
     /// `RANDOMKEY`: null vs a key.
     RandomKey,
+    /// `MEMORY USAGE`: null for a missing key, a positive size otherwise
+    /// (the sizes are each server's own layout); errors exactly.
+    MemoryUsage,
     /// `ZSCAN key 0 ...`: iterated to completion, the sorted sets of
     /// (member, score) pairs compared.
     ZScan,
@@ -816,6 +819,16 @@ impl Generator {
                 0 => vec![b("OBJECT"), b(self.pick(&["FOO", "encoding"])), src],
                 1 => vec![b("OBJECT"), b("FREQ"), src],
                 2 => vec![b("OBJECT"), b("HELP")],
+                4 => {
+                    let mut args = vec![b("MEMORY"), b("USAGE"), src];
+                    match self.rng.gen_range(0..4) {
+                        0 => {}
+                        1 => args.extend([b("SAMPLES"), b(self.pick(&["0", "1", "5", "-1", "x"]))]),
+                        2 => args.push(b(self.pick(&["SAMPLES", "FOO"]))),
+                        _ => args.extend([b("samples"), self.int_arg()]),
+                    }
+                    return Command::new(args, MemoryUsage);
+                }
                 // The digest of single keys, mid-sequence.
                 3 => vec![b("DEBUG"), b("DIGEST-VALUE"), src, self.source_key()],
                 // Not OBJECT REFCOUNT: ferrokv does not model Redis's
