@@ -17,7 +17,6 @@
 
 use crate::net::client::Client;
 use crate::server::Server;
-use ferrokv_resp::encode;
 use ferrokv_store::pattern::glob_match;
 use hashbrown::HashMap;
 
@@ -169,12 +168,6 @@ impl PubSub {
     }
 }
 
-/// The three-part reply of (un)subscribing and of a message: RESP3 push,
-/// RESP2 array.
-pub fn write_push_header(client: &mut Client, n: usize) {
-    encode::push(&mut client.out.buf, client.out.proto, n);
-}
-
 impl Server {
     /// Publishes `msg` on `channel` and returns how many receivers got it
     /// (Redis's `pubsubPublishMessage`). `current` is the connection whose
@@ -200,19 +193,21 @@ impl Server {
         };
         for &t in &direct {
             self.deliver(current.as_deref_mut(), t, |c| {
-                write_push_header(c, 3);
-                c.out.bulk(kind_name);
-                c.out.bulk(channel);
-                c.out.bulk(msg);
+                c.out.push_with(3, |o| {
+                    o.bulk(kind_name);
+                    o.bulk(channel);
+                    o.bulk(msg);
+                })
             });
         }
         for (p, t) in &by_pattern {
             self.deliver(current.as_deref_mut(), *t, |c| {
-                write_push_header(c, 4);
-                c.out.bulk(b"pmessage");
-                c.out.bulk(p);
-                c.out.bulk(channel);
-                c.out.bulk(msg);
+                c.out.push_with(4, |o| {
+                    o.bulk(b"pmessage");
+                    o.bulk(p);
+                    o.bulk(channel);
+                    o.bulk(msg);
+                })
             });
         }
         direct.len() + by_pattern.len()

@@ -425,6 +425,13 @@ impl Server {
     /// whatever it answered, rejections included (Redis's `resetClient`).
     pub fn execute(&mut self, client: &mut Client, args: Args) {
         let reply_mark = client.out.buf.len();
+        // Pushes are kept whatever CLIENT REPLY says: note where they go
+        // (only while replies may be dropped; nested runs keep the outer
+        // record).
+        let record = client.reply_mode != ReplyMode::On && client.out.push_spans.is_none();
+        if record {
+            client.out.push_spans = Some(Vec::new());
+        }
         self.dispatch(client, args);
         // Keys this command (or this whole EXEC) made ready serve their
         // blocked clients now, before anything else runs.
@@ -432,8 +439,11 @@ impl Server {
             crate::blocking::serve_ready(self);
         }
         match client.reply_mode {
-            ReplyMode::Off | ReplyMode::Skip => client.out.buf.truncate(reply_mark),
+            ReplyMode::Off | ReplyMode::Skip => client.out.truncate_keeping_pushes(reply_mark),
             ReplyMode::On | ReplyMode::SkipNext => {}
+        }
+        if record {
+            client.out.push_spans = None;
         }
         // `CLIENT REPLY SKIP` silences the command after it, whatever it is.
         client.reply_mode = match client.reply_mode {

@@ -123,6 +123,68 @@ fn subscribed_mode_replies_match_redis_byte_for_byte() {
     }
 }
 
+/// Everything that arrives on `raw` within a short while.
+fn drain(raw: &mut common::Raw) -> Vec<u8> {
+    use std::io::Read;
+    raw.s
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 65536];
+    while let Ok(n) = raw.s.read(&mut chunk) {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&chunk[..n]);
+    }
+    raw.s.set_read_timeout(None).unwrap();
+    out
+}
+
+#[test]
+fn pushes_reach_a_client_whose_replies_are_off() {
+    // Redis writes pub/sub confirmations and messages as pushes, which
+    // CLIENT REPLY OFF|SKIP does not silence, in RESP2 as in RESP3; the
+    // command replies around them are dropped.
+    let run = |s: &ServerProcess| -> Vec<String> {
+        let mut got = Vec::new();
+        for proto in ["2", "3"] {
+            let (mut a, mut b) = (s.raw(), s.raw());
+            if proto == "3" {
+                a.cmd(&["HELLO", "3"]);
+            }
+            for args in [
+                &["CLIENT", "REPLY", "OFF"][..],
+                &["SUBSCRIBE", "ch"],
+                &["PSUBSCRIBE", "c*"],
+                &["PING"],
+            ] {
+                a.send(&Frame::command(args));
+            }
+            got.push(String::from_utf8_lossy(&drain(&mut a)).into_owned());
+            b.cmd(&["PUBLISH", "ch", "hello"]);
+            got.push(String::from_utf8_lossy(&drain(&mut a)).into_owned());
+            if proto == "3" {
+                // Its own PUBLISH: the message stays, the reply goes.
+                for args in [
+                    &["CLIENT", "REPLY", "ON"][..],
+                    &["CLIENT", "REPLY", "SKIP"],
+                    &["PUBLISH", "ch", "x"],
+                    &["PING"],
+                ] {
+                    a.send(&Frame::command(args));
+                }
+                got.push(String::from_utf8_lossy(&drain(&mut a)).into_owned());
+            }
+        }
+        got
+    };
+    let ours = run(&ServerProcess::ferrokv(&[]));
+    let redis = run(&ServerProcess::redis(&[]));
+    assert_eq!(ours, redis);
+    assert!(ours[1].contains("hello"), "{ours:?}");
+}
+
 #[test]
 fn messages_reach_channel_and_pattern_subscribers_on_other_connections() {
     let s = ServerProcess::ferrokv(&[]);

@@ -16,7 +16,7 @@
 
 use super::flags::*;
 use super::{reply_help, CommandSpec, Ctx};
-use crate::pubsub::{write_push_header, Kind};
+use crate::pubsub::Kind;
 use ferrokv_resp::Args;
 
 const fn cmd(name: &'static str, arity: i32, flags: u32, h: super::Handler) -> CommandSpec {
@@ -109,13 +109,14 @@ pub fn allowed_when_subscribed(name: &str) -> bool {
 
 /// One confirmation: `[kind, channel-or-null, count]`.
 fn confirm(ctx: &mut Ctx, kind: &[u8], channel: Option<&[u8]>, count: usize) {
-    write_push_header(ctx.client, 3);
-    ctx.client.out.bulk(kind);
-    match channel {
-        Some(c) => ctx.client.out.bulk(c),
-        None => ctx.client.out.null(),
-    }
-    ctx.client.out.int(count as i64);
+    ctx.client.out.push_with(3, |o| {
+        o.bulk(kind);
+        match channel {
+            Some(c) => o.bulk(c),
+            None => o.null(),
+        }
+        o.int(count as i64);
+    });
 }
 
 /// SUBSCRIBE channel [channel ...]

@@ -32,9 +32,37 @@ pub struct Reply {
     /// times) cannot build an unbounded reply. `usize::MAX` otherwise.
     pub cap: usize,
     pub overflowed: bool,
+    /// While the client's own command runs: where the pushes it was sent
+    /// (pub/sub messages and confirmations) lie in `buf`, so that
+    /// `CLIENT REPLY OFF|SKIP` drops the command's reply and keeps them,
+    /// as Redis's `CLIENT_PUSHING` does. `None` otherwise.
+    pub push_spans: Option<Vec<(usize, usize)>>,
 }
 
 impl Reply {
+    /// Writes a push (RESP3 `>`, RESP2 array) of `n` elements with `body`,
+    /// recording where it lies while the client's command runs.
+    pub fn push_with(&mut self, n: usize, body: impl FnOnce(&mut Reply)) {
+        let start = self.buf.len();
+        encode::push(&mut self.buf, self.proto, n);
+        body(self);
+        if let Some(spans) = self.push_spans.as_mut() {
+            spans.push((start, self.buf.len()));
+        }
+    }
+
+    /// Drops what was written from `mark` on, but the pushes
+    /// ([`Self::push_with`]), which are moved down in order.
+    pub fn truncate_keeping_pushes(&mut self, mark: usize) {
+        let spans = self.push_spans.as_deref().unwrap_or(&[]);
+        let mut at = mark;
+        for &(s, e) in spans.iter().filter(|(s, _)| *s >= mark) {
+            self.buf.copy_within(s..e, at);
+            at += e - s;
+        }
+        self.buf.truncate(at);
+    }
+
     #[inline]
     pub fn ok(&mut self) {
         encode::ok(&mut self.buf)
@@ -239,6 +267,7 @@ impl Client {
                 error_codes: Vec::new(),
                 cap: usize::MAX,
                 overflowed: false,
+                push_spans: None,
             },
             out_sent: 0,
             db: 0,

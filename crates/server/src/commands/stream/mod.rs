@@ -151,6 +151,7 @@ pub fn scratch_reply(out: &crate::net::client::Reply) -> crate::net::client::Rep
         error_codes: Vec::new(),
         cap: out.cap.saturating_sub(out.buf.len()),
         overflowed: false,
+        push_spans: None,
     }
 }
 
