@@ -260,6 +260,68 @@ fn watched_key_that_expires_fails_exec_but_an_already_expired_one_does_not() {
 }
 
 #[test]
+fn flushes_and_swaps_do_not_fail_exec_for_a_key_already_expired_when_watched() {
+    // Redis 7.0 treats a watched key that had expired before the WATCH as
+    // already gone: FLUSHDB, FLUSHALL and SWAPDB do not touch it; a live
+    // one, or one the swap brings, does fail the EXEC.
+    let run = |s: &ServerProcess| -> Vec<Frame> {
+        let mut out = Vec::new();
+        let cases: &[(&[&[&str]], &[&str])] = &[
+            (&[&["set", "k", "v", "px", "1"]], &["flushdb"]),
+            (&[&["set", "k", "v", "px", "1"]], &["flushall"]),
+            (&[&["set", "k", "v", "px", "1"]], &["swapdb", "0", "1"]),
+            (&[&["set", "k", "v"]], &["flushdb"]),
+            (&[], &["flushall"]),
+            (
+                &[&["select", "1"], &["set", "k", "v"]],
+                &["swapdb", "0", "1"],
+            ),
+            (
+                &[
+                    &["set", "k", "v", "px", "1"],
+                    &["select", "1"],
+                    &["set", "k", "v", "px", "1"],
+                ],
+                &["swapdb", "0", "1"],
+            ),
+        ];
+        for (setup, change) in cases {
+            let (mut a, mut b) = (s.raw(), s.raw());
+            b.cmd(&["flushall"]);
+            b.cmd(&["debug", "set-active-expire", "0"]);
+            for c in *setup {
+                b.cmd(c);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+            a.cmd(&["watch", "k"]);
+            b.cmd(change);
+            a.cmd(&["multi"]);
+            a.cmd(&["ping"]);
+            out.push(a.cmd(&["exec"]));
+            b.cmd(&["debug", "set-active-expire", "1"]);
+        }
+        out
+    };
+    let ours = run(&ServerProcess::ferrokv(&["--enable-debug-command", "yes"]));
+    let redis = run(&ServerProcess::redis(&[]));
+    assert_eq!(ours, redis);
+    let pong = Frame::Array(vec![Frame::Simple("PONG".into())]);
+    assert_eq!(
+        ours,
+        [
+            &pong,
+            &pong,
+            &pong,
+            &Frame::Null,
+            &pong,
+            &Frame::Null,
+            &pong
+        ]
+        .map(|f| f.clone())
+    );
+}
+
+#[test]
 fn watched_key_removed_by_active_expiry_fails_exec() {
     let s = ServerProcess::ferrokv(&["--hz", "100"]);
     let mut a = s.raw();

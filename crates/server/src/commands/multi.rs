@@ -228,6 +228,29 @@ impl Watches {
         }
     }
 
+    /// A flush or swap emptied `db` of `key` (Redis's
+    /// `touchAllWatchedKeysInDb`): a key watched when already expired is
+    /// no logical change (its flag is cleared unless the swap brings the
+    /// key back, `in_other`); any other watch breaks.
+    fn touch_emptied(&mut self, db: usize, key: &[u8], in_other: bool) {
+        let Some(tokens) = self.by_key.get(&(db, key.to_vec())) else {
+            return;
+        };
+        for t in tokens {
+            let Some(cw) = self.by_client.get_mut(t) else {
+                continue;
+            };
+            match cw.keys.iter_mut().find(|k| k.db == db && k.key == key) {
+                Some(wk) if wk.expired => {
+                    if !in_other {
+                        wk.expired = false;
+                    }
+                }
+                _ => cw.dirty = true,
+            }
+        }
+    }
+
     /// Watched keys of `db`, to check before a flush or swap.
     fn keys_in_db(&self, db: usize) -> Vec<Vec<u8>> {
         self.by_key
@@ -275,7 +298,7 @@ impl Server {
             let in_db = self.keyspace.dbs[db].get(&key).is_some();
             let in_other = other.is_some_and(|o| self.keyspace.dbs[o].get(&key).is_some());
             if in_db || in_other {
-                self.watches.touch(db, &key, true);
+                self.watches.touch_emptied(db, &key, in_other);
             }
         }
     }
