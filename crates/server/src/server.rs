@@ -519,11 +519,19 @@ impl Server {
                 }
             }
         }
-        let flags = if spec.has(crate::commands::flags::SCRIPT_FLAGS) {
+        let mut flags = if spec.has(crate::commands::flags::SCRIPT_FLAGS) {
             crate::scripting::eval::dynamic_flags(self, spec, &args)
         } else {
             spec.flags
         };
+        // EXEC is refused as its queue would be (Redis's processCommand:
+        // an EXEC of writes meets the read-only-replica, min-replicas and
+        // disk-error checks as a write, now, not when they were queued).
+        if spec.name == "exec" {
+            if let Some(tx) = &client.multi {
+                flags |= tx.cmd_flags & crate::commands::flags::WRITE;
+            }
+        }
         if let Some(msg) = self.refusal(client, spec, flags, args.len()) {
             self.reject(client, Some(spec.name), msg.as_bytes());
             self.cmd_stats[idx].rejected_calls += 1;
@@ -533,6 +541,7 @@ impl Server {
             if let Some(tx) = client.multi.as_mut() {
                 let q = crate::commands::multi::QueuedCommand::new(idx, &args);
                 tx.queued_mem += q.mem();
+                tx.cmd_flags |= flags;
                 tx.queued.push(q);
             }
             client.out.simple("QUEUED");

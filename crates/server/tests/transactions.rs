@@ -322,6 +322,48 @@ fn flushes_and_swaps_do_not_fail_exec_for_a_key_already_expired_when_watched() {
 }
 
 #[test]
+fn exec_meets_the_write_checks_of_the_moment_it_runs() {
+    // Queued while writes were allowed; then min-replicas-to-write, a
+    // maxmemory nothing can meet, or REPLICAOF refuse writes: an EXEC of
+    // writes is aborted with the reason, one of reads runs.
+    let run = |s: &ServerProcess| -> Vec<Frame> {
+        let mut out = Vec::new();
+        let changes: &[(&[&str], &[&str])] = &[
+            (
+                &["config", "set", "min-replicas-to-write", "1"],
+                &["config", "set", "min-replicas-to-write", "0"],
+            ),
+            (
+                &["config", "set", "maxmemory", "1"],
+                &["config", "set", "maxmemory", "0"],
+            ),
+            (
+                &["replicaof", "127.0.0.1", "1"],
+                &["replicaof", "no", "one"],
+            ),
+        ];
+        for (change, undo) in changes {
+            for queue in [&["set", "a", "1"][..], &["get", "a"]] {
+                let (mut a, mut b) = (s.raw(), s.raw());
+                a.cmd(&["multi"]);
+                a.cmd(queue);
+                b.cmd(change);
+                out.push(a.cmd(&["exec"]));
+                b.cmd(undo);
+            }
+        }
+        out
+    };
+    let ours = run(&ServerProcess::ferrokv(&[]));
+    let redis = run(&ServerProcess::redis(&[]));
+    assert_eq!(ours, redis);
+    assert!(
+        matches!(&ours[0], Frame::Error(e) if e.starts_with(b"EXECABORT Transaction discarded because of: NOREPLICAS")),
+        "{ours:?}"
+    );
+}
+
+#[test]
 fn watched_key_removed_by_active_expiry_fails_exec() {
     let s = ServerProcess::ferrokv(&["--hz", "100"]);
     let mut a = s.raw();

@@ -124,6 +124,10 @@ pub struct Transaction {
     pub queued_mem: usize,
     /// A command was refused while queueing (`CLIENT_DIRTY_EXEC`).
     pub aborted: bool,
+    /// The queued commands' flags together (scripts' as their shebang
+    /// declares), Redis's `mstate.cmd_flags`: EXEC is checked as a write
+    /// when one of them is, at EXEC time.
+    pub cmd_flags: u32,
 }
 
 /// `multi=` of `CLIENT LIST`: queued commands, or -1 outside MULTI.
