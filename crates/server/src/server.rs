@@ -704,7 +704,10 @@ impl Server {
                 crate::blocking::signal_command_keys(self, spec, &args);
             }
         }
-        if self.propagate_command(db_before, args, dirty_before) && self.aof.is_some() {
+        let arbitrary_keys = matches!(spec.name, "scan" | "randomkey");
+        if self.propagate_command(db_before, args, dirty_before, arbitrary_keys)
+            && self.aof.is_some()
+        {
             // Its reply waits until the AOF has the write (see before_sleep).
             client.awaiting_aof = true;
         }
@@ -785,7 +788,13 @@ impl Server {
     /// After a command: propagates the expired-key DELs it caused, then
     /// the command itself (or its rewritten form) if it changed anything.
     /// Returns whether anything was propagated.
-    fn propagate_command(&mut self, db: usize, args: Args, dirty_before: u64) -> bool {
+    fn propagate_command(
+        &mut self,
+        db: usize,
+        args: Args,
+        dirty_before: u64,
+        arbitrary_keys: bool,
+    ) -> bool {
         let rewrite = self.propagation.rewrite.take();
         if let Some(any) = self.propagation.exec_done.take() {
             // EXEC: its queue was propagated as it ran.
@@ -793,6 +802,17 @@ impl Server {
         }
         let also = std::mem::take(&mut self.propagation.also);
         let mut any = !also.is_empty();
+        // What one command propagates is one unit: the DELs of the keys it
+        // found expired and the command itself, wrapped in MULTI/EXEC when
+        // there are several (Redis 7.0's propagatePendingCommands), but
+        // for SCAN and RANDOMKEY (`touches-arbitrary-keys`), whose DELs go
+        // as they are, like active expiry's. Inside EXEC or a script the
+        // outer block wraps everything already.
+        let ops = also.len() + usize::from(self.dirty > dirty_before);
+        let wrap = ops > 1 && !arbitrary_keys && self.propagation.exec_ops.is_none();
+        if wrap {
+            self.begin_exec_propagation();
+        }
         for (edb, argv) in also {
             self.propagate(edb, &argv);
         }
@@ -817,6 +837,11 @@ impl Server {
                     self.propagate(db, &argv)
                 }
             }
+        }
+        if wrap {
+            self.end_exec_propagation();
+            // That is this command's own block, not an EXEC's.
+            self.propagation.exec_done = None;
         }
         any
     }

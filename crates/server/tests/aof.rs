@@ -9,7 +9,7 @@
 mod common;
 
 use common::node::{digest, Node};
-use common::wait_for;
+use common::{wait_for, ServerProcess};
 use ferrokv_server::persistence::aof::{Aof, FsyncPolicy, Storage, StorageFile, SyncHandle};
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
@@ -509,4 +509,74 @@ fn power_cut_keeps_acknowledged_writes() {
             assert_eq!(v.as_deref(), Some("v"), "{policy:?}: {k} lost");
         }
     }
+}
+
+/// The AOF's commands, one per line, arguments joined by spaces (the
+/// file's RESP parsed).
+fn aof_commands(text: &str) -> Vec<String> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    let mut out = Vec::new();
+    let line = |i: &mut usize| -> String {
+        let j = *i + text[*i..].find("\r\n").unwrap();
+        let s = text[*i + 1..j].to_string();
+        *i = j + 2;
+        s
+    };
+    while i < b.len() {
+        let n: usize = line(&mut i).parse().unwrap();
+        let mut args = Vec::new();
+        for _ in 0..n {
+            let len: usize = line(&mut i).parse().unwrap();
+            args.push(text[i..i + len].to_string());
+            i += len + 2;
+        }
+        out.push(args.join(" "));
+    }
+    out
+}
+
+#[test]
+fn keys_found_expired_propagate_as_redis_7_0_writes_them() {
+    // The DELs of the keys one command found expired go with it as one
+    // unit: wrapped in MULTI/EXEC when there are several, except for
+    // SCAN and RANDOMKEY, whose DELs go bare (as active expiry's do).
+    let run = |p: &ServerProcess| -> Vec<String> {
+        let mut r = p.raw();
+        r.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+        for c in [
+            &["MGET", "a", "b"][..],
+            &["EXISTS", "a"],
+            &["SCAN", "0"],
+            &["DEL", "a", "b"],
+        ] {
+            r.cmd(&["SET", "a", "1", "PX", "1"]);
+            r.cmd(&["SET", "b", "1", "PX", "1"]);
+            std::thread::sleep(Duration::from_millis(20));
+            r.cmd(c);
+            // The SETs themselves (and what they find) are not compared.
+            r.cmd(&["DEL", "a", "b"]);
+            r.cmd(&["SET", "marker", &c.join("_")]);
+        }
+        let mut cmds: Vec<String> = aof_commands(&common::aof_text(p))
+            .into_iter()
+            .filter(|c| {
+                !c.to_ascii_lowercase().starts_with("set a ")
+                    && !c.to_ascii_lowercase().starts_with("set b ")
+            })
+            .collect();
+        // SCAN meets the keys in each server's own table order.
+        let i = cmds.iter().position(|c| c == "SET marker SCAN_0").unwrap();
+        cmds[i - 2..i].sort();
+        cmds
+    };
+    let ours = run(&ServerProcess::ferrokv(&[
+        "--appendonly",
+        "yes",
+        "--enable-debug-command",
+        "yes",
+    ]));
+    let redis = run(&ServerProcess::redis(&["--appendonly", "yes"]));
+    assert_eq!(ours, redis);
+    assert!(ours.iter().any(|c| c == "MULTI"), "{ours:?}");
 }

@@ -375,11 +375,15 @@ fn scan(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
     let now = ctx.now_ms;
     let mut found: Vec<Vec<u8>> = Vec::new();
+    let mut expired: Vec<Vec<u8>> = Vec::new();
     let next = ctx.srv.keyspace.dbs[db].scan(cursor, opts.count, |e| {
-        if !live(e, now) {
+        if opts.pattern.is_some_and(|p| !glob_match(p, e.key())) {
             return;
         }
-        if opts.pattern.is_some_and(|p| !glob_match(p, e.key())) {
+        // As Redis's scanGenericCommand: a key past its TTL that the
+        // pattern lets through is deleted (below), and not returned.
+        if !live(e, now) {
+            expired.push(e.key().to_vec());
             return;
         }
         if let Some(t) = opts.type_filter {
@@ -389,6 +393,9 @@ fn scan(ctx: &mut Ctx, args: Args) {
         }
         found.push(e.key().to_vec());
     });
+    for k in &expired {
+        ctx.srv.peek(db, k, now);
+    }
     reply_scan(&mut ctx.client.out, next, &found);
 }
 
