@@ -366,7 +366,41 @@ impl Server {
         self.keyspace.dbs[db].get(key)
     }
 
-    /// Looks a key up without it counting as an access (`EXISTS`, `OBJECT`,
+    /// Redis's `LOOKUP_NOTOUCH` (TYPE, EXISTS, TTL and the other expiry
+    /// readers): lazy expiry and the hit/miss counters (and `keymiss`
+    /// events) as [`Self::lookup_read`], but the access clock is left as
+    /// it was, so `OBJECT IDLETIME` and eviction see no access.
+    pub fn lookup_read_notouch(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        let wants = self.wants_expired_events();
+        let expire = !self.repl.is_replica();
+        let found = match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, None) {
+            Found::Live(_) => true,
+            Found::Expired(e) => {
+                let pending = wants.then_some(&mut self.pending_events);
+                Self::note_expired(
+                    &mut self.stats,
+                    &mut self.blocking,
+                    &mut self.propagation,
+                    pending,
+                    db,
+                    e.key(),
+                );
+                false
+            }
+            Found::Missing => false,
+        };
+        if !found {
+            self.stats.keyspace_misses += 1;
+            if self.config.notify_keyspace_events & crate::notify::NOTIFY_KEY_MISS != 0 {
+                self.pending_events.missed.push((db, key.to_vec()));
+            }
+            return None;
+        }
+        self.stats.keyspace_hits += 1;
+        self.keyspace.dbs[db].get(key)
+    }
+
+    /// Looks a key up without it counting as an access (`OBJECT`,
     /// `DEBUG`): lazy expiry, but no hit/miss counters, no access clock, and
     /// no copy-on-write for a snapshot in progress.
     pub fn peek(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {

@@ -449,6 +449,32 @@ fn lcs_plain_len_idx() {
 }
 
 #[test]
+fn type_exists_and_the_ttl_readers_do_not_reset_the_idle_time() {
+    // Redis looks these keys up with LOOKUP_NOTOUCH; a real read touches.
+    let s = server();
+    let mut r = s.raw();
+    r.cmd(&["SET", "idle:k", "v"]);
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    for c in [
+        &["TTL", "idle:k"][..],
+        &["PTTL", "idle:k"],
+        &["EXPIRETIME", "idle:k"],
+        &["PEXPIRETIME", "idle:k"],
+        &["TYPE", "idle:k"],
+        &["EXISTS", "idle:k"],
+        &["OBJECT", "ENCODING", "idle:k"],
+    ] {
+        r.cmd(c);
+        match r.cmd(&["OBJECT", "IDLETIME", "idle:k"]) {
+            Frame::Integer(n) => assert!(n >= 2, "{c:?} reset the idle time to {n}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    r.cmd(&["GET", "idle:k"]);
+    assert_eq!(r.cmd(&["OBJECT", "IDLETIME", "idle:k"]), Frame::Integer(0));
+}
+
+#[test]
 fn object_encoding_refcount_idletime_freq() {
     let s = server();
     let mut r = s.raw();

@@ -117,7 +117,7 @@ fn exists(ctx: &mut Ctx, args: Args) {
     let n = args
         .iter()
         .skip(1)
-        .filter(|k| ctx.srv.lookup_read(db, k, ctx.now_ms).is_some())
+        .filter(|k| ctx.srv.lookup_read_notouch(db, k, ctx.now_ms).is_some())
         .count();
     ctx.client.out.int(n as i64);
 }
@@ -125,7 +125,7 @@ fn exists(ctx: &mut Ctx, args: Args) {
 /// TYPE key
 fn type_(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
-    let name = match ctx.srv.lookup_read(db, args.get(1), ctx.now_ms) {
+    let name = match ctx.srv.lookup_read_notouch(db, args.get(1), ctx.now_ms) {
         Some(e) => e.value().value_type().name(),
         None => "none",
     };
@@ -538,7 +538,7 @@ fn pexpireat(ctx: &mut Ctx, args: Args) {
 fn expire_of(ctx: &mut Ctx, key: &[u8]) -> Option<i64> {
     let db = ctx.client.db;
     ctx.srv
-        .lookup_read(db, key, ctx.now_ms)
+        .lookup_read_notouch(db, key, ctx.now_ms)
         .map(|e| e.expire_at)
 }
 
