@@ -22,7 +22,12 @@
 //! ([`Monitors::is_empty`]). The line is formatted once and copied to each
 //! monitor's output buffer, which is bounded by the `normal` (or, while
 //! subscribed, `pubsub`) class of `client-output-buffer-limit`: a monitor
-//! that does not read is closed, as Redis closes it.
+//! that does not read is closed, as Redis closes it. Where that class has
+//! no hard limit (Redis's default for normal clients, under which a slow
+//! Redis monitor grows the server without end), `client-reply-backpressure`
+//! (8 MiB by default; 0 for Redis's behaviour) is the monitor's hard limit:
+//! backpressure, which bounds what other clients are owed, cannot hold a
+//! monitor back, since what it is owed comes from everybody's commands.
 
 use crate::commands::is;
 use crate::net::client::{Client, ReplyMode};
@@ -267,6 +272,15 @@ impl Server {
             return;
         };
         let limit = self.output_limit_for(c);
+        // Lines are not the monitor's own replies, so backpressure cannot
+        // hold it back: with no hard limit in its class (Redis's default
+        // for normal clients), `client-reply-backpressure` is its hard
+        // limit, or a monitor that does not read would grow the server's
+        // memory without end.
+        let hard = match limit.hard {
+            0 => self.config.client_reply_backpressure,
+            h => h,
+        };
         let Some(Some(c)) = self.clients.get_mut(t) else {
             return;
         };
@@ -283,7 +297,7 @@ impl Server {
             c.soft_limit_since
                 .get_or_insert_with(std::time::Instant::now);
         }
-        if limit.hard > 0 && pending >= limit.hard {
+        if hard > 0 && pending >= hard {
             tracing::warn!(
                 "Client id={} addr={} scheduled to be closed ASAP for overcoming of output buffer limits.",
                 c.id,
