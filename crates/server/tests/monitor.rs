@@ -674,3 +674,42 @@ fn redis_py_monitor_parses_the_lines() {
     assert!(out.status.success(), "{text}");
     assert!(text.contains("monitor: OK"), "{text}");
 }
+
+#[test]
+fn command_docs_and_flags_of_monitor_are_redis_s() {
+    let srv = start(&[]);
+    let mut c = tcp(&srv);
+    let b = |s: &str| Frame::Bulk(s.as_bytes().to_vec());
+    let docs = match c.cmd(&["COMMAND", "DOCS", "monitor"]) {
+        // RESP2: a flat array of name, then the docs as a flat array.
+        Frame::Array(v) => v,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        docs,
+        vec![
+            b("monitor"),
+            Frame::Array(vec![
+                b("summary"),
+                b("Listen for all requests received by the server in real time"),
+                b("since"),
+                b("1.0.0"),
+                b("group"),
+                b("server"),
+            ])
+        ]
+    );
+    let Frame::Array(info) = c.cmd(&["COMMAND", "INFO", "monitor"]) else {
+        panic!("COMMAND INFO");
+    };
+    let Frame::Array(row) = &info[0] else {
+        panic!("{info:?}");
+    };
+    assert_eq!(row[0], b("monitor"));
+    assert_eq!(row[1], Frame::Integer(1));
+    let flags = ["admin", "noscript", "loading", "stale"]
+        .iter()
+        .map(|f| Frame::Simple(f.as_bytes().to_vec()))
+        .collect();
+    assert_eq!(row[2], Frame::Array(flags));
+}
