@@ -102,6 +102,22 @@ impl Monitor {
         rest.to_string()
     }
 
+    /// The next line, a monitor line as [`Monitor::line`] gives it behind
+    /// `M `, any other reply line as it is.
+    fn any_line(&mut self) -> String {
+        let raw = self.raw_line();
+        let is_monitor_line = raw.len() > 1 && raw[0] == b'+' && raw[1].is_ascii_digit();
+        if is_monitor_line {
+            let mut rest = raw;
+            rest.extend_from_slice(b"\r\n");
+            rest.extend_from_slice(&self.buf);
+            self.buf = rest;
+            format!("M {}", self.line())
+        } else {
+            String::from_utf8(raw).unwrap()
+        }
+    }
+
     /// Lines up to and including the one ending in `"ECHO" "<mark>"`.
     fn lines_until(&mut self, mark: &str) -> Vec<String> {
         let end = format!("\"ECHO\" \"{mark}\"");
@@ -712,4 +728,48 @@ fn command_docs_and_flags_of_monitor_are_redis_s() {
         .map(|f| Frame::Simple(f.as_bytes().to_vec()))
         .collect();
     assert_eq!(row[2], Frame::Array(flags));
+}
+
+#[test]
+fn a_monitors_own_transaction_and_reply_modes_interleave_as_in_redis() {
+    let srv = start(&[]);
+    let mut m = Monitor::start(&srv);
+    let p = peer(&m.s);
+    let mut req = Vec::new();
+    for cmd in [
+        &["MULTI"][..],
+        &["PING"],
+        &["ECHO", "x"],
+        &["EXEC"],
+        &["CLIENT", "REPLY", "SKIP"],
+        &["PING"],
+        &["ECHO", "after"],
+    ] {
+        req.extend(Frame::command(cmd));
+    }
+    m.s.send(&req);
+    let got: Vec<String> = (0..14).map(|_| m.any_line()).collect();
+    let l = |c: &str| format!("M [0 {p}] {c}");
+    assert_eq!(
+        got,
+        vec![
+            "+OK".to_string(),
+            l(r#""MULTI""#),
+            "+QUEUED".into(),
+            "+QUEUED".into(),
+            // Each queued command's line follows its reply, inside EXEC's.
+            "*2".into(),
+            "+PONG".into(),
+            l(r#""PING""#),
+            "$1".into(),
+            "x".into(),
+            l(r#""ECHO" "x""#),
+            l(r#""EXEC""#),
+            // SKIP silences the next command's reply and its line.
+            l(r#""CLIENT" "REPLY" "SKIP""#),
+            "$5".into(),
+            "after".into(),
+        ]
+    );
+    assert_eq!(m.line(), format!(r#"[0 {p}] "ECHO" "after""#));
 }
