@@ -617,7 +617,18 @@ fn a_monitor_that_does_not_read_is_closed_by_the_normal_output_limit() {
 
 #[test]
 fn a_replicas_monitor_shows_its_masters_stream() {
-    let master = start(&["--repl-diskless-sync-delay", "0"]);
+    replica_monitor_shows_the_stream_of(start(&["--repl-diskless-sync-delay", "0"]));
+}
+
+/// The same with redis-server 7.0.15 as the master of the server under
+/// test: a ferrokv replica shows a Redis master's stream as a Redis replica
+/// does.
+#[test]
+fn a_replicas_monitor_shows_a_redis_masters_stream() {
+    replica_monitor_shows_the_stream_of(ServerProcess::redis(&["--repl-diskless-sync-delay", "0"]));
+}
+
+fn replica_monitor_shows_the_stream_of(master: ServerProcess) {
     let port = master.port.to_string();
     let replica = start(&["--replicaof", "127.0.0.1", &port]);
     wait_for("the replica's link", 30, || {
