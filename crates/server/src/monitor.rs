@@ -50,10 +50,6 @@ impl Monitors {
         self.tokens.is_empty()
     }
 
-    pub fn len(&self) -> usize {
-        self.tokens.len()
-    }
-
     pub fn add(&mut self, token: usize) {
         if !self.tokens.contains(&token) {
             self.tokens.push(token);
@@ -226,9 +222,9 @@ impl Server {
             return;
         }
         let redacted = if needs_redaction(args.get(0)) {
-            let requirepass = self.config.requirepass.clone();
+            let requirepass = self.config.requirepass.as_deref();
             redacted_args(args, |u, p| {
-                crate::commands::connection::password_ok(requirepass.as_deref(), u, p)
+                crate::commands::connection::password_ok(requirepass, u, p)
             })
         } else {
             Vec::new()
