@@ -14,7 +14,8 @@
 //!   1 s in its release build, the test a looser budget for debug code;
 //! - a broken invariant: every reply parses as RESP with the
 //!   `ferrokv-resp` frame decoder and every command answers with exactly
-//!   one reply (RESP2, replies on, outside pub/sub subscriptions); after the sequence, for every database,
+//!   one reply (RESP2, replies on, outside pub/sub subscriptions, not a
+//!   monitor's own commands); after the sequence, for every database,
 //!   a full SCAN, `KEYS *`, `DBSIZE` and `INFO keyspace` agree, each key's
 //!   `TYPE` matches its `OBJECT ENCODING`, and `DEBUG DIGEST` is the same
 //!   after `DEBUG RELOAD` (a snapshot saved and loaded back).
@@ -476,8 +477,13 @@ fn per_channel(name: &[u8]) -> bool {
 /// no push can join it): all but the (un)subscriptions, `CLIENT REPLY`,
 /// which silences its own, and an EXEC whose queue holds a subscription —
 /// Redis 7.0 too answers `MULTI`, `SUBSCRIBE x y`, `EXEC` with an array
-/// of one element followed by the second channel's reply.
+/// of one element followed by the second channel's reply. Nor does any
+/// command of a monitor (`MONITOR`): its line follows its reply, and a
+/// second MONITOR answers nothing, as in Redis.
 fn answers_once(emb: &EmbeddedServer, token: usize, argv: &[Vec<u8>]) -> bool {
+    if emb.client(token).is_some_and(|c| c.monitor) {
+        return false;
+    }
     let name = argv[0].as_slice();
     if name.eq_ignore_ascii_case(b"exec") {
         let specs = &emb.srv.commands.specs;

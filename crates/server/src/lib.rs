@@ -39,6 +39,7 @@
 //!   (handshake, backlog, master and replica sides), and the RDMA full sync.
 //! - [`scripting`]: Lua scripts (`EVAL`) and functions (`FCALL`), with Redis 7.0's sandbox.
 //! - [`evict`]: `maxmemory` and its eviction policies.
+//! - [`monitor`]: `MONITOR` and the lines its clients are shown.
 //! - [`notify`]: keyspace notifications.
 //! - [`pubsub`]: channels, patterns and shard channels.
 //! - [`info`]: the `INFO` sections.
@@ -59,6 +60,7 @@ pub mod evict;
 pub mod fdlimit;
 pub mod info;
 pub mod metrics;
+pub mod monitor;
 pub mod net;
 pub mod notify;
 pub mod persistence;

@@ -157,6 +157,8 @@ pub struct Server {
     pub metrics: Option<crate::metrics::MetricsEndpoint>,
     /// Pub/sub channels and patterns and their subscribers.
     pub pubsub: crate::pubsub::PubSub,
+    /// Clients in `MONITOR` mode.
+    pub monitors: crate::monitor::Monitors,
     /// Keys lookups found expired or missing, to announce after the lookup.
     pub pending_events: crate::notify::PendingEvents,
     /// WATCHed keys and their watchers.
@@ -257,6 +259,7 @@ impl Server {
             latency_stats: crate::commands::latency::CommandLatencies::new(n),
             metrics: None,
             pubsub: Default::default(),
+            monitors: Default::default(),
             pending_events: Default::default(),
             watches: Default::default(),
             repl,
@@ -663,6 +666,13 @@ impl Server {
         if client.multi.is_some() && spec.has(flags::NO_MULTI) {
             return Some("ERR Command not allowed inside a transaction".to_string());
         }
+        // Redis marks a monitor as a replica, and a replica may not touch
+        // the keyspace (hence the text).
+        if client.monitor
+            && cmd_flags & (flags::WRITE | flags::READONLY | flags::MAY_REPLICATE) != 0
+        {
+            return Some("ERR Replica can't interact with the keyspace".to_string());
+        }
         None
     }
 
@@ -732,6 +742,13 @@ impl Server {
             (spec.handler)(&mut ctx, args);
         }
         self.flush_pending_events(Some(client));
+        // MONITOR: after the command ran, as Redis 7.0's `call` (admin and
+        // script commands never; scripts show themselves as they start).
+        if !self.monitors.is_empty()
+            && !spec.has(crate::commands::flags::SKIP_MONITOR | crate::commands::flags::ADMIN)
+        {
+            self.feed_monitors(client, &args);
+        }
         if self.dirty > dirty_before {
             self.touch_command_keys(idx, db_before, &args);
             if self.blocking.has_waiters() {
@@ -923,9 +940,12 @@ impl Server {
     }
 
     /// Drops what registries hold for a closing connection (its pub/sub
-    /// subscriptions, its WATCHed keys).
+    /// subscriptions, its WATCHed keys, its place among the monitors).
     pub fn forget_client(&mut self, c: &mut Client) {
         self.pubsub_forget_client(c);
+        if std::mem::take(&mut c.monitor) {
+            self.monitors.remove(c.token);
+        }
         self.unwatch_all(c.token);
     }
 

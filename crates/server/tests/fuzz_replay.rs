@@ -129,6 +129,30 @@ fn a_program_over_every_type_passes_the_invariants() {
     );
 }
 
+/// A monitor's own commands answer their reply and then their line, and a
+/// second MONITOR answers nothing: the one-reply invariant leaves them out
+/// (it failed such programs before), and the other connections' lines
+/// still parse as RESP.
+#[test]
+fn a_program_with_a_monitor_passes_the_invariants() {
+    command_fuzz::run_program(
+        &program(&[
+            (0, &["MONITOR"]),
+            (1, &["SET", "k", "v\r\n\x00"]),
+            (0, &["PING"]),
+            (0, &["MONITOR"]),
+            (0, &["GET", "k"]),
+            (2, &["EVAL", "return redis.call('get', KEYS[1])", "1", "k"]),
+            (0, &["RESET"]),
+            (0, &["GET", "k"]),
+            (1, &["MULTI"]),
+            (1, &["MONITOR"]),
+            (1, &["EXEC"]),
+        ]),
+        &test_options(),
+    );
+}
+
 #[test]
 #[should_panic(expected = "step budget exceeded: command 0 `SET a 1`")]
 fn a_command_over_the_step_budget_fails_the_run() {

@@ -13,7 +13,7 @@
 //! key of 40 `a`s), protocol abuse (declared-but-unsent bulks, huge and
 //! malformed counts, long lines, garbage, half-sent requests from many
 //! connections, byte-by-byte requests), the pre-AUTH limits, deep MULTI
-//! queues, never-reading clients and subscribers, protected configs, and
+//! queues, never-reading clients, subscribers and monitors, protected configs, and
 //! every command of the server's own table with extreme arguments
 //! (`hostile/table.rs`).
 //!
@@ -845,6 +845,50 @@ fn never_reading_subscriber_is_closed_by_the_pubsub_output_limit() {
     watch.assert_growth_under(128 * MB, "a never-reading subscriber under a flood");
 }
 
+#[test]
+fn never_reading_monitor_is_closed_before_it_grows_the_server() {
+    if against_redis() {
+        // A monitor is a normal client: with Redis's defaults (no output
+        // limit for them) a monitor that does not read grows it without end.
+        return;
+    }
+    let s = start(&[]);
+    let mut mon = Conn::open(&s);
+    assert_eq!(mon.call(&["MONITOR"], "MONITOR"), ok());
+    let victim = Victim::start(&s);
+    let watch = RssWatch::new(&s, 1 << 30);
+    let mut writer = Conn::open(&s);
+    let value = "w".repeat(64 * 1024);
+    let mut written = 0u64;
+    let mut closed = false;
+    // Its lines are bounded by `client-reply-backpressure` (8 MiB): it must
+    // be gone well before 256 MB of lines were made for it.
+    while written < 256 * MB && !closed {
+        let mut req = Vec::new();
+        for _ in 0..16 {
+            req.extend(Frame::command(&["SET", "flood", &value]));
+        }
+        writer.send(&req).unwrap();
+        for _ in 0..16 {
+            assert_eq!(
+                writer.expect_frame("SET while a monitor does not read"),
+                ok()
+            );
+            written += value.len() as u64;
+        }
+        let list = writer.call(&["CLIENT", "LIST"], "CLIENT LIST");
+        closed = !String::from_utf8_lossy(list.as_bytes().unwrap_or_default()).contains("flags=O");
+    }
+    assert!(
+        closed,
+        "the never-reading monitor was still there after {} MB of lines",
+        written / MB
+    );
+    mon.read_to_close_within(Duration::from_secs(10), "the closed monitor");
+    victim.finish("a never-reading monitor under a flood of writes");
+    watch.assert_growth_under(128 * MB, "a never-reading monitor under a flood of writes");
+}
+
 // ---------------------------------------------------------------------
 // Protected configs.
 // ---------------------------------------------------------------------
@@ -904,6 +948,17 @@ fn every_command_in_the_table_survives_extreme_arguments() {
         stats.restarts,
         stats.victim_reconnects
     );
+    let monitor = sess.monitor_report();
+    eprintln!(
+        "hostile sweep: the monitor read {} lines ({} reconnections)",
+        monitor.lines, monitor.reconnects
+    );
+    assert!(
+        monitor.bad.is_empty(),
+        "malformed MONITOR lines: {:?}",
+        monitor.bad
+    );
+    assert!(monitor.lines > 0, "the sweep's monitor saw no line at all");
     let list: Vec<String> = failures
         .iter()
         .map(|f| format!("  {}\n    -> {}", f.command, f.what))

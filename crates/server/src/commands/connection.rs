@@ -109,11 +109,14 @@ fn quit(ctx: &mut Ctx, _args: Args) {
 
 /// RESET: the connection as it was when it connected (Redis's
 /// `clearClientConnectionState`): no transaction, no WATCHes, no
-/// subscriptions, database 0, RESP2, no name, replies on, and
+/// subscriptions, no MONITOR, database 0, RESP2, no name, replies on, and
 /// authenticated only when no password is required.
 fn reset(ctx: &mut Ctx, _args: Args) {
     crate::commands::multi::discard_transaction(ctx.srv, ctx.client);
     crate::commands::pubsub::unsubscribe_all_silently(ctx);
+    if std::mem::take(&mut ctx.client.monitor) {
+        ctx.srv.monitors.remove(ctx.client.token);
+    }
     ctx.client.db = 0;
     ctx.client.out.proto = Protocol::Resp2;
     ctx.client.name = None;
@@ -123,12 +126,18 @@ fn reset(ctx: &mut Ctx, _args: Args) {
     ctx.client.out.simple("RESET");
 }
 
-/// Checks a password against `requirepass` for user `default`.
-fn check_password(ctx: &mut Ctx, user: &[u8], pass: &[u8]) -> bool {
-    let ok = match &ctx.srv.config.requirepass {
+/// Whether `user`/`pass` authenticate against `requirepass` (only user
+/// `default` exists).
+pub fn password_ok(requirepass: Option<&[u8]>, user: &[u8], pass: &[u8]) -> bool {
+    match requirepass {
         Some(p) => user == b"default" && constant_time_eq(p, pass),
         None => user == b"default",
-    };
+    }
+}
+
+/// Checks a password against `requirepass` for user `default`.
+fn check_password(ctx: &mut Ctx, user: &[u8], pass: &[u8]) -> bool {
+    let ok = password_ok(ctx.srv.config.requirepass.as_deref(), user, pass);
     if ok {
         ctx.client.authenticated = true;
     } else {
@@ -356,11 +365,14 @@ fn type_matches(srv: &crate::server::Server, c: &Client, f: TypeFilter) -> bool 
     }
 }
 
-/// The `flags=` letters of `CLIENT LIST` this server can show: `P`
-/// (pub/sub), `x` (in MULTI), `b` (blocked on keys), `U` (on a Unix
+/// The `flags=` letters of `CLIENT LIST` this server can show: `O`
+/// (MONITOR), `P` (pub/sub), `x` (in MULTI), `b` (blocked on keys), `U` (on a Unix
 /// socket), `N` (none).
 fn client_flags(c: &Client) -> String {
     let mut f = String::new();
+    if c.monitor {
+        f.push('O');
+    }
     if c.subs.any() {
         f.push('P');
     }

@@ -1,4 +1,4 @@
-//! The server family: INFO, CONFIG, COMMAND, DEBUG, TIME, LASTSAVE,
+//! The server family: INFO, CONFIG, COMMAND, DEBUG, MONITOR, TIME, LASTSAVE,
 //! SHUTDOWN, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB.
 
 use super::flags::*;
@@ -16,6 +16,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("config", -2, ADMIN | NOSCRIPT | LOADING | STALE, config_help).since("2.0.0").doc("A container for server configuration commands.", "").subs(CONFIG_SUBS),
     cmd("command", -1, LOADING | STALE, command).since("2.8.13").complexity("O(N) where N is the total number of Redis commands").doc("Returns detailed information about all commands.", "").subs(COMMAND_SUBS),
     cmd("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED, debug_help).doc("A container for debugging commands.", ""),
+    cmd("monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, crate::monitor::monitor).complexity("").doc("Listen for all requests received by the server in real time", ""),
     cmd("time", 1, LOADING | STALE | FAST, time).since("2.6.0").doc("Returns the server time.", ""),
     cmd("lastsave", 1, LOADING | STALE | FAST, lastsave).doc("Returns the Unix timestamp of the last successful save to disk.", ""),
     cmd("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, shutdown).doc(

@@ -170,6 +170,9 @@ pub struct Client {
     pub authenticated: bool,
     pub reply_mode: ReplyMode,
     pub no_evict: bool,
+    /// In monitor mode (`MONITOR`): every command the server runs is
+    /// shown to it, and it may not touch the keyspace.
+    pub monitor: bool,
     /// Close once the pending replies are written (`QUIT`, protocol errors).
     pub close_after_reply: bool,
     /// Close at the next chance (`CLIENT KILL`, output limits).
@@ -277,6 +280,7 @@ impl Client {
             authenticated,
             reply_mode,
             no_evict: false,
+            monitor: false,
             close_after_reply: false,
             close_asap: false,
             created: now,

@@ -322,6 +322,7 @@ fn cache_script(ctx: &mut Ctx, body: &[u8]) -> Result<[u8; 40], String> {
 }
 
 fn eval_generic(ctx: &mut Ctx, args: Args, by_sha: bool, ro: bool) {
+    show_to_monitors(ctx, &args);
     let Some((keys, argv)) = split_keys(ctx, args) else {
         return;
     };
@@ -352,6 +353,15 @@ fn eval_generic(ctx: &mut Ctx, args: Args, by_sha: bool, ro: bool) {
         command: None,
     };
     run::run(ctx, Kind::Eval, inv);
+}
+
+/// The script commands are `skip_monitor`: each shows itself to the
+/// monitors before its script runs, so that the commands the script calls
+/// come after it (Redis's `evalCommand` and `fcallCommand`).
+fn show_to_monitors(ctx: &mut Ctx, args: &Args) {
+    if !ctx.srv.monitors.is_empty() {
+        ctx.srv.feed_monitors(ctx.client, args);
+    }
 }
 
 /// EVAL script numkeys [key ...] [arg ...]
@@ -486,6 +496,7 @@ fn script_help(ctx: &mut Ctx, args: Args) {
 }
 
 fn fcall_generic(ctx: &mut Ctx, args: Args, ro: bool) {
+    show_to_monitors(ctx, &args);
     let name = String::from_utf8_lossy(args.get(1)).into_owned();
     let Some(f) = ctx.srv.scripting.functions.find(&name) else {
         ctx.error("ERR Function not found");

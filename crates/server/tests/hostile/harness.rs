@@ -316,6 +316,138 @@ impl Drop for Victim {
     }
 }
 
+/// A connection in `MONITOR` mode that reads everything the server shows
+/// it, checking that each line is one well-formed simple string:
+/// `+<secs>.<6 digits> [<db> ...] ...` made of printable ASCII only (the
+/// escaping of the arguments keeps a `\r\n` or a raw byte of an argument
+/// from breaking the frame). When the server closes it (`CLIENT KILL`, an
+/// output limit) it reconnects and counts that.
+pub struct MonitorWatch {
+    log: Arc<Mutex<MonitorLog>>,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+#[derive(Default, Clone)]
+pub struct MonitorLog {
+    pub lines: u64,
+    pub reconnects: u32,
+    /// The first malformed lines (truncated), at most ten.
+    pub bad: Vec<String>,
+}
+
+fn monitor_connect(port: u16) -> Option<TcpStream> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(REPLY_BOUND)).ok()?;
+    s.write_all(&Frame::command(&["MONITOR"])).ok()?;
+    let mut ok = [0u8; 5];
+    s.read_exact(&mut ok).ok()?;
+    (&ok == b"+OK\r\n").then_some(())?;
+    s.set_read_timeout(Some(Duration::from_millis(100))).ok()?;
+    Some(s)
+}
+
+/// Whether `line` (without its `\r\n`) is a monitor line as Redis shapes it.
+pub fn well_formed_monitor_line(line: &[u8]) -> bool {
+    let Some(rest) = line.strip_prefix(b"+") else {
+        return false;
+    };
+    let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+    let mut parts = rest.splitn(3, |&b| b == b' ');
+    let (Some(ts), Some(db), Some(tail)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let ts_ok = match ts.iter().position(|&b| b == b'.') {
+        Some(dot) => digits(&ts[..dot]) && ts.len() - dot - 1 == 6 && digits(&ts[dot + 1..]),
+        None => false,
+    };
+    ts_ok
+        && db.first() == Some(&b'[')
+        && digits(&db[1..])
+        && tail.contains(&b']')
+        && line.iter().all(|&b| (0x20..=0x7e).contains(&b))
+}
+
+impl MonitorWatch {
+    pub fn start(server: &ServerProcess) -> MonitorWatch {
+        let port = server.port;
+        let log = Arc::new(Mutex::new(MonitorLog::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (l, st) = (log.clone(), stop.clone());
+        let mut conn = monitor_connect(port).expect("the monitor connects");
+        let handle = std::thread::spawn(move || {
+            let mut buf: Vec<u8> = Vec::new();
+            // Where the search for the next `\r\n` resumes (a 1 MB
+            // argument makes a 4 MB line, read in many chunks).
+            let mut scan = 0;
+            let mut chunk = vec![0u8; 1 << 16];
+            while !st.load(Ordering::Relaxed) {
+                match conn.read(&mut chunk) {
+                    Ok(n) if n > 0 => buf.extend_from_slice(&chunk[..n]),
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        ) =>
+                    {
+                        continue
+                    }
+                    _ => {
+                        l.lock().unwrap().reconnects += 1;
+                        buf.clear();
+                        scan = 0;
+                        match monitor_connect(port) {
+                            Some(c) => conn = c,
+                            // The server is gone (the sweep restarts it with
+                            // a new watch): stop.
+                            None => return,
+                        }
+                        continue;
+                    }
+                }
+                let mut start = 0;
+                while let Some(at) = buf[scan..].windows(2).position(|w| w == b"\r\n") {
+                    let end = scan + at;
+                    let line = &buf[start..end];
+                    let mut log = l.lock().unwrap();
+                    log.lines += 1;
+                    if !well_formed_monitor_line(line) && log.bad.len() < 10 {
+                        log.bad.push(truncate(line, 80));
+                    }
+                    drop(log);
+                    start = end + 2;
+                    scan = start;
+                }
+                buf.drain(..start);
+                scan = buf.len().saturating_sub(1);
+            }
+        });
+        MonitorWatch {
+            log,
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    /// Stops reading (after the lines already received) and says what it saw.
+    pub fn finish(mut self) -> MonitorLog {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Drop for MonitorWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
 /// What a read with a deadline saw.
 #[derive(Debug)]
 pub enum Outcome {

@@ -23,6 +23,12 @@
 //! arguments (truncated); the server is restarted when it stopped answering
 //! or died, and the sweep goes on, so one run reports every failure.
 //!
+//! A monitor connection (`MONITOR`) reads the whole sweep: every command's
+//! extreme and binary arguments also go through the monitor's line
+//! formatting, and every line it gets must be one well-formed simple
+//! string of printable ASCII (`well_formed_monitor_line`); `MONITOR` itself
+//! is in the table like any command (a fresh connection answers `+OK`).
+//!
 //! What is not run as generated, and why:
 //! - `SHUTDOWN`: ends the process by design.
 //! - `DEBUG`: only the subcommands in [`DEBUG_SUBCOMMANDS`] (or a value of
@@ -732,6 +738,10 @@ pub struct Stats {
 pub struct Session {
     pub server: ServerProcess,
     victim: Option<Victim>,
+    /// A monitor reading the whole sweep (every command's arguments also
+    /// go through MONITOR's formatting), and what earlier ones saw.
+    monitor: Option<MonitorWatch>,
+    monitor_seen: MonitorLog,
     watch: Option<RssWatch>,
     base_rss: u64,
     base_used: u64,
@@ -743,6 +753,8 @@ impl Session {
         let mut s = Session {
             server,
             victim: None,
+            monitor: None,
+            monitor_seen: MonitorLog::default(),
             watch: None,
             base_rss: 0,
             base_used: 0,
@@ -768,6 +780,22 @@ impl Session {
         self.watch = Some(RssWatch::new(&self.server, HARD_CEILING));
         self.base_rss = self.watch.as_ref().unwrap().start;
         self.victim = Some(Victim::start(&self.server));
+        self.monitor = Some(MonitorWatch::start(&self.server));
+    }
+
+    /// What the sweep's monitors saw: lines, reconnections, malformed lines.
+    pub fn monitor_report(&mut self) -> MonitorLog {
+        self.collect_monitor();
+        self.monitor_seen.clone()
+    }
+
+    fn collect_monitor(&mut self) {
+        if let Some(m) = self.monitor.take() {
+            let log = m.finish();
+            self.monitor_seen.lines += log.lines;
+            self.monitor_seen.reconnects += log.reconnects;
+            self.monitor_seen.bad.extend(log.bad);
+        }
     }
 
     /// Puts back the keys a command changed the type of, emptied or
@@ -867,6 +895,7 @@ impl Session {
 
     fn restart(&mut self) {
         self.count_reconnects();
+        self.collect_monitor();
         self.victim = None;
         self.watch = None;
         self.server.kill_and_restart();
