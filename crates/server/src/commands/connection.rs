@@ -13,13 +13,12 @@ const fn cmd(name: &'static str, arity: i32, flags: u32, h: super::Handler) -> C
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd("ping", -1, FAST | STALE, ping)
-        .doc("Returns the server's liveliness response.", "[message]"),
-    cmd("echo", 2, FAST, echo).doc("Returns the given string.", "message"),
+    cmd("ping", -1, FAST, ping).doc("Returns the server's liveliness response.", "[message]"),
+    cmd("echo", 2, FAST | LOADING | STALE, echo).doc("Returns the given string.", "message"),
     cmd(
         "quit",
         -1,
-        FAST | NO_AUTH | STALE | LOADING | ALLOW_BUSY,
+        FAST | NO_AUTH | STALE | LOADING | ALLOW_BUSY | NOSCRIPT,
         quit,
     )
     .doc("Closes the connection.", ""),
@@ -50,7 +49,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     .since("6.2.0")
     .doc("Resets the connection.", ""),
     cmd("select", 2, FAST | LOADING | STALE, select).doc("Changes the selected database.", "index"),
-    cmd("client", -2, STALE, client_help)
+    cmd("client", -2, 0, client_help)
         .since("2.4.0")
         .doc("A container for client connection commands.", "")
         .subs(CLIENT_SUBS),

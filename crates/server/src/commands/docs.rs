@@ -1,12 +1,112 @@
-//! `COMMAND INFO` and `COMMAND DOCS` replies, built from the table rows.
+//! `COMMAND INFO` and `COMMAND DOCS` replies.
 //!
-//! Each row carries its syntax in the notation of the Redis docs
-//! (`key value [NX|XX] [EX seconds|PX milliseconds]`); this module parses it
-//! into Redis 7's argument tree so that `redis-cli` can show hints and
-//! complete commands as it does against Redis.
+//! For every command Redis 7.0 has, the docs (summary, since, group,
+//! complexity, history, doc flags, the argument tree with its key-spec
+//! indexes) and the ACL categories and tips are Redis's own, from the
+//! table `docs_table.rs` that `scripts/gen_command_docs.py` generates from
+//! redis-server; a container lists only the subcommands ferrokv has.
+//!
+//! A command of ferrokv's own carries its syntax in the notation of the
+//! Redis docs (`key value [NX|XX] [EX seconds|PX milliseconds]`); this
+//! module parses it into Redis 7's argument tree so that `redis-cli` can
+//! show hints and complete commands as it does against Redis.
 
 use super::{flags, CommandSpec};
 use crate::net::client::Reply;
+
+/// A piece of a `COMMAND DOCS` reply as Redis types it.
+#[derive(Debug)]
+pub enum Doc {
+    Map(&'static [(&'static str, Doc)]),
+    Arr(&'static [Doc]),
+    Set(&'static [Doc]),
+    Bulk(&'static str),
+    Simple(&'static str),
+    Int(i64),
+}
+
+/// Redis's docs for `name` (`"config|get"`: from its container's
+/// `subcommands`).
+fn redis_docs(name: &str) -> Option<&'static Doc> {
+    let t = super::docs_table::DOCS;
+    let top = name.split('|').next().unwrap_or(name);
+    let d = t
+        .binary_search_by(|(n, _)| (*n).cmp(top))
+        .ok()
+        .map(|i| &t[i].1)?;
+    if top == name {
+        return Some(d);
+    }
+    let Doc::Map(fields) = d else { return None };
+    let (_, Doc::Map(subs)) = fields.iter().find(|(k, _)| *k == "subcommands")? else {
+        return None;
+    };
+    subs.iter().find(|(n, _)| *n == name).map(|(_, d)| d)
+}
+
+/// What `COMMAND INFO` says of a command Redis 7.0 has.
+#[derive(Debug)]
+pub struct Meta {
+    pub name: &'static str,
+    pub flags: &'static [&'static str],
+    /// The legacy first key, last key and step.
+    pub keys: (i32, i32, i32),
+    pub acl: &'static [&'static str],
+    pub tips: &'static [&'static str],
+}
+
+/// Redis's `COMMAND INFO` metadata for `name` (`"config|get"` for a
+/// subcommand).
+pub fn redis_meta(name: &str) -> Option<&'static Meta> {
+    let t = super::docs_table::META;
+    t.binary_search_by(|m| m.name.cmp(name)).ok().map(|i| &t[i])
+}
+
+/// Writes `d`; in a `subcommands` map, only the subcommands `spec` has.
+fn write_doc(out: &mut Reply, d: &Doc, spec: &CommandSpec) {
+    match d {
+        Doc::Map(fields) => {
+            out.map(fields.len());
+            for (k, v) in *fields {
+                out.bulk(k.as_bytes());
+                match (*k, v) {
+                    ("subcommands", Doc::Map(subs)) => {
+                        let ours: Vec<_> = subs
+                            .iter()
+                            .filter_map(|(n, d)| {
+                                spec.subcommands
+                                    .iter()
+                                    .find(|s| s.name == *n)
+                                    .map(|s| (n, d, s))
+                            })
+                            .collect();
+                        out.map(ours.len());
+                        for (n, d, s) in ours {
+                            out.bulk(n.as_bytes());
+                            write_doc(out, d, s);
+                        }
+                    }
+                    _ => write_doc(out, v, spec),
+                }
+            }
+        }
+        Doc::Arr(items) => {
+            out.array(items.len());
+            for i in *items {
+                write_doc(out, i, spec);
+            }
+        }
+        Doc::Set(items) => {
+            out.set(items.len());
+            for i in *items {
+                write_doc(out, i, spec);
+            }
+        }
+        Doc::Bulk(s) => out.bulk(s.as_bytes()),
+        Doc::Simple(s) => out.simple(s),
+        Doc::Int(n) => out.int(*n),
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Arg {
@@ -238,6 +338,15 @@ pub fn parse_syntax(s: &str) -> Vec<Arg> {
     all
 }
 
+/// A command's ACL categories (`@read`, ...): Redis's own for the
+/// commands Redis 7.0 has, derived from the row for ferrokv's others.
+pub fn categories(spec: &CommandSpec) -> Vec<String> {
+    match redis_meta(spec.name) {
+        Some(m) => m.acl.iter().map(|c| c.to_string()).collect(),
+        None => acl_categories(spec),
+    }
+}
+
 fn acl_categories(spec: &CommandSpec) -> Vec<String> {
     let mut v = Vec::new();
     if spec.has(flags::WRITE) {
@@ -280,24 +389,44 @@ pub fn command_info(out: &mut Reply, spec: &CommandSpec) {
     out.array(10);
     out.bulk(spec.name.as_bytes());
     out.int(spec.arity as i64);
-    let names: Vec<&str> = flags::NAMES
-        .iter()
-        .filter(|(f, _)| spec.has(*f))
-        .map(|(_, n)| *n)
-        .collect();
-    out.set(names.len());
-    for n in names {
-        out.simple(n);
+    if let Some(m) = redis_meta(spec.name) {
+        // Redis's own figures; the table rows hold what ferrokv acts on
+        // (`tests/command_keys.rs` checks that they agree).
+        out.set(m.flags.len());
+        for f in m.flags {
+            out.simple(f);
+        }
+        out.int(m.keys.0 as i64);
+        out.int(m.keys.1 as i64);
+        out.int(m.keys.2 as i64);
+        out.set(m.acl.len());
+        for c in m.acl {
+            out.simple(c);
+        }
+        out.set(m.tips.len());
+        for t in m.tips {
+            out.bulk(t.as_bytes());
+        }
+    } else {
+        let names: Vec<&str> = flags::NAMES
+            .iter()
+            .filter(|(f, _)| spec.has(*f))
+            .map(|(_, n)| *n)
+            .collect();
+        out.set(names.len());
+        for n in names {
+            out.simple(n);
+        }
+        out.int(spec.keys.0 as i64);
+        out.int(spec.keys.1 as i64);
+        out.int(spec.keys.2 as i64);
+        let cats = acl_categories(spec);
+        out.set(cats.len());
+        for c in &cats {
+            out.simple(c);
+        }
+        out.set(0); // tips
     }
-    out.int(spec.keys.0 as i64);
-    out.int(spec.keys.1 as i64);
-    out.int(spec.keys.2 as i64);
-    let cats = acl_categories(spec);
-    out.set(cats.len());
-    for c in &cats {
-        out.simple(c);
-    }
-    out.set(0); // tips
     match super::keyspecs::of(spec.name) {
         Some(specs) => {
             out.set(specs.len());
@@ -329,7 +458,12 @@ pub fn command_info(out: &mut Reply, spec: &CommandSpec) {
         }
         None => out.set(0),
     }
-    out.set(spec.subcommands.len());
+    // Redis's addReplyCommandSubCommands: an empty set, or an array.
+    if spec.subcommands.is_empty() {
+        out.set(0);
+    } else {
+        out.array(spec.subcommands.len());
+    }
     for s in spec.subcommands {
         command_info(out, s);
     }
@@ -470,6 +604,14 @@ fn write_arg(out: &mut Reply, a: &Arg) {
 
 /// One `COMMAND DOCS` entry (the value of the map; the caller writes the name).
 pub fn command_docs(out: &mut Reply, spec: &CommandSpec) {
+    if let Some(d) = redis_docs(spec.name) {
+        return write_doc(out, d, spec);
+    }
+    own_docs(out, spec)
+}
+
+/// [`command_docs`] of a command Redis 7.0 does not have, from its row.
+fn own_docs(out: &mut Reply, spec: &CommandSpec) {
     let args = parse_syntax(spec.syntax);
     // Redis leaves `complexity` out where its docs give none (MONITOR, SYNC).
     let mut n = if spec.complexity.is_empty() { 3 } else { 4 };
@@ -502,7 +644,7 @@ pub fn command_docs(out: &mut Reply, spec: &CommandSpec) {
         out.map(spec.subcommands.len());
         for s in spec.subcommands {
             out.bulk(s.name.as_bytes());
-            command_docs(out, s);
+            own_docs(out, s);
         }
     }
 }
@@ -510,6 +652,35 @@ pub fn command_docs(out: &mut Reply, spec: &CommandSpec) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_flags_ferrokv_acts_on_are_redis_s() {
+        // For every command Redis 7.0 has: the flags in the table rows
+        // (what dispatch, MULTI, scripts and replication act on) are the
+        // ones Redis's COMMAND INFO reports, among those ferrokv models.
+        // ferrokv marks EVAL, EVALSHA, FCALL, PUBLISH and SPUBLISH
+        // `may_replicate` where 7.0.15 does not (7.2 does): CLIENT PAUSE
+        // WRITE holds them, as it holds writes.
+        let extra_ok = |name: &str, f: &str| {
+            f == "may_replicate"
+                && matches!(name, "eval" | "evalsha" | "fcall" | "publish" | "spublish")
+        };
+        let table = crate::commands::CommandTable::new();
+        let mut wrong = Vec::new();
+        for spec in &table.specs {
+            let Some(m) = redis_meta(spec.name) else {
+                continue;
+            };
+            for (bit, f) in flags::NAMES {
+                let ours = spec.has(*bit);
+                let theirs = m.flags.contains(f);
+                if ours != theirs && !(ours && extra_ok(spec.name, f)) {
+                    wrong.push(format!("{} {}{f}", spec.name, if ours { "+" } else { "-" }));
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "{wrong:?}");
+    }
 
     #[test]
     fn parses_set_syntax() {

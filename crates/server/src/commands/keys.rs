@@ -51,7 +51,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("expiretime", 2, READONLY | FAST, expiretime).since("7.0.0").doc("Returns the expiration time of a key as a Unix timestamp.", "key"),
     cmd("pexpiretime", 2, READONLY | FAST, pexpiretime).since("7.0.0").doc("Returns the expiration time of a key as a Unix milliseconds timestamp.", "key"),
     cmd("persist", 2, WRITE | FAST, persist).since("2.2.0").doc("Removes the expiration time of a key.", "key"),
-    cmd("object", -2, READONLY, object_help).since("2.2.3").keys(0, 0, 0).doc("A container for object introspection commands.", "").subs(OBJECT_SUBS),
+    cmd("object", -2, 0, object_help).since("2.2.3").keys(0, 0, 0).doc("A container for object introspection commands.", "").subs(OBJECT_SUBS),
 ];
 
 static OBJECT_SUBS: &[CommandSpec] = &[
@@ -74,7 +74,7 @@ static OBJECT_SUBS: &[CommandSpec] = &[
             "Returns the logarithmic access frequency counter of a Redis object.",
             "key",
         ),
-    cmd("object|help", 2, READONLY, object_help)
+    cmd("object|help", 2, LOADING | STALE, object_help)
         .keys(0, 0, 0)
         .since("6.2.0")
         .doc("Returns helpful text about the different subcommands.", ""),

@@ -13,6 +13,7 @@
 pub mod bitmap;
 pub mod connection;
 pub mod docs;
+mod docs_table;
 pub mod dump;
 pub mod geo;
 pub mod hash;

@@ -13,7 +13,7 @@ const fn cmd(name: &'static str, arity: i32, flags: u32, h: super::Handler) -> C
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("info", -1, LOADING | STALE, info).doc("Returns information and statistics about the server.", "[section [section ...]]"),
-    cmd("config", -2, ADMIN | NOSCRIPT | LOADING | STALE, config_help).since("2.0.0").doc("A container for server configuration commands.", "").subs(CONFIG_SUBS),
+    cmd("config", -2, 0, config_help).since("2.0.0").doc("A container for server configuration commands.", "").subs(CONFIG_SUBS),
     cmd("command", -1, LOADING | STALE, command).since("2.8.13").complexity("O(N) where N is the total number of Redis commands").doc("Returns detailed information about all commands.", "").subs(COMMAND_SUBS),
     cmd("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED, debug_help).doc("A container for debugging commands.", ""),
     cmd("monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, crate::monitor::monitor).complexity("").doc("Listen for all requests received by the server in real time", ""),
@@ -430,15 +430,11 @@ fn command_list(ctx: &mut Ctx, args: Args) {
         } else if is(kind, "module") {
             names.clear();
         } else if is(kind, "aclcat") {
-            let cat = String::from_utf8_lossy(v).to_ascii_lowercase();
+            let cat = format!("@{}", String::from_utf8_lossy(v).to_ascii_lowercase());
             let specs: Vec<&'static CommandSpec> = ctx.srv.commands.specs.clone();
             names = specs
                 .into_iter()
-                .filter(|s| {
-                    s.group == cat
-                        || (cat == "read" && s.has(READONLY))
-                        || (cat == "write" && s.has(WRITE))
-                })
+                .filter(|s| docs::categories(s).contains(&cat))
                 .map(|s| s.name)
                 .collect();
         } else {

@@ -115,11 +115,11 @@ static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
         .since("2.6.0")
         .complexity("O(N) with N being the length in bytes of the script body.")
         .doc("Loads a server-side Lua script to the script cache.", "script"),
-    cmd("script|exists", -3, NOSCRIPT | STALE, script_exists)
+    cmd("script|exists", -3, NOSCRIPT, script_exists)
         .since("2.6.0")
         .complexity("O(N) with N being the number of scripts to check (so checking a single script is an O(1) operation).")
         .doc("Determines whether server-side Lua scripts exist in the script cache.", "sha1 [sha1 ...]"),
-    cmd("script|flush", -2, NOSCRIPT | STALE, script_flush)
+    cmd("script|flush", -2, NOSCRIPT, script_flush)
         .since("2.6.0")
         .complexity("O(N) with N being the number of scripts in cache")
         .doc("Removes all server-side Lua scripts from the script cache.", "[ASYNC|SYNC]"),
