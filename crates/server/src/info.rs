@@ -193,7 +193,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             f!("client_recent_max_input_buffer:{max_in}");
             f!("client_recent_max_output_buffer:{max_out}");
             f!("blocked_clients:{}", srv.blocking.blocked_clients());
-            f!("tracking_clients:0");
+            f!("tracking_clients:{}", srv.tracking.clients.len());
             f!("clients_in_timeout_table:{}", srv.blocking.with_timeout());
             f!(
                 "output_paused_clients:{}",
@@ -463,6 +463,9 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
                     srv.pubsub.channel_count(Kind::Shard)
                 );
             }
+            f!("tracking_total_keys:{}", srv.tracking.total_keys());
+            f!("tracking_total_items:{}", srv.tracking.total_items());
+            f!("tracking_total_prefixes:{}", srv.tracking.total_prefixes());
             f!("total_error_replies:{}", s.total_error_replies);
             f!(
                 "client_query_buffer_limit_disconnections:{}",

@@ -40,6 +40,7 @@
 //! - [`scripting`]: Lua scripts (`EVAL`) and functions (`FCALL`), with Redis 7.0's sandbox.
 //! - [`evict`]: `maxmemory` and its eviction policies.
 //! - [`notify`]: keyspace notifications.
+//! - [`tracking`]: client-side caching (`CLIENT TRACKING`, invalidation messages).
 //! - [`pubsub`]: channels, patterns and shard channels.
 //! - [`info`]: the `INFO` sections.
 //! - [`metrics`]: the Prometheus `/metrics` endpoint and every series it serves.
@@ -68,6 +69,7 @@ pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod signals;
+pub mod tracking;
 
 pub const REDIS_COMPAT_VERSION: &str = "7.0.15";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

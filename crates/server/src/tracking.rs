@@ -1,0 +1,630 @@
+//! Client-side caching (Redis 6+'s `CLIENT TRACKING`): which clients may
+//! hold which keys, and the invalidation messages they get when a key
+//! changes.
+//!
+//! The state lives here, not in [`Client`]: the connection whose command
+//! runs is out of the server's client table while it runs, yet a write it
+//! makes must see its own tracking flags (NOLOOP) and those of everyone
+//! else. So every tracking client has a [`ClientTracking`] in
+//! [`Tracking::clients`], keyed by its id, with the slot of its connection.
+//!
+//! - **Default mode**: a read-only command run by a tracking client puts
+//!   its keys in the *tracking table* (key → ids of clients that may cache
+//!   it). A change of the key sends those clients `invalidate [key]` and
+//!   forgets the entry. As in Redis the table holds client ids and is
+//!   cleaned lazily: a client that goes away leaves ids behind, skipped
+//!   when their key is invalidated (`tracking_total_items` counts them).
+//! - **BCAST**: no table; a changed key that starts with a prefix some
+//!   client registered is collected under that prefix, and before the loop
+//!   sleeps each prefix's clients get one `invalidate [k1 k2 ...]`.
+//! - Keys are global, not per database (as in Redis: a write to `k` in any
+//!   database invalidates `k`). FLUSHDB and FLUSHALL send every tracking
+//!   client `invalidate` with a null and empty the table.
+//! - Messages are RESP3 pushes on the client's own connection, or — with
+//!   `REDIRECT id` — go to that connection: as a push when it speaks RESP3,
+//!   as a `message` on `__redis__:invalidate` when it is a RESP2
+//!   subscriber. A redirect target that went away makes the next message a
+//!   `tracking-redir-broken` push to the tracking client (RESP3 only) and
+//!   the `R` flag in `CLIENT LIST`.
+//! - Messages for the client whose command runs wait until its reply is
+//!   written (until after EXEC's for a transaction), as Redis 7.0's
+//!   `tracking_pending_keys`; pushes ignore `CLIENT REPLY OFF`.
+//! - `tracking-table-max-keys` bounds the table: before each command, while
+//!   it is over, random keys are forgotten and their clients told they are
+//!   invalid (Redis's `trackingLimitUsedSlots`, with its growing effort).
+//!
+//! With nobody tracking, every hook costs one branch ([`Tracking::active`]).
+
+use crate::net::client::Client;
+use crate::server::Server;
+use ferrokv_resp::encode;
+use ferrokv_resp::Protocol;
+use hashbrown::{HashMap, HashSet};
+use rand::Rng;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The pub/sub channel RESP2 redirect targets receive invalidations on.
+pub const INVALIDATE_CHANNEL: &[u8] = b"__redis__:invalidate";
+
+/// One tracking client's mode (`CLIENT TRACKING ON ...`).
+#[derive(Debug, Clone, Default)]
+pub struct ClientTracking {
+    /// Its slot in `Server::clients`.
+    pub token: usize,
+    /// `REDIRECT id` (0: none) and the slot that id had when it was given.
+    pub redirect: u64,
+    pub redirect_token: usize,
+    pub bcast: bool,
+    pub optin: bool,
+    pub optout: bool,
+    pub noloop: bool,
+    /// `CLIENT CACHING YES|NO` given for the next command.
+    pub caching: bool,
+    /// The redirect target was found gone (`CLIENT LIST`'s `R`).
+    pub broken_redirect: bool,
+    /// BCAST prefixes, sorted (as `CLIENT TRACKINGINFO` lists them).
+    pub prefixes: BTreeSet<Vec<u8>>,
+}
+
+/// Keys changed this loop turn under one BCAST prefix, and who listens.
+#[derive(Default)]
+struct Broadcast {
+    /// Key → id of the client that last changed it (0: none, as expiry),
+    /// so a NOLOOP client is not told of its own writes.
+    keys: BTreeMap<Vec<u8>, u64>,
+    clients: BTreeSet<u64>,
+}
+
+/// The tracking table: key → ids of clients that may cache it. Keys sit in
+/// a vector too, so that `tracking-table-max-keys` can pick a random one
+/// in O(1) (hash maps have no random access).
+#[derive(Default)]
+struct KeyTable {
+    index: HashMap<Vec<u8>, usize>,
+    entries: Vec<(Vec<u8>, HashSet<u64>)>,
+}
+
+impl KeyTable {
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Adds `id` for `key`; whether it was new.
+    fn insert(&mut self, key: &[u8], id: u64) -> bool {
+        let at = match self.index.get(key) {
+            Some(&i) => i,
+            None => {
+                self.index.insert(key.to_vec(), self.entries.len());
+                self.entries.push((key.to_vec(), HashSet::new()));
+                self.entries.len() - 1
+            }
+        };
+        self.entries[at].1.insert(id)
+    }
+
+    fn remove(&mut self, key: &[u8]) -> Option<HashSet<u64>> {
+        let at = self.index.remove(key)?;
+        let (_, ids) = self.entries.swap_remove(at);
+        if let Some((moved, _)) = self.entries.get(at) {
+            if let Some(i) = self.index.get_mut(moved.as_slice()) {
+                *i = at;
+            }
+        }
+        Some(ids)
+    }
+
+    fn key_at(&self, i: usize) -> &[u8] {
+        &self.entries[i].0
+    }
+
+    fn clear(&mut self) -> (HashMap<Vec<u8>, usize>, Vec<(Vec<u8>, HashSet<u64>)>) {
+        (
+            std::mem::take(&mut self.index),
+            std::mem::take(&mut self.entries),
+        )
+    }
+}
+
+/// What an invalidation says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Message {
+    /// These keys changed.
+    Keys(Vec<Vec<u8>>),
+    /// Everything changed (FLUSHDB, FLUSHALL).
+    All,
+}
+
+/// The server's client-side caching state.
+#[derive(Default)]
+pub struct Tracking {
+    /// Clients with tracking on, by id.
+    pub clients: HashMap<u64, ClientTracking>,
+    table: KeyTable,
+    /// Client ids across the table (`tracking_total_items`).
+    total_items: u64,
+    prefixes: BTreeMap<Vec<u8>, Broadcast>,
+    /// The id of the client whose command runs (0 between commands).
+    current: u64,
+    /// Messages for the running client (or for its redirect), sent once
+    /// its reply is written: (tracking client id, message).
+    pending: Vec<(u64, Message)>,
+    /// How many turns in a row the table stayed over its bound.
+    over_limit_turns: u32,
+    /// Totals for `/metrics`: invalidation messages sent, keys forgotten
+    /// for `tracking-table-max-keys`.
+    pub invalidations_sent: u64,
+    pub keys_evicted: u64,
+}
+
+impl Tracking {
+    /// Whether any client tracks: the one branch hooks pay otherwise.
+    #[inline]
+    pub fn active(&self) -> bool {
+        !self.clients.is_empty()
+    }
+
+    pub fn total_keys(&self) -> usize {
+        self.table.len()
+    }
+
+    pub fn total_items(&self) -> u64 {
+        self.total_items
+    }
+
+    pub fn total_prefixes(&self) -> usize {
+        self.prefixes.len()
+    }
+
+    /// The mode of client `id`, when it tracks.
+    pub fn of(&self, id: u64) -> Option<&ClientTracking> {
+        self.clients.get(&id)
+    }
+
+    /// Stops tracking for `id` (`CLIENT TRACKING OFF`, RESET, disconnect):
+    /// its BCAST prefixes go; its ids in the table are left to lazy cleanup.
+    pub fn disable(&mut self, id: u64) {
+        let Some(ct) = self.clients.remove(&id) else {
+            return;
+        };
+        for p in &ct.prefixes {
+            if let Some(b) = self.prefixes.get_mut(p) {
+                b.clients.remove(&id);
+                if b.clients.is_empty() {
+                    self.prefixes.remove(p);
+                }
+            }
+        }
+        if self.clients.is_empty() {
+            self.pending.clear();
+        }
+    }
+
+    /// Whether `prefixes` overlap each other or one of `existing`; the
+    /// error in Redis's words (`checkPrefixCollisionsOrReply`).
+    pub fn prefix_collision(existing: &BTreeSet<Vec<u8>>, prefixes: &[&[u8]]) -> Option<String> {
+        let overlaps = |a: &[u8], b: &[u8]| {
+            let n = a.len().min(b.len());
+            a[..n] == b[..n]
+        };
+        let s = |b: &[u8]| String::from_utf8_lossy(c_str(b)).into_owned();
+        for (i, p) in prefixes.iter().enumerate() {
+            if let Some(e) = existing.iter().find(|e| overlaps(e, p)) {
+                return Some(format!(
+                    "ERR Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not overlap.",
+                    s(p),
+                    s(e)
+                ));
+            }
+            if let Some(q) = prefixes[i + 1..].iter().find(|q| overlaps(p, q)) {
+                return Some(format!(
+                    "ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
+                    s(p),
+                    s(q)
+                ));
+            }
+        }
+        None
+    }
+
+    /// Turns tracking on for `id` (Redis's `enableTracking`): the mode
+    /// flags are replaced, BCAST prefixes added to those it had.
+    pub fn enable(&mut self, id: u64, mut mode: ClientTracking, prefixes: &[&[u8]]) {
+        let previous = self.clients.remove(&id);
+        let mut registered = previous.map(|p| p.prefixes).unwrap_or_default();
+        if mode.bcast {
+            let wanted: Vec<&[u8]> = if prefixes.is_empty() {
+                vec![&b""[..]]
+            } else {
+                prefixes.to_vec()
+            };
+            for p in wanted {
+                self.prefixes
+                    .entry(p.to_vec())
+                    .or_default()
+                    .clients
+                    .insert(id);
+                registered.insert(p.to_vec());
+            }
+        }
+        mode.prefixes = registered;
+        self.clients.insert(id, mode);
+    }
+
+    /// Starts a command of client `id` at top level.
+    pub fn begin_command(&mut self, id: u64) {
+        self.current = id;
+    }
+}
+
+/// A C string's view of bytes (Redis prints prefixes with `%s`).
+fn c_str(b: &[u8]) -> &[u8] {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    &b[..end]
+}
+
+/// Writes `invalidate` with `msg` into `target`'s output.
+fn write_invalidation(
+    target: &mut Client,
+    msg: &Message,
+    source_proto: Protocol,
+    as_message: bool,
+) {
+    let buf = &mut target.out.buf;
+    if as_message {
+        encode::array(buf, 3);
+        encode::bulk(buf, b"message");
+        encode::bulk(buf, INVALIDATE_CHANNEL);
+    } else {
+        encode::push(buf, Protocol::Resp3, 2);
+        encode::bulk(buf, b"invalidate");
+    }
+    match msg {
+        Message::Keys(keys) => {
+            encode::array(buf, keys.len());
+            for k in keys {
+                encode::bulk(buf, k);
+            }
+        }
+        // Redis sends the null of the tracking client's protocol.
+        Message::All => encode::null(buf, source_proto),
+    }
+}
+
+impl Server {
+    /// Before a top-level command of `client` (Redis's processCommand):
+    /// notes who runs, and keeps the table within its bound.
+    #[inline]
+    pub fn tracking_before_command(&mut self, client: &Client) {
+        if !self.tracking.active() {
+            return;
+        }
+        // A command a busy script lets through runs inside the script's
+        // turn: the script's caller stays the running client.
+        if self.tracking.current == 0 {
+            self.tracking.begin_command(client.id);
+        }
+        self.tracking_limit_keys();
+    }
+
+    /// After a top-level command of `client`, once its reply is final:
+    /// sends what waited for it, and lets `CLIENT CACHING` lapse unless
+    /// the command was a CLIENT one or a transaction is open (Redis's
+    /// `resetClient`). `client_cmd`: the command looked up was CLIENT.
+    #[inline]
+    pub fn tracking_after_command(&mut self, client: &mut Client, client_cmd: bool) {
+        // Checked before `active`: a command that turned the last tracking
+        // off must still end its turn as the running client.
+        if self.tracking.current == client.id {
+            self.tracking.current = 0;
+            if !self.tracking.pending.is_empty() {
+                let pending = std::mem::take(&mut self.tracking.pending);
+                for (source, msg) in pending {
+                    self.send_invalidation(Some(client), source, &msg);
+                }
+            }
+        }
+        if !self.tracking.active() {
+            return;
+        }
+        if !client_cmd && client.multi.is_none() {
+            if let Some(ct) = self.tracking.clients.get_mut(&client.id) {
+                ct.caching = false;
+            }
+        }
+    }
+
+    /// After a read-only command of `client_id`: remembers its keys for it
+    /// (Redis's `trackingRememberKeys`), unless it is in BCAST mode or its
+    /// OPTIN/OPTOUT mode says not this time.
+    pub fn tracking_remember_keys(
+        &mut self,
+        client_id: u64,
+        spec: &crate::commands::CommandSpec,
+        args: &ferrokv_resp::Args,
+    ) {
+        let Some(ct) = self.tracking.clients.get(&client_id) else {
+            return;
+        };
+        if ct.bcast || (ct.optin && !ct.caching) || (ct.optout && ct.caching) {
+            return;
+        }
+        // Shard channels are keys to the command table, not to caches.
+        if spec.has(crate::commands::flags::PUBSUB) {
+            return;
+        }
+        let argv: Vec<&[u8]> = args.iter().collect();
+        for (i, _) in crate::commands::server::key_positions(spec, &argv) {
+            if self.tracking.table.insert(argv[i], client_id) {
+                self.tracking.total_items += 1;
+            }
+        }
+    }
+
+    /// A key changed (Redis's `trackingInvalidateKey`): its BCAST prefixes
+    /// collect it, and the clients that may cache it are told. `bcast` is
+    /// false when the table forgets a key that did not change.
+    pub fn tracking_invalidate_key(&mut self, key: &[u8], bcast: bool) {
+        if !self.tracking.active() {
+            return;
+        }
+        let current = self.tracking.current;
+        if bcast && !self.tracking.prefixes.is_empty() {
+            for (p, b) in self.tracking.prefixes.iter_mut() {
+                if key.starts_with(p) {
+                    b.keys.insert(key.to_vec(), current);
+                }
+            }
+        }
+        let Some(ids) = self.tracking.table.remove(key) else {
+            return;
+        };
+        self.tracking.total_items -= ids.len() as u64;
+        for id in ids {
+            let Some(ct) = self.tracking.clients.get(&id) else {
+                continue;
+            };
+            // A client that switched to BCAST gets no message for what it
+            // read before.
+            if ct.bcast || (ct.noloop && id == current) {
+                continue;
+            }
+            let msg = Message::Keys(vec![key.to_vec()]);
+            if id == current {
+                self.tracking.pending.push((id, msg));
+            } else {
+                self.send_invalidation(None, id, &msg);
+            }
+        }
+    }
+
+    /// FLUSHDB / FLUSHALL: every tracking client is told everything is
+    /// invalid, and the table is emptied (Redis's
+    /// `trackingInvalidateKeysOnFlush`).
+    pub fn tracking_invalidate_all(&mut self) {
+        if !self.tracking.active() {
+            return;
+        }
+        let current = self.tracking.current;
+        let ids: Vec<u64> = self.tracking.clients.keys().copied().collect();
+        for id in ids {
+            if id == current {
+                self.tracking.pending.push((id, Message::All));
+            } else {
+                self.send_invalidation(None, id, &Message::All);
+            }
+        }
+        let old = self.tracking.table.clear();
+        self.tracking.total_items = 0;
+        if old.1.len() >= 1024 {
+            self.lazy_free(old);
+        }
+    }
+
+    /// Before the loop sleeps: each BCAST prefix's changed keys go to its
+    /// clients in one message (Redis's `trackingBroadcastInvalidationMessages`).
+    pub fn tracking_broadcast(&mut self) {
+        if self.tracking.prefixes.is_empty() {
+            return;
+        }
+        let mut sends: Vec<(u64, Message)> = Vec::new();
+        for b in self.tracking.prefixes.values_mut() {
+            if b.keys.is_empty() {
+                continue;
+            }
+            let keys = std::mem::take(&mut b.keys);
+            for &id in &b.clients {
+                let noloop = self.tracking.clients.get(&id).is_some_and(|c| c.noloop);
+                let list: Vec<Vec<u8>> = keys
+                    .iter()
+                    .filter(|(_, &by)| !(noloop && by == id))
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                if !list.is_empty() {
+                    sends.push((id, Message::Keys(list)));
+                }
+            }
+        }
+        for (id, msg) in sends {
+            self.send_invalidation(None, id, &msg);
+        }
+    }
+
+    /// While the table is over `tracking-table-max-keys`, forgets random
+    /// keys, telling their clients; the effort grows each turn it stays over.
+    fn tracking_limit_keys(&mut self) {
+        let max = self.config.tracking_table_max_keys as usize;
+        if max == 0 || self.tracking.table.len() <= max {
+            self.tracking.over_limit_turns = 0;
+            return;
+        }
+        let mut effort = 100 * (self.tracking.over_limit_turns as u64 + 1);
+        while effort > 0 && self.tracking.table.len() > max {
+            effort -= 1;
+            let i = self.rng.gen_range(0..self.tracking.table.len());
+            let key = self.tracking.table.key_at(i).to_vec();
+            self.tracking.keys_evicted += 1;
+            self.tracking_invalidate_key(&key, false);
+        }
+        if self.tracking.table.len() > max {
+            self.tracking.over_limit_turns += 1;
+        } else {
+            self.tracking.over_limit_turns = 0;
+        }
+    }
+
+    /// Sends `msg` for tracking client `source` (Redis's
+    /// `sendTrackingMessage`): to it, or to its redirect target. `current`
+    /// is the connection whose command just ended, out of the table; a
+    /// message that needs the running connection while it runs waits in
+    /// `pending`.
+    fn send_invalidation(&mut self, mut current: Option<&mut Client>, source: u64, msg: &Message) {
+        let Some(ct) = self.tracking.clients.get(&source) else {
+            return;
+        };
+        let (token, redirect, redirect_token) = (ct.token, ct.redirect, ct.redirect_token);
+        let running = self.tracking.current;
+        if current.is_none() && running != 0 && (source == running || redirect == running) {
+            self.tracking.pending.push((source, msg.clone()));
+            return;
+        }
+        let cur_id = current.as_ref().map_or(0, |c| c.id);
+        // The tracking client's protocol, and whether its connection is here.
+        let source_proto = if source == cur_id {
+            current.as_ref().map(|c| c.out.proto)
+        } else {
+            match self.clients.get(token) {
+                Some(Some(c)) if c.id == source => Some(c.out.proto),
+                _ => None,
+            }
+        };
+        let Some(source_proto) = source_proto else {
+            return;
+        };
+        let (target_id, target_token) = if redirect != 0 {
+            let alive = redirect == cur_id
+                || matches!(self.clients.get(redirect_token), Some(Some(c)) if c.id == redirect);
+            if !alive {
+                if let Some(ct) = self.tracking.clients.get_mut(&source) {
+                    ct.broken_redirect = true;
+                }
+                if source_proto.is_resp3() {
+                    self.with_client(current.as_deref_mut(), source, token, |c| {
+                        encode::push(&mut c.out.buf, Protocol::Resp3, 2);
+                        encode::bulk(&mut c.out.buf, b"tracking-redir-broken");
+                        encode::integer(&mut c.out.buf, redirect as i64);
+                    });
+                }
+                return;
+            }
+            (redirect, redirect_token)
+        } else {
+            (source, token)
+        };
+        let redirected = redirect != 0;
+        let mut sent = false;
+        self.with_client(current, target_id, target_token, |c| {
+            if c.out.proto.is_resp3() {
+                write_invalidation(c, msg, source_proto, false);
+                sent = true;
+            } else if redirected && c.subs.any() {
+                write_invalidation(c, msg, source_proto, true);
+                sent = true;
+            }
+        });
+        if sent {
+            self.tracking.invalidations_sent += 1;
+        }
+    }
+
+    /// Runs `write` on client `id` (`current` when it is that one, else
+    /// the table's slot `token`) and queues its output for writing.
+    fn with_client(
+        &mut self,
+        current: Option<&mut Client>,
+        id: u64,
+        token: usize,
+        write: impl FnOnce(&mut Client),
+    ) {
+        if let Some(c) = current {
+            if c.id == id {
+                write(c);
+                return;
+            }
+        }
+        let Some(Some(c)) = self.clients.get_mut(token) else {
+            return;
+        };
+        if c.id != id {
+            return;
+        }
+        write(c);
+        if !c.pending_write {
+            c.pending_write = true;
+            self.pending_writes.push(token);
+        }
+    }
+
+    /// The slot of the connection with id `id` (a scan, made once when a
+    /// REDIRECT is given); `current` is the connection running.
+    pub fn client_token_by_id(&self, current: &Client, id: u64) -> Option<usize> {
+        if current.id == id {
+            return Some(current.token);
+        }
+        self.clients
+            .iter()
+            .find_map(|(t, c)| c.as_deref().filter(|c| c.id == id).map(|_| t))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_table_remove_keeps_the_index_of_the_moved_entry() {
+        let mut t = KeyTable::default();
+        assert!(t.insert(b"a", 1));
+        assert!(t.insert(b"b", 1));
+        assert!(t.insert(b"c", 2));
+        assert!(!t.insert(b"c", 2));
+        assert_eq!(t.remove(b"a").map(|s| s.len()), Some(1));
+        // "c" moved into slot 0: it must still be found.
+        assert_eq!(t.remove(b"c").map(|s| s.contains(&2)), Some(true));
+        assert_eq!(t.len(), 1);
+        assert_eq!(t.key_at(0), b"b");
+        assert!(t.remove(b"zz").is_none());
+    }
+
+    #[test]
+    fn prefix_collisions_use_redis_texts() {
+        let none = BTreeSet::new();
+        assert_eq!(
+            Tracking::prefix_collision(&none, &[b"a", b"ab"]).unwrap(),
+            "ERR Prefix 'a' overlaps with another provided prefix 'ab'. Prefixes for a single client must not overlap."
+        );
+        let mut have = BTreeSet::new();
+        have.insert(b"x".to_vec());
+        assert_eq!(
+            Tracking::prefix_collision(&have, &[b"z", b"xa"]).unwrap(),
+            "ERR Prefix 'xa' overlaps with an existing prefix 'x'. Prefixes for a single client must not overlap."
+        );
+        assert!(Tracking::prefix_collision(&have, &[b"z", b"w"]).is_none());
+    }
+
+    #[test]
+    fn disable_drops_prefixes_nobody_else_uses() {
+        let mut t = Tracking::default();
+        let bcast = ClientTracking {
+            bcast: true,
+            ..Default::default()
+        };
+        t.enable(1, bcast.clone(), &[b"a", b"b"]);
+        t.enable(2, bcast, &[b"a"]);
+        assert_eq!(t.total_prefixes(), 2);
+        t.disable(1);
+        assert_eq!(t.total_prefixes(), 1);
+        t.disable(2);
+        assert_eq!(t.total_prefixes(), 0);
+        assert!(!t.active());
+    }
+}
