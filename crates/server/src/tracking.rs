@@ -31,7 +31,7 @@
 //!   `tracking_pending_keys`; pushes ignore `CLIENT REPLY OFF`.
 //! - `tracking-table-max-keys` bounds the table: before each command, while
 //!   it is over, random keys are forgotten and their clients told they are
-//!   invalid (Redis's `trackingLimitUsedSlots`, with its growing effort).
+//!   invalid, ahead of the command's reply (Redis's `trackingLimitUsedSlots`, with its growing effort).
 //!
 //! With nobody tracking, every hook costs one branch ([`Tracking::active`]).
 
@@ -294,7 +294,7 @@ impl Server {
     /// Before a top-level command of `client` (Redis's processCommand):
     /// notes who runs, and keeps the table within its bound.
     #[inline]
-    pub fn tracking_before_command(&mut self, client: &Client) {
+    pub fn tracking_before_command(&mut self, client: &mut Client) {
         if !self.tracking.active() {
             return;
         }
@@ -304,6 +304,19 @@ impl Server {
             self.tracking.begin_command(client.id);
         }
         self.tracking_limit_keys();
+        // Redis trims in processCommand, before the command runs: what the
+        // trim sends this client comes ahead of the command's reply.
+        if self.tracking.current == client.id && !self.tracking.pending.is_empty() {
+            self.send_pending(client);
+        }
+    }
+
+    /// Sends what waited for the running `client`.
+    fn send_pending(&mut self, client: &mut Client) {
+        let pending = std::mem::take(&mut self.tracking.pending);
+        for (source, msg) in pending {
+            self.send_invalidation(Some(client), source, &msg);
+        }
     }
 
     /// After a top-level command of `client`, once its reply is final:
@@ -317,10 +330,7 @@ impl Server {
         if self.tracking.current == client.id {
             self.tracking.current = 0;
             if !self.tracking.pending.is_empty() {
-                let pending = std::mem::take(&mut self.tracking.pending);
-                for (source, msg) in pending {
-                    self.send_invalidation(Some(client), source, &msg);
-                }
+                self.send_pending(client);
             }
         }
         if !self.tracking.active() {
