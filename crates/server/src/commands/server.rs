@@ -278,6 +278,8 @@ fn config_resetstat(ctx: &mut Ctx, _args: Args) {
     ctx.srv.error_stats.clear();
     ctx.srv.latency_stats.reset();
     ctx.srv.repl.rdma.reset_stats();
+    ctx.srv.tracking.invalidations_sent = 0;
+    ctx.srv.tracking.keys_evicted = 0;
     ctx.client.out.ok();
 }
 
