@@ -583,12 +583,26 @@ fn movable_keys(name: &str, argv: &[&[u8]]) -> Option<Option<Vec<usize>>> {
             return Some(Some(at));
         }
         "migrate" => {
-            // MIGRATE host port key|"" db timeout ... [KEYS key ...]
-            if argv.len() > 3 && !argv[3].is_empty() {
-                return Some(Some(vec![3]));
+            // MIGRATE host port key|"" db timeout ... [KEYS key ...], as
+            // Redis's migrateGetKeys: KEYS found past the options (AUTH and
+            // AUTH2 skip their arguments) with a key given is no keys at
+            // all; without KEYS, the key argument.
+            let mut i = 6;
+            while i < argv.len() {
+                if is(argv[i], "keys") {
+                    if !argv[3].is_empty() {
+                        return Some(None);
+                    }
+                    return Some((i + 1 < argv.len()).then(|| (i + 1..argv.len()).collect()));
+                }
+                if is(argv[i], "auth") {
+                    i += 1;
+                } else if is(argv[i], "auth2") {
+                    i += 2;
+                }
+                i += 1;
             }
-            let at = (6..argv.len()).find(|&i| is(argv[i], "keys"))?;
-            return Some((at + 1 < argv.len()).then(|| (at + 1..argv.len()).collect()));
+            return Some((argv.len() > 3).then(|| vec![3]));
         }
         _ => return None,
     };
