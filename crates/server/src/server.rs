@@ -646,6 +646,12 @@ impl Server {
         };
         let dirty_before = self.dirty;
         let db_before = client.db;
+        let script_of_tracker = self.tracking.active()
+            && spec.has(crate::commands::flags::SCRIPT_FLAGS)
+            && self.tracking.of(client.id).is_some();
+        if script_of_tracker {
+            self.tracking_script_call(client.id, Some((spec, &args)));
+        }
         {
             let mut ctx = Ctx {
                 srv: self,
@@ -653,6 +659,9 @@ impl Server {
                 now_ms,
             };
             (spec.handler)(&mut ctx, args);
+        }
+        if script_of_tracker {
+            self.tracking_script_call(client.id, None);
         }
         self.flush_pending_events(Some(client));
         if self.tracking.active() && spec.has(crate::commands::flags::READONLY) {

@@ -141,6 +141,11 @@ pub struct Tracking {
     /// Messages for the running client (or for its redirect), sent once
     /// its reply is written: (tracking client id, message).
     pending: Vec<(u64, Message)>,
+    /// While a tracking client's script runs: its id and the keys the
+    /// script command declared. Redis 7.0 remembers, for a read made by a
+    /// script, the keys of the script's caller (`EVAL ... 1 k` caches `k`,
+    /// whatever the script read).
+    script_keys: Option<(u64, Vec<Vec<u8>>)>,
     /// How many turns in a row the table stayed over its bound.
     over_limit_turns: u32,
     /// Totals for `/metrics`: invalidation messages sent, keys forgotten
@@ -395,6 +400,9 @@ impl Server {
         spec: &crate::commands::CommandSpec,
         args: &ferrokv_resp::Args,
     ) {
+        if client_id == crate::scripting::SCRIPT_CLIENT_ID {
+            return self.tracking_remember_script_keys(spec);
+        }
         let Some(ct) = self.tracking.clients.get(&client_id) else {
             return;
         };
@@ -411,6 +419,41 @@ impl Server {
                 self.tracking.total_items += 1;
             }
         }
+    }
+
+    /// A script command of a tracking client starts (`Some`: its call) or
+    /// ends (`None`): the keys it declared are what its reads remember.
+    pub fn tracking_script_call(
+        &mut self,
+        client_id: u64,
+        call: Option<(&crate::commands::CommandSpec, &ferrokv_resp::Args)>,
+    ) {
+        self.tracking.script_keys = call.map(|(spec, args)| {
+            let argv: Vec<&[u8]> = args.iter().collect();
+            let keys = crate::commands::server::key_positions(spec, &argv)
+                .into_iter()
+                .map(|(i, _)| argv[i].to_vec())
+                .collect();
+            (client_id, keys)
+        });
+    }
+
+    /// A read-only command inside a script: the caller's declared keys.
+    fn tracking_remember_script_keys(&mut self, spec: &crate::commands::CommandSpec) {
+        let Some((caller, keys)) = self.tracking.script_keys.take() else {
+            return;
+        };
+        let wants = self.tracking.clients.get(&caller).is_some_and(|ct| {
+            !(ct.bcast || (ct.optin && !ct.caching) || (ct.optout && ct.caching))
+        });
+        if wants && !spec.has(crate::commands::flags::PUBSUB) {
+            for k in &keys {
+                if self.tracking.table.insert(k, caller) {
+                    self.tracking.total_items += 1;
+                }
+            }
+        }
+        self.tracking.script_keys = Some((caller, keys));
     }
 
     /// A key changed (Redis's `trackingInvalidateKey`): its BCAST prefixes

@@ -665,6 +665,35 @@ fn multi_exec_invalidations_follow_the_exec_reply() {
     assert_eq!(a.next(), invalidate(&["k1"]));
 }
 
+/// Redis 7.0 remembers, for a read a script makes, the keys the script
+/// command declared (the caller's), not the keys the script read; EVAL_RO,
+/// itself read-only, remembers its declared keys.
+#[test]
+fn script_reads_remember_the_declared_keys() {
+    let s = own_server(&[]);
+    let mut a = Conn::resp3(&s);
+    let mut w = Conn::new(&s);
+    assert_eq!(a.cmd(&["CLIENT", "TRACKING", "on"]), ok());
+    assert_eq!(
+        a.cmd(&["EVAL", "return redis.call('get', 'sk1')", "1", "sk2"]),
+        Frame::Null
+    );
+    assert_eq!(
+        a.cmd(&["EVAL_RO", "return redis.call('get', 'sk3')", "1", "sk4"]),
+        Frame::Null
+    );
+    // A script that reads nothing remembers nothing.
+    assert_eq!(a.cmd(&["EVAL", "return 1", "1", "sk5"]), int(1));
+    assert_eq!(info_num(&s, "stats", "tracking_total_keys"), 2);
+    assert_eq!(
+        w.cmd(&["MSET", "sk1", "1", "sk2", "1", "sk3", "1", "sk4", "1", "sk5", "1"]),
+        ok()
+    );
+    assert_eq!(a.next(), invalidate(&["sk2"]));
+    assert_eq!(a.next(), invalidate(&["sk4"]));
+    a.nothing_pending();
+}
+
 #[test]
 fn tracking_table_max_keys_forgets_random_keys_with_a_message() {
     let s = own_server(&[]);
