@@ -154,6 +154,10 @@ fn tracking_subcommand_errors_match_redis() {
             vec!["CLIENT", "TRACKING", "on", "bcast", "prefix", "a", "prefix", "b", "prefix", "a"],
             err("ERR Prefix 'a' overlaps with another provided prefix 'a'. Prefixes for a single client must not overlap."),
         ),
+        (
+            vec!["CLIENT", "TRACKING", "on", "redirect", &bid, "redirect", &bid],
+            err("ERR A client can only redirect to a single other client"),
+        ),
         (vec!["CLIENT", "TRACKING", "off", "prefix", "foo"], ok()),
         (vec!["CLIENT", "CACHING", "yes"], err(caching_off)),
         (vec!["CLIENT", "CACHING", "maybe"], err(caching_off)),
