@@ -393,7 +393,7 @@ impl Server {
     /// whatever it answered, rejections included (Redis's `resetClient`).
     pub fn execute(&mut self, client: &mut Client, args: Args) {
         let reply_mark = client.out.buf.len();
-        self.tracking_before_command(client);
+        let tracked = self.tracking_before_command(client);
         let client_cmd = self.dispatch(client, args);
         // Keys this command (or this whole EXEC) made ready serve their
         // blocked clients now, before anything else runs.
@@ -406,7 +406,7 @@ impl Server {
         }
         // Invalidations for this client follow its reply, and are pushed
         // whatever its reply mode (as Redis's CLIENT_PUSHING).
-        self.tracking_after_command(client, client_cmd);
+        self.tracking_after_command(client, client_cmd, tracked);
         // `CLIENT REPLY SKIP` silences the command after it, whatever it is.
         client.reply_mode = match client.reply_mode {
             ReplyMode::Skip => ReplyMode::On,

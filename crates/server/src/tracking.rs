@@ -136,10 +136,13 @@ pub struct Tracking {
     /// Client ids across the table (`tracking_total_items`).
     total_items: u64,
     prefixes: BTreeMap<Vec<u8>, Broadcast>,
-    /// The id of the client whose command runs (0 between commands).
-    current: u64,
-    /// Messages for the running client (or for its redirect), sent once
-    /// its reply is written: (tracking client id, message).
+    /// The clients whose commands run, innermost last: a command can run
+    /// inside another's (a client woken from BLPOP by a write is served
+    /// before the writer's command ends; a busy script lets a few
+    /// commands through), and each of them is out of its slab slot.
+    running: Vec<u64>,
+    /// Messages for a running client (or for its redirect), sent once its
+    /// reply is written: (tracking client id, message).
     pending: Vec<(u64, Message)>,
     /// While a tracking client's script runs: its id and the keys the
     /// script command declared. Redis 7.0 remembers, for a read made by a
@@ -192,7 +195,7 @@ impl Tracking {
                 }
             }
         }
-        if self.clients.is_empty() {
+        if self.clients.is_empty() && self.running.is_empty() {
             self.pending.clear();
         }
     }
@@ -298,9 +301,13 @@ impl Tracking {
         self.clients.insert(id, mode);
     }
 
-    /// Starts a command of client `id` at top level.
-    pub fn begin_command(&mut self, id: u64) {
-        self.current = id;
+    /// The innermost running client (0: none): the one changing keys.
+    fn current(&self) -> u64 {
+        self.running.last().copied().unwrap_or(0)
+    }
+
+    fn is_running(&self, id: u64) -> bool {
+        id != 0 && self.running.contains(&id)
     }
 }
 
@@ -341,30 +348,39 @@ fn write_invalidation(
 impl Server {
     /// Before a top-level command of `client` (Redis's processCommand):
     /// notes who runs, and keeps the table within its bound.
+    /// Returns whether it noted the client as running (pass it on to
+    /// [`Self::tracking_after_command`]).
     #[inline]
-    pub fn tracking_before_command(&mut self, client: &mut Client) {
+    pub fn tracking_before_command(&mut self, client: &mut Client) -> bool {
         if !self.tracking.active() {
-            return;
+            return false;
         }
-        // A command a busy script lets through runs inside the script's
-        // turn: the script's caller stays the running client.
-        if self.tracking.current == 0 {
-            self.tracking.begin_command(client.id);
-        }
+        self.tracking.running.push(client.id);
         self.tracking_limit_keys();
         // Redis trims in processCommand, before the command runs: what the
         // trim sends this client comes ahead of the command's reply.
-        if self.tracking.current == client.id && !self.tracking.pending.is_empty() {
+        if !self.tracking.pending.is_empty() {
             self.send_pending(client);
         }
+        true
     }
 
-    /// Sends what waited for the running `client`.
+    /// Sends what waited for `client`, the running one; what waits for a
+    /// client further out stays queued.
     fn send_pending(&mut self, client: &mut Client) {
         let pending = std::mem::take(&mut self.tracking.pending);
+        let mut keep = Vec::new();
         for (source, msg) in pending {
-            self.send_invalidation(Some(client), source, &msg);
+            let redirect = self.tracking.of(source).map_or(0, |t| t.redirect);
+            let mine =
+                source == client.id || (redirect == client.id && !self.tracking.is_running(source));
+            if mine {
+                self.send_invalidation(Some(client), source, &msg);
+            } else {
+                keep.push((source, msg));
+            }
         }
+        self.tracking.pending.extend(keep);
     }
 
     /// After a top-level command of `client`, once its reply is final:
@@ -372,13 +388,16 @@ impl Server {
     /// the command was a CLIENT one or a transaction is open (Redis's
     /// `resetClient`). `client_cmd`: the command looked up was CLIENT.
     #[inline]
-    pub fn tracking_after_command(&mut self, client: &mut Client, client_cmd: bool) {
-        // Checked before `active`: a command that turned the last tracking
-        // off must still end its turn as the running client.
-        if self.tracking.current == client.id {
-            self.tracking.current = 0;
+    pub fn tracking_after_command(&mut self, client: &mut Client, client_cmd: bool, noted: bool) {
+        // Before `active`: a command that turned the last tracking off
+        // must still end its turn as the running client.
+        if noted {
             if !self.tracking.pending.is_empty() {
                 self.send_pending(client);
+            }
+            self.tracking.running.pop();
+            if self.tracking.running.is_empty() {
+                self.tracking.pending.clear();
             }
         }
         if !self.tracking.active() {
@@ -463,7 +482,7 @@ impl Server {
         if !self.tracking.active() {
             return;
         }
-        let current = self.tracking.current;
+        let current = self.tracking.current();
         if bcast && !self.tracking.prefixes.is_empty() {
             // Whichever is fewer: the registered prefixes, or the key's own
             // prefixes looked up (so a client registering a million
@@ -497,7 +516,7 @@ impl Server {
                 continue;
             }
             let msg = Message::Keys(vec![key.to_vec()]);
-            if id == current {
+            if self.tracking.is_running(id) {
                 self.tracking.pending.push((id, msg));
             } else {
                 self.send_invalidation(None, id, &msg);
@@ -512,10 +531,9 @@ impl Server {
         if !self.tracking.active() {
             return;
         }
-        let current = self.tracking.current;
         let ids: Vec<u64> = self.tracking.clients.keys().copied().collect();
         for id in ids {
-            if id == current {
+            if self.tracking.is_running(id) {
                 self.tracking.pending.push((id, Message::All));
             } else {
                 self.send_invalidation(None, id, &Message::All);
@@ -591,8 +609,9 @@ impl Server {
             return;
         };
         let (token, redirect, redirect_token) = (ct.token, ct.redirect, ct.redirect_token);
-        let running = self.tracking.current;
-        if current.is_none() && running != 0 && (source == running || redirect == running) {
+        if current.is_none()
+            && (self.tracking.is_running(source) || self.tracking.is_running(redirect))
+        {
             self.tracking.pending.push((source, msg.clone()));
             return;
         }

@@ -698,6 +698,43 @@ fn script_reads_remember_the_declared_keys() {
     a.nothing_pending();
 }
 
+/// A client woken from BLMOVE runs inside the writer's command: the keys
+/// it moves are invalidated for the writer (after the writer's reply) and
+/// for itself (after its own reply), as Redis does.
+#[test]
+fn a_blocked_client_served_by_a_write_invalidates_what_it_moved() {
+    let s = own_server(&[]);
+    let mut a = Conn::resp3(&s);
+    let mut b = Conn::resp3(&s);
+    let mut w = Conn::new(&s);
+    assert_eq!(a.cmd(&["CLIENT", "TRACKING", "on"]), ok());
+    assert_eq!(
+        a.cmd(&["MGET", "src", "dst"]),
+        arr(vec![Frame::Null, Frame::Null])
+    );
+    b.send(&["BLMOVE", "src", "dst", "LEFT", "LEFT", "0"]);
+    wait_for("BLMOVE to block", 10, || {
+        (info_num(&s, "clients", "blocked_clients") == 1).then_some(())
+    });
+    a.send(&["LPUSH", "src", "x"]);
+    assert_eq!(a.next(), int(1));
+    assert_eq!(a.next(), invalidate(&["src"]));
+    assert_eq!(a.next(), invalidate(&["dst"]));
+    assert_eq!(b.next(), bulk("x"));
+    a.nothing_pending();
+
+    assert_eq!(b.cmd(&["CLIENT", "TRACKING", "on"]), ok());
+    assert_eq!(b.cmd(&["GET", "dst2"]), Frame::Null);
+    b.send(&["BLMOVE", "src", "dst2", "LEFT", "LEFT", "0"]);
+    wait_for("BLMOVE to block again", 10, || {
+        (info_num(&s, "clients", "blocked_clients") == 1).then_some(())
+    });
+    assert_eq!(w.cmd(&["LPUSH", "src", "y"]), int(1));
+    assert_eq!(b.next(), bulk("y"));
+    assert_eq!(b.next(), invalidate(&["dst2"]));
+    b.nothing_pending();
+}
+
 #[test]
 fn tracking_table_max_keys_forgets_random_keys_with_a_message() {
     let s = own_server(&[]);
