@@ -299,6 +299,11 @@ impl Tracking {
         }
         mode.prefixes = registered;
         self.clients.insert(id, mode);
+        // Turned on by a command that was not noted as running (nobody
+        // tracked when it began): it runs from now on.
+        if !self.is_running(id) {
+            self.running.push(id);
+        }
     }
 
     /// The innermost running client (0: none): the one changing keys.
@@ -390,8 +395,10 @@ impl Server {
     #[inline]
     pub fn tracking_after_command(&mut self, client: &mut Client, client_cmd: bool, noted: bool) {
         // Before `active`: a command that turned the last tracking off
-        // must still end its turn as the running client.
-        if noted {
+        // must still end its turn as the running client; one that turned
+        // it on (inside a MULTI its later reads and writes count) was
+        // noted by `enable`.
+        if noted || self.tracking.running.last() == Some(&client.id) {
             if !self.tracking.pending.is_empty() {
                 self.send_pending(client);
             }

@@ -661,6 +661,21 @@ fn multi_exec_invalidations_follow_the_exec_reply() {
     a.nothing_pending();
     assert_eq!(b.next(), invalidate(&["k1"]));
     b.nothing_pending();
+    // Tracking turned on inside the transaction covers what follows it.
+    assert_eq!(b.cmd(&["CLIENT", "TRACKING", "off"]), ok());
+    assert_eq!(b.cmd(&["MULTI"]), ok());
+    assert_eq!(b.cmd(&["CLIENT", "TRACKING", "on"]), queued);
+    assert_eq!(b.cmd(&["GET", "m1"]), queued);
+    assert_eq!(b.cmd(&["SET", "m1", "v"]), queued);
+    assert_eq!(b.cmd(&["GET", "m2"]), queued);
+    b.send(&["EXEC"]);
+    assert_eq!(b.next(), arr(vec![ok(), Frame::Null, ok(), Frame::Null]));
+    assert_eq!(b.next(), invalidate(&["m1"]));
+    b.nothing_pending();
+    assert_eq!(a.cmd(&["SET", "m2", "1"]), ok());
+    assert_eq!(b.next(), invalidate(&["m2"]));
+    assert_eq!(b.cmd(&["CLIENT", "TRACKING", "off"]), ok());
+    assert_eq!(a.cmd(&["GET", "k1"]), bulk("1"));
     // Scripts' writes invalidate as well.
     assert_eq!(
         b.cmd(&["EVAL", "return redis.call('set', KEYS[1], 'v')", "1", "k1"]),
