@@ -684,6 +684,59 @@ fn multi_exec_invalidations_follow_the_exec_reply() {
     assert_eq!(a.next(), invalidate(&["k1"]));
 }
 
+/// Keys evicted for `maxmemory` are invalidated like any deletion.
+#[test]
+fn keys_evicted_for_maxmemory_are_invalidated() {
+    let s = own_server(&[]);
+    let mut a = Conn::resp3(&s);
+    let mut w = Conn::new(&s);
+    let value = "x".repeat(4096);
+    let keys: Vec<String> = (0..200).map(|i| format!("ev:{i}")).collect();
+    for k in &keys {
+        assert_eq!(w.cmd(&["SET", k, &value]), ok());
+    }
+    assert_eq!(a.cmd(&["CLIENT", "TRACKING", "on"]), ok());
+    let mut mget = vec!["MGET"];
+    mget.extend(keys.iter().map(|k| k.as_str()));
+    assert!(matches!(a.cmd(&mget), Frame::Array(v) if v.len() == 200));
+    assert_eq!(
+        w.cmd(&["CONFIG", "SET", "maxmemory-policy", "allkeys-random"]),
+        ok()
+    );
+    let used = info_num(&s, "memory", "used_memory");
+    let limit = (used - 200 * 1024).to_string();
+    assert_eq!(w.cmd(&["CONFIG", "SET", "maxmemory", &limit]), ok());
+    // Any command makes room first.
+    assert!(matches!(
+        w.cmd(&["GET", "ev:0"]),
+        Frame::Null | Frame::Bulk(_)
+    ));
+    assert!(info_num(&s, "stats", "evicted_keys") > 0);
+    assert_eq!(w.cmd(&["CONFIG", "SET", "maxmemory", "0"]), ok());
+    a.send(&["PING"]);
+    let mut invalidated = 0;
+    loop {
+        match a.next() {
+            Frame::Push(v) => {
+                assert_eq!(v[0], bulk("invalidate"), "{v:?}");
+                match &v[1] {
+                    Frame::Array(k) if k.len() == 1 => {
+                        assert!(keys.iter().any(|n| k[0] == bulk(n)), "{k:?}");
+                        invalidated += 1;
+                    }
+                    f => panic!("unexpected payload {f:?}"),
+                }
+            }
+            f => {
+                assert_eq!(f, pong());
+                break;
+            }
+        }
+    }
+    // One message per evicted key: every key was tracked.
+    assert_eq!(invalidated as i64, info_num(&s, "stats", "evicted_keys"));
+}
+
 /// Redis 7.0 remembers, for a read a script makes, the keys the script
 /// command declared (the caller's), not the keys the script read; EVAL_RO,
 /// itself read-only, remembers its declared keys.
