@@ -136,6 +136,9 @@ pub struct Tracking {
     /// Client ids across the table (`tracking_total_items`).
     total_items: u64,
     prefixes: BTreeMap<Vec<u8>, Broadcast>,
+    /// Prefixes that collected keys this turn: the broadcast visits only
+    /// them, not every registered prefix on every loop turn.
+    changed_prefixes: Vec<Vec<u8>>,
     /// The clients whose commands run, innermost last: a command can run
     /// inside another's (a client woken from BLPOP by a write is served
     /// before the writer's command ends; a busy script lets a few
@@ -494,17 +497,23 @@ impl Server {
             // Whichever is fewer: the registered prefixes, or the key's own
             // prefixes looked up (so a client registering a million
             // prefixes does not make every write scan them).
-            let prefixes = &mut self.tracking.prefixes;
-            if prefixes.len() <= key.len() + 1 {
-                for (p, b) in prefixes.iter_mut() {
+            let t = &mut self.tracking;
+            let mut note = |p: &[u8], b: &mut Broadcast| {
+                if b.keys.is_empty() {
+                    t.changed_prefixes.push(p.to_vec());
+                }
+                b.keys.insert(key.to_vec(), current);
+            };
+            if t.prefixes.len() <= key.len() + 1 {
+                for (p, b) in t.prefixes.iter_mut() {
                     if key.starts_with(p) {
-                        b.keys.insert(key.to_vec(), current);
+                        note(p, b);
                     }
                 }
             } else {
                 for l in 0..=key.len() {
-                    if let Some(b) = prefixes.get_mut(&key[..l]) {
-                        b.keys.insert(key.to_vec(), current);
+                    if let Some(b) = t.prefixes.get_mut(&key[..l]) {
+                        note(&key[..l], b);
                     }
                 }
             }
@@ -557,11 +566,17 @@ impl Server {
     /// Before the loop sleeps: each BCAST prefix's changed keys go to its
     /// clients in one message (Redis's `trackingBroadcastInvalidationMessages`).
     pub fn tracking_broadcast(&mut self) {
-        if self.tracking.prefixes.is_empty() {
+        if self.tracking.changed_prefixes.is_empty() {
             return;
         }
+        let mut changed = std::mem::take(&mut self.tracking.changed_prefixes);
+        // In prefix order, as Redis walks its prefix table.
+        changed.sort_unstable();
         let mut sends: Vec<(u64, Message)> = Vec::new();
-        for b in self.tracking.prefixes.values_mut() {
+        for p in &changed {
+            let Some(b) = self.tracking.prefixes.get_mut(p) else {
+                continue;
+            };
             if b.keys.is_empty() {
                 continue;
             }
