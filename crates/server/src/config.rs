@@ -143,6 +143,9 @@ pub struct Config {
     pub protected_mode: bool,
     pub requirepass: Option<Vec<u8>>,
     pub maxclients: u64,
+    /// `tracking-table-max-keys`: the most keys the client-side caching
+    /// table remembers before it forgets random ones (0: no bound).
+    pub tracking_table_max_keys: u64,
     pub timeout: u64,
     pub tcp_keepalive: u64,
     pub tcp_backlog: u64,
@@ -310,6 +313,7 @@ impl Default for Config {
             notify_keyspace_events: 0,
             latency_tracking: true,
             latency_tracking_info_percentiles: Vec::new(),
+            tracking_table_max_keys: 0,
             metrics_port: 0,
             metrics_bind: String::new(),
             hash_max_listpack_entries: 0,
@@ -678,6 +682,16 @@ pub static OPTIONS: &[ConfigOption] = &[
             .as_ref()
             .map(|p| String::from_utf8_lossy(p).into_owned())
             .unwrap_or_default()
+    ),
+    opt!(
+        "tracking-table-max-keys",
+        "1000000",
+        true,
+        |c, a| {
+            c.tracking_table_max_keys = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.tracking_table_max_keys.to_string()
     ),
     opt!(
         "maxclients",

@@ -216,7 +216,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             f!("client_recent_max_input_buffer:{max_in}");
             f!("client_recent_max_output_buffer:{max_out}");
             f!("blocked_clients:{}", srv.blocking.blocked_clients());
-            f!("tracking_clients:0");
+            f!("tracking_clients:{}", srv.tracking.clients.len());
             f!("clients_in_timeout_table:{}", srv.blocking.with_timeout());
             f!(
                 "output_paused_clients:{}",
@@ -555,6 +555,9 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             f!("active_defrag_key_misses:0");
             f!("total_active_defrag_time:0");
             f!("current_active_defrag_time:0");
+            f!("tracking_total_keys:{}", srv.tracking.total_keys());
+            f!("tracking_total_items:{}", srv.tracking.total_items());
+            f!("tracking_total_prefixes:{}", srv.tracking.total_prefixes());
             f!("unexpected_error_replies:{}", s.unexpected_error_replies);
             f!("total_error_replies:{}", s.total_error_replies);
             f!(

@@ -41,6 +41,7 @@
 //! - [`evict`]: `maxmemory` and its eviction policies.
 //! - [`monitor`]: `MONITOR` and the lines its clients are shown.
 //! - [`notify`]: keyspace notifications.
+//! - [`tracking`]: client-side caching (`CLIENT TRACKING`, invalidation messages).
 //! - [`pubsub`]: channels, patterns and shard channels.
 //! - [`info`]: the `INFO` sections.
 //! - [`metrics`]: the Prometheus `/metrics` endpoint and every series it serves.
@@ -70,6 +71,7 @@ pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod signals;
+pub mod tracking;
 
 pub const REDIS_COMPAT_VERSION: &str = "7.0.15";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -488,6 +488,37 @@ fn collect_server(srv: &Server, r: &mut Registry) {
         "Keys removed because their TTL passed.",
         s.expired_keys as f64,
     );
+    let t = &srv.tracking;
+    r.gauge(
+        "ferrokv_tracking_clients",
+        "Clients with CLIENT TRACKING on (INFO tracking_clients).",
+        t.clients.len() as f64,
+    );
+    r.gauge(
+        "ferrokv_tracking_total_keys",
+        "Keys in the client-side caching table (INFO tracking_total_keys).",
+        t.total_keys() as f64,
+    );
+    r.gauge(
+        "ferrokv_tracking_total_items",
+        "Client ids across the client-side caching table (INFO tracking_total_items).",
+        t.total_items() as f64,
+    );
+    r.gauge(
+        "ferrokv_tracking_total_prefixes",
+        "BCAST prefixes registered (INFO tracking_total_prefixes).",
+        t.total_prefixes() as f64,
+    );
+    r.counter(
+        "ferrokv_tracking_invalidations_total",
+        "Invalidation messages sent to tracking clients (pushes and __redis__:invalidate messages).",
+        t.invalidations_sent as f64,
+    );
+    r.counter(
+        "ferrokv_tracking_keys_forgotten_total",
+        "Keys the client-side caching table forgot to stay within tracking-table-max-keys.",
+        t.keys_evicted as f64,
+    );
     r.counter(
         "ferrokv_keyspace_hits_total",
         "Successful key lookups by read commands.",

@@ -187,7 +187,9 @@ impl Server {
     /// Whether lookups must queue what they find expired or missing.
     #[inline]
     pub fn wants_expired_events(&self) -> bool {
-        self.config.notify_keyspace_events & NOTIFY_EXPIRED != 0 || !self.watches.is_empty()
+        self.config.notify_keyspace_events & NOTIFY_EXPIRED != 0
+            || !self.watches.is_empty()
+            || self.tracking.active()
     }
 }
 

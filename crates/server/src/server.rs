@@ -163,6 +163,8 @@ pub struct Server {
     pub pending_events: crate::notify::PendingEvents,
     /// WATCHed keys and their watchers.
     pub watches: crate::commands::multi::Watches,
+    /// Client-side caching: tracking clients and the keys they may cache.
+    pub tracking: crate::tracking::Tracking,
     /// Replication: our replicas, our master link, the backlog.
     pub repl: crate::replication::ReplState,
     /// Clients blocked on keys (BLPOP and friends).
@@ -262,6 +264,7 @@ impl Server {
             monitors: Default::default(),
             pending_events: Default::default(),
             watches: Default::default(),
+            tracking: Default::default(),
             repl,
             blocking: Default::default(),
             lazyfree: spawn_lazyfree(lazyfree_counts.clone()),
@@ -469,7 +472,8 @@ impl Server {
         if record {
             client.out.push_spans = Some(Vec::new());
         }
-        self.dispatch(client, args);
+        let tracked = self.tracking_before_command(client);
+        let client_cmd = self.dispatch(client, args);
         // Keys this command (or this whole EXEC) made ready serve their
         // blocked clients now, before anything else runs.
         if self.blocking.has_ready() && !client.in_exec {
@@ -482,6 +486,9 @@ impl Server {
         if record {
             client.out.push_spans = None;
         }
+        // Invalidations for this client follow its reply, and are pushed
+        // whatever its reply mode (as Redis's CLIENT_PUSHING).
+        self.tracking_after_command(client, client_cmd, tracked);
         // `CLIENT REPLY SKIP` silences the command after it, whatever it is.
         client.reply_mode = match client.reply_mode {
             ReplyMode::Skip => ReplyMode::On,
@@ -526,7 +533,7 @@ impl Server {
 
     /// Looks the command up, checks it and calls it (Redis's
     /// `processCommand`), or queues it inside MULTI.
-    fn dispatch(&mut self, client: &mut Client, args: Args) {
+    fn dispatch(&mut self, client: &mut Client, args: Args) -> bool {
         let name = args.get(0);
         // As Redis 7.0's processCommand: existence (subcommands included),
         // then arity, then authentication.
@@ -535,10 +542,13 @@ impl Server {
         let top_level = |i: &usize| !self.commands.specs[*i].name.contains('|');
         let Some(idx) = self.commands.lookup(name).filter(top_level) else {
             self.reject(client, None, &unknown_command_error(&args));
-            return;
+            return false;
         };
         let mut idx = idx;
         let mut spec = self.commands.specs[idx];
+        // Whether the command found is CLIENT (its subcommands keep a
+        // `CLIENT CACHING` in force; an unknown subcommand finds nothing).
+        let client_cmd = spec.name == "client";
         if !spec.subcommands.is_empty() && args.len() >= 2 {
             match self.commands.lookup_sub(spec.name, args.get(1)) {
                 Some(sub) => {
@@ -552,7 +562,7 @@ impl Server {
                         format!("'. Try {} HELP.", spec.name.to_ascii_uppercase()).as_bytes(),
                     );
                     self.reject(client, Some(spec.name), &msg);
-                    return;
+                    return false;
                 }
             }
         }
@@ -572,7 +582,7 @@ impl Server {
         if let Some(msg) = self.refusal(client, spec, flags, args.len()) {
             self.reject(client, Some(spec.name), msg.as_bytes());
             self.cmd_stats[idx].rejected_calls += 1;
-            return;
+            return client_cmd;
         }
         if client.multi.is_some() && !crate::commands::multi::runs_inside_multi(spec.name) {
             if let Some(tx) = client.multi.as_mut() {
@@ -582,9 +592,10 @@ impl Server {
                 tx.queued.push(q);
             }
             client.out.simple("QUEUED");
-            return;
+            return client_cmd;
         }
         self.call(client, idx, args);
+        client_cmd
     }
 
     /// Replies to a command refused before it ran (Redis's `rejectCommand`):
@@ -733,6 +744,12 @@ impl Server {
         };
         let dirty_before = self.dirty;
         let db_before = client.db;
+        let script_of_tracker = self.tracking.active()
+            && spec.has(crate::commands::flags::SCRIPT_FLAGS)
+            && self.tracking.of(client.id).is_some();
+        if script_of_tracker {
+            self.tracking_script_call(client.id, Some((spec, &args)));
+        }
         {
             let mut ctx = Ctx {
                 srv: self,
@@ -741,6 +758,9 @@ impl Server {
             };
             (spec.handler)(&mut ctx, args);
         }
+        if script_of_tracker {
+            self.tracking_script_call(client.id, None);
+        }
         self.flush_pending_events(Some(client));
         // MONITOR: after the command ran, as Redis 7.0's `call` (admin and
         // script commands never; scripts show themselves as they start).
@@ -748,6 +768,9 @@ impl Server {
             && !spec.has(crate::commands::flags::SKIP_MONITOR | crate::commands::flags::ADMIN)
         {
             self.feed_monitors(client, &args);
+        }
+        if self.tracking.active() && spec.has(crate::commands::flags::READONLY) {
+            self.tracking_remember_keys(client.id, spec, &args);
         }
         if self.dirty > dirty_before {
             self.touch_command_keys(idx, db_before, &args);
@@ -929,6 +952,7 @@ impl Server {
         };
         self.repl_client_closed(c.id, c.db);
         crate::blocking::forget(self, t, &mut c);
+        self.tracking.disable(c.id);
         tracing::debug!("Client closed: id={} addr={}", c.id, c.addr);
         self.forget_client(&mut c);
         let stream = c.stream.take();

@@ -745,6 +745,99 @@ fn clients_disconnecting_with_deep_multi_queues_are_freed() {
 }
 
 // ---------------------------------------------------------------------
+// Client-side caching.
+// ---------------------------------------------------------------------
+
+/// A BCAST client registering 200,000 prefixes in one request: the
+/// overlap check is not quadratic (Redis compares every pair), and the
+/// writes after it do not scan them all.
+#[test]
+fn bcast_with_a_huge_prefix_list_answers_and_writes_stay_fast() {
+    let s = start(&[]);
+    let victim = Victim::start(&s);
+    let watch = RssWatch::new(&s, 1 << 30);
+    let mut c = Conn::open(&s);
+    let prefixes: Vec<String> = (0..200_000).map(|i| format!("p{i:06}:")).collect();
+    let mut args: Vec<&str> = vec!["CLIENT", "TRACKING", "on", "bcast"];
+    for p in &prefixes {
+        args.push("PREFIX");
+        args.push(p);
+    }
+    let t = Instant::now();
+    assert_eq!(
+        c.call(&args, "CLIENT TRACKING on BCAST with 200,000 prefixes"),
+        ok()
+    );
+    assert!(t.elapsed() < REPLY_BOUND, "took {:?}", t.elapsed());
+    // And one overlapping pair at the very end is still found.
+    let mut other = Conn::open(&s);
+    let mut args: Vec<&str> = vec!["CLIENT", "TRACKING", "on", "bcast"];
+    for p in &prefixes {
+        args.push("PREFIX");
+        args.push(p);
+    }
+    args.extend(["PREFIX", "p199999:x"]);
+    let t = Instant::now();
+    match other.call(&args, "CLIENT TRACKING with an overlap at the end") {
+        Frame::Error(e) => assert!(
+            String::from_utf8_lossy(&e)
+                .contains("overlaps with another provided prefix 'p199999:x'"),
+            "{}",
+            String::from_utf8_lossy(&e)
+        ),
+        f => panic!("expected the overlap error, got {f:?}"),
+    }
+    assert!(t.elapsed() < REPLY_BOUND, "took {:?}", t.elapsed());
+    let mut w = Conn::open(&s);
+    let t = Instant::now();
+    for i in 0..2000 {
+        let k = format!("key:{i}");
+        assert_eq!(w.call(&["SET", &k, "v"], "SET"), ok());
+    }
+    assert!(
+        t.elapsed() < 4 * REPLY_BOUND,
+        "2000 SETs took {:?}",
+        t.elapsed()
+    );
+    victim.finish("a BCAST client with 200,000 prefixes");
+    watch.assert_growth_under(512 * MB, "200,000 BCAST prefixes");
+}
+
+/// A tracking client reading a million keys in one MGET: the table comes
+/// back to `tracking-table-max-keys` (Redis trims with a growing effort
+/// per command), the invalidations go out, and memory stays bounded.
+#[test]
+fn tracking_a_million_keys_is_trimmed_to_the_bound() {
+    let s = start(&["--tracking-table-max-keys", "1000"]);
+    let victim = Victim::start(&s);
+    let watch = RssWatch::new(&s, 1 << 30);
+    let mut c = Conn::open(&s);
+    assert_eq!(
+        c.call(&["CLIENT", "TRACKING", "on"], "CLIENT TRACKING on"),
+        ok()
+    );
+    let keys: Vec<String> = (0..1_000_000).map(|i| format!("k{i}")).collect();
+    let mut args: Vec<&str> = vec!["MGET"];
+    args.extend(keys.iter().map(|k| k.as_str()));
+    let reply = c.call(&args, "MGET of a million keys");
+    assert!(matches!(reply, Frame::Array(ref v) if v.len() == 1_000_000));
+    let mut probe = Conn::open(&s);
+    let keys_now = |probe: &mut Conn| -> u64 {
+        let f = probe.call(&["INFO", "stats"], "INFO stats");
+        let t = String::from_utf8_lossy(f.as_bytes().unwrap()).into_owned();
+        t.lines()
+            .find_map(|l| l.strip_prefix("tracking_total_keys:"))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("tracking_total_keys")
+    };
+    common::wait_for("the tracking table to come back to its bound", 60, || {
+        (keys_now(&mut probe) <= 1000).then_some(())
+    });
+    victim.finish("a million tracked keys");
+    watch.assert_growth_under(512 * MB, "a million tracked keys");
+}
+
+// ---------------------------------------------------------------------
 // Misbehaving readers.
 // ---------------------------------------------------------------------
 

@@ -349,3 +349,47 @@ fn a_real_prometheus_scrapes_the_endpoint() {
     let _ = prom.wait();
     assert!(found.contains("\"5\"]"), "{found}");
 }
+
+/// The client-side caching series follow what the tracking clients did:
+/// the table's size, the messages sent, the keys forgotten for
+/// `tracking-table-max-keys`.
+#[test]
+fn tracking_series_follow_the_tracking_table() {
+    let (srv, port) = server_with_metrics(&["--tracking-table-max-keys", "3"]);
+    let mut a = srv.raw();
+    let mut w = srv.raw();
+    assert!(matches!(
+        a.cmd(&["HELLO", "3"]),
+        ferrokv_resp::Frame::Map(_)
+    ));
+    a.cmd(&["CLIENT", "TRACKING", "on"]);
+    a.cmd(&["MGET", "a", "b"]);
+    let t = scrape_until(port, "ferrokv_tracking_total_keys", "2");
+    assert_eq!(value(&t, "ferrokv_tracking_clients").as_deref(), Some("1"));
+    assert_eq!(
+        value(&t, "ferrokv_tracking_total_items").as_deref(),
+        Some("2")
+    );
+    assert_eq!(
+        value(&t, "ferrokv_tracking_invalidations_total").as_deref(),
+        Some("0")
+    );
+    w.cmd(&["SET", "a", "1"]);
+    scrape_until(port, "ferrokv_tracking_invalidations_total", "1");
+    // Five keys over a bound of three: the next command forgets two.
+    a.cmd(&["MGET", "c", "d", "e", "f"]);
+    w.cmd(&["PING"]);
+    let t = scrape_until(port, "ferrokv_tracking_keys_forgotten_total", "2");
+    assert_eq!(
+        value(&t, "ferrokv_tracking_total_keys").as_deref(),
+        Some("3")
+    );
+    assert_eq!(
+        value(&t, "ferrokv_tracking_invalidations_total").as_deref(),
+        Some("3")
+    );
+    assert_eq!(
+        value(&t, "ferrokv_tracking_total_prefixes").as_deref(),
+        Some("0")
+    );
+}

@@ -5,6 +5,7 @@ use super::flags::*;
 use super::{err, is, reply_help, CommandSpec, Ctx};
 use crate::net::client::{Client, ReplyMode};
 use crate::replication::ClientKind;
+use crate::tracking::{ClientTracking, Tracking};
 use ferrokv_resp::{Args, Protocol};
 use std::os::fd::AsRawFd;
 
@@ -72,6 +73,9 @@ static CLIENT_SUBS: &[CommandSpec] = &[
     cmd("client|no-evict", 3, ADMIN | STALE | NOSCRIPT | LOADING, client_no_evict).since("7.0.0").doc("Sets the client eviction mode of the connection.", "ON|OFF"),
     cmd("client|unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE, crate::blocking::client_unblock).since("5.0.0").complexity("O(log N) where N is the number of client connections").doc("Unblocks a client blocked by a blocking command from a different connection.", "client-id [TIMEOUT|ERROR]"),
     cmd("client|reply", 3, STALE | NOSCRIPT | LOADING, client_reply).since("3.2.0").doc("Instructs the server whether to reply to commands.", "ON|OFF|SKIP"),
+    cmd("client|tracking", -3, STALE | NOSCRIPT | LOADING, client_tracking).since("6.0.0").complexity("O(1). Some options may introduce additional complexity.").doc("Controls server-assisted client-side caching for the connection.", "ON|OFF [REDIRECT client-id] [PREFIX prefix [PREFIX prefix ...]] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]"),
+    cmd("client|caching", 3, STALE | NOSCRIPT | LOADING, client_caching).since("6.0.0").doc("Instructs the server whether to track the keys in the next request.", "YES|NO"),
+    cmd("client|trackinginfo", 2, STALE | NOSCRIPT | LOADING, client_trackinginfo).since("6.2.0").doc("Returns information about server-assisted client-side caching for the connection.", ""),
     cmd("client|getredir", 2, STALE | NOSCRIPT | LOADING, client_getredir).since("6.0.0").doc("Returns the client ID to which the connection's tracking notifications are redirected.", ""),
     cmd("client|help", 2, STALE | LOADING, client_help).since("5.0.0").doc("Returns helpful text about the different subcommands.", ""),
 ];
@@ -108,7 +112,7 @@ fn quit(ctx: &mut Ctx, _args: Args) {
 
 /// RESET: the connection as it was when it connected (Redis's
 /// `clearClientConnectionState`): no transaction, no WATCHes, no
-/// subscriptions, no MONITOR, database 0, RESP2, no name, replies on, and
+/// subscriptions, no MONITOR, no tracking, database 0, RESP2, no name, replies on, and
 /// authenticated only when no password is required.
 fn reset(ctx: &mut Ctx, _args: Args) {
     crate::commands::multi::discard_transaction(ctx.srv, ctx.client);
@@ -116,6 +120,7 @@ fn reset(ctx: &mut Ctx, _args: Args) {
     if std::mem::take(&mut ctx.client.monitor) {
         ctx.srv.monitors.remove(ctx.client.token);
     }
+    ctx.srv.tracking.disable(ctx.client.id);
     ctx.client.db = 0;
     ctx.client.out.proto = Protocol::Resp2;
     ctx.client.name = None;
@@ -365,9 +370,10 @@ fn type_matches(srv: &crate::server::Server, c: &Client, f: TypeFilter) -> bool 
 }
 
 /// The `flags=` letters of `CLIENT LIST` this server can show: `O`
-/// (MONITOR), `P` (pub/sub), `x` (in MULTI), `b` (blocked on keys), `U` (on a Unix
-/// socket), `N` (none).
-fn client_flags(c: &Client) -> String {
+/// (MONITOR), `P` (pub/sub), `x` (in MULTI), `b` (blocked on keys), `t`
+/// (tracking), `R` (its tracking redirect is gone), `B` (tracking in BCAST
+/// mode), `U` (on a Unix socket), `N` (none).
+fn client_flags(c: &Client, tracking: Option<&ClientTracking>) -> String {
     let mut f = String::new();
     if c.monitor {
         f.push('O');
@@ -380,6 +386,15 @@ fn client_flags(c: &Client) -> String {
     }
     if c.blocked.is_some() {
         f.push('b');
+    }
+    if let Some(t) = tracking {
+        f.push('t');
+        if t.broken_redirect {
+            f.push('R');
+        }
+        if t.bcast {
+            f.push('B');
+        }
     }
     if c.stream
         .as_ref()
@@ -394,7 +409,7 @@ fn client_flags(c: &Client) -> String {
 }
 
 /// One line of `CLIENT LIST` / `CLIENT INFO`, in Redis's field order.
-pub fn client_line(c: &Client, current: bool) -> String {
+pub fn client_line(c: &Client, current: bool, tracking: Option<&ClientTracking>) -> String {
     let s = |o: &Option<Vec<u8>>| {
         o.as_ref()
             .map(|v| String::from_utf8_lossy(v).into_owned())
@@ -403,7 +418,7 @@ pub fn client_line(c: &Client, current: bool) -> String {
     let qbuf = c.in_end - c.in_start;
     let obl = c.pending_output();
     let mut line = format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir={} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.local_addr,
@@ -411,7 +426,7 @@ pub fn client_line(c: &Client, current: bool) -> String {
         s(&c.name),
         c.created.elapsed().as_secs(),
         if current { 0 } else { c.last_interaction.elapsed().as_secs() },
-        client_flags(c),
+        client_flags(c, tracking),
         c.db,
         c.subs.channels.len(),
         c.subs.patterns.len(),
@@ -426,6 +441,7 @@ pub fn client_line(c: &Client, current: bool) -> String {
         c.out.buf.capacity(),
         c.memory_usage(),
         c.last_cmd,
+        tracking.map_or(-1, |t| t.redirect as i64),
         if c.out.proto.is_resp3() { 3 } else { 2 },
         s(&c.lib_name),
         s(&c.lib_ver),
@@ -494,7 +510,11 @@ fn client_list(ctx: &mut Ctx, args: Args) {
         let by_id: hashbrown::HashMap<u64, &Client> = all.iter().map(|c| (c.id, *c)).collect();
         for id in ids {
             if let Some(c) = by_id.get(&id) {
-                text.push_str(&client_line(c, c.id == ctx.client.id));
+                text.push_str(&client_line(
+                    c,
+                    c.id == ctx.client.id,
+                    ctx.srv.tracking.of(c.id),
+                ));
                 text.push('\n');
             }
         }
@@ -503,7 +523,11 @@ fn client_list(ctx: &mut Ctx, args: Args) {
             if only_type.is_some_and(|f| !type_matches(ctx.srv, c, f)) {
                 continue;
             }
-            text.push_str(&client_line(c, c.id == ctx.client.id));
+            text.push_str(&client_line(
+                c,
+                c.id == ctx.client.id,
+                ctx.srv.tracking.of(c.id),
+            ));
             text.push('\n');
         }
     }
@@ -512,7 +536,7 @@ fn client_list(ctx: &mut Ctx, args: Args) {
 
 /// CLIENT INFO
 fn client_info(ctx: &mut Ctx, _args: Args) {
-    let mut line = client_line(ctx.client, true);
+    let mut line = client_line(ctx.client, true, ctx.srv.tracking.of(ctx.client.id));
     line.push('\n');
     ctx.client.out.verbatim(line.as_bytes());
 }
@@ -660,9 +684,172 @@ fn client_reply(ctx: &mut Ctx, args: Args) {
     }
 }
 
-/// CLIENT GETREDIR
+/// CLIENT GETREDIR: -1 when tracking is off, 0 when it redirects nowhere.
 fn client_getredir(ctx: &mut Ctx, _args: Args) {
-    ctx.client.out.int(-1);
+    let redir = ctx
+        .srv
+        .tracking
+        .of(ctx.client.id)
+        .map_or(-1, |t| t.redirect as i64);
+    ctx.client.out.int(redir);
+}
+
+/// CLIENT TRACKING ON|OFF [REDIRECT client-id] [PREFIX prefix [PREFIX prefix ...]] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]
+fn client_tracking(ctx: &mut Ctx, args: Args) {
+    let mut mode = ClientTracking::default();
+    let mut prefixes: Vec<&[u8]> = Vec::new();
+    let mut i = 3;
+    while i < args.len() {
+        let a = args.get(i);
+        let more = args.len() - i - 1;
+        if is(a, "redirect") && more >= 1 {
+            i += 1;
+            if mode.redirect != 0 {
+                return ctx.error("ERR A client can only redirect to a single other client");
+            }
+            let Some(id) = ferrokv_resp::parse_i64(args.get(i)) else {
+                return ctx.error(err::NOT_INTEGER);
+            };
+            match (id > 0)
+                .then(|| ctx.srv.client_token_by_id(ctx.client, id as u64))
+                .flatten()
+            {
+                Some(token) => {
+                    mode.redirect = id as u64;
+                    mode.redirect_token = token;
+                }
+                None => return ctx.error("ERR The client ID you want redirect to does not exist"),
+            }
+        } else if is(a, "bcast") {
+            mode.bcast = true;
+        } else if is(a, "optin") {
+            mode.optin = true;
+        } else if is(a, "optout") {
+            mode.optout = true;
+        } else if is(a, "noloop") {
+            mode.noloop = true;
+        } else if is(a, "prefix") && more >= 1 {
+            i += 1;
+            prefixes.push(args.get(i));
+        } else {
+            return ctx.error(err::SYNTAX);
+        }
+        i += 1;
+    }
+    let on = args.get(2);
+    if is(on, "off") {
+        ctx.srv.tracking.disable(ctx.client.id);
+        return ctx.client.out.ok();
+    }
+    if !is(on, "on") {
+        return ctx.error(err::SYNTAX);
+    }
+    // The checks of Redis's clientCommand, in its order.
+    if !mode.bcast && !prefixes.is_empty() {
+        return ctx.error("ERR PREFIX option requires BCAST mode to be enabled");
+    }
+    let had = ctx.srv.tracking.of(ctx.client.id);
+    if had.is_some_and(|had| had.bcast != mode.bcast) {
+        return ctx.error("ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.");
+    }
+    if mode.bcast && (mode.optin || mode.optout) {
+        return ctx.error("ERR OPTIN and OPTOUT are not compatible with BCAST");
+    }
+    if mode.optin && mode.optout {
+        return ctx.error("ERR You can't specify both OPTIN mode and OPTOUT mode");
+    }
+    if had.is_some_and(|had| (had.optin && mode.optout) || (had.optout && mode.optin)) {
+        return ctx.error("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.");
+    }
+    let existing = had.map(|t| t.prefixes.clone()).unwrap_or_default();
+    if let Some(e) = Tracking::prefix_collision(&existing, &prefixes) {
+        return ctx.error(&e);
+    }
+    // Enabling again keeps what CLIENT CACHING said for the next command.
+    mode.caching = had.is_some_and(|t| t.caching);
+    mode.token = ctx.client.token;
+    ctx.srv.tracking.enable(ctx.client.id, mode, &prefixes);
+    ctx.client.out.ok();
+}
+
+/// CLIENT CACHING YES|NO
+fn client_caching(ctx: &mut Ctx, args: Args) {
+    let Some(t) = ctx
+        .srv
+        .tracking
+        .clients
+        .get_mut(&ctx.client.id)
+        .filter(|t| t.optin || t.optout)
+    else {
+        return ctx.error("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled");
+    };
+    let v = args.get(2);
+    if is(v, "yes") {
+        t.caching = true;
+    } else if is(v, "no") {
+        if !t.optout {
+            return ctx.error(
+                "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            );
+        }
+        t.caching = true;
+    } else {
+        return ctx.error(err::SYNTAX);
+    }
+    ctx.client.out.ok();
+}
+
+/// CLIENT TRACKINGINFO
+fn client_trackinginfo(ctx: &mut Ctx, _args: Args) {
+    let t = ctx.srv.tracking.of(ctx.client.id);
+    let out = &mut ctx.client.out;
+    out.map(3);
+    out.bulk(b"flags");
+    match t {
+        None => {
+            out.set(1);
+            out.bulk(b"off");
+        }
+        Some(t) => {
+            let mut flags: Vec<&[u8]> = vec![b"on"];
+            if t.bcast {
+                flags.push(b"bcast");
+            }
+            if t.optin {
+                flags.push(b"optin");
+                if t.caching {
+                    flags.push(b"caching-yes");
+                }
+            }
+            if t.optout {
+                flags.push(b"optout");
+                if t.caching {
+                    flags.push(b"caching-no");
+                }
+            }
+            if t.noloop {
+                flags.push(b"noloop");
+            }
+            if t.broken_redirect {
+                flags.push(b"broken_redirect");
+            }
+            out.set(flags.len());
+            for f in flags {
+                out.bulk(f);
+            }
+        }
+    }
+    out.bulk(b"redirect");
+    match t {
+        None => out.int(-1),
+        Some(t) => out.int(t.redirect as i64),
+    }
+    out.bulk(b"prefixes");
+    let prefixes: Vec<&Vec<u8>> = t.map(|t| t.prefixes.iter().collect()).unwrap_or_default();
+    out.array(prefixes.len());
+    for p in prefixes {
+        out.bulk(p);
+    }
 }
 
 /// CLIENT HELP
@@ -693,6 +880,13 @@ fn client_help(ctx: &mut Ctx, _args: Args) {
             "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
             "GETREDIR",
             "    Return the client ID we are redirecting to when tracking is enabled.",
+            "CACHING (YES|NO)",
+            "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+            "         [OPTIN] [OPTOUT] [NOLOOP]",
+            "    Control server assisted client side caching.",
+            "TRACKINGINFO",
+            "    Report tracking status for the current connection.",
         ],
     );
 }

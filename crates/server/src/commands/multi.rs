@@ -282,9 +282,12 @@ fn written_keys(name: &str, keys: (i32, i32, i32)) -> Option<(i32, i32, i32)> {
 }
 
 impl Server {
-    /// A key changed: WATCHes on it are broken (Redis's `signalModifiedKey`
-    /// as far as WATCH goes). Eviction and any other deletion call this too.
+    /// A key changed (Redis's `signalModifiedKey`): WATCHes on it are
+    /// broken, and client-side caches that may hold it are invalidated.
+    /// Eviction, expiry and any other deletion call this too.
     pub fn touch_watched_key(&mut self, db: usize, key: &[u8]) {
+        // Client-side caches hold it too (the rest of signalModifiedKey).
+        self.tracking_invalidate_key(key, true);
         if self.watches.is_empty() {
             return;
         }
@@ -310,7 +313,7 @@ impl Server {
     /// After a write command changed something: breaks the WATCHes on its
     /// key arguments, found from the command table's key positions.
     pub fn touch_command_keys(&mut self, idx: usize, db: usize, args: &Args) {
-        if self.watches.is_empty() {
+        if self.watches.is_empty() && !self.tracking.active() {
             return;
         }
         let spec = self.commands.specs[idx];

@@ -279,6 +279,8 @@ fn config_resetstat(ctx: &mut Ctx, _args: Args) {
     ctx.srv.error_stats.clear();
     ctx.srv.latency_stats.reset();
     ctx.srv.repl.rdma.reset_stats();
+    ctx.srv.tracking.invalidations_sent = 0;
+    ctx.srv.tracking.keys_evicted = 0;
     ctx.client.out.ok();
 }
 
@@ -486,18 +488,7 @@ fn getkeys(ctx: &mut Ctx, args: Args, with_flags: bool) {
         return ctx.error("ERR Invalid number of arguments specified for command");
     }
     let argv: Vec<&[u8]> = (0..n).map(|i| args.get(2 + i)).collect();
-    let keys = match specs {
-        Some(s) => keyspecs::keys_and_flags(spec.name, s, &argv, movable_keys(spec.name, &argv)),
-        None => {
-            let (first, last, step) = spec.keys;
-            let last = if last < 0 { n as i32 + last } else { last };
-            (first..=last)
-                .step_by(step.max(1) as usize)
-                .filter(|&i| (i as usize) < n)
-                .map(|i| (i as usize, 0))
-                .collect()
-        }
-    };
+    let keys = key_positions(spec, &argv);
     if keys.is_empty() {
         if no_mandatory_keys(spec.name) {
             ctx.client.out.array(0);
@@ -519,6 +510,30 @@ fn getkeys(ctx: &mut Ctx, args: Args, with_flags: bool) {
             }
         } else {
             out.bulk(argv[i]);
+        }
+    }
+}
+
+/// The key arguments of a call (positions in `argv`, the command name at
+/// 0) with their key-spec flags, as Redis's `getKeysFromCommand` finds
+/// them: COMMAND GETKEYS answers with them, and client-side caching
+/// remembers them after a read.
+pub fn key_positions(spec: &crate::commands::CommandSpec, argv: &[&[u8]]) -> Vec<(usize, u16)> {
+    let n = argv.len();
+    use super::keyspecs;
+    match keyspecs::of(spec.name) {
+        Some(s) => keyspecs::keys_and_flags(spec.name, s, argv, movable_keys(spec.name, argv)),
+        None => {
+            let (first, last, step) = spec.keys;
+            if first <= 0 {
+                return Vec::new();
+            }
+            let last = if last < 0 { n as i32 + last } else { last };
+            (first..=last)
+                .step_by(step.max(1) as usize)
+                .filter(|&i| (i as usize) < n)
+                .map(|i| (i as usize, 0))
+                .collect()
         }
     }
 }
@@ -1061,6 +1076,7 @@ fn flushdb(ctx: &mut Ctx, args: Args) {
         return;
     };
     ctx.srv.touch_watched_keys_in_db(ctx.client.db, None);
+    ctx.srv.tracking_invalidate_all();
     let n = flush_db(ctx, ctx.client.db, lazy);
     ctx.modified(n.max(1));
     ctx.client.out.ok();
@@ -1072,6 +1088,7 @@ fn flushall(ctx: &mut Ctx, args: Args) {
         return;
     };
     let mut n = 0;
+    ctx.srv.tracking_invalidate_all();
     for db in 0..ctx.srv.keyspace.dbs.len() {
         ctx.srv.touch_watched_keys_in_db(db, None);
         n += flush_db(ctx, db, lazy);

@@ -630,6 +630,8 @@ impl Reactor {
         if self.srv.eviction.pending {
             self.srv.perform_evictions();
         }
+        // BCAST invalidations collected this turn go out with the replies.
+        self.srv.tracking_broadcast();
         let aof_ok = self.srv.flush_aof();
         for t in self.srv.replication_tick() {
             self.resume_client(t);
