@@ -302,6 +302,23 @@ impl Server {
             .push((db, vec![b"DEL".to_vec(), key.to_vec()]));
     }
 
+    /// A write replaced `key`'s entry without looking it up first (SET's
+    /// one-probe path) and the old one had expired: counted, announced
+    /// and propagated as the lazy expiry a lookup would have done
+    /// (Redis's SET finds the key expired and deletes it first).
+    pub fn expired_by_write(&mut self, db: usize, key: &[u8]) {
+        let wants = self.wants_expired_events();
+        let pending = wants.then_some(&mut self.pending_events);
+        Self::note_expired(
+            &mut self.stats,
+            &mut self.blocking,
+            &mut self.propagation,
+            pending,
+            db,
+            key,
+        );
+    }
+
     /// Looks a key up for reading: lazy expiry, hit/miss counters, access clock.
     #[inline]
     pub fn lookup_read(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {

@@ -227,8 +227,13 @@ fn set(ctx: &mut Ctx, args: Args) {
             _ => NO_EXPIRE,
         };
         let old = ctx.srv.keyspace.dbs[db].set_str(key, args.get(2), expire_at, lru);
-        let new = old.is_none();
+        let mut new = old.is_none();
         if let Some(old) = old {
+            if old.has_expire() && old.expire_at <= now {
+                // It had expired: to everyone watching, a new key.
+                ctx.srv.expired_by_write(db, key);
+                new = true;
+            }
             ctx.srv.drop_value(old);
         }
         ctx.modified(1);
