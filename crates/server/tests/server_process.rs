@@ -432,6 +432,100 @@ fn config_file_is_read_and_command_line_overrides_it() {
     assert!(text.lines().any(|l| l == "maxclients 55"), "{text}");
     assert!(text.lines().any(|l| l == "timeout 9"), "{text}");
     assert!(text.lines().any(|l| l == "requirepass \"a b\""), "{text}");
+    // The replication options and the accepted-only ones are rewritten
+    // too (Sentinel relies on `replicaof` reaching the file), and a
+    // master's `replicaof` line goes away.
+    assert_eq!(r.cmd(&["REPLICAOF", "127.0.0.1", "1"]), ok());
+    assert_eq!(r.cmd(&["CONFIG", "SET", "replica-priority", "7"]), ok());
+    assert_eq!(
+        r.cmd(&["CONFIG", "SET", "lazyfree-lazy-user-del", "yes"]),
+        ok()
+    );
+    assert_eq!(r.cmd(&["CONFIG", "REWRITE"]), ok());
+    let text = std::fs::read_to_string(&conf).unwrap();
+    assert!(text.lines().any(|l| l == "replicaof 127.0.0.1 1"), "{text}");
+    assert!(text.lines().any(|l| l == "replica-priority 7"), "{text}");
+    assert!(
+        text.lines().any(|l| l == "lazyfree-lazy-user-del yes"),
+        "{text}"
+    );
+    assert_eq!(r.cmd(&["REPLICAOF", "NO", "ONE"]), ok());
+    assert_eq!(r.cmd(&["CONFIG", "REWRITE"]), ok());
+    let text = std::fs::read_to_string(&conf).unwrap();
+    assert!(!text.contains("replicaof"), "{text}");
+}
+
+#[test]
+fn every_redis_config_but_tls_is_known_and_checked_as_redis_checks_it() {
+    // TLS's configs land with TLS (docs/config.md).
+    let ours = ServerProcess::ferrokv(&[]);
+    let redis = ServerProcess::redis(&[]);
+    let names = |p: &ServerProcess| -> std::collections::BTreeSet<String> {
+        match p.raw().cmd(&["CONFIG", "GET", "*"]) {
+            Frame::Array(v) => v
+                .chunks(2)
+                .map(|c| String::from_utf8_lossy(c[0].as_bytes().unwrap()).into_owned())
+                .collect(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let (a, b) = (names(&ours), names(&redis));
+    let missing: Vec<&String> = b
+        .difference(&a)
+        .filter(|n| !n.starts_with("tls-"))
+        .collect();
+    assert!(missing.is_empty(), "{missing:?}");
+    let (mut fr, mut rr) = (ours.raw(), redis.raw());
+    for args in [
+        &["CONFIG", "SET", "activerehashing", "maybe"][..],
+        &["CONFIG", "SET", "acllog-max-len", "x"],
+        &["CONFIG", "SET", "active-defrag-cycle-max", "100"],
+        &["CONFIG", "SET", "active-expire-effort", "0"],
+        &["CONFIG", "SET", "propagation-error-behavior", "x"],
+        &["CONFIG", "SET", "shutdown-on-sigint", "x"],
+        &["CONFIG", "SET", "oom-score-adj", "x"],
+        &["CONFIG", "SET", "cluster-node-timeout", "-1"],
+        &["CONFIG", "SET", "active-defrag-ignore-bytes", "10x"],
+        &["CONFIG", "SET", "acl-pubsub-default", "x"],
+        &["CONFIG", "SET", "daemonize", "yes"],
+        &["CONFIG", "SET", "io-threads", "4"],
+        &["CONFIG", "SET", "socket-mark-id", "5"],
+        &["CONFIG", "SET", "lazyfree-lazy-user-del", "YES"],
+        &["CONFIG", "GET", "lazyfree-lazy-user-del"],
+        &["CONFIG", "SET", "slave-lazy-flush", "yes"],
+        &["CONFIG", "GET", "replica-lazy-flush"],
+        &["CONFIG", "SET", "oom-score-adj-values", "1 2 3"],
+        &["CONFIG", "GET", "oom-score-adj-values"],
+        &["CONFIG", "SET", "maxmemory", "100", "activerehashing", "x"],
+        &["CONFIG", "GET", "maxmemory"],
+        &["CONFIG", "SET", "hz", "20", "hz", "30"],
+    ] {
+        assert_eq!(fr.cmd(args), rr.cmd(args), "{args:?}");
+    }
+    // Several patterns: Redis answers in its hash table's order.
+    let pairs = |f: Frame| -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+        match f {
+            Frame::Array(v) => v
+                .chunks(2)
+                .map(|c| {
+                    (
+                        c[0].as_bytes().unwrap().to_vec(),
+                        c[1].as_bytes().unwrap().to_vec(),
+                    )
+                })
+                .collect(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let get = [
+        "CONFIG",
+        "GET",
+        "maxmemory",
+        "hz",
+        "lazyfree-lazy-user-*",
+        "replicaof",
+    ];
+    assert_eq!(pairs(fr.cmd(&get)), pairs(rr.cmd(&get)));
 }
 
 #[test]

@@ -300,7 +300,7 @@ fn config_rewrite(ctx: &mut Ctx, _args: Args) {
 /// they stand, options that differ from their default are appended; the
 /// new file replaces the old atomically.
 fn rewrite_config_file(path: &str, cfg: &crate::config::Config) -> std::io::Result<()> {
-    use crate::config::OPTIONS;
+    use crate::config::all_options;
     let defaults = crate::config::Config::default();
     let old = std::fs::read_to_string(path).unwrap_or_default();
     let mut written: Vec<&str> = Vec::new();
@@ -311,29 +311,56 @@ fn rewrite_config_file(path: &str, cfg: &crate::config::Config) -> std::io::Resu
             .next()
             .unwrap_or("")
             .to_ascii_lowercase();
-        if let Some(o) = OPTIONS
-            .iter()
-            .find(|o| o.name == word && !line.trim_start().starts_with('#'))
+        if let Some(o) =
+            all_options().find(|o| o.name == word && !line.trim_start().starts_with('#'))
         {
             if written.contains(&o.name) {
                 continue;
             }
             written.push(o.name);
-            lines.push(format!("{} {}", o.name, quote_value(&(o.get)(cfg))));
+            let v = (o.get)(cfg);
+            // A master's `replicaof` line goes, as Redis rewrites it.
+            if o.name == "replicaof" && v.is_empty() {
+                continue;
+            }
+            lines.push(format!("{} {}", o.name, rewrite_value(o.name, &v)));
         } else {
             lines.push(line.to_string());
         }
     }
-    for o in OPTIONS {
-        if o.alias_of.is_none() && !written.contains(&o.name) && (o.get)(cfg) != (o.get)(&defaults)
-        {
-            lines.push(format!("{} {}", o.name, quote_value(&(o.get)(cfg))));
+    for o in all_options() {
+        // Redis 7's `slave*` names are the `replica*` options again.
+        let alias = o.alias_of.is_some() || o.name.contains("slave");
+        if !alias && !written.contains(&o.name) && (o.get)(cfg) != (o.get)(&defaults) {
+            lines.push(format!(
+                "{} {}",
+                o.name,
+                rewrite_value(o.name, &(o.get)(cfg))
+            ));
         }
     }
     let tmp = format!("{path}.tmp-{}", std::process::id());
     std::fs::write(&tmp, lines.join("\n") + "\n")?;
     std::fs::File::open(&tmp)?.sync_all()?;
     std::fs::rename(&tmp, path)
+}
+
+/// A value as a config line holds it: the options that take several
+/// words (`replicaof host port`, `save 3600 1 300 100`) keep them apart.
+fn rewrite_value(name: &str, v: &str) -> String {
+    const WORDS: &[&str] = &[
+        "replicaof",
+        "save",
+        "client-output-buffer-limit",
+        "bind",
+        "oom-score-adj-values",
+        "latency-tracking-info-percentiles",
+    ];
+    if WORDS.contains(&name) && !v.is_empty() {
+        v.split(' ').map(quote_value).collect::<Vec<_>>().join(" ")
+    } else {
+        quote_value(v)
+    }
 }
 
 fn quote_value(v: &str) -> String {

@@ -125,6 +125,8 @@ impl Server {
     /// history is offered to the new master with `PSYNC`, so a sibling
     /// promoted to master can continue us.
     pub fn replicaof(&mut self, host: String, port: u16) -> bool {
+        // `CONFIG GET replicaof` and CONFIG REWRITE follow the role.
+        self.config.repl.replicaof = Some((host.clone(), port));
         if let Some(l) = self.repl.link.as_mut() {
             if l.host == host && l.port == port {
                 if matches!(l.state, LinkState::Halted) {
@@ -164,6 +166,7 @@ impl Server {
     /// `REPLICAOF NO ONE`: becomes a master that keeps its data and
     /// history (the old id stays valid as `replid2`).
     pub fn replicaof_no_one(&mut self) {
+        self.config.repl.replicaof = None;
         let Some(mut old) = self.repl.link.take() else {
             return;
         };

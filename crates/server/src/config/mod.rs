@@ -5,6 +5,8 @@
 //! can change at run time, and how to parse and print it, so the file
 //! loader, the command line and `CONFIG` cannot disagree.
 
+pub mod accepted;
+
 use ferrokv_resp::request::split_args;
 use std::fmt::Write as _;
 
@@ -134,6 +136,9 @@ impl ProtectedAction {
 
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Values of the configs accepted but not acted on ([`accepted`]),
+    /// by name; a missing one has its default.
+    pub accepted: std::collections::BTreeMap<&'static str, String>,
     pub bind: Vec<String>,
     pub port: u16,
     /// `unixsocket`: the path of a Unix-domain socket to listen on too.
@@ -255,6 +260,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         let mut c = Config {
+            accepted: Default::default(),
             bind: vec![],
             port: 0,
             unixsocket: None,
@@ -329,6 +335,7 @@ impl Default for Config {
             stream_node_max_bytes: 0,
             stream_node_max_entries: 0,
         };
+        // (The accepted-only configs read their defaults when unset.)
         for o in OPTIONS.iter().chain(REPL_OPTIONS) {
             if o.alias_of.is_some() {
                 continue;
@@ -1426,7 +1433,13 @@ pub static OPTIONS: &[ConfigOption] = &[
 
 pub fn find(name: &str) -> Option<&'static ConfigOption> {
     let n = name.to_ascii_lowercase();
-    OPTIONS.iter().chain(REPL_OPTIONS).find(|o| o.name == n)
+    all_options().find(|o| o.name == n)
+}
+
+/// Every option: the server's, replication's, and those accepted but not
+/// acted on.
+pub fn all_options() -> impl Iterator<Item = &'static ConfigOption> {
+    OPTIONS.iter().chain(REPL_OPTIONS).chain(accepted::ACCEPTED)
 }
 
 fn parse_replicaof(c: &mut Config, a: &[String]) -> Result<(), String> {
@@ -1971,9 +1984,7 @@ impl Config {
 
     /// `CONFIG GET`: every option whose name matches a glob pattern.
     pub fn get_matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
-        OPTIONS
-            .iter()
-            .chain(REPL_OPTIONS)
+        all_options()
             .filter(|o| ferrokv_store::pattern::glob_match_nocase(pattern, o.name.as_bytes()))
             .map(|o| (o.name, (o.get)(self)))
             .collect()

@@ -1,0 +1,303 @@
+//! Redis 7.0 configs that ferrokv accepts, validates and returns but does
+//! not act on, so that a Redis config file, `CONFIG SET` from a tool and
+//! `CONFIG GET *` work unchanged (docs/config.md says, for each, why
+//! nothing depends on it here). Each is checked as Redis checks it, with
+//! Redis's error texts; values live in [`Config::accepted`].
+//!
+//! Not here, on purpose: the `tls-*` configs (TLS lands with its own
+//! issue; accepting `tls-port` now would claim a listener that does not
+//! exist), and `cluster-enabled`, which only takes `no` until cluster mode
+//! exists.
+
+use super::{Config, ConfigOption};
+
+/// How a value is checked.
+pub enum Kind {
+    Bool,
+    /// An integer in `[min, max]`.
+    Int(i64, i64),
+    /// A memory value (`100mb`), at least 0.
+    Memory,
+    /// One of these words.
+    Enum(&'static [&'static str]),
+    /// Any string.
+    Str,
+    /// `cluster-enabled`: `no` only.
+    NoOnly,
+    /// `oom-score-adj-values`: three integers in [-2000, 2000].
+    OomValues,
+}
+
+/// Checks `a` (the words given) against `kind`: the value to store, or
+/// Redis's reason for refusing it.
+pub fn check(kind: &Kind, a: &[String]) -> Result<String, String> {
+    let one = || -> Result<&str, String> {
+        match a {
+            [v] => Ok(v.as_str()),
+            _ => Err("wrong number of arguments".into()),
+        }
+    };
+    match kind {
+        Kind::Bool => match one()?.to_ascii_lowercase().as_str() {
+            v @ ("yes" | "no") => Ok(v.to_string()),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        },
+        Kind::Int(min, max) => {
+            let v: i64 = one()?
+                .parse()
+                .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            if v < *min || v > *max {
+                return Err(format!(
+                    "argument must be between {min} and {max} inclusive"
+                ));
+            }
+            Ok(v.to_string())
+        }
+        Kind::Memory => {
+            let v = super::parse_memory(one()?)
+                .map_err(|_| "argument must be a memory value".to_string())?;
+            Ok(v.to_string())
+        }
+        Kind::Enum(words) => {
+            let v = one()?.to_ascii_lowercase();
+            if words.contains(&v.as_str()) {
+                Ok(v)
+            } else {
+                Err(format!(
+                    "argument(s) must be one of the following: {}",
+                    words.join(", ")
+                ))
+            }
+        }
+        Kind::Str => Ok(one()?.to_string()),
+        Kind::NoOnly => match one()?.to_ascii_lowercase().as_str() {
+            "no" => Ok("no".into()),
+            "yes" => Err("cluster mode is not supported by ferrokv yet".into()),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        },
+        Kind::OomValues => {
+            let words: Vec<String> = a.iter().flat_map(|x| super::split(x)).collect();
+            let ok = words.len() == 3
+                && words
+                    .iter()
+                    .all(|w| w.parse::<i64>().is_ok_and(|v| (-2000..=2000).contains(&v)));
+            if !ok {
+                return Err("Invalid oom-score-adj-values".into());
+            }
+            Ok(words.join(" "))
+        }
+    }
+}
+
+macro_rules! accepted {
+    ($name:literal, $default:literal, $mutable:expr, $kind:expr) => {
+        ConfigOption {
+            name: $name,
+            default: $default,
+            mutable: $mutable,
+            set: |c: &mut Config, a: &[String]| -> Result<(), String> {
+                let v = check(&$kind, a)?;
+                c.accepted.insert($name, v);
+                Ok(())
+            },
+            get: |c: &Config| -> String {
+                c.accepted
+                    .get($name)
+                    .cloned()
+                    .unwrap_or_else(|| $default.to_string())
+            },
+            protected: false,
+            alias_of: None,
+        }
+    };
+}
+
+/// Another name Redis keeps for one of these (`slave-lazy-flush`).
+macro_rules! alias {
+    ($alias:literal, $of:literal) => {
+        ConfigOption {
+            name: $alias,
+            default: "",
+            mutable: true,
+            set: |c: &mut Config, a: &[String]| -> Result<(), String> {
+                (super::find($of).expect("aliased option").set)(c, a)
+            },
+            get: |c: &Config| -> String { (super::find($of).expect("aliased option").get)(c) },
+            protected: false,
+            alias_of: Some($of),
+        }
+    };
+}
+
+const B: Kind = Kind::Bool;
+const PORT: Kind = Kind::Int(0, 65535);
+const INT_MAX: i64 = i32::MAX as i64;
+
+pub static ACCEPTED: &[ConfigOption] = &[
+    accepted!(
+        "acl-pubsub-default",
+        "resetchannels",
+        true,
+        Kind::Enum(&["allchannels", "resetchannels"])
+    ),
+    accepted!("aclfile", "", false, Kind::Str),
+    accepted!("acllog-max-len", "128", true, Kind::Int(0, i64::MAX)),
+    accepted!("active-defrag-cycle-max", "25", true, Kind::Int(1, 99)),
+    accepted!("active-defrag-cycle-min", "1", true, Kind::Int(1, 99)),
+    accepted!(
+        "active-defrag-ignore-bytes",
+        "104857600",
+        true,
+        Kind::Memory
+    ),
+    accepted!(
+        "active-defrag-max-scan-fields",
+        "1000",
+        true,
+        Kind::Int(1, i64::MAX)
+    ),
+    accepted!(
+        "active-defrag-threshold-lower",
+        "10",
+        true,
+        Kind::Int(0, 1000)
+    ),
+    accepted!(
+        "active-defrag-threshold-upper",
+        "100",
+        true,
+        Kind::Int(0, 1000)
+    ),
+    accepted!("active-expire-effort", "1", true, Kind::Int(1, 10)),
+    accepted!("activedefrag", "no", true, B),
+    accepted!("activerehashing", "yes", true, B),
+    accepted!("always-show-logo", "no", false, B),
+    accepted!("aof-disable-auto-gc", "no", true, B),
+    accepted!("aof-rewrite-incremental-fsync", "yes", true, B),
+    accepted!("aof-timestamp-enabled", "no", true, B),
+    accepted!("aof-use-rdb-preamble", "yes", true, B),
+    accepted!("aof_rewrite_cpulist", "", false, Kind::Str),
+    accepted!("bgsave_cpulist", "", false, Kind::Str),
+    accepted!("bind-source-addr", "", true, Kind::Str),
+    accepted!("bio_cpulist", "", false, Kind::Str),
+    accepted!("cluster-allow-pubsubshard-when-down", "yes", true, B),
+    accepted!("cluster-allow-reads-when-down", "no", true, B),
+    accepted!("cluster-allow-replica-migration", "yes", true, B),
+    accepted!("cluster-announce-bus-port", "0", true, PORT),
+    accepted!("cluster-announce-hostname", "", true, Kind::Str),
+    accepted!("cluster-announce-ip", "", true, Kind::Str),
+    accepted!("cluster-announce-port", "0", true, PORT),
+    accepted!("cluster-announce-tls-port", "0", true, PORT),
+    accepted!("cluster-config-file", "nodes.conf", false, Kind::Str),
+    accepted!("cluster-enabled", "no", false, Kind::NoOnly),
+    accepted!("cluster-link-sendbuf-limit", "0", true, Kind::Memory),
+    accepted!(
+        "cluster-migration-barrier",
+        "1",
+        true,
+        Kind::Int(0, INT_MAX)
+    ),
+    accepted!(
+        "cluster-node-timeout",
+        "15000",
+        true,
+        Kind::Int(0, i64::MAX)
+    ),
+    accepted!("cluster-port", "0", false, PORT),
+    accepted!(
+        "cluster-preferred-endpoint-type",
+        "ip",
+        true,
+        Kind::Enum(&["ip", "hostname", "unknown-endpoint"])
+    ),
+    accepted!("cluster-replica-no-failover", "no", true, B),
+    accepted!(
+        "cluster-replica-validity-factor",
+        "10",
+        true,
+        Kind::Int(0, INT_MAX)
+    ),
+    accepted!("cluster-require-full-coverage", "yes", true, B),
+    alias!("cluster-slave-no-failover", "cluster-replica-no-failover"),
+    alias!(
+        "cluster-slave-validity-factor",
+        "cluster-replica-validity-factor"
+    ),
+    accepted!("crash-log-enabled", "yes", true, B),
+    accepted!("crash-memcheck-enabled", "yes", true, B),
+    accepted!("daemonize", "no", false, B),
+    accepted!("disable-thp", "yes", false, B),
+    accepted!("dynamic-hz", "yes", true, B),
+    accepted!("ignore-warnings", "", true, Kind::Str),
+    accepted!("io-threads", "1", false, Kind::Int(1, 128)),
+    accepted!("io-threads-do-reads", "no", false, B),
+    accepted!("jemalloc-bg-thread", "yes", true, B),
+    accepted!("lazyfree-lazy-expire", "no", true, B),
+    accepted!("lazyfree-lazy-server-del", "no", true, B),
+    accepted!("lazyfree-lazy-user-del", "no", true, B),
+    accepted!("lazyfree-lazy-user-flush", "no", true, B),
+    accepted!("no-appendfsync-on-rewrite", "no", true, B),
+    accepted!(
+        "oom-score-adj",
+        "no",
+        true,
+        Kind::Enum(&["no", "yes", "relative", "absolute"])
+    ),
+    accepted!("oom-score-adj-values", "0 200 800", true, Kind::OomValues),
+    accepted!(
+        "proc-title-template",
+        "{title} {listen-addr} {server-mode}",
+        true,
+        Kind::Str
+    ),
+    accepted!(
+        "propagation-error-behavior",
+        "ignore",
+        true,
+        Kind::Enum(&["ignore", "panic", "panic-on-replicas"])
+    ),
+    accepted!("rdb-del-sync-files", "no", true, B),
+    accepted!("rdb-save-incremental-fsync", "yes", true, B),
+    accepted!("repl-disable-tcp-nodelay", "no", true, B),
+    accepted!("replica-announce-port", "0", true, PORT),
+    accepted!("replica-announced", "yes", true, B),
+    accepted!("replica-ignore-disk-write-errors", "no", true, B),
+    accepted!("replica-ignore-maxmemory", "yes", true, B),
+    accepted!("replica-lazy-flush", "no", true, B),
+    accepted!("server_cpulist", "", false, Kind::Str),
+    accepted!("set-proc-title", "yes", false, B),
+    accepted!(
+        "shutdown-on-sigint",
+        "default",
+        true,
+        Kind::Enum(&["default", "save", "nosave", "now", "force"])
+    ),
+    accepted!(
+        "shutdown-on-sigterm",
+        "default",
+        true,
+        Kind::Enum(&["default", "save", "nosave", "now", "force"])
+    ),
+    accepted!("shutdown-timeout", "10", true, Kind::Int(0, INT_MAX)),
+    alias!("slave-announce-ip", "replica-announce-ip"),
+    alias!("slave-announce-port", "replica-announce-port"),
+    alias!("slave-ignore-maxmemory", "replica-ignore-maxmemory"),
+    alias!("slave-lazy-flush", "replica-lazy-flush"),
+    accepted!("socket-mark-id", "0", false, Kind::Int(0, u32::MAX as i64)),
+    accepted!(
+        "supervised",
+        "no",
+        false,
+        Kind::Enum(&["upstart", "systemd", "auto", "no"])
+    ),
+    accepted!("syslog-enabled", "no", false, B),
+    accepted!(
+        "syslog-facility",
+        "local0",
+        false,
+        Kind::Enum(&[
+            "user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"
+        ])
+    ),
+    accepted!("syslog-ident", "redis", false, Kind::Str),
+];
