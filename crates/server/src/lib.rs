@@ -61,6 +61,7 @@ pub mod info;
 pub mod metrics;
 pub mod net;
 pub mod notify;
+pub mod pause;
 pub mod persistence;
 pub mod propagate;
 pub mod pubsub;
