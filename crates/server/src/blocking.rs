@@ -471,9 +471,11 @@ pub fn release_postponed(srv: &mut Server) {
     srv.blocking.to_resume.extend(held);
 }
 
-/// Runs again the commands of the postponed clients a pause released;
-/// one the pause still holds is postponed again, at the back.
-pub fn resume_postponed(srv: &mut Server) {
+/// Runs again the command of the first postponed client a pause
+/// released (one the pause still holds is postponed again, at the back);
+/// the reactor runs the rest of its pipeline before the next one's, as
+/// Redis does. False when none is left.
+pub fn resume_next_postponed(srv: &mut Server) -> bool {
     while let Some(token) = srv.blocking.to_resume.pop_front() {
         let Some(mut c) = srv.clients.get_mut(token).and_then(|s| s.take()) else {
             continue;
@@ -486,7 +488,9 @@ pub fn resume_postponed(srv: &mut Server) {
         srv.execute(&mut c, Args::new(&b.argv, &b.ranges));
         srv.count_errors(&mut c);
         after_unblock(srv, token, c);
+        return true;
     }
+    false
 }
 
 /// Whether postponed clients wait to run again.

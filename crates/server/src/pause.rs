@@ -166,9 +166,11 @@ impl Server {
 /// also ends it at once).
 pub fn client_pause(ctx: &mut Ctx, args: Args) {
     if args.len() > 4 {
-        return ctx.error(
-            "ERR unknown subcommand or wrong number of arguments for 'pause'. Try CLIENT HELP.",
-        );
+        // (The subcommand as it was sent, as Redis echoes it.)
+        let mut msg = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
+        msg.extend_from_slice(args.get(1));
+        msg.extend_from_slice(b"'. Try CLIENT HELP.");
+        return ctx.client.out.error_bytes(&msg);
     }
     let kind = if args.len() == 4 {
         if is(args.get(3), "write") {

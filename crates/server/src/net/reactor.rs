@@ -551,12 +551,12 @@ impl Reactor {
     /// (served, timed out, CLIENT UNBLOCK); they may unblock others.
     fn resume_unblocked(&mut self) {
         loop {
-            // Clients a pause released run their held command first.
-            if crate::blocking::has_resumable(&self.srv) {
-                crate::blocking::resume_postponed(&mut self.srv);
-            }
+            // Clients a pause released run their held command first, one
+            // at a time, each followed by the rest of its pipeline.
+            let resumed = crate::blocking::has_resumable(&self.srv)
+                && crate::blocking::resume_next_postponed(&mut self.srv);
             let tokens = std::mem::take(&mut self.srv.blocking.unblocked);
-            if tokens.is_empty() {
+            if tokens.is_empty() && !resumed {
                 return;
             }
             for t in tokens {
