@@ -22,6 +22,7 @@ pub mod keyspecs;
 mod keyspecs_table;
 pub mod latency;
 pub mod list;
+pub mod lolwut;
 pub mod long_double;
 pub mod memory;
 pub mod module;
@@ -201,6 +202,7 @@ impl CommandTable {
             module::COMMANDS,
             slowlog::COMMANDS,
             latency::COMMANDS,
+            lolwut::COMMANDS,
             memory::COMMANDS,
             pubsub::COMMANDS,
             multi::COMMANDS,
