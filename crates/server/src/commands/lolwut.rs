@@ -211,6 +211,6 @@ mod tests {
         let mut rng = rand::rngs::mock::StepRng::new(0, 1);
         let c = schotter(&mut rng, 1, 1, 1);
         // Two pixels wide, no padding: one Braille cell per four rows.
-        assert_eq!(c.render(), "\u{280b}");
+        assert_eq!(c.render(), "\u{280b}\n");
     }
 }
