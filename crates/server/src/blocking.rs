@@ -522,8 +522,9 @@ pub fn client_unblock(ctx: &mut Ctx, args: Args) {
         .clients
         .iter()
         .find(|(_, c)| {
-            c.as_ref()
-                .is_some_and(|c| c.id as i64 == id && c.blocked.as_ref().is_some_and(|b| !b.postponed))
+            c.as_ref().is_some_and(|c| {
+                c.id as i64 == id && c.blocked.as_ref().is_some_and(|b| !b.postponed)
+            })
         })
         .map(|(t, _)| t);
     let done = token.is_some_and(|t| unblock(ctx.srv, t, how));

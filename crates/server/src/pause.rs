@@ -137,7 +137,12 @@ impl Server {
 
     /// Whether dispatch must postpone a command with `cmd_flags` (and, for
     /// `EXEC`, the client's queue) from a client that is not a replica.
-    pub fn pause_holds(&self, client: &crate::net::client::Client, name: &str, cmd_flags: u32) -> bool {
+    pub fn pause_holds(
+        &self,
+        client: &crate::net::client::Client,
+        name: &str,
+        cmd_flags: u32,
+    ) -> bool {
         use crate::commands::flags::{MAY_REPLICATE, WRITE};
         if client.is_replica {
             return false;
@@ -189,7 +194,11 @@ pub fn client_pause(ctx: &mut Ctx, args: Args) {
     if ms < 0 {
         return ctx.error("ERR timeout is negative");
     }
-    let end = if ms > 0 { ms.wrapping_add(unix_ms()) } else { 0 };
+    let end = if ms > 0 {
+        ms.wrapping_add(unix_ms())
+    } else {
+        0
+    };
     ctx.srv
         .pause_clients(PausePurpose::ClientCommand, end, kind);
     ctx.out().ok();

@@ -340,12 +340,7 @@ impl Server {
         let access = self.access();
         let wants = self.wants_expired_events();
         let expire = self.deletes_expired_keys();
-        let found = match self.keyspace.dbs[db].lookup_read(
-            key,
-            now_ms,
-            expire,
-            Some(access),
-        ) {
+        let found = match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, Some(access)) {
             Found::Live(_) => true,
             Found::Expired(e) => {
                 let pending = wants.then_some(&mut self.pending_events);

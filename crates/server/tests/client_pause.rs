@@ -126,7 +126,10 @@ fn write_pause_holds_writes_publish_and_eval_but_not_reads() {
         .filter(|l| l.contains(" flags=b ") || l.contains(" flags=xb "))
         .collect();
     assert_eq!(held.len(), 4, "{list}");
-    assert!(held[0].contains(" flags=b ") && held[0].contains(" cmd=set "), "{list}");
+    assert!(
+        held[0].contains(" flags=b ") && held[0].contains(" cmd=set "),
+        "{list}"
+    );
     // The client in MULTI: `x` and `b`.
     assert!(held[3].contains(" flags=xb "), "{list}");
     assert_eq!(
@@ -138,10 +141,7 @@ fn write_pause_holds_writes_publish_and_eval_but_not_reads() {
     assert_eq!(p.read_frame(), int(0));
     assert_eq!(e.read_frame(), int(1));
     assert_eq!(m.read_frame(), Frame::Simple(b"QUEUED".to_vec()));
-    assert_eq!(
-        m.cmd(&["EXEC"]),
-        Frame::Array(vec![bulk("new"), int(1)])
-    );
+    assert_eq!(m.cmd(&["EXEC"]), Frame::Array(vec![bulk("new"), int(1)]));
     wait_blocked(&s, 0);
 }
 

@@ -1585,7 +1585,7 @@ fn lolwut_answers_each_version_as_redis_7_0() {
         f => panic!("{f:?}"),
     };
     assert_eq!(art.lines().count(), 51, "{art}");
-    assert!(art.lines().all(|l| l.is_empty()
-        || l.starts_with("Georg")
-        || l.chars().count() == 66));
+    assert!(art
+        .lines()
+        .all(|l| l.is_empty() || l.starts_with("Georg") || l.chars().count() == 66));
 }

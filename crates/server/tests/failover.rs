@@ -9,9 +9,9 @@
 //! with redis-server in the master's place, so the expected replies are
 //! Redis's.
 mod common;
+use common::repl::{info, replicaof, wait_converged};
 #[allow(unused_imports)]
 use common::reply::*;
-use common::repl::{info, replicaof, wait_converged};
 use common::{wait_for, Raw, ServerProcess};
 use ferrokv_resp::Frame;
 use std::time::Duration;
@@ -253,7 +253,15 @@ fn force_fails_over_after_the_timeout() {
     assert_eq!(m.cmd(&["SET", "moved", "1"]), ok());
     let port = replica.port.to_string();
     assert_eq!(
-        m.cmd(&["FAILOVER", "TO", "127.0.0.1", &port, "TIMEOUT", "300", "FORCE"]),
+        m.cmd(&[
+            "FAILOVER",
+            "TO",
+            "127.0.0.1",
+            &port,
+            "TIMEOUT",
+            "300",
+            "FORCE"
+        ]),
         ok()
     );
     wait_for("the forced switch", 15, || {

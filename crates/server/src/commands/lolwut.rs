@@ -118,15 +118,18 @@ impl Canvas {
     /// A square centred on (x, y), `size` across once rotated by `angle`
     /// (Redis computes in C floats; the corners are rounded to pixels).
     fn square(&mut self, x: i32, y: i32, size: f32, angle: f32) {
-        let size = (size / 1.414_213_5_f32).round();
-        let mut k = std::f32::consts::FRAC_PI_4 + angle;
+        // Redis's own literal for the square root of 2, in double as C
+        // divides a float by it, then rounds back into the float.
+        #[allow(clippy::approx_constant)]
+        let size = ((size as f64 / 1.4142135623) as f32 as f64).round() as f32;
+        let mut k = (std::f64::consts::FRAC_PI_4 + angle as f64) as f32;
         let mut px = [0i32; 4];
         let mut py = [0i32; 4];
         for j in 0..4 {
             // C: round(sin(k) * size + x) in double from float operands.
             px[j] = ((k as f64).sin() * size as f64 + x as f64).round() as i32;
             py[j] = ((k as f64).cos() * size as f64 + y as f64).round() as i32;
-            k += std::f32::consts::FRAC_PI_2;
+            k = (k as f64 + std::f64::consts::FRAC_PI_2) as f32;
         }
         for j in 0..4 {
             self.line(px[j], py[j], px[(j + 1) % 4], py[(j + 1) % 4]);

@@ -125,8 +125,9 @@ pub fn failover_command(ctx: &mut crate::commands::Ctx, args: ferrokv_resp::Args
         return ctx.error("ERR FAILOVER requires connected replicas.");
     }
     if req.force && (req.timeout_ms == 0 || req.to.is_none()) {
-        return ctx
-            .error("ERR FAILOVER with force option requires both a timeout and target HOST and IP.");
+        return ctx.error(
+            "ERR FAILOVER with force option requires both a timeout and target HOST and IP.",
+        );
     }
     let mut target = None;
     if let Some((host, port)) = &req.to {
@@ -149,8 +150,8 @@ pub fn failover_command(ctx: &mut crate::commands::Ctx, args: ferrokv_resp::Args
     }
     let f = &mut srv.repl.failover;
     f.target = target;
-    f.end = (req.timeout_ms > 0)
-        .then(|| Instant::now() + Duration::from_millis(req.timeout_ms as u64));
+    f.end =
+        (req.timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(req.timeout_ms as u64));
     f.force = req.force;
     f.state = FailoverState::WaitForSync;
     srv.pause_clients(PausePurpose::Failover, i64::MAX, PauseKind::Write);
@@ -271,7 +272,9 @@ mod tests {
         (buf, ranges)
     }
 
-    fn parsed(v: &[&str]) -> Result<(i64, bool, Option<(String, i64)>), &'static str> {
+    type Parsed = (i64, bool, Option<(String, i64)>);
+
+    fn parsed(v: &[&str]) -> Result<Parsed, &'static str> {
         let (b, r) = args(v);
         parse(&Args::new(&b, &r)).map(|r| (r.timeout_ms, r.force, r.to))
     }
@@ -283,7 +286,10 @@ mod tests {
             parsed(&["failover", "to", "h", "1", "timeout", "5", "force"]),
             Ok((5, true, Some(("h".into(), 1))))
         );
-        assert_eq!(parsed(&["failover", "to"]), Err(crate::commands::err::SYNTAX));
+        assert_eq!(
+            parsed(&["failover", "to"]),
+            Err(crate::commands::err::SYNTAX)
+        );
         assert_eq!(
             parsed(&["failover", "timeout", "0"]),
             Err("ERR FAILOVER timeout must be greater than 0")
@@ -296,6 +302,9 @@ mod tests {
             parsed(&["failover", "to", "h", "x"]),
             Err(crate::commands::err::NOT_INTEGER)
         );
-        assert_eq!(parsed(&["failover", "abort", "timeout", "5"]), Err(crate::commands::err::SYNTAX));
+        assert_eq!(
+            parsed(&["failover", "abort", "timeout", "5"]),
+            Err(crate::commands::err::SYNTAX)
+        );
     }
 }
