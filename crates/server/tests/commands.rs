@@ -1570,6 +1570,27 @@ fn lolwut_answers_each_version_as_redis_7_0() {
             ),
         ],
     );
+    // Version 6 one row high: the white sky only, byte for byte.
+    let w = "\x1b[0;97;107m \x1b[0m";
+    assert_eq!(
+        r.cmd(&["LOLWUT", "VERSION", "6", "3", "1"]),
+        bulk(&format!("{w}{w}{w}\nDedicated to the 8 bit game developers of past and present.\nOriginal 8 bit image from Plaguemon by hikikomori. Redis ver. 7.0.15\n"))
+    );
+    assert_eq!(
+        r.cmd(&["LOLWUT", "VERSION", "6", "x"]),
+        err("ERR value is not an integer or out of range")
+    );
+    // The default skyline: 80 x 20 pixels, one escape-wrapped space each.
+    let city = match r.cmd(&["LOLWUT", "VERSION", "6"]) {
+        Frame::Bulk(b) => String::from_utf8(b).unwrap(),
+        f => panic!("{f:?}"),
+    };
+    let rows: Vec<&str> = city.lines().collect();
+    assert_eq!(rows.len(), 22, "{city}");
+    assert!(rows[..20]
+        .iter()
+        .all(|l| l.matches(" \x1b[0m").count() == 80));
+    assert_eq!(rows[0], w.repeat(80), "the sky's top row is empty");
     // The drawing of two rows of squares, byte for byte.
     let two_rows = match r.cmd(&["LOLWUT", "VERSION", "5", "7", "2", "2"]) {
         Frame::Bulk(b) => String::from_utf8(b).unwrap(),

@@ -4,12 +4,13 @@
 //! `VERSION n` picks the art by `n` cast to a 32-bit unsigned number (as
 //! Redis's `"%u.0.0"`): 5 draws Georg Nees's "Schotter" (a grid of squares
 //! rotated and shifted more and more at random row after row, rendered in
-//! Braille characters, 2x4 pixels each); anything else, and no VERSION,
-//! answers only the version line (7.0's own "unstable" LOLWUT). The
-//! drawing of version 5 with at most two rows is free of randomness, so
-//! it is byte for byte Redis's.
-//! Not done: version 6's skyscrapers; `LOLWUT VERSION 6` answers the
-//! version line.
+//! Braille characters, 2x4 pixels each); 6 draws a city skyline of random
+//! skyscrapers in the terminal's four grays (ANSI colour escapes, one
+//! character a pixel); anything else, and no VERSION, answers only the
+//! version line (7.0's own "unstable" LOLWUT). The drawings are random
+//! where Redis's are (its `rand()`, our generator); version 5 with at most
+//! two rows of squares and version 6 one row high are free of randomness,
+//! so they are byte for byte Redis's.
 
 use super::flags::*;
 use super::{CommandSpec, Ctx};
@@ -56,39 +57,94 @@ fn lolwut(ctx: &mut Ctx, args: Args) {
             s.push('\n');
             s
         }
+        Some(6) => {
+            let mut params = [80i64, 20];
+            for (i, p) in params.iter_mut().enumerate() {
+                if rest + i < args.len() {
+                    let Some(v) = super::parse_int(ctx, args.get(rest + i)) else {
+                        return;
+                    };
+                    *p = v;
+                }
+            }
+            let cols = params[0].clamp(1, 1000) as i32;
+            let rows = params[1].clamp(1, 1000) as i32;
+            let mut canvas = Canvas::new(cols, rows, WHITE);
+            skyline(&mut ctx.srv.rng, &mut canvas);
+            let mut s = canvas.render_grays();
+            s.push_str("\nDedicated to the 8 bit game developers of past and present.\nOriginal 8 bit image from Plaguemon by hikikomori. Redis ver. ");
+            s.push_str(crate::REDIS_COMPAT_VERSION);
+            s.push('\n');
+            s
+        }
         _ => format!("Redis ver. {}\n", crate::REDIS_COMPAT_VERSION),
     };
     ctx.client.out.verbatim(text.as_bytes());
 }
 
-/// A monochrome pixel canvas.
+/// Version 6's background colour.
+const WHITE: u8 = 3;
+
+/// A pixel canvas: 0/1 for version 5, four grays (0 black .. 3 white)
+/// for version 6.
 struct Canvas {
     width: i32,
     height: i32,
-    pixels: Vec<bool>,
+    pixels: Vec<u8>,
 }
 
 impl Canvas {
-    fn new(width: i32, height: i32) -> Canvas {
+    fn new(width: i32, height: i32, background: u8) -> Canvas {
         Canvas {
             width,
             height,
-            pixels: vec![false; (width.max(0) * height.max(0)) as usize],
+            pixels: vec![background; (width.max(0) * height.max(0)) as usize],
         }
     }
 
-    fn set(&mut self, x: i32, y: i32) {
+    fn draw(&mut self, x: i32, y: i32, color: u8) {
         if x < 0 || x >= self.width || y < 0 || y >= self.height {
             return;
         }
-        self.pixels[(x + y * self.width) as usize] = true;
+        self.pixels[(x + y * self.width) as usize] = color;
+    }
+
+    fn set(&mut self, x: i32, y: i32) {
+        self.draw(x, y, 1);
+    }
+
+    /// The pixel's colour; 0 outside the canvas.
+    fn color(&self, x: i32, y: i32) -> u8 {
+        if x < 0 || x >= self.width || y < 0 || y >= self.height {
+            return 0;
+        }
+        self.pixels[(x + y * self.width) as usize]
     }
 
     fn get(&self, x: i32, y: i32) -> bool {
-        if x < 0 || x >= self.width || y < 0 || y >= self.height {
-            return false;
+        self.color(x, y) != 0
+    }
+
+    /// One space a pixel, its foreground and background set to its gray.
+    fn render_grays(&self) -> String {
+        let mut s = String::new();
+        for y in 0..self.height {
+            for x in 0..self.width {
+                let escape = match self.color(x, y) {
+                    1 => "0;90;100m",
+                    2 => "0;37;47m",
+                    3 => "0;97;107m",
+                    _ => "0;30;40m",
+                };
+                s.push_str("\x1b[");
+                s.push_str(escape);
+                s.push_str(" \x1b[0m");
+            }
+            if y != self.height - 1 {
+                s.push('\n');
+            }
         }
-        self.pixels[(x + y * self.width) as usize]
+        s
     }
 
     /// Bresenham's line, both ends included.
@@ -178,7 +234,7 @@ fn schotter(rng: &mut impl Rng, cols: usize, per_row: usize, per_col: usize) -> 
     let padding = if width > 4 { 2 } else { 0 };
     let side = (width - padding * 2) as f32 / per_row as f32;
     let height = (side * per_col as f32) as i32 + padding * 2;
-    let mut canvas = Canvas::new(width, height);
+    let mut canvas = Canvas::new(width, height, 0);
     for y in 0..per_col {
         for x in 0..per_row {
             let mut sx = (x as f32 * side + side / 2.0 + padding as f32) as i32;
@@ -203,6 +259,105 @@ fn schotter(rng: &mut impl Rng, cols: usize, per_row: usize, per_col: usize) -> 
         }
     }
     canvas
+}
+
+/// One skyscraper of version 6's skyline.
+struct Skyscraper {
+    xoff: i32,
+    width: i32,
+    height: i32,
+    windows: bool,
+    color: u8,
+}
+
+/// A C `rand() % n` stand-in: uniform in `0..n` (n > 0).
+fn below(rng: &mut impl Rng, n: i32) -> i32 {
+    rng.gen_range(0..n.max(1))
+}
+
+/// Draws a skyscraper standing on the bottom row: its roof two pixels
+/// narrower on each side, windows (two pixels wide, one tall, in one of
+/// the two grays other than its own) inside its borders.
+fn skyscraper(rng: &mut impl Rng, canvas: &mut Canvas, s: &Skyscraper) {
+    let bottom = canvas.height - 1;
+    let top = bottom - s.height + 1;
+    let mut y = bottom;
+    while y >= top {
+        for x in s.xoff..s.xoff + s.width {
+            if y == top && (x <= s.xoff + 1 || x >= s.xoff + s.width - 2) {
+                continue;
+            }
+            let mut color = s.color;
+            if s.windows
+                && x > s.xoff + 1
+                && x < s.xoff + s.width - 2
+                && y > top + 1
+                && y < bottom - 1
+            {
+                let relx = x - (s.xoff + 1);
+                let rely = y - (top + 1);
+                if (relx / 2) % 2 != 0 && rely % 2 != 0 {
+                    loop {
+                        color = 1 + below(rng, 2) as u8;
+                        if color != s.color {
+                            break;
+                        }
+                    }
+                    // Both pixels of a window share its colour.
+                    if relx % 2 != 0 {
+                        color = canvas.color(x - 1, y);
+                    }
+                }
+            }
+            canvas.draw(x, y, color);
+        }
+        y -= 1;
+    }
+}
+
+/// Version 6's skyline: two rows of background skyscrapers without
+/// windows (the lighter gray behind), then the black ones with windows.
+fn skyline(rng: &mut impl Rng, canvas: &mut Canvas) {
+    let h = canvas.height;
+    for color in [2u8, 1] {
+        let mut offset = -10;
+        while offset < canvas.width {
+            offset += below(rng, 8);
+            let width = 10 + below(rng, 9);
+            // C: `h/2 + rand()%h/2` is `h/2 + (rand()%h)/2`.
+            let height = if color == 2 {
+                h / 2 + below(rng, h) / 2
+            } else {
+                h / 2 + below(rng, h) / 3
+            };
+            let s = Skyscraper {
+                xoff: offset,
+                width,
+                height,
+                windows: false,
+                color,
+            };
+            skyscraper(rng, canvas, &s);
+            offset += if color == 2 { width / 2 } else { width + 1 };
+        }
+    }
+    let mut offset = -10;
+    while offset < canvas.width {
+        offset += below(rng, 8);
+        let mut width = 5 + below(rng, 14);
+        if width % 4 != 0 {
+            width += width % 3;
+        }
+        let s = Skyscraper {
+            xoff: offset,
+            width,
+            height: h / 3 + below(rng, h) / 2,
+            windows: true,
+            color: 0,
+        };
+        skyscraper(rng, canvas, &s);
+        offset += width + 5;
+    }
 }
 
 #[cfg(test)]
