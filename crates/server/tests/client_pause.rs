@@ -299,8 +299,14 @@ fn replicas_are_not_paused_and_wait_counts_them() {
     let mut admin = s.raw();
     assert_eq!(admin.cmd(&["SET", "k", "v"]), ok());
     common::repl::wait_converged(&s, &replica, 15);
+    let offset = common::repl::num(&s, "replication", "master_repl_offset");
     assert_eq!(admin.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]), ok());
-    // WAIT is no write: it runs, and the replica has everything.
-    assert_eq!(admin.cmd(&["WAIT", "1", "2000"]), int(1));
+    // WAIT is no write: it runs, and the replica has everything (its
+    // periodic ACK says so: no GETACK enters the stream during a pause).
+    assert_eq!(admin.cmd(&["WAIT", "1", "3000"]), int(1));
+    assert_eq!(
+        common::repl::num(&s, "replication", "master_repl_offset"),
+        offset
+    );
     assert_eq!(admin.cmd(&["CLIENT", "UNPAUSE"]), ok());
 }

@@ -534,7 +534,10 @@ impl Server {
         while let Ok((id, res)) = self.repl.master.done_rx.try_recv() {
             self.transfer_done(id, res, &mut resume);
         }
-        if self.repl.master.getack_wanted {
+        // Not during a client pause (the stream holds still, as Redis
+        // 7.0's beforeSleep): WAIT then counts the replicas' own ACKs,
+        // and the GETACK goes once the pause ends.
+        if self.repl.master.getack_wanted && !self.pause.active() {
             self.repl.master.getack_wanted = false;
             if self.repl.link.is_none() && !self.repl.master.replicas.is_empty() {
                 self.repl_feed_bytes(GETACK);
