@@ -70,6 +70,8 @@ pub struct Blocked {
     pub on_any_change: bool,
     /// Unix ms; `None` waits forever.
     pub deadline: Option<i64>,
+    /// Held by a client pause (`crate::pause`), not waiting on keys.
+    pub postponed: bool,
     /// The blocking command, to run again when a key is ready.
     argv: Vec<u8>,
     ranges: Vec<(usize, usize)>,
@@ -87,6 +89,11 @@ pub struct Blocking {
     /// Tokens of clients just unblocked, whose pipelined input the reactor
     /// must now process.
     pub unblocked: Vec<usize>,
+    /// Clients held by a client pause, in the order they were held.
+    postponed: VecDeque<usize>,
+    /// Postponed clients released by the end of a pause, whose commands
+    /// the reactor runs again (in this order) before anything else.
+    to_resume: VecDeque<usize>,
     /// Serving is under way (a served command's own signals join the pass).
     serving: bool,
     /// Clients blocked now (`INFO clients` `blocked_clients`).
@@ -253,6 +260,7 @@ fn block_generic<'k>(
         wants,
         on_any_change,
         deadline,
+        postponed: false,
         argv,
         ranges,
     };
@@ -422,8 +430,72 @@ pub fn expire_timeouts(srv: &mut Server, now_ms: i64) {
 /// A blocked client is closing: its waits are forgotten.
 pub fn forget(srv: &mut Server, token: usize, c: &mut Client) {
     if let Some(b) = c.blocked.take() {
+        if b.postponed {
+            srv.blocking.postponed.retain(|&t| t != token);
+            srv.blocking.to_resume.retain(|&t| t != token);
+        }
         srv.blocking.unregister(token, &b);
     }
+}
+
+/// Holds the calling client's command until the client pause that holds
+/// it ends (Redis's `blockPostponeClient`): no reply now; the command runs
+/// again, through dispatch, when the pause ends or weakens.
+pub fn postpone(srv: &mut Server, client: &mut Client, args: &Args) {
+    let mut argv = Vec::new();
+    let mut ranges = Vec::with_capacity(args.len());
+    for a in args.iter() {
+        ranges.push((argv.len(), a.len()));
+        argv.extend_from_slice(a);
+    }
+    let b = Blocked {
+        db: client.db,
+        keys: Vec::new(),
+        wants: ValueType::String,
+        on_any_change: false,
+        deadline: None,
+        postponed: true,
+        argv,
+        ranges,
+    };
+    srv.blocking.register(client.token, &b);
+    srv.blocking.postponed.push_back(client.token);
+    client.blocked = Some(Box::new(b));
+}
+
+/// The pause got weaker or ended: every postponed client is to run its
+/// command again, in the order they were held (Redis's
+/// `unblockPostponedClients`).
+pub fn release_postponed(srv: &mut Server) {
+    let held = std::mem::take(&mut srv.blocking.postponed);
+    srv.blocking.to_resume.extend(held);
+}
+
+/// Runs again the command of the first postponed client a pause
+/// released (one the pause still holds is postponed again, at the back);
+/// the reactor runs the rest of its pipeline before the next one's, as
+/// Redis does. False when none is left.
+pub fn resume_next_postponed(srv: &mut Server) -> bool {
+    while let Some(token) = srv.blocking.to_resume.pop_front() {
+        let Some(mut c) = srv.clients.get_mut(token).and_then(|s| s.take()) else {
+            continue;
+        };
+        let Some(b) = c.blocked.take_if(|b| b.postponed) else {
+            srv.clients[token] = Some(c);
+            continue;
+        };
+        srv.blocking.unregister(token, &b);
+        srv.execute(&mut c, Args::new(&b.argv, &b.ranges));
+        srv.count_errors(&mut c);
+        after_unblock(srv, token, c);
+        return true;
+    }
+    false
+}
+
+/// Whether postponed clients wait to run again.
+pub fn has_resumable(srv: &Server) -> bool {
+    !srv.blocking.to_resume.is_empty()
 }
 
 /// CLIENT UNBLOCK client-id [TIMEOUT|ERROR]
@@ -450,8 +522,9 @@ pub fn client_unblock(ctx: &mut Ctx, args: Args) {
         .clients
         .iter()
         .find(|(_, c)| {
-            c.as_ref()
-                .is_some_and(|c| c.id as i64 == id && c.blocked.is_some())
+            c.as_ref().is_some_and(|c| {
+                c.id as i64 == id && c.blocked.as_ref().is_some_and(|b| !b.postponed)
+            })
         })
         .map(|(t, _)| t);
     let done = token.is_some_and(|t| unblock(ctx.srv, t, how));

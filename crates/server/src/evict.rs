@@ -236,7 +236,9 @@ impl Server {
         let max = self.config.maxmemory as usize;
         // A replica mirrors its master, which evicts for both (Redis's
         // `replica-ignore-maxmemory yes`).
-        if max == 0 || self.repl.is_replica() {
+        // During a client pause the dataset holds still: nothing is
+        // evicted, nothing refused (Redis's `isSafeToPerformEvictions`).
+        if max == 0 || self.repl.is_replica() || self.pause.active() {
             self.eviction.pending = false;
             return Evict::Ok;
         }

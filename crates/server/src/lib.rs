@@ -64,6 +64,7 @@ pub mod metrics;
 pub mod monitor;
 pub mod net;
 pub mod notify;
+pub mod pause;
 pub mod persistence;
 pub mod propagate;
 pub mod pubsub;

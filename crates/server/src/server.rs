@@ -169,6 +169,8 @@ pub struct Server {
     pub repl: crate::replication::ReplState,
     /// Clients blocked on keys (BLPOP and friends).
     pub blocking: crate::blocking::Blocking,
+    /// `CLIENT PAUSE` and the failover's write pause.
+    pub pause: crate::pause::ClientPause,
     lazyfree: std::sync::mpsc::Sender<Box<dyn Send>>,
     pub lazyfree_counts: std::sync::Arc<LazyFreeCounts>,
     /// `maxmemory` eviction state.
@@ -267,6 +269,7 @@ impl Server {
             tracking: Default::default(),
             repl,
             blocking: Default::default(),
+            pause: Default::default(),
             lazyfree: spawn_lazyfree(lazyfree_counts.clone()),
             lazyfree_counts,
             eviction: Default::default(),
@@ -328,7 +331,7 @@ impl Server {
         }
         let access = self.access();
         // A replica waits for its master's DEL (Redis's expireIfNeeded).
-        let expire = !self.repl.is_replica();
+        let expire = self.deletes_expired_keys();
         match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, Some(access)) {
             Found::Live(e) => {
                 self.stats.keyspace_hits += 1;
@@ -359,12 +362,8 @@ impl Server {
     fn lookup_read_noting_misses(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
         let access = self.access();
         let wants = self.wants_expired_events();
-        let found = match self.keyspace.dbs[db].lookup_read(
-            key,
-            now_ms,
-            !self.repl.is_replica(),
-            Some(access),
-        ) {
+        let expire = self.deletes_expired_keys();
+        let found = match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, Some(access)) {
             Found::Live(_) => true,
             Found::Expired(e) => {
                 let pending = wants.then_some(&mut self.pending_events);
@@ -428,7 +427,7 @@ impl Server {
     /// no copy-on-write for a snapshot in progress.
     pub fn peek(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
         let wants = self.wants_expired_events();
-        let expire = !self.repl.is_replica();
+        let expire = self.deletes_expired_keys();
         match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, None) {
             Found::Live(e) => Some(e),
             Found::Expired(e) => {
@@ -452,7 +451,9 @@ impl Server {
     pub fn lookup_write(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
         let access = self.access();
         let wants = self.wants_expired_events();
-        match self.keyspace.dbs[db].lookup(key, now_ms, true) {
+        // (During a pause an expired key is missing but stays: no DEL.)
+        let expire = !self.pause.active();
+        match self.keyspace.dbs[db].lookup(key, now_ms, expire) {
             Lookup::Live(e) => {
                 e.touch(access);
                 Some(e)
@@ -600,6 +601,13 @@ impl Server {
             self.reject(client, Some(spec.name), msg.as_bytes());
             self.cmd_stats[idx].rejected_calls += 1;
             return client_cmd;
+        }
+        // A client pause holds the command (queueing it in MULTI too), as
+        // the last check before it runs (docs/clients.md).
+        if self.pause.active() && self.pause_holds(client, spec.name, flags) {
+            client.last_cmd = spec.name;
+            crate::blocking::postpone(self, client, &args);
+            return;
         }
         if client.multi.is_some() && !crate::commands::multi::runs_inside_multi(spec.name) {
             if let Some(tx) = client.multi.as_mut() {
@@ -1038,8 +1046,9 @@ impl Server {
             .sample(now, self.stats.net_repl_input_bytes);
         self.net_repl_out_metric
             .sample(now, self.stats.net_repl_output_bytes);
-        // A replica's keys expire when its master says so.
-        if self.active_expire_enabled && !self.repl.is_replica() {
+        // A replica's keys expire when its master says so; during a
+        // client pause nothing expires.
+        if self.active_expire_enabled && self.deletes_expired_keys() {
             self.active_expire();
             // Consumers blocked on a stream that expired end their wait.
             if self.blocking.has_ready() {

@@ -1538,3 +1538,101 @@ fn debug_digest_is_zero_for_an_empty_server_and_matches_redis() {
     }
     assert_eq!(digests[0], digests[1]);
 }
+
+#[test]
+fn readonly_and_readwrite_answer_cluster_support_disabled() {
+    let s = server();
+    let mut r = s.raw();
+    check(
+        &mut r,
+        &[
+            (
+                &["READONLY"],
+                err("ERR This instance has cluster support disabled"),
+            ),
+            (
+                &["readwrite"],
+                err("ERR This instance has cluster support disabled"),
+            ),
+            (
+                &["READONLY", "x"],
+                err("ERR wrong number of arguments for 'readonly' command"),
+            ),
+        ],
+    );
+}
+
+#[test]
+fn lolwut_answers_each_version_as_redis_7_0() {
+    let s = server();
+    let mut r = s.raw();
+    let line = "Redis ver. 7.0.15\n";
+    check(
+        &mut r,
+        &[
+            (&["LOLWUT"], bulk(line)),
+            (&["LOLWUT", "VERSION", "0"], bulk(line)),
+            (&["LOLWUT", "VERSION", "-1"], bulk(line)),
+            (&["LOLWUT", "VERSION", "7"], bulk(line)),
+            (&["LOLWUT", "1", "2"], bulk(line)),
+            (&["LOLWUT", "VERSION"], bulk(line)),
+            (
+                &["LOLWUT", "VERSION", "x"],
+                err("ERR value is not an integer or out of range"),
+            ),
+            (
+                &["LOLWUT", "VERSION", "5", "x"],
+                err("ERR value is not an integer or out of range"),
+            ),
+            // Version 5 with one row of squares draws without randomness.
+            (
+                &["LOLWUT", "VERSION", "5", "1", "1", "1"],
+                bulk("\u{280b}\n\nGeorg Nees - schotter, plotter on paper, 1968. Redis ver. 7.0.15\n"),
+            ),
+            // (unsigned) 4294967301 is 5.
+            (
+                &["LOLWUT", "VERSION", "4294967301", "1", "1", "1"],
+                bulk("\u{280b}\n\nGeorg Nees - schotter, plotter on paper, 1968. Redis ver. 7.0.15\n"),
+            ),
+        ],
+    );
+    // Version 6 one row high: the white sky only, byte for byte.
+    let w = "\x1b[0;97;107m \x1b[0m";
+    assert_eq!(
+        r.cmd(&["LOLWUT", "VERSION", "6", "3", "1"]),
+        bulk(&format!("{w}{w}{w}\nDedicated to the 8 bit game developers of past and present.\nOriginal 8 bit image from Plaguemon by hikikomori. Redis ver. 7.0.15\n"))
+    );
+    assert_eq!(
+        r.cmd(&["LOLWUT", "VERSION", "6", "x"]),
+        err("ERR value is not an integer or out of range")
+    );
+    // The default skyline: 80 x 20 pixels, one escape-wrapped space each.
+    let city = match r.cmd(&["LOLWUT", "VERSION", "6"]) {
+        Frame::Bulk(b) => String::from_utf8(b).unwrap(),
+        f => panic!("{f:?}"),
+    };
+    let rows: Vec<&str> = city.lines().collect();
+    assert_eq!(rows.len(), 22, "{city}");
+    assert!(rows[..20]
+        .iter()
+        .all(|l| l.matches(" \x1b[0m").count() == 80));
+    assert_eq!(rows[0], w.repeat(80), "the sky's top row is empty");
+    // The drawing of two rows of squares, byte for byte.
+    let two_rows = match r.cmd(&["LOLWUT", "VERSION", "5", "7", "2", "2"]) {
+        Frame::Bulk(b) => String::from_utf8(b).unwrap(),
+        f => panic!("{f:?}"),
+    };
+    assert_eq!(
+        two_rows,
+        "⢰⠒⠒⣶⠒⠒⡆\n⢸⣤⣤⣿⣤⣤⡇\n⢸⠀⠀⣿⠀⠀⡇\n⠈⠉⠉⠉⠉⠉⠁\n\nGeorg Nees - schotter, plotter on paper, 1968. Redis ver. 7.0.15\n"
+    );
+    // The default drawing: 12 rows of squares, random below the second.
+    let art = match r.cmd(&["LOLWUT", "VERSION", "5"]) {
+        Frame::Bulk(b) => String::from_utf8(b).unwrap(),
+        f => panic!("{f:?}"),
+    };
+    assert_eq!(art.lines().count(), 51, "{art}");
+    assert!(art
+        .lines()
+        .all(|l| l.is_empty() || l.starts_with("Georg") || l.chars().count() == 66));
+}

@@ -355,7 +355,12 @@ fn acl_categories(spec: &CommandSpec) -> Vec<String> {
     if spec.has(flags::READONLY) {
         v.push("@read".into());
     }
-    let g = spec.group;
+    // READONLY/READWRITE are documented in the cluster group but Redis
+    // files them under @connection.
+    let g = match spec.name {
+        "readonly" | "readwrite" => "connection",
+        _ => spec.group,
+    };
     if g != "server" && g != "connection" && g != "transactions" {
         v.push(format!("@{g}"));
     }

@@ -409,7 +409,7 @@ fn scan(ctx: &mut Ctx, args: Args) {
 fn randomkey(ctx: &mut Ctx, _args: Args) {
     let db = ctx.client.db;
     let now = ctx.now_ms;
-    let replica = ctx.srv.repl.is_replica();
+    let replica = !ctx.srv.deletes_expired_keys();
     let d = &ctx.srv.keyspace.dbs[db];
     let all_volatile = d.len() == d.expires();
     let mut tries = 100;

@@ -23,6 +23,7 @@ pub mod keyspecs;
 mod keyspecs_table;
 pub mod latency;
 pub mod list;
+pub mod lolwut;
 pub mod long_double;
 pub mod memory;
 pub mod module;
@@ -202,6 +203,7 @@ impl CommandTable {
             module::COMMANDS,
             slowlog::COMMANDS,
             latency::COMMANDS,
+            lolwut::COMMANDS,
             memory::COMMANDS,
             pubsub::COMMANDS,
             multi::COMMANDS,

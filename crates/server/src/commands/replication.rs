@@ -3,7 +3,7 @@
 //! `crate::replication`; these parse and reply.
 
 use super::flags::*;
-use super::{err, is, CommandSpec, Ctx};
+use super::{is, CommandSpec, Ctx};
 use ferrokv_resp::Args;
 
 const fn cmd(name: &'static str, arity: i32, flags: u32, h: super::Handler) -> CommandSpec {
@@ -38,6 +38,21 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("psync", -3, ADMIN | NO_MULTI | NOSCRIPT, psync)
         .since("2.8.0")
         .doc("An internal command used in replication.", "replicationid offset"),
+    cmd("failover", -1, ADMIN | NOSCRIPT | STALE, crate::replication::failover::failover_command)
+        .since("6.2.0")
+        .group("server")
+        .doc(
+            "Start a coordinated failover between this server and one of its replicas.",
+            "[TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]",
+        ),
+    cmd("readonly", 1, FAST | LOADING | STALE, cluster_disabled)
+        .since("3.0.0")
+        .group("cluster")
+        .doc("Enables read queries for a connection to a cluster replica node", ""),
+    cmd("readwrite", 1, FAST | LOADING | STALE, cluster_disabled)
+        .since("3.0.0")
+        .group("cluster")
+        .doc("Disables read queries for a connection to a cluster replica node", ""),
     cmd("sync", 1, ADMIN | NO_MULTI | NOSCRIPT, sync)
         .doc("An internal command used in replication.", ""),
 ];
@@ -116,10 +131,7 @@ fn replconf(ctx: &mut Ctx, args: Args) {
 
 /// PSYNC replicationid offset
 fn psync(ctx: &mut Ctx, args: Args) {
-    if args.len() != 3 {
-        ctx.error(err::SYNTAX);
-        return;
-    }
+    // (Arguments past the offset: `FAILOVER`, or ignored, as Redis.)
     let argv: Vec<&[u8]> = args.iter().collect();
     let (srv, client) = (&mut *ctx.srv, &mut *ctx.client);
     srv.psync(client, &argv, false);
@@ -130,4 +142,12 @@ fn sync(ctx: &mut Ctx, args: Args) {
     let argv: Vec<&[u8]> = args.iter().collect();
     let (srv, client) = (&mut *ctx.srv, &mut *ctx.client);
     srv.psync(client, &argv, true);
+}
+
+/// READONLY / READWRITE
+///
+/// Cluster commands: outside cluster mode Redis 7.0 answers both with this
+/// error (`cluster.c`'s `readonlyCommand` / `readwriteCommand`).
+fn cluster_disabled(ctx: &mut Ctx, _args: Args) {
+    ctx.error("ERR This instance has cluster support disabled");
 }

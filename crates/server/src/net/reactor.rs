@@ -143,10 +143,17 @@ impl Reactor {
             } else {
                 next_cron.saturating_duration_since(now)
             };
-            // Wake up for the nearest blocked client's deadline.
+            // Wake up for the nearest blocked client's deadline, and for
+            // the end of a client pause.
             let timeout = match self.srv.blocking.next_deadline() {
                 Some(d) => timeout.min(Duration::from_millis((d - unix_ms()).max(0) as u64)),
                 None => timeout,
+            };
+            let timeout = if self.srv.pause.active() {
+                let left = (self.srv.pause.end_ms() - unix_ms()).max(0) as u64;
+                timeout.min(Duration::from_millis(left + 1))
+            } else {
+                timeout
             };
             if self.srv.persistence.job.is_some() {
                 // How busy the clients keep the loop (a save's pacing).
@@ -202,6 +209,9 @@ impl Reactor {
                 self.handle_readable(t);
             }
             crate::blocking::expire_timeouts(&mut self.srv, unix_ms());
+            if self.srv.pause.active() {
+                self.srv.check_pause_end(unix_ms());
+            }
             self.resume_unblocked();
             self.before_sleep();
             if Instant::now() >= next_cron {
@@ -541,8 +551,12 @@ impl Reactor {
     /// (served, timed out, CLIENT UNBLOCK); they may unblock others.
     fn resume_unblocked(&mut self) {
         loop {
+            // Clients a pause released run their held command first, one
+            // at a time, each followed by the rest of its pipeline.
+            let resumed = crate::blocking::has_resumable(&self.srv)
+                && crate::blocking::resume_next_postponed(&mut self.srv);
             let tokens = std::mem::take(&mut self.srv.blocking.unblocked);
-            if tokens.is_empty() {
+            if tokens.is_empty() && !resumed {
                 return;
             }
             for t in tokens {

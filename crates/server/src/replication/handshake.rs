@@ -51,6 +51,9 @@ pub struct SyncRequest {
     /// Offer `capa rdma` and take `+RDMAFULLSYNC` (replica-rdma yes,
     /// libfabric usable, no RDMA failure since the last good sync).
     pub rdma: Option<super::rdma::replica::ReplicaRdma>,
+    /// Our `FAILOVER` is under way: the PSYNC carries `FAILOVER`, which
+    /// makes the target promote itself.
+    pub failover: bool,
 }
 
 /// How a sync ended.
@@ -325,7 +328,11 @@ fn handshake(mut c: Conn) -> Result<SyncOutcome, String> {
     if let Some(r) = &req.rdma {
         super::rdma::set_state(&r.stats, super::rdma::SyncState::WaitingSnapshot);
     }
-    let reply = c.command(&[b"PSYNC", id.as_bytes(), off.as_bytes()])?;
+    let reply = if req.failover {
+        c.command(&[b"PSYNC", id.as_bytes(), off.as_bytes(), b"FAILOVER"])?
+    } else {
+        c.command(&[b"PSYNC", id.as_bytes(), off.as_bytes()])?
+    };
     if let Some(rest) = reply.strip_prefix("+RDMAFULLSYNC ") {
         return rdma_full_sync(c, rest);
     }

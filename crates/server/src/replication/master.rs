@@ -371,6 +371,18 @@ impl Server {
         if self.repl.master.get(c.id).is_some() {
             return;
         }
+        // `PSYNC <replid> <offset> FAILOVER`: our master hands over.
+        if !old_sync && args.len() > 3 && args[3].eq_ignore_ascii_case(b"failover") {
+            let peer = format!("id={} addr={}", c.id, c.addr);
+            if let Err(e) = self.psync_failover_request(args[1], &peer) {
+                c.out.error(e);
+                return;
+            }
+        }
+        if self.repl.failover.state != super::failover::FailoverState::NoFailover {
+            c.out.error("NOMASTERLINK Can't SYNC while failing over");
+            return;
+        }
         if let Some(l) = &self.repl.link {
             if !l.is_up() {
                 c.out
@@ -522,7 +534,10 @@ impl Server {
         while let Ok((id, res)) = self.repl.master.done_rx.try_recv() {
             self.transfer_done(id, res, &mut resume);
         }
-        if self.repl.master.getack_wanted {
+        // Not during a client pause (the stream holds still, as Redis
+        // 7.0's beforeSleep): WAIT then counts the replicas' own ACKs,
+        // and the GETACK goes once the pause ends.
+        if self.repl.master.getack_wanted && !self.pause.active() {
             self.repl.master.getack_wanted = false;
             if self.repl.link.is_none() && !self.repl.master.replicas.is_empty() {
                 self.repl_feed_bytes(GETACK);
@@ -863,7 +878,10 @@ impl Server {
     pub fn master_cron(&mut self) {
         let cfg = self.config.repl.clone();
         self.rdma_cron();
+        // No PING while a failover waits for its target's offset to
+        // match ours (Redis skips it during a failover's pause too).
         if self.repl.link.is_none()
+            && self.repl.failover.state == super::failover::FailoverState::NoFailover
             && !self.repl.master.replicas.is_empty()
             && self.repl.master.last_ping.elapsed()
                 >= Duration::from_secs(cfg.ping_replica_period.max(1))

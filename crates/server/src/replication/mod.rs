@@ -26,6 +26,7 @@
 //! continue from where they were.
 
 pub mod backlog;
+pub mod failover;
 pub mod handshake;
 pub mod master;
 pub mod rdma;
@@ -168,6 +169,8 @@ pub struct ReplState {
     pub registry: Option<mio::Registry>,
     /// RDMA full sync: availability, counters, the master's listener.
     pub rdma: rdma::Rdma,
+    /// `FAILOVER` in progress, if any.
+    pub failover: failover::Failover,
     scratch: Vec<u8>,
     last_cron: Instant,
 }
@@ -187,6 +190,7 @@ impl ReplState {
             link: None,
             registry: None,
             rdma: rdma::Rdma::new(&cfg.rdma),
+            failover: Default::default(),
             scratch: Vec::new(),
             last_cron: Instant::now(),
         };
@@ -326,7 +330,7 @@ impl Server {
                 s.ack_time.elapsed().as_secs()
             );
         }
-        f!("master_failover_state:no-failover");
+        f!("master_failover_state:{}", r.failover.state.name());
         f!("master_replid:{}", r.replid);
         f!("master_replid2:{}", r.replid2);
         f!("master_repl_offset:{}", r.master_repl_offset);
@@ -434,6 +438,7 @@ impl Server {
     /// Before the loop sleeps: both sides' work. Returns the tokens of
     /// clients whose buffered input must be processed now.
     pub fn replication_tick(&mut self) -> Vec<usize> {
+        self.update_failover_status();
         let mut resume = self.replica_tick();
         resume.extend(self.master_tick());
         resume

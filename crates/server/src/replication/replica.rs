@@ -201,7 +201,13 @@ impl Server {
                 Vec::new()
             }
             LinkState::Syncing { rx, .. } => match rx.try_recv() {
-                Ok(res) => self.sync_finished(res),
+                Ok(res) => {
+                    let accepted = res.is_ok();
+                    let resume = self.sync_finished(res);
+                    // A FAILOVER's PSYNC to its target: done, or aborted.
+                    self.failover_sync_done(accepted);
+                    resume
+                }
                 Err(std::sync::mpsc::TryRecvError::Empty) => Vec::new(),
                 Err(std::sync::mpsc::TryRecvError::Disconnected) => {
                     self.sync_finished(Err("sync thread vanished".into()))
@@ -240,6 +246,7 @@ impl Server {
             cancel: cancel.clone(),
             progress: progress.clone(),
             rdma: None,
+            failover: self.repl.failover.in_progress(),
         };
         let mut req = req;
         let rdma = &self.repl.rdma;
