@@ -394,7 +394,7 @@ impl Server {
     /// it was, so `OBJECT IDLETIME` and eviction see no access.
     pub fn lookup_read_notouch(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
         let wants = self.wants_expired_events();
-        let expire = !self.repl.is_replica();
+        let expire = self.deletes_expired_keys();
         let found = match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, None) {
             Found::Live(_) => true,
             Found::Expired(e) => {
