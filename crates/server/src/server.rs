@@ -607,7 +607,7 @@ impl Server {
         if self.pause.active() && self.pause_holds(client, spec.name, flags) {
             client.last_cmd = spec.name;
             crate::blocking::postpone(self, client, &args);
-            return;
+            return client_cmd;
         }
         if client.multi.is_some() && !crate::commands::multi::runs_inside_multi(spec.name) {
             if let Some(tx) = client.multi.as_mut() {
