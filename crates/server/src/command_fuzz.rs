@@ -40,7 +40,9 @@
 //! Only what would leave the process or wait by design, never a class of
 //! input: `DEBUG SLEEP` (a hang on purpose), replication commands that
 //! connect out or wait for replicas (`REPLICAOF host port`, `SYNC`,
-//! `PSYNC`, `REPLCONF`, `WAIT n>0`), and `CONFIG SET` of parameters that
+//! `PSYNC`, `REPLCONF`, `WAIT n>0`, `FAILOVER`), `CLIENT PAUSE` (it holds
+//! the other connections' commands for as long as asked, by design; its
+//! rules have their own suite, `tests/client_pause.rs`), and `CONFIG SET` of parameters that
 //! name files or sockets (`dir`, `dbfilename`, `logfile`, ...), that slow
 //! the server on purpose (`rdb-key-save-delay`, `key-load-delay`) or that
 //! lift the argument size limit the harness sets (`proto-max-bulk-len`,
@@ -362,6 +364,7 @@ pub fn refused(argv: &[Vec<u8>]) -> bool {
             !(word(1).as_deref() == Some(b"no") && word(2).as_deref() == Some(b"one"))
         }
         b"sync" | b"psync" | b"replconf" | b"failover" => true,
+        b"client" => word(1).as_deref() == Some(b"pause"),
         b"wait" => argv
             .get(1)
             .and_then(|a| ferrokv_resp::parse_i64(a))
