@@ -361,31 +361,7 @@ impl Server {
     /// for announcing (off the fast path, which stays branch-light).
     fn lookup_read_noting_misses(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
         let access = self.access();
-        let wants = self.wants_expired_events();
-        let expire = self.deletes_expired_keys();
-        let found = match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, Some(access)) {
-            Found::Live(_) => true,
-            Found::Expired(e) => {
-                let pending = wants.then_some(&mut self.pending_events);
-                Self::note_expired(
-                    &mut self.stats,
-                    &mut self.blocking,
-                    &mut self.propagation,
-                    pending,
-                    db,
-                    e.key(),
-                );
-                false
-            }
-            Found::Missing => false,
-        };
-        if !found {
-            self.stats.keyspace_misses += 1;
-            self.pending_events.missed.push((db, key.to_vec()));
-            return None;
-        }
-        self.stats.keyspace_hits += 1;
-        self.keyspace.dbs[db].get(key)
+        self.lookup_read_counted(db, key, now_ms, Some(access))
     }
 
     /// Redis's `LOOKUP_NOTOUCH` (TYPE, EXISTS, TTL and the other expiry
@@ -393,9 +369,21 @@ impl Server {
     /// events) as [`Self::lookup_read`], but the access clock is left as
     /// it was, so `OBJECT IDLETIME` and eviction see no access.
     pub fn lookup_read_notouch(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
+        self.lookup_read_counted(db, key, now_ms, None)
+    }
+
+    /// A read lookup that counts its hit or miss and announces a miss
+    /// when `keymiss` events are on; `access` (when given) is recorded.
+    fn lookup_read_counted(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: i64,
+        access: Option<ferrokv_store::Access>,
+    ) -> Option<&Entry> {
         let wants = self.wants_expired_events();
         let expire = self.deletes_expired_keys();
-        let found = match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, None) {
+        let found = match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, access) {
             Found::Live(_) => true,
             Found::Expired(e) => {
                 let pending = wants.then_some(&mut self.pending_events);
