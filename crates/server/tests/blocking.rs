@@ -10,6 +10,7 @@
 mod common;
 #[allow(unused_imports)]
 use common::reply::*;
+use common::{blocked_clients, wait_blocked};
 use common::{wait_for, Raw, ServerProcess};
 use ferrokv_resp::Frame;
 use std::time::{Duration, Instant};
@@ -24,21 +25,6 @@ fn server(extra: &[&str]) -> ServerProcess {
 
 fn arr(v: &[&str]) -> Frame {
     Frame::Array(v.iter().map(|s| bulk(s)).collect())
-}
-
-fn blocked_clients(s: &ServerProcess) -> usize {
-    s.info_field("clients", "blocked_clients")
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
-
-/// Waits until `n` clients are blocked, so the order of arrival is known.
-fn wait_blocked(s: &ServerProcess, n: usize) {
-    wait_for(&format!("{n} blocked clients"), 5, || {
-        (blocked_clients(s) == n).then_some(())
-    });
 }
 
 /// Sends a command without reading its reply.

@@ -11,6 +11,7 @@
 mod common;
 #[allow(unused_imports)]
 use common::reply::*;
+use common::wait_blocked;
 use common::{wait_for, Raw, ServerProcess};
 use ferrokv_resp::Frame;
 use std::time::{Duration, Instant};
@@ -21,20 +22,6 @@ fn server() -> ServerProcess {
     } else {
         ServerProcess::ferrokv(&["--enable-debug-command", "yes"])
     }
-}
-
-fn blocked_clients(s: &ServerProcess) -> usize {
-    s.info_field("clients", "blocked_clients")
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
-
-fn wait_blocked(s: &ServerProcess, n: usize) {
-    wait_for(&format!("{n} blocked clients"), 5, || {
-        (blocked_clients(s) == n).then_some(())
-    });
 }
 
 fn send(r: &mut Raw, args: &[&str]) {

@@ -13,7 +13,8 @@
 mod common;
 #[allow(unused_imports)]
 use common::reply::*;
-use common::{wait_for, Raw, ServerProcess};
+use common::{blocked_clients, wait_blocked};
+use common::{Raw, ServerProcess};
 use ferrokv_resp::Frame;
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
@@ -959,20 +960,6 @@ impl IntoArray for Frame {
             other => panic!("{other:?}"),
         }
     }
-}
-
-fn blocked_clients(s: &ServerProcess) -> usize {
-    s.info_field("clients", "blocked_clients")
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
-
-fn wait_blocked(s: &ServerProcess, n: usize) {
-    wait_for(&format!("{n} blocked clients"), 5, || {
-        (blocked_clients(s) == n).then_some(())
-    });
 }
 
 #[test]

@@ -638,3 +638,19 @@ pub fn aof_text(p: &ServerProcess) -> String {
     }
     text
 }
+
+/// `INFO clients`' `blocked_clients`.
+pub fn blocked_clients(s: &ServerProcess) -> usize {
+    s.info_field("clients", "blocked_clients")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Waits until `n` clients are blocked, so the order of arrival is known.
+pub fn wait_blocked(s: &ServerProcess, n: usize) {
+    wait_for(&format!("{n} blocked clients"), 5, || {
+        (blocked_clients(s) == n).then_some(())
+    });
+}
