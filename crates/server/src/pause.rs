@@ -144,7 +144,7 @@ impl Server {
         cmd_flags: u32,
     ) -> bool {
         use crate::commands::flags::{MAY_REPLICATE, WRITE};
-        if client.is_replica {
+        if self.repl.is_replica_client(client.id) {
             return false;
         }
         match self.pause.kind {

@@ -305,11 +305,11 @@ impl Server {
             .push((db, vec![b"DEL".to_vec(), key.to_vec()]));
     }
 
-    /// A write replaced `key`'s entry without looking it up first (SET's
-    /// one-probe path) and the old one had expired: counted, announced
-    /// and propagated as the lazy expiry a lookup would have done
+    /// [`Self::note_expired`] for a caller that holds no borrow of the
+    /// keyspace: a lookup that has the removed entry, or SET's one-probe
+    /// path, which replaced an expired entry without looking it up first
     /// (Redis's SET finds the key expired and deletes it first).
-    pub fn expired_by_write(&mut self, db: usize, key: &[u8]) {
+    pub fn note_key_expired(&mut self, db: usize, key: &[u8]) {
         let wants = self.wants_expired_events();
         let pending = wants.then_some(&mut self.pending_events);
         Self::note_expired(
@@ -381,20 +381,11 @@ impl Server {
         now_ms: i64,
         access: Option<ferrokv_store::Access>,
     ) -> Option<&Entry> {
-        let wants = self.wants_expired_events();
         let expire = self.deletes_expired_keys();
         let found = match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, access) {
             Found::Live(_) => true,
             Found::Expired(e) => {
-                let pending = wants.then_some(&mut self.pending_events);
-                Self::note_expired(
-                    &mut self.stats,
-                    &mut self.blocking,
-                    &mut self.propagation,
-                    pending,
-                    db,
-                    e.key(),
-                );
+                self.note_key_expired(db, e.key());
                 false
             }
             Found::Missing => false,
@@ -580,8 +571,8 @@ impl Server {
         // EXEC is refused as its queue would be (Redis's processCommand:
         // an EXEC of writes meets the read-only-replica, min-replicas and
         // disk-error checks as a write, now, not when they were queued).
-        if spec.name == "exec" {
-            if let Some(tx) = &client.multi {
+        if let Some(tx) = &client.multi {
+            if spec.name == "exec" {
                 flags |= tx.cmd_flags & crate::commands::flags::WRITE;
             }
         }
@@ -791,7 +782,7 @@ impl Server {
                 crate::blocking::signal_command_keys(self, spec, &args);
             }
         }
-        let arbitrary_keys = matches!(spec.name, "scan" | "randomkey");
+        let arbitrary_keys = spec.has(crate::commands::flags::TOUCHES_ARBITRARY_KEYS);
         if self.propagate_command(db_before, args, dirty_before, arbitrary_keys)
             && self.aof.is_some()
         {
@@ -993,7 +984,7 @@ impl Server {
         }
         // An error our master or a replica was answered is a divergence
         // (Redis's `stat_unexpected_error_replies`).
-        if client.is_replica || self.repl.master_client_id() == Some(client.id) {
+        if self.repl.client_kind(client.id) != crate::replication::ClientKind::Normal {
             self.stats.unexpected_error_replies += client.out.error_codes.len() as u64;
         }
         for code in client.out.error_codes.drain(..) {

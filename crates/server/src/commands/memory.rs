@@ -109,7 +109,7 @@ pub fn overhead(srv: &Server) -> Overhead {
     let replica_buffers = srv.replica_buffered_bytes() as u64;
     let (mut clients_normal, mut clients_replicas) = (0u64, 0u64);
     for c in srv.other_clients() {
-        if c.is_replica {
+        if srv.repl.is_replica_client(c.id) {
             clients_replicas += c.memory_usage() as u64;
         } else {
             clients_normal += c.memory_usage() as u64;

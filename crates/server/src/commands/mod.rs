@@ -73,6 +73,10 @@ pub mod flags {
     /// the flags of the script they name (`#!lua flags=`), as Redis's
     /// `getCommandFlags`. Internal, not in [`NAMES`].
     pub const SCRIPT_FLAGS: u32 = 1 << 17;
+    /// SCAN and RANDOMKEY, Redis's `CMD_TOUCHES_ARBITRARY_KEYS`: the DELs
+    /// of the keys they find expired are not wrapped in MULTI/EXEC with
+    /// them. Internal, not in [`NAMES`] (7.0's COMMAND INFO omits it).
+    pub const TOUCHES_ARBITRARY_KEYS: u32 = 1 << 18;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),

@@ -231,7 +231,7 @@ fn set(ctx: &mut Ctx, args: Args) {
         if let Some(old) = old {
             if old.has_expire() && old.expire_at <= now {
                 // It had expired: to everyone watching, a new key.
-                ctx.srv.expired_by_write(db, key);
+                ctx.srv.note_key_expired(db, key);
                 new = true;
             }
             ctx.srv.drop_value(old);

@@ -112,23 +112,6 @@ macro_rules! accepted {
     };
 }
 
-/// Another name Redis keeps for one of these (`slave-lazy-flush`).
-macro_rules! alias {
-    ($alias:literal, $of:literal) => {
-        ConfigOption {
-            name: $alias,
-            default: "",
-            mutable: true,
-            set: |c: &mut Config, a: &[String]| -> Result<(), String> {
-                (super::find($of).expect("aliased option").set)(c, a)
-            },
-            get: |c: &Config| -> String { (super::find($of).expect("aliased option").get)(c) },
-            protected: false,
-            alias_of: Some($of),
-        }
-    };
-}
-
 const B: Kind = Kind::Bool;
 const PORT: Kind = Kind::Int(0, 65535);
 const INT_MAX: i64 = i32::MAX as i64;

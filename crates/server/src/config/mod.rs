@@ -5,8 +5,6 @@
 //! can change at run time, and how to parse and print it, so the file
 //! loader, the command line and `CONFIG` cannot disagree.
 
-pub mod accepted;
-
 use ferrokv_resp::request::split_args;
 use std::fmt::Write as _;
 
@@ -568,12 +566,9 @@ const fn protected(o: ConfigOption) -> ConfigOption {
     }
 }
 
-/// The option an alias row stands for.
-fn aliased(name: &str) -> &'static ConfigOption {
-    OPTIONS
-        .iter()
-        .find(|o| o.name == name)
-        .expect("an alias names an option of the table")
+/// The option an alias row stands for (in any of the tables).
+pub(crate) fn aliased(name: &str) -> &'static ConfigOption {
+    find(name).expect("an alias names an option of the tables")
 }
 
 /// Another name of an option (Redis's `*-ziplist-*` aliases): the same
@@ -584,13 +579,18 @@ macro_rules! alias {
             name: $alias,
             default: "",
             mutable: true,
-            set: |c: &mut Config, a: &[String]| -> Result<(), String> { (aliased($of).set)(c, a) },
-            get: |c: &Config| -> String { (aliased($of).get)(c) },
+            set: |c: &mut Config, a: &[String]| -> Result<(), String> {
+                ($crate::config::aliased($of).set)(c, a)
+            },
+            get: |c: &Config| -> String { ($crate::config::aliased($of).get)(c) },
             protected: false,
             alias_of: Some($of),
         }
     };
 }
+
+// After `alias!`: the accepted options use it.
+pub mod accepted;
 
 macro_rules! opt {
     ($name:literal, $default:literal, $mutable:expr, |$c:ident, $a:ident| $set:expr, |$g:ident| $get:expr) => {

@@ -197,9 +197,6 @@ pub struct Client {
     /// Stopped short of the end of its pipeline by the per-turn work bound:
     /// the rest runs on a later pass of the loop.
     pub input_deferred: bool,
-    /// A replica of ours is on the other end (its traffic counts as
-    /// replication bytes; its memory as `mem_clients_slaves`).
-    pub is_replica: bool,
 }
 
 impl Client {
@@ -293,7 +290,6 @@ impl Client {
             blocked: None,
             output_paused: false,
             input_deferred: false,
-            is_replica: false,
         }
     }
 

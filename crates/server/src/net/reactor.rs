@@ -738,7 +738,7 @@ impl Reactor {
             let done = matches!(res, Ok(true));
             let close = res.is_err() || (done && c.close_after_reply) || c.close_asap;
             self.srv.stats.total_writes_processed += 1;
-            if c.is_replica {
+            if self.srv.repl.is_replica_client(c.id) {
                 self.srv.stats.net_repl_output_bytes += written as u64;
             } else {
                 self.srv.stats.net_output_bytes += written as u64;

@@ -397,7 +397,6 @@ impl Server {
             .remove(&c.id)
             .unwrap_or_default();
         let ip = hs.ip.clone().unwrap_or_else(|| c.addr.host());
-        c.is_replica = true;
         let mut link = ReplicaLink {
             client_id: c.id,
             ip,

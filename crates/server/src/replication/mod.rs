@@ -215,11 +215,18 @@ impl ReplState {
     pub fn client_kind(&self, id: u64) -> ClientKind {
         if self.master_client_id() == Some(id) {
             ClientKind::Master
-        } else if self.master.replicas.iter().any(|r| r.client_id == id) {
+        } else if self.is_replica_client(id) {
             ClientKind::Replica
         } else {
             ClientKind::Normal
         }
+    }
+
+    /// Whether client `id` is one of our replicas (free when there are
+    /// none: the list is empty).
+    #[inline]
+    pub fn is_replica_client(&self, id: u64) -> bool {
+        self.master.replicas.iter().any(|r| r.client_id == id)
     }
 
     /// A new replication id, the old one kept as `replid2` up to the

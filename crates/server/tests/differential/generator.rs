@@ -831,6 +831,29 @@ impl Generator {
                 }
                 // The digest of single keys, mid-sequence.
                 3 => vec![b("DEBUG"), b("DIGEST-VALUE"), src, self.source_key()],
+                // Server and connection commands whose replies do not
+                // depend on timing or on the connection's address: READONLY
+                // and READWRITE outside cluster mode, LOLWUT's versions
+                // without a drawing (5 and 6 draw at random), MEMORY HELP,
+                // and the tracking introspection of a connection that does
+                // not track (CLIENT TRACKING ON would change what the next
+                // replies carry).
+                5 => vec![b(self.pick(&["READONLY", "READWRITE", "readonly"]))],
+                6 => {
+                    let v = self.pick(&["1", "4", "7", "x", "-1", "4294967297"]);
+                    vec![b("LOLWUT"), b("VERSION"), b(v)]
+                }
+                7 => vec![b("MEMORY"), b(self.pick(&["HELP", "help", "FOO"]))],
+                8 => match self.rng.gen_range(0..4) {
+                    0 => vec![b("CLIENT"), b("GETREDIR")],
+                    1 => vec![b("CLIENT"), b("TRACKINGINFO")],
+                    2 => vec![
+                        b("CLIENT"),
+                        b("CACHING"),
+                        b(self.pick(&["YES", "no", "maybe"])),
+                    ],
+                    _ => vec![b("CLIENT"), b("TRACKING"), b(self.pick(&["OFF", "maybe"]))],
+                },
                 // Not OBJECT REFCOUNT: ferrokv does not model Redis's
                 // shared integers exactly (a COPY of one is unshared).
                 // Not OBJECT IDLETIME: it is a clock.

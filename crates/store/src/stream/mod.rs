@@ -227,16 +227,26 @@ pub struct Stream {
     groups: BTreeMap<Box<[u8]>, ConsumerGroup>,
 }
 
-/// What [`Stream::deliver_new`] delivered: `count` entries from `first`
-/// to `last` (reply with `range(first, last)`), or nothing.
+/// What [`Stream::deliver_new`] delivered: the IDs, ascending, all live
+/// (the PEL between the first and the last may also hold NACKs of
+/// deleted entries). Reply with `range(first, last)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Delivery {
-    pub first: StreamId,
-    pub last: StreamId,
-    pub count: usize,
-    /// The delivered IDs, ascending (all live: the PEL between `first`
-    /// and `last` may also hold NACKs of deleted entries).
     pub ids: Vec<StreamId>,
+}
+
+impl Delivery {
+    /// The first ID delivered (`StreamId::MIN` when none).
+    pub fn first(&self) -> StreamId {
+        self.ids.first().copied().unwrap_or(StreamId::MIN)
+    }
+    /// The last ID delivered (`StreamId::MIN` when none).
+    pub fn last(&self) -> StreamId {
+        self.ids.last().copied().unwrap_or(StreamId::MIN)
+    }
+    pub fn count(&self) -> usize {
+        self.ids.len()
+    }
 }
 
 /// XCLAIM's options; times in Unix ms.
@@ -642,17 +652,12 @@ impl Stream {
     ) -> Option<Delivery> {
         let g = self.groups.get_mut(group)?;
         let meta = self.meta;
-        let mut out = Delivery {
-            first: StreamId::MIN,
-            last: StreamId::MIN,
-            count: 0,
-            ids: Vec::new(),
-        };
+        let mut out = Delivery { ids: Vec::new() };
         let Some(start) = g.last_id.incr() else {
             return Some(out);
         };
         for (id, _) in Range::new(&self.nodes, start, StreamId::MAX, false) {
-            if count != 0 && out.count == count {
+            if count != 0 && out.ids.len() == count {
                 break;
             }
             if id > g.last_id {
@@ -668,11 +673,6 @@ impl Stream {
             if !noack {
                 g.deliver(id, consumer, now_ms);
             }
-            if out.count == 0 {
-                out.first = id;
-            }
-            out.last = id;
-            out.count += 1;
             out.ids.push(id);
         }
         Some(out)

@@ -355,7 +355,7 @@ fn consumer_group_delivery_pel_and_lag() {
     assert_eq!(s.group_lag(b"g"), Some(5));
     assert!(s.group_mut(b"g").unwrap().touch_consumer(b"alice", 10));
     let d = s.deliver_new(b"g", b"alice", 2, false, 100).unwrap();
-    assert_eq!((d.first, d.last, d.count), (id(1, 0), id(2, 0), 2));
+    assert_eq!((d.first(), d.last(), d.count()), (id(1, 0), id(2, 0), 2));
     let g = s.group(b"g").unwrap();
     assert_eq!(g.last_id, id(2, 0));
     assert_eq!(g.entries_read, 2);
@@ -364,10 +364,13 @@ fn consumer_group_delivery_pel_and_lag() {
     assert_eq!(g.consumer(b"alice").unwrap().pending().len(), 2);
     // Bob gets the rest; NOACK leaves no NACKs.
     let d = s.deliver_new(b"g", b"bob", 0, true, 200).unwrap();
-    assert_eq!(d.count, 3);
+    assert_eq!(d.count(), 3);
     assert_eq!(s.group(b"g").unwrap().pel().len(), 2);
     assert_eq!(s.group_lag(b"g"), Some(0));
-    assert_eq!(s.deliver_new(b"g", b"bob", 0, false, 200).unwrap().count, 0);
+    assert_eq!(
+        s.deliver_new(b"g", b"bob", 0, false, 200).unwrap().count(),
+        0
+    );
     // History read: delivery count goes up for live entries only.
     s.delete(id(2, 0));
     let h = s
@@ -751,12 +754,12 @@ proptest! {
                         .map(|(k, _)| *k)
                         .take(if count == 0 { usize::MAX } else { count })
                         .collect();
-                    prop_assert_eq!(d.count, todo.len());
+                    prop_assert_eq!(d.count(), todo.len());
                     prop_assert_eq!(&d.ids, &todo);
                     if let Some(l) = todo.last() {
                         m.g_last = *l;
-                        prop_assert_eq!(d.first, todo[0]);
-                        prop_assert_eq!(d.last, *l);
+                        prop_assert_eq!(d.first(), todo[0]);
+                        prop_assert_eq!(d.last(), *l);
                     }
                     if !noack {
                         for id in todo {

@@ -645,13 +645,13 @@ fn xreadgroup(ctx: &mut Ctx, args: Args) {
                 let d = st
                     .deliver_new(group, consumer, count as usize, noack, now)
                     .expect("checked");
-                super::reply_range(&mut body, st, d.first, d.last, d.count as u64, false);
+                super::reply_range(&mut body, st, d.first(), d.last(), d.count() as u64, false);
                 let g = st.group(group).expect("checked");
                 if noack {
                     if created {
                         props.push(createconsumer_argv(key, group, consumer));
                     }
-                    if d.count > 0 {
+                    if d.count() > 0 {
                         props.push(setid_argv(key, group, g));
                     }
                 } else {
