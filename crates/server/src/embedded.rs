@@ -60,7 +60,8 @@ impl EmbeddedServer {
         self.srv.next_client_id += 1;
         let mut c = Client::fake(id, &mut self.srv.pool);
         c.reply_mode = ReplyMode::On;
-        c.authenticated = self.srv.config.requirepass.is_none();
+        c.authenticated = self.srv.acl.default_open();
+        c.user = crate::acl::DEFAULT_USER;
         let entry = self.srv.clients.vacant_entry();
         c.token = entry.key();
         let token = c.token;

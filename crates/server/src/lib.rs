@@ -30,6 +30,7 @@
 //!   pooled buffers. Nothing above it knows the
 //!   transport, except where a command reports it (`CLIENT LIST`'s `U`
 //!   flag, `INFO`'s per-transport counts).
+//! - [`acl`]: users, permissions and the per-command check (`ACL`, `AUTH`).
 //! - [`server`]: the state the thread owns and the command pipeline.
 //! - [`commands`]: the command table, one file per command family.
 //! - [`blocking`]: clients blocked on keys (BLPOP and friends).
@@ -51,6 +52,7 @@
 //! - [`embedded`]: the server driven in-process, without sockets.
 //! - [`command_fuzz`]: the command fuzzer's harness (`fuzz/`, and its replay test).
 
+pub mod acl;
 pub mod alloc;
 pub mod blocking;
 pub mod command_fuzz;

@@ -158,6 +158,10 @@ fn main() {
         ferrokv_server::REDIS_COMPAT_VERSION
     );
     let mut server = Server::new(cfg);
+    if let Err(e) = server.load_acl_at_startup() {
+        error!("{e}");
+        std::process::exit(1);
+    }
     if let Err(e) = server.load_at_startup() {
         error!("Fatal error loading the DB: {e}. Exiting.");
         std::process::exit(1);

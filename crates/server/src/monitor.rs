@@ -111,6 +111,11 @@ pub fn redacted_args(args: &Args, auth_ok: impl Fn(&[u8], &[u8]) -> bool) -> Vec
         if n <= 3 {
             out.extend(1..n);
         }
+    } else if is(name, "acl") {
+        // ACL SETUSER's rules hold passwords: the user name and every rule.
+        if n >= 3 && is(args.get(1), "setuser") {
+            out.extend(2..n);
+        }
     } else if is(name, "hello") {
         if n >= 2 && !matches!(ferrokv_resp::parse_i64(args.get(1)), Some(2 | 3)) {
             return out;
@@ -156,7 +161,7 @@ pub fn redacted_args(args: &Args, auth_ok: impl Fn(&[u8], &[u8]) -> bool) -> Vec
 /// Whether Redis may redact some of this command's arguments: three name
 /// checks, made only while somebody monitors.
 fn needs_redaction(name: &[u8]) -> bool {
-    is(name, "auth") || is(name, "hello") || is(name, "migrate")
+    is(name, "auth") || is(name, "hello") || is(name, "migrate") || is(name, "acl")
 }
 
 /// One monitor line, `\r\n` included.
@@ -222,10 +227,8 @@ impl Server {
             return;
         }
         let redacted = if needs_redaction(args.get(0)) {
-            let requirepass = self.config.requirepass.as_deref();
-            redacted_args(args, |u, p| {
-                crate::commands::connection::password_ok(requirepass, u, p)
-            })
+            let acl = &self.acl;
+            redacted_args(args, |u, p| acl.authenticate(u, p).is_some())
         } else {
             Vec::new()
         };

@@ -157,6 +157,8 @@ pub struct Server {
     pub metrics: Option<crate::metrics::MetricsEndpoint>,
     /// Pub/sub channels and patterns and their subscribers.
     pub pubsub: crate::pubsub::PubSub,
+    /// ACL users and the per-command check (`acl/`).
+    pub acl: crate::acl::Acl,
     /// Clients in `MONITOR` mode.
     pub monitors: crate::monitor::Monitors,
     /// Keys lookups found expired or missing, to announce after the lookup.
@@ -220,6 +222,9 @@ impl Server {
             config.lua_heap_limit as usize,
         );
         let lazyfree_counts = std::sync::Arc::new(LazyFreeCounts::default());
+        let mut acl = crate::acl::Acl::new(&commands);
+        acl.pubsub_default_all = config.acl_pubsub_default_all;
+        acl.set_requirepass(config.requirepass.as_deref());
         let mut srv = Server {
             keyspace: Keyspace::new(config.databases as usize),
             config,
@@ -263,6 +268,7 @@ impl Server {
             latency_stats: crate::commands::latency::CommandLatencies::new(n),
             metrics: None,
             pubsub: Default::default(),
+            acl,
             monitors: Default::default(),
             pending_events: Default::default(),
             watches: Default::default(),
@@ -581,6 +587,18 @@ impl Server {
             self.cmd_stats[idx].rejected_calls += 1;
             return client_cmd;
         }
+        // ACL: once per command, precomputed per user (acl/).
+        if let Err((why, pos)) = self.acl.check(client.user, idx, &args) {
+            let context = if client.multi.is_some() {
+                crate::acl::log::Context::Multi
+            } else {
+                crate::acl::log::Context::Toplevel
+            };
+            self.acl_denied(client, idx, &args, why, pos, context);
+            self.reject(client, Some(spec.name), why.error(spec.name).as_bytes());
+            self.cmd_stats[idx].rejected_calls += 1;
+            return client_cmd;
+        }
         // A client pause holds the command (queueing it in MULTI too), as
         // the last check before it runs (docs/clients.md).
         if self.pause.active() && self.pause_holds(client, spec.name, flags) {
@@ -652,7 +670,7 @@ impl Server {
                 return Some(format!("ERR {command} command not allowed. If the enable-{option} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."));
             }
         }
-        if !client.authenticated && !spec.has(flags::NO_AUTH) {
+        if !client.authenticated && !spec.has(flags::NO_AUTH) && !self.acl.default_open() {
             return Some(err::NOAUTH.to_string());
         }
         // `maxmemory`: make room first; when nothing can go, commands that
@@ -1111,7 +1129,7 @@ impl Server {
 
 /// An argument as Redis prints it with `%.<max>s`: up to its first NUL
 /// byte, at most `max` bytes.
-fn c_str(a: &[u8], max: usize) -> &[u8] {
+pub fn c_str(a: &[u8], max: usize) -> &[u8] {
     let end = a.iter().position(|&c| c == 0).unwrap_or(a.len());
     &a[..end.min(max)]
 }

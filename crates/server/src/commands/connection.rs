@@ -128,38 +128,38 @@ fn reset(ctx: &mut Ctx, _args: Args) {
     ctx.client.name = None;
     ctx.client.reply_mode = ReplyMode::On;
     ctx.client.no_evict = false;
-    ctx.client.authenticated = ctx.srv.config.requirepass.is_none();
+    ctx.client.user = crate::acl::DEFAULT_USER;
+    ctx.client.authenticated = ctx.srv.acl.default_open();
     ctx.client.out.simple("RESET");
 }
 
-/// Whether `user`/`pass` authenticate against `requirepass` (only user
-/// `default` exists).
-pub fn password_ok(requirepass: Option<&[u8]>, user: &[u8], pass: &[u8]) -> bool {
-    match requirepass {
-        Some(p) => user == b"default" && constant_time_eq(p, pass),
-        None => user == b"default",
-    }
-}
-
-/// Checks a password against `requirepass` for user `default`.
+/// Logs the client in as `user` if the ACL takes `pass` (Redis's
+/// `ACLAuthenticateUser`); a failure is counted and logged.
 fn check_password(ctx: &mut Ctx, user: &[u8], pass: &[u8]) -> bool {
-    let ok = password_ok(ctx.srv.config.requirepass.as_deref(), user, pass);
-    if ok {
-        ctx.client.authenticated = true;
-    } else {
-        ctx.error("WRONGPASS invalid username-password pair or user is disabled.");
+    match ctx.srv.acl.authenticate(user, pass) {
+        Some(id) => {
+            ctx.client.user = id;
+            ctx.client.authenticated = true;
+            true
+        }
+        None => {
+            let cmd = ctx.client.last_cmd;
+            let idx = ctx.srv.commands.lookup(cmd.as_bytes());
+            ctx.srv.acl.count_denial(crate::acl::Denied::Auth);
+            let object = idx.map_or(b"auth".to_vec(), |i| {
+                ctx.srv.commands.specs[i].name.as_bytes().to_vec()
+            });
+            ctx.srv.acl_log(
+                ctx.client,
+                crate::acl::Denied::Auth,
+                crate::acl::log::Context::Toplevel,
+                object,
+                Some(user.to_vec()),
+            );
+            ctx.error("WRONGPASS invalid username-password pair or user is disabled.");
+            false
+        }
     }
-    ok
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    use sha2::{Digest, Sha256};
-    // Compare digests so the time does not depend on where they differ.
-    let (x, y) = (Sha256::digest(a), Sha256::digest(b));
-    x.iter()
-        .zip(y.iter())
-        .fold(0u8, |acc, (p, q)| acc | (p ^ q))
-        == 0
 }
 
 /// AUTH [username] password
@@ -168,7 +168,7 @@ fn auth(ctx: &mut Ctx, args: Args) {
         ctx.error(err::SYNTAX);
         return;
     }
-    if args.len() == 2 && ctx.srv.config.requirepass.is_none() {
+    if args.len() == 2 && ctx.srv.acl.default_user().nopass {
         ctx.error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
         return;
     }
@@ -411,7 +411,9 @@ fn client_flags(c: &Client, tracking: Option<&ClientTracking>) -> String {
 }
 
 /// One line of `CLIENT LIST` / `CLIENT INFO`, in Redis's field order.
-pub fn client_line(c: &Client, current: bool, tracking: Option<&ClientTracking>) -> String {
+pub fn client_line(c: &Client, current: bool, srv: &crate::server::Server) -> String {
+    let tracking = srv.tracking.of(c.id);
+    let user = String::from_utf8_lossy(&crate::acl::command::user_name(&srv.acl, c.user)).into_owned();
     let s = |o: &Option<Vec<u8>>| {
         o.as_ref()
             .map(|v| String::from_utf8_lossy(v).into_owned())
@@ -420,7 +422,7 @@ pub fn client_line(c: &Client, current: bool, tracking: Option<&ClientTracking>)
     let qbuf = c.in_end - c.in_start;
     let obl = c.pending_output();
     let mut line = format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user=default redir={} resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.local_addr,
@@ -443,6 +445,7 @@ pub fn client_line(c: &Client, current: bool, tracking: Option<&ClientTracking>)
         c.out.buf.capacity(),
         c.memory_usage(),
         c.last_cmd,
+        user,
         tracking.map_or(-1, |t| t.redirect as i64),
         if c.out.proto.is_resp3() { 3 } else { 2 },
         s(&c.lib_name),
@@ -515,7 +518,7 @@ fn client_list(ctx: &mut Ctx, args: Args) {
                 text.push_str(&client_line(
                     c,
                     c.id == ctx.client.id,
-                    ctx.srv.tracking.of(c.id),
+                    ctx.srv,
                 ));
                 text.push('\n');
             }
@@ -528,7 +531,7 @@ fn client_list(ctx: &mut Ctx, args: Args) {
             text.push_str(&client_line(
                 c,
                 c.id == ctx.client.id,
-                ctx.srv.tracking.of(c.id),
+                ctx.srv,
             ));
             text.push('\n');
         }
@@ -538,7 +541,7 @@ fn client_list(ctx: &mut Ctx, args: Args) {
 
 /// CLIENT INFO
 fn client_info(ctx: &mut Ctx, _args: Args) {
-    let mut line = client_line(ctx.client, true, ctx.srv.tracking.of(ctx.client.id));
+    let mut line = client_line(ctx.client, true, ctx.srv);
     line.push('\n');
     ctx.client.out.verbatim(line.as_bytes());
 }
@@ -551,11 +554,11 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
         addr: Option<String>,
         laddr: Option<String>,
         kind: Option<TypeFilter>,
-        user_ok: bool,
+        user: Option<crate::acl::UserId>,
         maxage: Option<u64>,
     }
     let mut f = Filter {
-        user_ok: true,
+        user: None,
         ..Default::default()
     };
     let mut skipme = true;
@@ -587,9 +590,12 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
                     return;
                 }
             } else if is(k, "user") {
-                if vs != "default" {
-                    ctx.error(&format!("ERR No such user '{vs}'"));
-                    return;
+                match ctx.srv.acl.by_name(v) {
+                    Some(id) => f.user = Some(id),
+                    None => {
+                        ctx.error(&format!("ERR No such user '{vs}'"));
+                        return;
+                    }
                 }
             } else if is(k, "addr") {
                 f.addr = Some(vs);
@@ -625,7 +631,7 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
                 .as_ref()
                 .is_none_or(|a| c.local_addr.to_string() == *a)
             && f.kind.is_none_or(|k| type_matches(ctx.srv, c, k))
-            && f.user_ok
+            && f.user.is_none_or(|u| c.user == u)
             && f.maxage.is_none_or(|m| c.created.elapsed().as_secs() >= m)
     };
     let mut killed = 0;

@@ -217,6 +217,7 @@ impl CommandTable {
             list::COMMANDS,
             zset::COMMANDS,
             crate::scripting::eval::COMMANDS,
+            crate::acl::command::COMMANDS,
         ] {
             for spec in family {
                 specs.push(spec);

@@ -402,7 +402,22 @@ fn exec(ctx: &mut Ctx, _args: Args) {
     ctx.client.in_exec = true;
     ctx.srv.begin_exec_propagation();
     for q in &tx.queued {
-        ctx.srv.call(ctx.client, q.idx, q.args());
+        // Permissions may have changed since the command was queued.
+        let args = q.args();
+        if let Err((why, pos)) = ctx.srv.acl.check(ctx.client.user, q.idx, &args) {
+            ctx.srv.acl_denied(ctx.client, q.idx, &args, why, pos, crate::acl::log::Context::Multi);
+            let reason = match why {
+                crate::acl::Denied::Cmd => "no permission to execute the command or subcommand",
+                crate::acl::Denied::Key => "no permission to touch the specified keys",
+                crate::acl::Denied::Channel => {
+                    "no permission to access one of the channels used as arguments"
+                }
+                crate::acl::Denied::Auth => "no permission",
+            };
+            ctx.client.out.error(&format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}"));
+            continue;
+        }
+        ctx.srv.call(ctx.client, q.idx, args);
     }
     ctx.client.in_exec = false;
     ctx.client.last_cmd = "exec";

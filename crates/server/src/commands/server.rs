@@ -212,6 +212,10 @@ fn config_set(ctx: &mut Ctx, args: Args) {
             .scripting
             .set_heap_limit(next.lua_heap_limit as usize);
     }
+    if next.requirepass != ctx.srv.config.requirepass {
+        ctx.srv.acl.set_requirepass(next.requirepass.as_deref());
+    }
+    ctx.srv.acl.pubsub_default_all = next.acl_pubsub_default_all;
     ctx.srv.config = next;
     // A policy change switches the clock between LRU and LFU; a lower
     // limit starts evicting at once, as Redis does.
@@ -290,7 +294,8 @@ fn config_rewrite(ctx: &mut Ctx, _args: Args) {
         ctx.error("ERR The server is running without a config file");
         return;
     };
-    match rewrite_config_file(&path, &ctx.srv.config) {
+    let users = ctx.srv.acl_config_lines();
+    match rewrite_config_file(&path, &ctx.srv.config, users.as_deref()) {
         Ok(()) => ctx.client.out.ok(),
         Err(e) => ctx.error(&format!("ERR Rewriting config file: {e}")),
     }
@@ -299,7 +304,11 @@ fn config_rewrite(ctx: &mut Ctx, _args: Args) {
 /// Rewrites the config file in place: known options are updated where
 /// they stand, options that differ from their default are appended; the
 /// new file replaces the old atomically.
-fn rewrite_config_file(path: &str, cfg: &crate::config::Config) -> std::io::Result<()> {
+fn rewrite_config_file(
+    path: &str,
+    cfg: &crate::config::Config,
+    users: Option<&[String]>,
+) -> std::io::Result<()> {
     use crate::config::all_options;
     let defaults = crate::config::Config::default();
     let old = std::fs::read_to_string(path).unwrap_or_default();
@@ -311,6 +320,10 @@ fn rewrite_config_file(path: &str, cfg: &crate::config::Config) -> std::io::Resu
             .next()
             .unwrap_or("")
             .to_ascii_lowercase();
+        // The users are written from the ACL below (or live in aclfile).
+        if word == "user" {
+            continue;
+        }
         if let Some(o) =
             all_options().find(|o| o.name == word && !line.trim_start().starts_with('#'))
         {
@@ -339,6 +352,7 @@ fn rewrite_config_file(path: &str, cfg: &crate::config::Config) -> std::io::Resu
             ));
         }
     }
+    lines.extend(users.unwrap_or_default().iter().cloned());
     let tmp = format!("{path}.tmp-{}", std::process::id());
     std::fs::write(&tmp, lines.join("\n") + "\n")?;
     std::fs::File::open(&tmp)?.sync_all()?;

@@ -117,14 +117,6 @@ const PORT: Kind = Kind::Int(0, 65535);
 const INT_MAX: i64 = i32::MAX as i64;
 
 pub static ACCEPTED: &[ConfigOption] = &[
-    accepted!(
-        "acl-pubsub-default",
-        "resetchannels",
-        true,
-        Kind::Enum(&["allchannels", "resetchannels"])
-    ),
-    accepted!("aclfile", "", false, Kind::Str),
-    accepted!("acllog-max-len", "128", true, Kind::Int(0, i64::MAX)),
     accepted!("active-defrag-cycle-max", "25", true, Kind::Int(1, 99)),
     accepted!("active-defrag-cycle-min", "1", true, Kind::Int(1, 99)),
     accepted!(

@@ -145,6 +145,15 @@ pub struct Config {
     pub unixsocketperm: u32,
     pub protected_mode: bool,
     pub requirepass: Option<Vec<u8>>,
+    /// `aclfile`: the users file (`ACL LOAD`, `ACL SAVE`).
+    pub aclfile: Option<String>,
+    /// `acllog-max-len`: entries `ACL LOG` keeps.
+    pub acllog_max_len: u64,
+    /// `acl-pubsub-default allchannels`: new users may use every channel.
+    pub acl_pubsub_default_all: bool,
+    /// The config file's `user` lines, each the words after `user`
+    /// (applied when the server starts, as Redis).
+    pub users: Vec<Vec<String>>,
     pub maxclients: u64,
     /// `tracking-table-max-keys`: the most keys the client-side caching
     /// table remembers before it forgets random ones (0: no bound).
@@ -265,6 +274,10 @@ impl Default for Config {
             unixsocketperm: 0,
             protected_mode: true,
             requirepass: None,
+            aclfile: None,
+            acllog_max_len: 128,
+            acl_pubsub_default_all: false,
+            users: Vec::new(),
             maxclients: 0,
             timeout: 0,
             tcp_keepalive: 0,
@@ -689,6 +702,51 @@ pub static OPTIONS: &[ConfigOption] = &[
             .as_ref()
             .map(|p| String::from_utf8_lossy(p).into_owned())
             .unwrap_or_default()
+    ),
+    opt!(
+        "aclfile",
+        "",
+        false,
+        |c, a| {
+            let v = one(a)?;
+            c.aclfile = (!v.is_empty()).then(|| v.to_string());
+            Ok(())
+        },
+        |c| c.aclfile.clone().unwrap_or_default()
+    ),
+    opt!(
+        "acllog-max-len",
+        "128",
+        true,
+        |c, a| {
+            c.acllog_max_len = parse_int(a, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.acllog_max_len.to_string()
+    ),
+    opt!(
+        "acl-pubsub-default",
+        "resetchannels",
+        true,
+        |c, a| {
+            c.acl_pubsub_default_all = match one(a)?.to_ascii_lowercase().as_str() {
+                "allchannels" => true,
+                "resetchannels" => false,
+                _ => {
+                    return Err(
+                        "argument(s) must be one of the following: allchannels, resetchannels"
+                            .into(),
+                    )
+                }
+            };
+            Ok(())
+        },
+        |c| if c.acl_pubsub_default_all {
+            "allchannels"
+        } else {
+            "resetchannels"
+        }
+        .to_string()
     ),
     opt!(
         "tracking-table-max-keys",
@@ -1943,6 +2001,12 @@ impl Config {
                     .map(|&(s, l)| String::from_utf8_lossy(&buf[s..s + l]).into_owned())
                     .collect::<Vec<_>>()
             };
+            // `user <name> <rules...>`: not an option, a user to create
+            // (checked when the server builds its users).
+            if words[0].eq_ignore_ascii_case("user") && words.len() >= 2 {
+                cfg.users.push(words[1..].to_vec());
+                continue;
+            }
             let opt = find(&words[0])
                 .ok_or_else(|| err("Bad directive or wrong number of arguments".into()))?;
             (opt.set)(&mut cfg, &words[1..])

@@ -168,6 +168,8 @@ pub struct Client {
     pub lib_name: Option<Vec<u8>>,
     pub lib_ver: Option<Vec<u8>>,
     pub authenticated: bool,
+    /// The ACL user the connection runs as (`default` until `AUTH`).
+    pub user: crate::acl::UserId,
     pub reply_mode: ReplyMode,
     pub no_evict: bool,
     /// In monitor mode (`MONITOR`): every command the server runs is
@@ -224,7 +226,7 @@ impl Client {
     /// A client with no connection, that replays commands (the AOF loader,
     /// as Redis's `createAOFClient`): authenticated, its replies dropped.
     pub fn fake(id: u64, pool: &mut BufferPool) -> Self {
-        Self::with(
+        let mut c = Self::with(
             id,
             None,
             Addr::none(),
@@ -233,7 +235,9 @@ impl Client {
             Vec::new(),
             true,
             ReplyMode::Off,
-        )
+        );
+        c.user = crate::acl::NO_USER;
+        c
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -275,6 +279,7 @@ impl Client {
             lib_name: None,
             lib_ver: None,
             authenticated,
+            user: crate::acl::DEFAULT_USER,
             reply_mode,
             no_evict: false,
             monitor: false,

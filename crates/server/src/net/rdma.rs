@@ -142,7 +142,7 @@ impl Server {
         }
         let id = self.next_client_id;
         self.next_client_id += 1;
-        let authenticated = self.config.requirepass.is_none();
+        let authenticated = self.acl.default_open();
         let entry = self.clients.vacant_entry();
         let token = entry.key();
         let mut client = Client::new(id, conn, peer, local, &mut self.pool, authenticated);

@@ -852,7 +852,7 @@ impl Server {
         let refusal: &'static [u8] = if self.clients.len() as u64 >= self.config.maxclients {
             b"-ERR max number of clients reached\r\n"
         } else if self.config.protected_mode
-            && self.config.requirepass.is_none()
+            && self.acl.default_user().nopass
             && !peer.is_loopback()
         {
             PROTECTED_MODE_MSG
@@ -887,7 +887,7 @@ impl Server {
             }
             let id = self.next_client_id;
             self.next_client_id += 1;
-            let authenticated = self.config.requirepass.is_none();
+            let authenticated = self.acl.default_open();
             let entry = self.clients.vacant_entry();
             let token = entry.key();
             debug!("Accepted {addr}");

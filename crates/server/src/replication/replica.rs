@@ -419,6 +419,8 @@ impl Server {
             self.rdma_conns.tokens.push(token);
         }
         let mut c = Client::new(id, stream, addr, local, &mut self.pool, true);
+        // The master's stream is applied whatever the users' permissions.
+        c.user = crate::acl::NO_USER;
         c.token = token;
         c.db = db;
         if c.inbuf.len() < leftover.len() {

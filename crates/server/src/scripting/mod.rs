@@ -93,6 +93,9 @@ pub struct Running {
     /// (`run::run` removes `Running` before it returns).
     pub command: Option<ferrokv_resp::Args<'static>>,
     pub settings: run::RunSettings,
+    /// `redis.call`s the caller's user was refused: `ACL LOG` entries
+    /// added for the caller when the script ends.
+    pub acl_denials: Vec<(crate::acl::Denied, Vec<u8>)>,
 }
 
 /// Counters of `INFO`.

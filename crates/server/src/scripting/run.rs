@@ -161,6 +161,7 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
     };
 
     sc.db = ctx.client.db;
+    sc.user = ctx.client.user;
     sc.out.proto = Protocol::Resp2;
     sc.out.buf.clear();
     sc.out.error_codes.clear();
@@ -173,6 +174,7 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
         is_function: kind == Kind::Function,
         start: now,
         caller_id: ctx.client.id,
+        acl_denials: Vec::new(),
         wrote: false,
         kill: false,
         busy: false,
@@ -232,7 +234,11 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
         }
     };
     CURRENT.with(|c| c.set(None));
-    let running = ctx.srv.scripting.running.take().expect("set above");
+    let mut running = ctx.srv.scripting.running.take().expect("set above");
+    for (why, object) in std::mem::take(&mut running.acl_denials) {
+        ctx.srv
+            .acl_log(ctx.client, why, crate::acl::log::Context::Lua, object, None);
+    }
     sc.out.buf.clear();
     ctx.srv.scripting.client = Some(sc);
     if running.kill {
@@ -742,6 +748,24 @@ fn script_call(srv: &mut Server, client: &mut Client, argv: Args) -> Result<(), 
     }
     if spec.has(flags::NOSCRIPT) {
         return Err("This Redis command is not allowed from script".into());
+    }
+    if let Err((why, pos)) = srv.acl.check(client.user, idx, &argv) {
+        use crate::acl::Denied;
+        srv.acl.count_denial(why);
+        let object = match why {
+            Denied::Cmd => spec.name.as_bytes().to_vec(),
+            _ => argv.get(pos).to_vec(),
+        };
+        if let Some(run) = srv.scripting.running.as_mut() {
+            run.acl_denials.push((why, object));
+        }
+        return Err(match why {
+            Denied::Cmd => "The user executing the script can't run this command or subcommand",
+            Denied::Key => "The user executing the script can't access at least one of the keys mentioned in the command arguments",
+            Denied::Channel => "The user executing the script can't publish to the channel mentioned in the command",
+            Denied::Auth => "The user executing the script is lacking the permissions for the command",
+        }
+        .into());
     }
     let run = srv
         .scripting
