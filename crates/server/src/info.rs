@@ -586,6 +586,12 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
                 s.client_outbuf_limit_disconnections
             );
             f!("client_output_pauses:{}", s.client_output_pauses);
+            // ACL denials, with Redis 7.2's names (7.0 has none).
+            let a = srv.acl.stats;
+            f!("acl_access_denied_auth:{}", a.denied_auth);
+            f!("acl_access_denied_cmd:{}", a.denied_cmd);
+            f!("acl_access_denied_key:{}", a.denied_key);
+            f!("acl_access_denied_channel:{}", a.denied_channel);
         }
         "cpu" => {
             let ((u, sy), (mu, ms)) = cpu_times();

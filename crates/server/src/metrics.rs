@@ -529,6 +529,21 @@ fn collect_server(srv: &Server, r: &mut Registry) {
         "Failed key lookups by read commands.",
         s.keyspace_misses as f64,
     );
+    let a = srv.acl.stats;
+    let f = r.family(
+        "ferrokv_acl_denied_total",
+        "Commands and logins the ACL refused, by reason (INFO acl_access_denied_*).",
+        Kind::Counter,
+    );
+    f.sample(&[("reason", "auth")], a.denied_auth as f64);
+    f.sample(&[("reason", "command")], a.denied_cmd as f64);
+    f.sample(&[("reason", "key")], a.denied_key as f64);
+    f.sample(&[("reason", "channel")], a.denied_channel as f64);
+    r.gauge(
+        "ferrokv_acl_users",
+        "ACL users defined (ACL USERS).",
+        srv.acl.len() as f64,
+    );
     r.counter(
         "ferrokv_error_replies_total",
         "Error replies sent (INFO total_error_replies).",

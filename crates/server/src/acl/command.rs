@@ -9,7 +9,12 @@ use crate::net::client::Client;
 use crate::server::Server;
 use ferrokv_resp::Args;
 
-const fn cmd(name: &'static str, arity: i32, flags: u32, h: crate::commands::Handler) -> CommandSpec {
+const fn cmd(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    h: crate::commands::Handler,
+) -> CommandSpec {
     CommandSpec::new(name, arity, flags, h)
         .group("server")
         .since("6.0.0")
@@ -23,18 +28,30 @@ pub static COMMANDS: &[CommandSpec] = &[cmd("acl", -2, 0, acl_help)
     .subs(SUBS)];
 
 static SUBS: &[CommandSpec] = &[
-    cmd("acl|cat", -2, NOSCRIPT | LOADING | STALE, acl_cat)
-        .doc("List the ACL categories or the commands inside a category", "[categoryname]"),
+    cmd("acl|cat", -2, NOSCRIPT | LOADING | STALE, acl_cat).doc(
+        "List the ACL categories or the commands inside a category",
+        "[categoryname]",
+    ),
     cmd("acl|deluser", -3, ADMIN_SUB, acl_deluser)
         .complexity("O(1) amortized time considering the typical user.")
-        .doc("Remove the specified ACL users and the associated rules", "username [username ...]"),
+        .doc(
+            "Remove the specified ACL users and the associated rules",
+            "username [username ...]",
+        ),
     cmd("acl|dryrun", -4, ADMIN_SUB, acl_dryrun)
         .since("7.0.0")
-        .doc("Returns whether the user can execute the given command without executing the command.", "username command [arg [arg ...]]"),
-    cmd("acl|genpass", -2, NOSCRIPT | LOADING | STALE, acl_genpass)
-        .doc("Generate a pseudorandom secure password to use for ACL users", "[bits]"),
+        .doc(
+            "Returns whether the user can execute the given command without executing the command.",
+            "username command [arg [arg ...]]",
+        ),
+    cmd("acl|genpass", -2, NOSCRIPT | LOADING | STALE, acl_genpass).doc(
+        "Generate a pseudorandom secure password to use for ACL users",
+        "[bits]",
+    ),
     cmd("acl|getuser", 3, ADMIN_SUB, acl_getuser)
-        .complexity("O(N). Where N is the number of password, command and pattern rules that the user has.")
+        .complexity(
+            "O(N). Where N is the number of password, command and pattern rules that the user has.",
+        )
         .doc("Get the rules for a specific ACL user", "username"),
     cmd("acl|help", 2, LOADING | STALE, acl_help)
         .doc("Show helpful text about the different subcommands", ""),
@@ -46,18 +63,26 @@ static SUBS: &[CommandSpec] = &[
         .doc("Reload the ACLs from the configured ACL file", ""),
     cmd("acl|log", -2, ADMIN_SUB, acl_log)
         .complexity("O(N) with N being the number of entries shown.")
-        .doc("List latest events denied because of ACLs in place", "[count|RESET]"),
+        .doc(
+            "List latest events denied because of ACLs in place",
+            "[count|RESET]",
+        ),
     cmd("acl|save", 2, ADMIN_SUB, acl_save)
         .complexity("O(N). Where N is the number of configured users.")
         .doc("Save the current ACL rules in the configured ACL file", ""),
     cmd("acl|setuser", -3, ADMIN_SUB, acl_setuser)
         .complexity("O(N). Where N is the number of rules provided.")
-        .doc("Modify or create the rules for a specific ACL user", "username [rule [rule ...]]"),
+        .doc(
+            "Modify or create the rules for a specific ACL user",
+            "username [rule [rule ...]]",
+        ),
     cmd("acl|users", 2, ADMIN_SUB, acl_users)
         .complexity("O(N). Where N is the number of configured users.")
         .doc("List the username of all the configured ACL rules", ""),
-    cmd("acl|whoami", 2, NOSCRIPT | LOADING | STALE, acl_whoami)
-        .doc("Return the name of the user associated to the current connection", ""),
+    cmd("acl|whoami", 2, NOSCRIPT | LOADING | STALE, acl_whoami).doc(
+        "Return the name of the user associated to the current connection",
+        "",
+    ),
 ];
 
 const HELP: &[&str] = &[
@@ -88,6 +113,14 @@ const HELP: &[&str] = &[
     "WHOAMI",
     "    Return the current connection username.",
 ];
+
+/// Redis's `addReplySubcommandSyntaxError`.
+fn subcommand_syntax(ctx: &mut Ctx, args: &Args) {
+    ctx.error(&format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try ACL HELP.",
+        String::from_utf8_lossy(crate::server::c_str(args.get(1), 128))
+    ));
+}
 
 /// ACL HELP
 fn acl_help(ctx: &mut Ctx, _args: Args) {
@@ -286,7 +319,7 @@ pub fn user_name(acl: &Acl, id: UserId) -> Vec<u8> {
 /// ACL CAT [category]
 fn acl_cat(ctx: &mut Ctx, args: Args) {
     if args.len() > 3 {
-        ctx.wrong_args("acl|cat");
+        subcommand_syntax(ctx, &args);
         return;
     }
     if args.len() == 2 {
@@ -321,7 +354,7 @@ fn acl_cat(ctx: &mut Ctx, args: Args) {
 /// ACL LOG [count|RESET]
 fn acl_log(ctx: &mut Ctx, args: Args) {
     if args.len() > 3 {
-        ctx.wrong_args("acl|log");
+        subcommand_syntax(ctx, &args);
         return;
     }
     let mut count = 10usize;
@@ -332,15 +365,22 @@ fn acl_log(ctx: &mut Ctx, args: Args) {
             return;
         }
         match ferrokv_resp::parse_i64(args.get(2)) {
-            Some(n) if n >= 0 => count = n as usize,
-            _ => {
-                ctx.error("ERR value is out of range, must be positive");
+            Some(n) => count = n.max(0) as usize,
+            None => {
+                ctx.error(crate::commands::err::NOT_INTEGER);
                 return;
             }
         }
     }
-    let entries: Vec<super::log::Entry> =
-        ctx.srv.acl.log.entries.iter().take(count).cloned().collect();
+    let entries: Vec<super::log::Entry> = ctx
+        .srv
+        .acl
+        .log
+        .entries
+        .iter()
+        .take(count)
+        .cloned()
+        .collect();
     let out = &mut ctx.client.out;
     out.array(entries.len());
     for e in entries {
@@ -396,9 +436,8 @@ fn acl_load(ctx: &mut Ctx, _args: Args) {
 /// user other than `default` is closed (as Redis, whose users are all new
 /// objects after a load).
 pub fn load_file(srv: &mut Server, me: Option<&mut Client>, path: &str) -> Result<(), String> {
-    let text = std::fs::read(path).map_err(|e| {
-        format!("Error loading ACLs, opening file '{path}': {e}")
-    })?;
+    let text = std::fs::read(path)
+        .map_err(|e| format!("Error loading ACLs, opening file '{path}': {e}"))?;
     let set = super::file::parse(&text, path, &srv.acl.catalog, srv.acl.pubsub_default_all)?;
     let old = srv.acl.replace_all(set);
     let mut doomed = Vec::new();
@@ -425,13 +464,17 @@ pub fn load_file(srv: &mut Server, me: Option<&mut Client>, path: &str) -> Resul
 /// ACL GENPASS [bits]
 fn acl_genpass(ctx: &mut Ctx, args: Args) {
     if args.len() > 3 {
-        ctx.wrong_args("acl|genpass");
+        subcommand_syntax(ctx, &args);
         return;
     }
     let bits = if args.len() == 3 {
         match ferrokv_resp::parse_i64(args.get(2)) {
             Some(b) if (1..=4096).contains(&b) => b as usize,
-            _ => {
+            None => {
+                ctx.error(crate::commands::err::NOT_INTEGER);
+                return;
+            }
+            Some(_) => {
                 ctx.error("ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096");
                 return;
             }

@@ -14,9 +14,15 @@ use super::Catalog;
 use std::io::Write;
 
 /// Parses an ACL file's text into users (`filename` for the messages).
-pub fn parse(text: &[u8], filename: &str, catalog: &Catalog, all_channels: bool) -> Result<Vec<User>, String> {
+pub fn parse(
+    text: &[u8],
+    filename: &str,
+    catalog: &Catalog,
+    all_channels: bool,
+) -> Result<Vec<User>, String> {
     let mut errors = String::new();
     let mut users: Vec<User> = Vec::new();
+    let mut seen: Vec<Vec<u8>> = Vec::new();
     for (i, raw) in text.split(|&c| c == b'\n').enumerate() {
         let linenum = i + 1;
         let line = trim(raw, b" \t\r\n");
@@ -38,13 +44,14 @@ pub fn parse(text: &[u8], filename: &str, catalog: &Catalog, all_channels: bool)
             ));
             continue;
         }
-        if users.iter().any(|u| u.name == name) {
+        if seen.iter().any(|n| n == name) {
             errors.push_str(&format!(
                 "WARNING: Duplicate user '{}' found on line {linenum}. ",
                 String::from_utf8_lossy(name)
             ));
             continue;
         }
+        seen.push(name.to_vec());
         let mut u = User::new(name, catalog, all_channels);
         let args = match merge_selector_args(&argv[2..]) {
             Ok(a) => a,
@@ -87,7 +94,10 @@ pub fn parse(text: &[u8], filename: &str, catalog: &Catalog, all_channels: bool)
 
 fn trim<'a>(s: &'a [u8], set: &[u8]) -> &'a [u8] {
     let start = s.iter().position(|c| !set.contains(c)).unwrap_or(s.len());
-    let end = s.iter().rposition(|c| !set.contains(c)).map_or(start, |e| e + 1);
+    let end = s
+        .iter()
+        .rposition(|c| !set.contains(c))
+        .map_or(start, |e| e + 1);
     &s[start..end]
 }
 
@@ -133,7 +143,11 @@ pub fn write_atomically(path: &str, body: &[u8]) -> std::io::Result<()> {
 /// Applies the config file's `user` lines (each the words after `user`)
 /// to a fresh set, as Redis's `ACLLoadConfiguredUsers`: `Err` names the
 /// rule refused, in Redis's words.
-pub fn from_config_lines(lines: &[Vec<String>], catalog: &Catalog, all_channels: bool) -> Result<Vec<User>, String> {
+pub fn from_config_lines(
+    lines: &[Vec<String>],
+    catalog: &Catalog,
+    all_channels: bool,
+) -> Result<Vec<User>, String> {
     let mut users: Vec<User> = Vec::new();
     for words in lines {
         let Some(name) = words.first() else { continue };

@@ -252,7 +252,11 @@ fn fixed_keys(spec: &CommandSpec) -> Option<(i32, i32, i32, u8)> {
             },
         ) if first > 0 && keystep > 0 => Some((
             first,
-            if lastkey >= 0 { first + lastkey } else { lastkey },
+            if lastkey >= 0 {
+                first + lastkey
+            } else {
+                lastkey
+            },
             keystep,
             key_perm(s.flags),
         )),
@@ -424,7 +428,12 @@ impl Acl {
     /// Whether user `id` may run command `idx` with `argv` (the name
     /// first): `Err` with the reason and the argument it is about.
     #[inline]
-    pub fn check(&self, id: UserId, idx: usize, argv: &ferrokv_resp::Args) -> Result<(), (Denied, usize)> {
+    pub fn check(
+        &self,
+        id: UserId,
+        idx: usize,
+        argv: &ferrokv_resp::Args,
+    ) -> Result<(), (Denied, usize)> {
         match self.users.get(id as usize) {
             Some(u) if u.unrestricted => Ok(()),
             Some(u) => u.check(&self.catalog, idx, argv),

@@ -217,11 +217,6 @@ impl Selector {
             (PERM_ALL, 1)
         };
         let pattern = op[offset.min(op.len())..].to_vec();
-        if pattern == b"*" && perm == PERM_ALL {
-            self.all_keys = true;
-            self.keys.clear();
-            return Ok(());
-        }
         match self.keys.iter_mut().find(|k| k.pattern == pattern) {
             Some(k) => k.perm |= perm,
             None => self.keys.push(KeyPattern { pattern, perm }),
@@ -394,7 +389,10 @@ impl Selector {
                 }
             }
         }
-        debug_assert!(fake.allowed == self.allowed, "ACL description lost a command");
+        debug_assert!(
+            fake.allowed == self.allowed,
+            "ACL description lost a command"
+        );
         rules.pop();
         rules
     }
@@ -524,13 +522,23 @@ impl User {
 
     /// Applies one rule (Redis's `ACLSetUser`); `all_channels` is
     /// `acl-pubsub-default` for `reset` and new selectors.
-    pub fn apply(&mut self, catalog: &Catalog, all_channels: bool, op: &[u8]) -> Result<(), RuleError> {
+    pub fn apply(
+        &mut self,
+        catalog: &Catalog,
+        all_channels: bool,
+        op: &[u8],
+    ) -> Result<(), RuleError> {
         let r = self.apply_inner(catalog, all_channels, op);
         self.refresh();
         r
     }
 
-    fn apply_inner(&mut self, catalog: &Catalog, all_channels: bool, op: &[u8]) -> Result<(), RuleError> {
+    fn apply_inner(
+        &mut self,
+        catalog: &Catalog,
+        all_channels: bool,
+        op: &[u8],
+    ) -> Result<(), RuleError> {
         if op.is_empty() {
             return Ok(());
         }
@@ -550,17 +558,18 @@ impl User {
             }
             b"clearselectors" => self.selectors.truncate(1),
             b"reset" => {
-                for r in [
-                    &b"resetpass"[..],
-                    b"resetkeys",
-                    b"resetchannels",
-                ] {
+                for r in [&b"resetpass"[..], b"resetkeys", b"resetchannels"] {
                     self.apply_inner(catalog, all_channels, r)?;
                 }
                 if all_channels {
                     self.apply_inner(catalog, all_channels, b"allchannels")?;
                 }
-                for r in [&b"off"[..], b"sanitize-payload", b"clearselectors", b"-@all"] {
+                for r in [
+                    &b"off"[..],
+                    b"sanitize-payload",
+                    b"clearselectors",
+                    b"-@all",
+                ] {
                     self.apply_inner(catalog, all_channels, r)?;
                 }
             }
@@ -667,7 +676,12 @@ impl User {
     /// `ACLCheckAllUserCommandPerm`): when every selector refuses, the
     /// reason reported is a command refusal only if all refused the
     /// command, else the highest reason at the last argument.
-    pub fn check(&self, catalog: &Catalog, idx: usize, argv: &ferrokv_resp::Args) -> Result<(), (Denied, usize)> {
+    pub fn check(
+        &self,
+        catalog: &Catalog,
+        idx: usize,
+        argv: &ferrokv_resp::Args,
+    ) -> Result<(), (Denied, usize)> {
         let mut worst = (Denied::Cmd, 0usize);
         for s in &self.selectors {
             match s.check(catalog, idx, argv) {
@@ -711,7 +725,11 @@ impl User {
         if self.selectors.iter().any(|s| s.all_channels) {
             return true;
         }
-        let upcoming: Vec<&Vec<u8>> = new.selectors.iter().flat_map(|s| s.channels.iter()).collect();
+        let upcoming: Vec<&Vec<u8>> = new
+            .selectors
+            .iter()
+            .flat_map(|s| s.channels.iter())
+            .collect();
         self.selectors
             .iter()
             .flat_map(|s| s.channels.iter())
@@ -748,5 +766,6 @@ pub fn merge_selector_args(args: &[&[u8]]) -> Result<Vec<Vec<u8>>, usize> {
 
 /// Whether a user name is refused (Redis's `ACLStringHasSpaces`).
 pub fn bad_name(name: &[u8]) -> bool {
-    name.iter().any(|&c| c.is_ascii_whitespace() || c == 0 || c == 0x0b)
+    name.iter()
+        .any(|&c| c.is_ascii_whitespace() || c == 0 || c == 0x0b)
 }

@@ -413,7 +413,8 @@ fn client_flags(c: &Client, tracking: Option<&ClientTracking>) -> String {
 /// One line of `CLIENT LIST` / `CLIENT INFO`, in Redis's field order.
 pub fn client_line(c: &Client, current: bool, srv: &crate::server::Server) -> String {
     let tracking = srv.tracking.of(c.id);
-    let user = String::from_utf8_lossy(&crate::acl::command::user_name(&srv.acl, c.user)).into_owned();
+    let user =
+        String::from_utf8_lossy(&crate::acl::command::user_name(&srv.acl, c.user)).into_owned();
     let s = |o: &Option<Vec<u8>>| {
         o.as_ref()
             .map(|v| String::from_utf8_lossy(v).into_owned())
@@ -515,11 +516,7 @@ fn client_list(ctx: &mut Ctx, args: Args) {
         let by_id: hashbrown::HashMap<u64, &Client> = all.iter().map(|c| (c.id, *c)).collect();
         for id in ids {
             if let Some(c) = by_id.get(&id) {
-                text.push_str(&client_line(
-                    c,
-                    c.id == ctx.client.id,
-                    ctx.srv,
-                ));
+                text.push_str(&client_line(c, c.id == ctx.client.id, ctx.srv));
                 text.push('\n');
             }
         }
@@ -528,11 +525,7 @@ fn client_list(ctx: &mut Ctx, args: Args) {
             if only_type.is_some_and(|f| !type_matches(ctx.srv, c, f)) {
                 continue;
             }
-            text.push_str(&client_line(
-                c,
-                c.id == ctx.client.id,
-                ctx.srv,
-            ));
+            text.push_str(&client_line(c, c.id == ctx.client.id, ctx.srv));
             text.push('\n');
         }
     }

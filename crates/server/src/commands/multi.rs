@@ -405,7 +405,14 @@ fn exec(ctx: &mut Ctx, _args: Args) {
         // Permissions may have changed since the command was queued.
         let args = q.args();
         if let Err((why, pos)) = ctx.srv.acl.check(ctx.client.user, q.idx, &args) {
-            ctx.srv.acl_denied(ctx.client, q.idx, &args, why, pos, crate::acl::log::Context::Multi);
+            ctx.srv.acl_denied(
+                ctx.client,
+                q.idx,
+                &args,
+                why,
+                pos,
+                crate::acl::log::Context::Multi,
+            );
             let reason = match why {
                 crate::acl::Denied::Cmd => "no permission to execute the command or subcommand",
                 crate::acl::Denied::Key => "no permission to touch the specified keys",

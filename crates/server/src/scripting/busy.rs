@@ -132,7 +132,10 @@ fn command(srv: &mut Server, c: &mut Client, args: Args) {
         spec = Some(s);
     }
     let refuse = match spec {
-        Some(s) if s.arity_ok(args.len()) && (c.authenticated || s.has(flags::NO_AUTH) || srv.acl.default_open()) => {
+        Some(s)
+            if s.arity_ok(args.len())
+                && (c.authenticated || s.has(flags::NO_AUTH) || srv.acl.default_open()) =>
+        {
             !s.has(flags::ALLOW_BUSY)
                 || (s.name == "shutdown"
                     && !args

@@ -517,6 +517,16 @@ impl ServerProcess {
         )
     }
 
+    /// Starts the real redis-server as `redis-server <conf_path> --port P ...`.
+    pub fn redis_with_conf(conf_path: &str) -> ServerProcess {
+        Self::spawn_after(
+            "redis",
+            "redis-server",
+            &[conf_path],
+            &["--save", "", "--appendonly", "no"],
+        )
+    }
+
     /// Starts ferrokv-server under `ulimit -n <nofile>` (through `sh`).
     pub fn ferrokv_with_nofile(nofile: u32, extra: &[&str]) -> ServerProcess {
         let script = format!("ulimit -n {nofile} && exec \"$0\" \"$@\"");
