@@ -819,6 +819,7 @@ impl Generator {
                 0 => vec![b("OBJECT"), b(self.pick(&["FOO", "encoding"])), src],
                 1 => vec![b("OBJECT"), b("FREQ"), src],
                 2 => vec![b("OBJECT"), b("HELP")],
+                9 => return self.acl_command(src),
                 4 => {
                     let mut args = vec![b("MEMORY"), b("USAGE"), src];
                     match self.rng.gen_range(0..4) {
@@ -906,6 +907,51 @@ impl Generator {
                 a
             }
             _ => vec![b("DEL"), src],
+        };
+        Command::new(args, Exact)
+    }
+
+    /// ACL users (never `default`, so the session's connections stay
+    /// logged in) and what they may run: SETUSER with rules valid and not,
+    /// DRYRUN of commands on the session's keys, DELUSER, USERS, WHOAMI,
+    /// CAT. Not LIST/GETUSER: Redis spells a user's commands in its
+    /// dictionary's order (tests/acl.rs compares them by what they allow).
+    fn acl_command(&mut self, key: Vec<u8>) -> Command {
+        use Check::*;
+        let b = |s: &str| s.as_bytes().to_vec();
+        let user = b(self.pick(&["u0", "u1", "u2", "nosuch"]));
+        const RULES: &[&str] = &[
+            "on", "off", "nopass", ">pw", "<pw", "resetpass", "~k*", "~*", "%R~k*", "%W~s*",
+            "allkeys", "resetkeys", "+get", "-get", "+set", "+@all", "-@all", "+@read",
+            "-@write", "+@string", "-@dangerous", "&c*", "&*", "resetchannels", "+select|0",
+            "+config|get", "(+set ~x*)", "(+get", "clearselectors", "reset", "+nosuch",
+            "+@nosuch", "#bad", "%X~k", "", "+client|id|x",
+        ];
+        let args = match self.rng.gen_range(0..8) {
+            0..=2 => {
+                let mut a = vec![b("ACL"), b("SETUSER"), user];
+                for _ in 0..self.rng.gen_range(0..5) {
+                    a.push(b(self.pick(RULES)));
+                }
+                a
+            }
+            3..=4 => {
+                let mut a = vec![b("ACL"), b("DRYRUN"), user];
+                match self.rng.gen_range(0..5) {
+                    0 => a.extend([b("GET"), key]),
+                    1 => a.extend([b("SET"), key, self.value()]),
+                    2 => a.extend([b("PUBLISH"), b(self.pick(&["c1", "d1"])), b("m")]),
+                    3 => a.extend([b("SELECT"), b(self.pick(&["0", "1"]))]),
+                    _ => a.extend([b("CONFIG"), b(self.pick(&["GET", "SET"])), b("x")]),
+                }
+                a
+            }
+            5 => vec![b("ACL"), b("DELUSER"), user],
+            6 => vec![b("ACL"), b(self.pick(&["USERS", "WHOAMI"]))],
+            _ => {
+                let cat = self.pick(&["string", "list", "nosuch"]);
+                return Command::new(vec![b("ACL"), b("CAT"), b(cat)], Sorted);
+            }
         };
         Command::new(args, Exact)
     }
