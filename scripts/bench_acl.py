@@ -22,7 +22,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, cli, free_port  # noqa: E402
+from benchlib import ROOT, cli, cpu_seconds, free_port  # noqa: E402
 
 RULES = ["on", ">benchpw", "resetkeys", "~key:*", "~counter:*", "-@all", "+get", "+set",
          "+ping", "+config|get", "+info"]
@@ -72,23 +72,31 @@ def main():
         assert cli(port, "ACL", "SETUSER", "app", *RULES) == "OK"
     pairs = [(s, u) for s in ports for u in (False, True)]
     figures = {(s, u, t): [] for s, u in pairs for t in ("get", "set")}
+    cpu = {(s, u, t): [] for s, u in pairs for t in ("get", "set")}
     try:
         for r in range(a.rounds):
             order = pairs[r % len(pairs):] + pairs[:r % len(pairs)]
             for s, u in order:
                 for t in ("set", "get"):
+                    c0 = cpu_seconds(servers[s].pid)
                     figures[(s, u, t)].append(bench(ports[s], t, u, a))
+                    cpu[(s, u, t)].append((cpu_seconds(servers[s].pid) - c0) / a.requests * 1e9)
     finally:
         for p in servers.values():
             p.terminate()
     print(f"redis-benchmark -c {a.clients} -P {a.pipeline} -n {a.requests}, "
           f"medians of {a.rounds} interleaved rounds (requests/s)")
-    print(f"{'':8} {'':4} {'default':>12} {'restricted':>12} {'restricted/default':>19}")
+    print("throughput in requests/s; server CPU in ns per request (user+system, /proc)")
+    print(f"{'':8} {'':4} {'default':>10} {'restricted':>11} {'ratio':>6}"
+          f" {'cpu default':>12} {'cpu restr.':>11} {'ratio':>6}")
     for s in ports:
         for t in ("get", "set"):
             d0 = statistics.median(figures[(s, False, t)])
             d1 = statistics.median(figures[(s, True, t)])
-            print(f"{s:8} {t.upper():4} {d0:12.0f} {d1:12.0f} {d1 / d0:19.3f}")
+            c0 = statistics.median(cpu[(s, False, t)])
+            c1 = statistics.median(cpu[(s, True, t)])
+            print(f"{s:8} {t.upper():4} {d0:10.0f} {d1:11.0f} {d1 / d0:6.3f}"
+                  f" {c0:12.0f} {c1:11.0f} {c1 / c0:6.3f}")
 
 
 if __name__ == "__main__":

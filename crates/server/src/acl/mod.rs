@@ -20,6 +20,16 @@
 //! keys: commands whose keys sit at fixed positions (GET, SET, HSET, ...)
 //! are checked from precomputed positions without allocating; others
 //! through the key specs (`COMMAND GETKEYS`'s finder).
+//!
+//! # Hostile input
+//!
+//! A rule's work is linear in its length (a category walks the command
+//! table once); patterns are matched by the store's polynomial glob
+//! (`ferrokv_store::pattern`), so no key or channel pattern a user is given
+//! can make a check slow; `ACL LOG` keeps `acllog-max-len` entries and
+//! `ACL GENPASS` at most 4096 bits. `ACL SETUSER`'s arguments are redacted
+//! in `MONITOR` and `SLOWLOG`. The hostile-input sweep runs every ACL
+//! subcommand (tests/hostile/table.rs takes them from the command table).
 
 pub mod command;
 pub mod file;

@@ -121,16 +121,20 @@ impl SlowLog {
 /// The arguments as Redis keeps them: at most [`MAX_ARGC`], the last of
 /// which says how many more there were; each at most [`MAX_STRING`] bytes
 /// followed by how many more there were; passwords (`AUTH`'s arguments,
-/// `HELLO ... AUTH user pass`) redacted as Redis redacts them.
+/// `HELLO ... AUTH user pass`, `ACL SETUSER`'s rules) redacted as Redis
+/// redacts them.
 fn trim_argv(args: &Args) -> Vec<Vec<u8>> {
     let argc = args.len();
     let kept = argc.min(MAX_ARGC);
     let is_auth = super::is(args.get(0), "auth");
     let is_hello = super::is(args.get(0), "hello");
+    // ACL SETUSER: the user name and every rule (passwords among them).
+    let is_setuser =
+        argc >= 2 && super::is(args.get(0), "acl") && super::is(args.get(1), "setuser");
     let mut hello_secret_until = 0;
     let mut out = Vec::with_capacity(kept);
     for (j, a) in args.iter().take(kept).enumerate() {
-        let secret = j > 0 && (is_auth || j <= hello_secret_until);
+        let secret = j > 0 && (is_auth || j <= hello_secret_until || (is_setuser && j >= 2));
         if is_hello && j >= 2 && hello_secret_until < j && super::is(a, "auth") {
             hello_secret_until = j + 2;
         }
@@ -252,6 +256,29 @@ mod tests {
         push(&mut log, 100, 128, 100, &[b"get", b"k"]);
         assert_eq!(log.len(), 2);
         assert_eq!(log.last_id(), Some(1));
+    }
+
+    #[test]
+    fn acl_setuser_rules_are_redacted() {
+        let mut log = SlowLog::default();
+        push(
+            &mut log,
+            0,
+            10,
+            0,
+            &[b"ACL", b"SETUSER", b"u", b">pw", b"on"],
+        );
+        let r = b"(redacted)".to_vec();
+        assert_eq!(
+            log.entries[0].argv,
+            vec![
+                b"ACL".to_vec(),
+                b"SETUSER".to_vec(),
+                r.clone(),
+                r.clone(),
+                r
+            ]
+        );
     }
 
     #[test]
