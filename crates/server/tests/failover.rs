@@ -119,7 +119,15 @@ fn switch(master: ServerProcess, replica: ServerProcess) {
     }
     wait_converged(&master, &replica, 15);
     let port = replica.port.to_string();
-    assert_eq!(m.cmd(&["FAILOVER", "TO", "127.0.0.1", &port]), ok());
+    // A diskless Redis master puts its replica online on the replica's
+    // first ACK after the transfer, which may come after the offsets met.
+    common::wait_for("the replica online on its master", 10, || {
+        master
+            .info_field("replication", "slave0")
+            .filter(|s| s.contains("state=online"))
+    });
+    let reply = m.cmd(&["FAILOVER", "TO", "127.0.0.1", &port]);
+    assert_eq!(reply, ok(), "{:?}", m.cmd(&["INFO", "replication"]));
     wait_for("the roles to swap", 15, || {
         (role(&master) == "slave"
             && role(&replica) == "master"
