@@ -27,6 +27,10 @@ const FERROKV_ONLY: &[&str] = &[
     "client_query_buffer_limit_disconnections",
     "client_output_buffer_limit_disconnections",
     "client_output_pauses",
+    "acl_access_denied_auth",
+    "acl_access_denied_cmd",
+    "acl_access_denied_key",
+    "acl_access_denied_channel",
 ];
 
 /// (section, field) in the order printed; `None` for a section header.
