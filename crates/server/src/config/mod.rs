@@ -143,6 +143,8 @@ pub struct Config {
     pub unixsocket: Option<String>,
     /// `unixsocketperm`: the socket file's mode (0: as the umask leaves it).
     pub unixsocketperm: u32,
+    /// The `tls-*` configs (`config/tls.rs`).
+    pub tls: crate::net::tls::TlsSettings,
     pub protected_mode: bool,
     pub requirepass: Option<Vec<u8>>,
     pub maxclients: u64,
@@ -263,6 +265,7 @@ impl Default for Config {
             port: 0,
             unixsocket: None,
             unixsocketperm: 0,
+            tls: Default::default(),
             protected_mode: true,
             requirepass: None,
             maxclients: 0,
@@ -605,6 +608,9 @@ macro_rules! opt {
         }
     };
 }
+
+// After `opt!`: the TLS options use it.
+pub mod tls;
 
 /// Every option the server has, with Redis's names and defaults (except
 /// `dir`, which defaults to a `data` folder under the working directory).
@@ -1439,7 +1445,11 @@ pub fn find(name: &str) -> Option<&'static ConfigOption> {
 /// Every option: the server's, replication's, and those accepted but not
 /// acted on.
 pub fn all_options() -> impl Iterator<Item = &'static ConfigOption> {
-    OPTIONS.iter().chain(REPL_OPTIONS).chain(accepted::ACCEPTED)
+    OPTIONS
+        .iter()
+        .chain(REPL_OPTIONS)
+        .chain(tls::TLS_OPTIONS)
+        .chain(accepted::ACCEPTED)
 }
 
 fn parse_replicaof(c: &mut Config, a: &[String]) -> Result<(), String> {
