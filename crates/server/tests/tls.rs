@@ -677,3 +677,63 @@ fn the_replica_link_refuses_a_master_certificate_without_its_address() {
         ferrokv_resp::Frame::Integer(0)
     );
 }
+
+#[test]
+fn a_redis_replica_syncs_from_a_ferrokv_tls_master() {
+    let pki = Pki::new("test CA");
+    let master_pair = pki.server();
+    let replica_pair = pki.issue("replica", &["localhost", "127.0.0.1"], false, false);
+    let master = tls_server(false, &pki, &master_pair, &[]);
+    let tls_port = master.free_port.unwrap();
+    let mut m = master.raw();
+    let big = "x".repeat(1024 * 1024);
+    for i in 0..50 {
+        m.cmd(&["SET", &format!("k{i}"), &format!("v{i}")]);
+    }
+    m.cmd(&["SET", "big", &big]);
+    let replica = tls_server(
+        true,
+        &pki,
+        &replica_pair,
+        &[
+            "--tls-replication",
+            "yes",
+            "--replicaof",
+            "127.0.0.1",
+            leak(PathBuf::from(tls_port.to_string())),
+        ],
+    );
+    wait_for("the replica's link", 20, || {
+        (replica
+            .info_field("replication", "master_link_status")
+            .as_deref()
+            == Some("up"))
+        .then_some(())
+    });
+    m.cmd(&["SET", "after", "sync"]);
+    wait_for("the stream", 10, || {
+        let v = replica.raw().cmd(&["GET", "after"]);
+        (v.as_bytes() == Some(&b"sync"[..])).then_some(())
+    });
+    assert_eq!(
+        replica.raw().cmd(&["GET", "k42"]).as_bytes().unwrap(),
+        b"v42"
+    );
+    assert_eq!(
+        replica.raw().cmd(&["STRLEN", "big"]),
+        ferrokv_resp::Frame::Integer(1024 * 1024)
+    );
+    assert_eq!(
+        replica.raw().cmd(&["DBSIZE"]),
+        ferrokv_resp::Frame::Integer(52)
+    );
+    // The master sees it as a TLS client, online.
+    let line = master.info_field("replication", "slave0").unwrap();
+    assert!(line.contains("state=online"), "{line}");
+    assert_eq!(
+        master
+            .info_field("clients", "connected_clients_tls")
+            .as_deref(),
+        Some("1")
+    );
+}
