@@ -737,3 +737,40 @@ fn a_redis_replica_syncs_from_a_ferrokv_tls_master() {
         Some("1")
     );
 }
+
+#[test]
+fn tls_configs_have_redis_names_defaults_and_checks() {
+    let ours = ServerProcess::ferrokv(&[]);
+    let redis = ServerProcess::redis(&[]);
+    let (mut f, mut r) = (ours.raw(), redis.raw());
+    let pairs = |fr: ferrokv_resp::Frame| -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+        match fr {
+            ferrokv_resp::Frame::Array(v) => v
+                .chunks(2)
+                .map(|c| {
+                    (
+                        c[0].as_bytes().unwrap().to_vec(),
+                        c[1].as_bytes().unwrap().to_vec(),
+                    )
+                })
+                .collect(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let get = ["CONFIG", "GET", "tls-*"];
+    let ours_all = pairs(f.cmd(&get));
+    assert_eq!(ours_all.len(), 20, "{ours_all:?}");
+    assert_eq!(ours_all, pairs(r.cmd(&get)));
+    for args in [
+        &["CONFIG", "SET", "tls-auth-clients", "maybe"][..],
+        &["CONFIG", "SET", "tls-auth-clients", "optional"],
+        &["CONFIG", "SET", "tls-session-cache-size", "-1"],
+        &["CONFIG", "SET", "tls-replication", "x"],
+        &["CONFIG", "SET", "tls-prefer-server-ciphers", "yes"],
+        // TLS not in use: paths are kept unchecked, as Redis does.
+        &["CONFIG", "SET", "tls-cert-file", "/nonexistent"],
+    ] {
+        assert_eq!(f.cmd(args), r.cmd(args), "{args:?}");
+    }
+    assert_eq!(pairs(f.cmd(&get)), pairs(r.cmd(&get)));
+}
