@@ -9,8 +9,9 @@
 //! written with `fi_writedata`, accepted on the `rdma-bind` listener; see
 //! `net/rdma.rs` and docs/rdma.md). Each is a variant of an enum rather than
 //! a trait object, so a TCP read or write costs one predictable branch over
-//! calling the socket directly; a new kind (TLS) is one more variant with
-//! its own `read`/`write`/`Source` arms.
+//! calling the socket directly. TLS (`net/tls.rs`) is one more variant:
+//! a rustls session over the TCP socket, registered as the socket is, with
+//! [`Conn::drain`] telling a flush whether rustls still holds ciphertext.
 //!
 //! An RDMA connection differs in one way the reactor sees: its readiness
 //! comes from its completion and event queues' fds, which say "something
