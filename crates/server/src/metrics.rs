@@ -278,6 +278,22 @@ fn collect_server(srv: &Server, r: &mut Registry) {
     for t in crate::net::conn::Transport::ALL {
         f.sample(&[("transport", t.name())], srv.clients_on(t) as f64);
     }
+    // TLS handshakes (net/tls.rs counts them as they end).
+    for (name, help, v) in [
+        (
+            "ferrokv_tls_handshakes_total",
+            "TLS handshakes completed (accepted connections and outgoing replication links).",
+            &crate::net::tls::HANDSHAKES,
+        ),
+        (
+            "ferrokv_tls_handshake_failures_total",
+            "TLS handshakes that failed (certificate refused, protocol error, peer gone mid-handshake).",
+            &crate::net::tls::HANDSHAKE_FAILURES,
+        ),
+    ] {
+        r.family(name, help, Kind::Counter)
+            .sample(&[], v.load(std::sync::atomic::Ordering::Relaxed) as f64);
+    }
     // RDMA client connections (INFO rdma's rdma_conn_*), open and closed.
     let t = srv.rdma_conn_totals();
     for (name, help, v) in [

@@ -188,6 +188,9 @@ pub struct Server {
     /// The listening sockets (the reactor accepts on them; so does a busy
     /// script's pump).
     pub listeners: Vec<crate::net::conn::Listener>,
+    /// The rustls configurations built from the `tls-*` configs
+    /// (`net/tls.rs`), replaced whole by a `CONFIG SET` of one of them.
+    pub tls: crate::net::tls::TlsContext,
 }
 
 pub fn unix_ms() -> i64 {
@@ -283,6 +286,7 @@ impl Server {
             loading_aof: false,
             scripting,
             listeners: Vec::new(),
+            tls: Default::default(),
         };
         srv.refresh_lru_clock();
         srv.startup_memory = crate::alloc::used_memory();

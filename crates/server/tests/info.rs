@@ -15,6 +15,7 @@ const FERROKV_ONLY: &[&str] = &[
     "connected_clients_tcp",
     "connected_clients_unix",
     "connected_clients_rdma",
+    "connected_clients_tls",
     "output_paused_clients",
     "used_memory_dataset_tables",
     "allocator_collect_usec",

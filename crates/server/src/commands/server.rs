@@ -200,6 +200,23 @@ fn config_set(ctx: &mut Ctx, args: Args) {
             return;
         }
     }
+    // A `tls-*` change rebuilds the TLS configurations (certificates
+    // reloaded from their files); a failed build keeps the old ones.
+    let tls = if seen.iter().any(|n| crate::config::tls::is_tls_option(n)) {
+        match next.tls_context() {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::warn!("Failed to update TLS configuration: {e}");
+                ctx.error(&format!("ERR CONFIG SET failed (possibly related to argument '{}') - Unable to update TLS configuration. Check server logs.", seen[0]));
+                return;
+            }
+        }
+    } else {
+        None
+    };
+    if let Some(t) = tls {
+        ctx.srv.tls = t;
+    }
     if next.loglevel != ctx.srv.config.loglevel {
         crate::config::apply_log_level(next.loglevel);
     }

@@ -4,10 +4,8 @@
 //! nothing depends on it here). Each is checked as Redis checks it, with
 //! Redis's error texts; values live in [`Config::accepted`].
 //!
-//! Not here, on purpose: the `tls-*` configs (TLS lands with its own
-//! issue; accepting `tls-port` now would claim a listener that does not
-//! exist), and `cluster-enabled`, which only takes `no` until cluster mode
-//! exists.
+//! Not here: the `tls-*` configs (acted on; `config/tls.rs`), and
+//! `cluster-enabled`, which only takes `no` until cluster mode exists.
 
 use super::{Config, ConfigOption};
 

@@ -143,6 +143,8 @@ pub struct Config {
     pub unixsocket: Option<String>,
     /// `unixsocketperm`: the socket file's mode (0: as the umask leaves it).
     pub unixsocketperm: u32,
+    /// The `tls-*` configs (`config/tls.rs`).
+    pub tls: crate::net::tls::TlsSettings,
     pub protected_mode: bool,
     pub requirepass: Option<Vec<u8>>,
     /// `aclfile`: the users file (`ACL LOAD`, `ACL SAVE`).
@@ -272,6 +274,7 @@ impl Default for Config {
             port: 0,
             unixsocket: None,
             unixsocketperm: 0,
+            tls: Default::default(),
             protected_mode: true,
             requirepass: None,
             aclfile: None,
@@ -618,6 +621,9 @@ macro_rules! opt {
         }
     };
 }
+
+// After `opt!`: the TLS options use it.
+pub mod tls;
 
 /// Every option the server has, with Redis's names and defaults (except
 /// `dir`, which defaults to a `data` folder under the working directory).
@@ -1497,7 +1503,11 @@ pub fn find(name: &str) -> Option<&'static ConfigOption> {
 /// Every option: the server's, replication's, and those accepted but not
 /// acted on.
 pub fn all_options() -> impl Iterator<Item = &'static ConfigOption> {
-    OPTIONS.iter().chain(REPL_OPTIONS).chain(accepted::ACCEPTED)
+    OPTIONS
+        .iter()
+        .chain(REPL_OPTIONS)
+        .chain(tls::TLS_OPTIONS)
+        .chain(accepted::ACCEPTED)
 }
 
 fn parse_replicaof(c: &mut Config, a: &[String]) -> Result<(), String> {

@@ -409,6 +409,12 @@ impl Client {
                 Err(e) => return Err(e),
             }
         }
+        // TLS: the last of the ciphertext may still wait for the socket.
+        if let Some(stream) = self.stream.as_mut() {
+            if !stream.drain()? {
+                return Ok(false);
+            }
+        }
         self.out.buf.clear();
         self.out_sent = 0;
         // Do not keep a huge buffer after one huge reply.

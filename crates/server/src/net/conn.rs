@@ -9,8 +9,9 @@
 //! written with `fi_writedata`, accepted on the `rdma-bind` listener; see
 //! `net/rdma.rs` and docs/rdma.md). Each is a variant of an enum rather than
 //! a trait object, so a TCP read or write costs one predictable branch over
-//! calling the socket directly; a new kind (TLS) is one more variant with
-//! its own `read`/`write`/`Source` arms.
+//! calling the socket directly. TLS (`net/tls.rs`) is one more variant:
+//! a rustls session over the TCP socket, registered as the socket is, with
+//! [`Conn::drain`] telling a flush whether rustls still holds ciphertext.
 //!
 //! An RDMA connection differs in one way the reactor sees: its readiness
 //! comes from its completion and event queues' fds, which say "something
@@ -36,16 +37,23 @@ pub enum Transport {
     Tcp,
     Unix,
     Rdma,
+    Tls,
 }
 
 impl Transport {
-    pub const ALL: [Transport; 3] = [Transport::Tcp, Transport::Unix, Transport::Rdma];
+    pub const ALL: [Transport; 4] = [
+        Transport::Tcp,
+        Transport::Unix,
+        Transport::Rdma,
+        Transport::Tls,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Transport::Tcp => "tcp",
             Transport::Unix => "unix",
             Transport::Rdma => "rdma",
+            Transport::Tls => "tls",
         }
     }
 }
@@ -118,6 +126,9 @@ pub enum Conn {
     Tcp(mio::net::TcpStream),
     Unix(mio::net::UnixStream),
     Rdma(Box<ferrokv_fabric::Stream>),
+    /// TLS over TCP (`tls-port`, or a replica's link with `tls-replication`):
+    /// `net/tls.rs`.
+    Tls(Box<crate::net::tls::TlsStream>),
 }
 
 impl Conn {
@@ -126,6 +137,18 @@ impl Conn {
             Conn::Tcp(_) => Transport::Tcp,
             Conn::Unix(_) => Transport::Unix,
             Conn::Rdma(_) => Transport::Rdma,
+            Conn::Tls(_) => Transport::Tls,
+        }
+    }
+
+    /// After a reply was written whole: whether the transport sent all of
+    /// it too (TLS keeps ciphertext the socket did not take yet); `false`
+    /// means wait for writable.
+    #[inline]
+    pub fn drain(&mut self) -> io::Result<bool> {
+        match self {
+            Conn::Tls(s) => s.drain(),
+            _ => Ok(true),
         }
     }
 
@@ -133,10 +156,10 @@ impl Conn {
     /// transfer outside the loop (a replica's full sync) or shuts it down.
     /// An RDMA connection has no socket to hand over.
     pub fn try_clone_socket(&self) -> io::Result<socket2::Socket> {
-        if let Conn::Rdma(_) = self {
+        if let Conn::Rdma(_) | Conn::Tls(_) = self {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
-                "an RDMA connection has no socket to hand to a sender thread",
+                "an RDMA or TLS connection has no socket to hand to a sender thread",
             ));
         }
         Ok(socket2::Socket::from(self.as_fd().try_clone_to_owned()?))
@@ -144,7 +167,7 @@ impl Conn {
 
     /// Whether [`Conn::try_clone_socket`] can give a socket.
     pub fn has_socket(&self) -> bool {
-        !matches!(self, Conn::Rdma(_))
+        !matches!(self, Conn::Rdma(_) | Conn::Tls(_))
     }
 
     /// Back to non-blocking after a thread used its duplicate.
@@ -230,6 +253,7 @@ impl Read for Conn {
             Conn::Tcp(s) => s.read(buf),
             Conn::Unix(s) => s.read(buf),
             Conn::Rdma(s) => s.read(buf),
+            Conn::Tls(s) => s.read(buf),
         }
     }
 }
@@ -241,6 +265,7 @@ impl Write for Conn {
             Conn::Tcp(s) => s.write(buf),
             Conn::Unix(s) => s.write(buf),
             Conn::Rdma(s) => s.write(buf),
+            Conn::Tls(s) => s.write(buf),
         }
     }
 
@@ -254,6 +279,7 @@ impl AsFd for Conn {
         match self {
             Conn::Tcp(s) => s.as_fd(),
             Conn::Unix(s) => s.as_fd(),
+            Conn::Tls(s) => s.sock.as_fd(),
             // The completion queue's fd (what `CLIENT LIST` shows as `fd=`).
             // SAFETY: the fd is the CQ's, open as long as the stream is.
             Conn::Rdma(s) => unsafe { BorrowedFd::borrow_raw(s.fds()[0]) },
@@ -272,6 +298,7 @@ impl Source for Conn {
         match self {
             Conn::Tcp(s) => s.register(r, t, i),
             Conn::Unix(s) => s.register(r, t, i),
+            Conn::Tls(s) => s.sock.register(r, t, i),
             // Both queues' fds, readable only (see the module documentation).
             Conn::Rdma(s) => {
                 for fd in s.fds() {
@@ -286,6 +313,7 @@ impl Source for Conn {
         match self {
             Conn::Tcp(s) => s.reregister(r, t, i),
             Conn::Unix(s) => s.reregister(r, t, i),
+            Conn::Tls(s) => s.sock.reregister(r, t, i),
             Conn::Rdma(s) => {
                 for fd in s.fds() {
                     r.reregister(&mut SourceFd(&fd), t, Interest::READABLE)?;
@@ -299,6 +327,7 @@ impl Source for Conn {
         match self {
             Conn::Tcp(s) => s.deregister(r),
             Conn::Unix(s) => s.deregister(r),
+            Conn::Tls(s) => s.sock.deregister(r),
             Conn::Rdma(s) => {
                 for fd in s.fds() {
                     r.deregister(&mut SourceFd(&fd))?;
@@ -317,6 +346,9 @@ impl Source for Conn {
 pub enum BlockingConn {
     Tcp(std::net::TcpStream),
     Rdma(Box<ferrokv_fabric::Stream>),
+    /// `tls-replication`: the master's certificate checked against the
+    /// host the replica was pointed at.
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream>>),
 }
 
 impl BlockingConn {
@@ -330,6 +362,23 @@ impl BlockingConn {
         let _ = s.set_nodelay(true);
         s.set_read_timeout(Some(poll))?;
         Ok(BlockingConn::Tcp(s))
+    }
+
+    /// A TLS connection to `addr` (`host` is what the master's
+    /// certificate must name), handshake done within `timeout`.
+    pub fn connect_tls(
+        addr: SocketAddr,
+        host: &str,
+        cfg: Arc<rustls::ClientConfig>,
+        timeout: std::time::Duration,
+        poll: std::time::Duration,
+    ) -> io::Result<BlockingConn> {
+        let s = std::net::TcpStream::connect_timeout(&addr, timeout)?;
+        let _ = s.set_nodelay(true);
+        s.set_read_timeout(Some(poll))?;
+        s.set_write_timeout(Some(timeout))?;
+        let s = crate::net::tls::connect_blocking(s, host, cfg, timeout)?;
+        Ok(BlockingConn::Tls(Box::new(s)))
     }
 
     /// An RDMA stream to the listener at `addr` (docs/rdma.md, "RDMA
@@ -349,6 +398,7 @@ impl BlockingConn {
         match self {
             BlockingConn::Tcp(_) => Transport::Tcp,
             BlockingConn::Rdma(_) => Transport::Rdma,
+            BlockingConn::Tls(_) => Transport::Tls,
         }
     }
 
@@ -358,6 +408,7 @@ impl BlockingConn {
         match self {
             BlockingConn::Tcp(s) => s.read(buf),
             BlockingConn::Rdma(s) => s.read_blocking(buf, Some(poll)),
+            BlockingConn::Tls(s) => s.read(buf),
         }
     }
 
@@ -372,6 +423,11 @@ impl BlockingConn {
             BlockingConn::Tcp(s) => {
                 s.set_write_timeout(Some(limit))?;
                 s.write_all(buf)
+            }
+            BlockingConn::Tls(s) => {
+                s.sock.set_write_timeout(Some(limit))?;
+                s.write_all(buf)?;
+                s.flush()
             }
             BlockingConn::Rdma(s) => {
                 while !buf.is_empty() {
@@ -399,6 +455,12 @@ impl BlockingConn {
                     Addr::Ip(local),
                 ))
             }
+            BlockingConn::Tls(s) => {
+                let peer = s.sock.peer_addr()?;
+                let local = s.sock.local_addr().unwrap_or(peer);
+                let s = crate::net::tls::from_blocking(*s)?;
+                Ok((Conn::Tls(Box::new(s)), Addr::Ip(peer), Addr::Ip(local)))
+            }
             BlockingConn::Rdma(s) => {
                 let peer = s.peer_addr().map(Addr::Ip).unwrap_or_else(|_| Addr::none());
                 let local = s
@@ -412,15 +474,20 @@ impl BlockingConn {
 }
 
 /// Socket options a TCP connection gets when accepted.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Default)]
 pub struct TcpOptions {
     /// `tcp-keepalive` seconds (0: off).
     pub keepalive_secs: u64,
+    /// The TLS configuration new connections on a TLS listener get (the
+    /// current one: a `CONFIG SET tls-cert-file` applies to the next).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// A listening socket of any transport.
 pub enum Listener {
     Tcp(mio::net::TcpListener),
+    /// `tls-port`: TCP whose connections start with a TLS handshake.
+    Tls(mio::net::TcpListener),
     Unix {
         listener: mio::net::UnixListener,
         path: Arc<Path>,
@@ -434,28 +501,38 @@ pub struct Accepted {
     pub local: Addr,
 }
 
+/// A listening TCP socket on `addr` with `backlog` (plain or TLS).
+fn listen_tcp(addr: SocketAddr, backlog: i32) -> io::Result<mio::net::TcpListener> {
+    let sock = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        None,
+    )?;
+    sock.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        sock.set_only_v6(true)?;
+    }
+    sock.bind(&addr.into()).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("Could not create server TCP listening socket {addr}: {e}"),
+        )
+    })?;
+    sock.listen(backlog)?;
+    sock.set_nonblocking(true)?;
+    let std_listener: std::net::TcpListener = sock.into();
+    Ok(mio::net::TcpListener::from_std(std_listener))
+}
+
 impl Listener {
     /// A TCP listener on `addr` with `backlog`.
     pub fn bind_tcp(addr: SocketAddr, backlog: i32) -> io::Result<Listener> {
-        let sock = socket2::Socket::new(
-            socket2::Domain::for_address(addr),
-            socket2::Type::STREAM,
-            None,
-        )?;
-        sock.set_reuse_address(true)?;
-        if addr.is_ipv6() {
-            sock.set_only_v6(true)?;
-        }
-        sock.bind(&addr.into()).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("Could not create server TCP listening socket {addr}: {e}"),
-            )
-        })?;
-        sock.listen(backlog)?;
-        sock.set_nonblocking(true)?;
-        let std_listener: std::net::TcpListener = sock.into();
-        Ok(Listener::Tcp(mio::net::TcpListener::from_std(std_listener)))
+        listen_tcp(addr, backlog).map(Listener::Tcp)
+    }
+
+    /// A TLS listener on `addr` (`tls-port`).
+    pub fn bind_tls(addr: SocketAddr, backlog: i32) -> io::Result<Listener> {
+        listen_tcp(addr, backlog).map(Listener::Tls)
     }
 
     /// A Unix-socket listener at `path`, as Redis makes it: a stale file
@@ -493,7 +570,7 @@ impl Listener {
     /// The TCP port it listens on (`None` for a Unix socket).
     pub fn tcp_port(&self) -> Option<u16> {
         match self {
-            Listener::Tcp(l) => l.local_addr().ok().map(|a| a.port()),
+            Listener::Tcp(l) | Listener::Tls(l) => l.local_addr().ok().map(|a| a.port()),
             Listener::Unix { .. } => None,
         }
     }
@@ -501,7 +578,7 @@ impl Listener {
     /// The socket file of a Unix listener.
     pub fn unix_path(&self) -> Option<&Path> {
         match self {
-            Listener::Tcp(_) => None,
+            Listener::Tcp(_) | Listener::Tls(_) => None,
             Listener::Unix { path, .. } => Some(path),
         }
     }
@@ -510,7 +587,7 @@ impl Listener {
     /// keepalive as configured); `WouldBlock` when none is pending.
     pub fn accept(&self, opts: TcpOptions) -> io::Result<Accepted> {
         match self {
-            Listener::Tcp(l) => {
+            Listener::Tcp(l) | Listener::Tls(l) => {
                 let (s, peer) = l.accept()?;
                 let _ = s.set_nodelay(true);
                 if opts.keepalive_secs > 0 {
@@ -519,8 +596,17 @@ impl Listener {
                     let _ = socket2::SockRef::from(&s).set_tcp_keepalive(&ka);
                 }
                 let local = s.local_addr().unwrap_or(peer);
+                let conn = match self {
+                    Listener::Tls(_) => {
+                        let cfg = opts.tls.clone().ok_or_else(|| {
+                            io::Error::other("a TLS connection arrived with TLS not configured")
+                        })?;
+                        Conn::Tls(Box::new(crate::net::tls::TlsStream::accept(s, cfg)?))
+                    }
+                    _ => Conn::Tcp(s),
+                };
                 Ok(Accepted {
-                    conn: Conn::Tcp(s),
+                    conn,
                     peer: Addr::Ip(peer),
                     local: Addr::Ip(local),
                 })
@@ -540,21 +626,21 @@ impl Listener {
 impl Source for Listener {
     fn register(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
         match self {
-            Listener::Tcp(l) => l.register(r, t, i),
+            Listener::Tcp(l) | Listener::Tls(l) => l.register(r, t, i),
             Listener::Unix { listener, .. } => listener.register(r, t, i),
         }
     }
 
     fn reregister(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
         match self {
-            Listener::Tcp(l) => l.reregister(r, t, i),
+            Listener::Tcp(l) | Listener::Tls(l) => l.reregister(r, t, i),
             Listener::Unix { listener, .. } => listener.reregister(r, t, i),
         }
     }
 
     fn deregister(&mut self, r: &Registry) -> io::Result<()> {
         match self {
-            Listener::Tcp(l) => l.deregister(r),
+            Listener::Tcp(l) | Listener::Tls(l) => l.deregister(r),
             Listener::Unix { listener, .. } => listener.deregister(r),
         }
     }

@@ -7,3 +7,4 @@ pub mod conn;
 pub mod pool;
 pub mod rdma;
 pub mod reactor;
+pub mod tls;

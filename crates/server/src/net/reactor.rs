@@ -88,6 +88,32 @@ impl Reactor {
             bound_port = l.tcp_port().unwrap_or(bound_port);
             listeners.push(l);
         }
+        let tls = crate::net::tls::TlsContext::build(&srv.config.tls)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        if srv.config.tls.port != 0 {
+            for host in &srv.config.bind {
+                let host = host.trim_start_matches('-');
+                let host = if host == "*" { "0.0.0.0" } else { host };
+                let port = srv.config.tls.port;
+                let addr: SocketAddr = if host.contains(':') {
+                    format!("[{host}]:{port}")
+                } else {
+                    format!("{host}:{port}")
+                }
+                .parse()
+                .map_err(|e| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("bad bind address {host}: {e}"),
+                    )
+                })?;
+                listeners.push(Listener::bind_tls(addr, backlog)?);
+            }
+            info!(
+                "Ready to accept connections tls on port {}",
+                srv.config.tls.port
+            );
+        }
         if let Some(path) = &srv.config.unixsocket {
             let l = Listener::bind_unix(path.as_ref(), srv.config.unixsocketperm, backlog)?;
             info!("The server is now ready to accept connections at {path}");
@@ -107,6 +133,7 @@ impl Reactor {
         srv.tcp_port = if tcp { bound_port } else { 0 };
         srv.repl.registry = Some(poll.registry().try_clone()?);
         srv.listeners = listeners;
+        srv.tls = tls;
         Ok(Reactor { poll, srv })
     }
 
@@ -866,13 +893,14 @@ impl Server {
     pub fn accept_clients(&mut self, li: usize, registry: &mio::Registry) {
         let opts = TcpOptions {
             keepalive_secs: self.config.tcp_keepalive,
+            tls: self.tls.server.clone(),
         };
         loop {
             let Accepted {
                 conn: mut stream,
                 peer: addr,
                 local,
-            } = match self.listeners[li].accept(opts) {
+            } = match self.listeners[li].accept(opts.clone()) {
                 Ok(x) => x,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) => {

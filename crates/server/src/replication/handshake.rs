@@ -54,6 +54,9 @@ pub struct SyncRequest {
     /// Our `FAILOVER` is under way: the PSYNC carries `FAILOVER`, which
     /// makes the target promote itself.
     pub failover: bool,
+    /// `tls-replication`: the link is TLS, the master's certificate checked
+    /// against `host`.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 /// How a sync ended.
@@ -220,8 +223,12 @@ pub fn run(req: &SyncRequest) -> Result<SyncOutcome, String> {
         .map_err(|e| format!("can't resolve {}: {e}", req.host))?
         .next()
         .ok_or_else(|| format!("can't resolve {}", req.host))?;
-    let s = BlockingConn::connect_tcp(addr, req.timeout.min(Duration::from_secs(10)), POLL)
-        .map_err(|e| format!("Error condition on socket for SYNC: {e}"))?;
+    let limit = req.timeout.min(Duration::from_secs(10));
+    let s = match &req.tls {
+        Some(cfg) => BlockingConn::connect_tls(addr, &req.host, cfg.clone(), limit, POLL),
+        None => BlockingConn::connect_tcp(addr, limit, POLL),
+    }
+    .map_err(|e| format!("Error condition on socket for SYNC: {e}"))?;
     let mut c = Conn::new(s, req);
     c.ping_and_auth()?;
     if let Some(r) = &req.rdma {

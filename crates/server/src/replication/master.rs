@@ -123,12 +123,17 @@ pub struct MasterSide {
     pub getack_wanted: bool,
     done_tx: Sender<(u64, Result<u64, String>)>,
     done_rx: Receiver<(u64, Result<u64, String>)>,
+    /// A TLS replica's connection, back from its sender thread (which
+    /// wrote the payload through the connection's own TLS session).
+    tls_back_tx: Sender<(u64, crate::net::conn::Conn)>,
+    tls_back_rx: Receiver<(u64, crate::net::conn::Conn)>,
     last_ping: Instant,
 }
 
 impl MasterSide {
     pub fn new() -> Self {
         let (done_tx, done_rx) = channel();
+        let (tls_back_tx, tls_back_rx) = channel();
         MasterSide {
             replicas: Vec::new(),
             handshakes: HashMap::new(),
@@ -137,6 +142,8 @@ impl MasterSide {
             getack_wanted: false,
             done_tx,
             done_rx,
+            tls_back_tx,
+            tls_back_rx,
             last_ping: Instant::now(),
         }
     }
@@ -429,7 +436,11 @@ impl Server {
                 }
             }
         }
-        if !link.rdma && c.stream.as_ref().is_some_and(|s| !s.has_socket()) {
+        if !link.rdma
+            && c.stream.as_ref().is_some_and(|s| {
+                !s.has_socket() && s.transport() != crate::net::conn::Transport::Tls
+            })
+        {
             // The payload's sender thread writes to a socket; over RDMA the
             // snapshot moves by the one-sided push only.
             c.out
@@ -738,6 +749,11 @@ impl Server {
             let _ = reg.deregister(stream);
         }
         c.want_writable = false;
+        if stream.transport() == crate::net::conn::Transport::Tls {
+            let conn = c.stream.take().expect("checked above");
+            self.spawn_tls_sender(id, conn, head, payload, trailer);
+            return;
+        }
         let dup = stream.try_clone_socket();
         let dup = match dup {
             Ok(d) => d,
@@ -766,7 +782,67 @@ impl Server {
         }
     }
 
+    /// [`Self::spawn_sender`] for a TLS replica: the thread takes the whole
+    /// connection (its rustls session goes on encrypting the payload) and
+    /// hands it back on `tls_back` before it reports.
+    fn spawn_tls_sender(
+        &mut self,
+        id: u64,
+        mut conn: crate::net::conn::Conn,
+        head: Vec<u8>,
+        payload: Payload,
+        trailer: Vec<u8>,
+    ) {
+        use std::os::fd::AsFd;
+        let keep = conn
+            .as_fd()
+            .try_clone_to_owned()
+            .ok()
+            .map(socket2::Socket::from);
+        let timeout = Duration::from_secs(self.config.repl.timeout.max(1));
+        let done = self.repl.master.done_tx.clone();
+        let back = self.repl.master.tls_back_tx.clone();
+        if let Some(r) = self.repl.master.get(id) {
+            r.state = ReplicaState::Sending;
+            r.socket = keep;
+        }
+        let spawned = std::thread::Builder::new()
+            .name("repl-sender".into())
+            .spawn(move || {
+                let sock = socket2::SockRef::from(&conn);
+                let _ = sock.set_nonblocking(false);
+                let _ = sock.set_write_timeout(Some(timeout));
+                let res = write_payload(&mut conn, &head, payload, &trailer).and_then(|n| {
+                    // What rustls still holds goes out before the loop resumes.
+                    let deadline = Instant::now() + timeout;
+                    while !conn.drain().map_err(|e| e.to_string())? {
+                        if Instant::now() >= deadline {
+                            return Err("timeout writing to the replica".into());
+                        }
+                    }
+                    Ok(n)
+                });
+                let sock = socket2::SockRef::from(&conn);
+                let _ = sock.set_write_timeout(None);
+                let _ = sock.set_nonblocking(true);
+                let _ = back.send((id, conn));
+                let _ = done.send((id, res));
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("Can't start a replica sender: {e}");
+            self.drop_replica(id);
+        }
+    }
+
     fn transfer_done(&mut self, id: u64, res: Result<u64, String>, resume: &mut Vec<usize>) {
+        // A TLS replica's connection, back from its sender.
+        while let Ok((cid, conn)) = self.repl.master.tls_back_rx.try_recv() {
+            if let Some(t) = token_of(self, cid) {
+                if let Some(Some(c)) = self.clients.get_mut(t) {
+                    c.stream = Some(conn);
+                }
+            }
+        }
         let Some(r) = self.repl.master.get(id) else {
             return;
         };
@@ -987,7 +1063,19 @@ fn send_payload(
     s.set_nonblocking(false).map_err(|e| e.to_string())?;
     s.set_write_timeout(Some(timeout))
         .map_err(|e| e.to_string())?;
-    let res = (|| -> Result<u64, String> {
+    let res = write_payload(&mut s, head, payload, trailer);
+    let _ = s.set_nonblocking(true);
+    res
+}
+
+/// Writes a full sync's head, payload and trailer; the payload's length.
+fn write_payload(
+    s: &mut impl Write,
+    head: &[u8],
+    payload: Payload,
+    trailer: &[u8],
+) -> Result<u64, String> {
+    (|| -> Result<u64, String> {
         let io = |e: std::io::Error| e.to_string();
         s.write_all(head).map_err(io)?;
         let mut n = 0u64;
@@ -1009,9 +1097,7 @@ fn send_payload(
         }
         s.write_all(trailer).map_err(io)?;
         Ok(n)
-    })();
-    let _ = s.set_nonblocking(true);
-    res
+    })()
 }
 
 impl ReplState {

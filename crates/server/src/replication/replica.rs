@@ -228,7 +228,12 @@ impl Server {
             port: link.port,
             masteruser: cfg.repl.masteruser.clone(),
             masterauth: cfg.repl.masterauth.clone(),
-            listening_port: self.tcp_port,
+            // Redis announces its TLS port when the link is TLS.
+            listening_port: if cfg.tls.replication && cfg.tls.port != 0 {
+                cfg.tls.port
+            } else {
+                self.tcp_port
+            },
             announce_ip: (!cfg.repl.replica_announce_ip.is_empty())
                 .then(|| cfg.repl.replica_announce_ip.clone()),
             psync: link.cached.clone(),
@@ -247,6 +252,11 @@ impl Server {
             progress: progress.clone(),
             rdma: None,
             failover: self.repl.failover.in_progress(),
+            tls: if cfg.tls.replication {
+                self.tls.client.clone()
+            } else {
+                None
+            },
         };
         let mut req = req;
         let rdma = &self.repl.rdma;
