@@ -157,6 +157,10 @@ pub struct CmdInfo {
     /// Keys at fixed positions with one permission: (first, last (negative
     /// from the end), step, permission).
     pub fixed_keys: Option<(i32, i32, i32, u8)>,
+    /// SET: its key is written, and read too when a `GET` follows (the
+    /// command's own key finder, Redis's `setGetKeys`, without its
+    /// allocations).
+    pub set_like: bool,
     /// Whether the command has keys at all (Redis's `doesCommandHaveKeys`).
     pub has_keys: bool,
     pub channels: Channels,
@@ -191,6 +195,7 @@ impl Catalog {
                 parent,
                 subs: i + 1..i + 1 + n,
                 fixed_keys: fixed_keys(spec),
+                set_like: spec.name == "set",
                 has_keys: has_keys(spec),
                 channels: match spec.name {
                     "publish" | "spublish" => Channels::Publish,

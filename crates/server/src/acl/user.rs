@@ -276,7 +276,13 @@ impl Selector {
             }
         }
         if !self.all_keys && info.has_keys {
-            if let Some((first, last, step, perm)) = info.fixed_keys {
+            if info.set_like && argv.len() >= 2 {
+                let get = (3..argv.len()).any(|i| argv.get(i).eq_ignore_ascii_case(b"get"));
+                let perm = if get { PERM_ALL } else { PERM_WRITE };
+                if !self.key_ok(argv.get(1), perm) {
+                    return Err((Denied::Key, 1));
+                }
+            } else if let Some((first, last, step, perm)) = info.fixed_keys {
                 let n = argv.len() as i32;
                 let last = if last < 0 { n + last } else { last.min(n - 1) };
                 let mut i = first;
