@@ -180,21 +180,30 @@ fn acl_setuser(ctx: &mut Ctx, args: Args) {
 /// Closes every connection authenticated as `id` (the caller after its
 /// reply), first moving them to an unauthenticated default user.
 pub fn kill_user_clients(srv: &mut Server, me: &mut Client, id: UserId) {
-    let mut doomed = Vec::new();
+    close_clients_of(srv, Some(me), |u| u == id);
+}
+
+/// Closes the connections whose user `doomed` picks (the caller, if
+/// picked, after its reply), moving them to an unauthenticated default
+/// user first, as Redis's `ACLFreeUserAndKillClients`.
+fn close_clients_of(srv: &mut Server, me: Option<&mut Client>, doomed: impl Fn(UserId) -> bool) {
+    let mut tokens = Vec::new();
     for (t, c) in srv.clients.iter_mut() {
         if let Some(c) = c {
-            if c.user == id && c.stream.is_some() {
+            if doomed(c.user) && c.stream.is_some() {
                 c.user = DEFAULT_USER;
                 c.authenticated = false;
-                doomed.push(t);
+                tokens.push(t);
             }
         }
     }
-    srv.close_queue.extend(doomed);
-    if me.user == id {
-        me.user = DEFAULT_USER;
-        me.authenticated = false;
-        me.close_after_reply = true;
+    srv.close_queue.extend(tokens);
+    if let Some(me) = me {
+        if doomed(me.user) {
+            me.user = DEFAULT_USER;
+            me.authenticated = false;
+            me.close_after_reply = true;
+        }
     }
 }
 
@@ -440,24 +449,7 @@ pub fn load_file(srv: &mut Server, me: Option<&mut Client>, path: &str) -> Resul
         .map_err(|e| format!("Error loading ACLs, opening file '{path}': {e}"))?;
     let set = super::file::parse(&text, path, &srv.acl.catalog, srv.acl.pubsub_default_all)?;
     let old = srv.acl.replace_all(set);
-    let mut doomed = Vec::new();
-    for (t, c) in srv.clients.iter_mut() {
-        if let Some(c) = c {
-            if c.user != DEFAULT_USER && old.contains(&c.user) {
-                c.user = DEFAULT_USER;
-                c.authenticated = false;
-                doomed.push(t);
-            }
-        }
-    }
-    srv.close_queue.extend(doomed);
-    if let Some(me) = me {
-        if me.user != DEFAULT_USER {
-            me.user = DEFAULT_USER;
-            me.authenticated = false;
-            me.close_after_reply = true;
-        }
-    }
+    close_clients_of(srv, me, |u| u != DEFAULT_USER && old.contains(&u));
     Ok(())
 }
 
