@@ -595,21 +595,20 @@ fn metrics_value(port: u16, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {name} in {text}"))
 }
 
-#[test]
-fn ferrokv_replica_syncs_from_a_redis_tls_master() {
-    let pki = Pki::new("test CA");
-    let master_pair = pki.server();
-    let replica_pair = pki.issue("replica", &["localhost", "127.0.0.1"], false, false);
-    let master = tls_server(true, &pki, &master_pair, &[]);
-    let tls_port = master.free_port.unwrap();
-    let mut m = master.raw();
-    for i in 0..100 {
-        m.cmd(&["SET", &format!("k{i}"), &format!("v{i}")]);
-    }
+/// Starts a replica (`redis`: redis-server, else ferrokv) of the TLS
+/// master on `tls_port` with `tls-replication yes`, waits for its link,
+/// then for a write made through `m` to reach it by the stream.
+fn tls_replica_following(
+    redis: bool,
+    pki: &Pki,
+    replica_pair: &Pair,
+    tls_port: u16,
+    m: &mut common::Raw,
+) -> ServerProcess {
     let replica = tls_server(
-        false,
-        &pki,
-        &replica_pair,
+        redis,
+        pki,
+        replica_pair,
         &[
             "--tls-replication",
             "yes",
@@ -630,6 +629,21 @@ fn ferrokv_replica_syncs_from_a_redis_tls_master() {
         let v = replica.raw().cmd(&["GET", "after"]);
         (v.as_bytes() == Some(&b"sync"[..])).then_some(())
     });
+    replica
+}
+
+#[test]
+fn ferrokv_replica_syncs_from_a_redis_tls_master() {
+    let pki = Pki::new("test CA");
+    let master_pair = pki.server();
+    let replica_pair = pki.issue("replica", &["localhost", "127.0.0.1"], false, false);
+    let master = tls_server(true, &pki, &master_pair, &[]);
+    let tls_port = master.free_port.unwrap();
+    let mut m = master.raw();
+    for i in 0..100 {
+        m.cmd(&["SET", &format!("k{i}"), &format!("v{i}")]);
+    }
+    let replica = tls_replica_following(false, &pki, &replica_pair, tls_port, &mut m);
     assert_eq!(
         replica.raw().cmd(&["GET", "k42"]).as_bytes().unwrap(),
         b"v42"
@@ -691,30 +705,7 @@ fn a_redis_replica_syncs_from_a_ferrokv_tls_master() {
         m.cmd(&["SET", &format!("k{i}"), &format!("v{i}")]);
     }
     m.cmd(&["SET", "big", &big]);
-    let replica = tls_server(
-        true,
-        &pki,
-        &replica_pair,
-        &[
-            "--tls-replication",
-            "yes",
-            "--replicaof",
-            "127.0.0.1",
-            leak(PathBuf::from(tls_port.to_string())),
-        ],
-    );
-    wait_for("the replica's link", 20, || {
-        (replica
-            .info_field("replication", "master_link_status")
-            .as_deref()
-            == Some("up"))
-        .then_some(())
-    });
-    m.cmd(&["SET", "after", "sync"]);
-    wait_for("the stream", 10, || {
-        let v = replica.raw().cmd(&["GET", "after"]);
-        (v.as_bytes() == Some(&b"sync"[..])).then_some(())
-    });
+    let replica = tls_replica_following(true, &pki, &replica_pair, tls_port, &mut m);
     assert_eq!(
         replica.raw().cmd(&["GET", "k42"]).as_bytes().unwrap(),
         b"v42"

@@ -143,12 +143,9 @@ fn check_password(ctx: &mut Ctx, user: &[u8], pass: &[u8]) -> bool {
             true
         }
         None => {
-            let cmd = ctx.client.last_cmd;
-            let idx = ctx.srv.commands.lookup(cmd.as_bytes());
             ctx.srv.acl.count_denial(crate::acl::Denied::Auth);
-            let object = idx.map_or(b"auth".to_vec(), |i| {
-                ctx.srv.commands.specs[i].name.as_bytes().to_vec()
-            });
+            // The command that tried (`auth`, `hello`), as Redis logs it.
+            let object = ctx.client.last_cmd.as_bytes().to_vec();
             ctx.srv.acl_log(
                 ctx.client,
                 crate::acl::Denied::Auth,

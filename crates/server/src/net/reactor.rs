@@ -70,21 +70,7 @@ impl Reactor {
         let backlog = srv.config.tcp_backlog as i32;
         let tcp = srv.config.port != 0;
         for host in srv.config.bind.iter().filter(|_| tcp) {
-            let host = host.trim_start_matches('-');
-            let host = if host == "*" { "0.0.0.0" } else { host };
-            let addr: SocketAddr = if host.contains(':') {
-                format!("[{host}]:{bound_port}")
-            } else {
-                format!("{host}:{bound_port}")
-            }
-            .parse()
-            .map_err(|e| {
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("bad bind address {host}: {e}"),
-                )
-            })?;
-            let l = Listener::bind_tcp(addr, backlog)?;
+            let l = Listener::bind_tcp(bind_addr(host, bound_port)?, backlog)?;
             bound_port = l.tcp_port().unwrap_or(bound_port);
             listeners.push(l);
         }
@@ -92,21 +78,7 @@ impl Reactor {
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         if srv.config.tls.port != 0 {
             for host in &srv.config.bind {
-                let host = host.trim_start_matches('-');
-                let host = if host == "*" { "0.0.0.0" } else { host };
-                let port = srv.config.tls.port;
-                let addr: SocketAddr = if host.contains(':') {
-                    format!("[{host}]:{port}")
-                } else {
-                    format!("{host}:{port}")
-                }
-                .parse()
-                .map_err(|e| {
-                    io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        format!("bad bind address {host}: {e}"),
-                    )
-                })?;
+                let addr = bind_addr(host, srv.config.tls.port)?;
                 listeners.push(Listener::bind_tls(addr, backlog)?);
             }
             info!(
@@ -932,4 +904,23 @@ impl Server {
             entry.insert(Some(Box::new(client)));
         }
     }
+}
+
+/// A `bind` entry and a port as a socket address: a leading `-` (Redis's
+/// "optional address") dropped, `*` for every IPv4 address, IPv6 in
+/// brackets.
+fn bind_addr(host: &str, port: u16) -> io::Result<SocketAddr> {
+    let host = host.trim_start_matches('-');
+    let host = if host == "*" { "0.0.0.0" } else { host };
+    let text = if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    text.parse().map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("bad bind address {host}: {e}"),
+        )
+    })
 }

@@ -914,7 +914,7 @@ impl Generator {
     /// ACL users (never `default`, so the session's connections stay
     /// logged in) and what they may run: SETUSER with rules valid and not,
     /// DRYRUN of commands on the session's keys, DELUSER, USERS, WHOAMI,
-    /// CAT. Not LIST/GETUSER: Redis spells a user's commands in its
+    /// CAT, HELP, LOG RESET, SAVE/LOAD (no aclfile). Not LIST/GETUSER: Redis spells a user's commands in its
     /// dictionary's order (tests/acl.rs compares them by what they allow).
     fn acl_command(&mut self, key: Vec<u8>) -> Command {
         use Check::*;
@@ -978,7 +978,13 @@ impl Generator {
                 a
             }
             5 => vec![b("ACL"), b("DELUSER"), user],
-            6 => vec![b("ACL"), b(self.pick(&["USERS", "WHOAMI"]))],
+            // Without an aclfile SAVE and LOAD answer Redis's error; LOG
+            // RESET and HELP are fixed replies.
+            6 => match self.rng.gen_range(0..3) {
+                0 => vec![b("ACL"), b(self.pick(&["USERS", "WHOAMI", "HELP"]))],
+                1 => vec![b("ACL"), b(self.pick(&["SAVE", "LOAD"]))],
+                _ => vec![b("ACL"), b("LOG"), b("RESET")],
+            },
             _ => {
                 let cat = self.pick(&["string", "list", "nosuch"]);
                 return Command::new(vec![b("ACL"), b("CAT"), b(cat)], Sorted);
