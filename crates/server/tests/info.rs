@@ -152,6 +152,66 @@ fn a_master_and_its_replica_print_what_redis_prints() {
     assert_eq!(n(&ours_replica, "total_net_repl_output_bytes"), 0);
 }
 
+/// What Sentinel reads beyond the defaults: with `replica-announce-ip`
+/// and `-port` the master lists the announced address in `slaveN:`,
+/// `replica-announced no` reads `replica_announced:0`, and
+/// `min-replicas-to-write` adds `min_slaves_good_slaves` on a master and
+/// on a replica alike, field for field as Redis prints them.
+#[test]
+fn announced_replicas_and_min_replicas_print_what_redis_prints() {
+    let master_args = ["--min-replicas-to-write", "1"];
+    let replica_args = [
+        "--replica-announce-ip",
+        "127.0.0.2",
+        "--replica-announce-port",
+        "4321",
+        "--replica-announced",
+        "no",
+        "--min-replicas-to-write",
+        "2",
+    ];
+    let ours = ServerProcess::ferrokv(&master_args);
+    let real = ServerProcess::redis(&master_args);
+    let ours_replica = ServerProcess::ferrokv(&replica_args);
+    let real_replica = ServerProcess::redis(&replica_args);
+    let mut seen = Vec::new();
+    for (m, r) in [(&ours, &ours_replica), (&real, &real_replica)] {
+        r.raw()
+            .cmd(&["REPLICAOF", "127.0.0.1", &m.port.to_string()]);
+        let line = wait_for("the replica online", 20, || {
+            m.info_field("replication", "slave0")
+                .filter(|s| s.contains("state=online"))
+        });
+        // ip, port and state; the offset and lag are the moment's.
+        let addr: Vec<String> = line.split(',').take(3).map(str::to_string).collect();
+        let f = |p: &ServerProcess, k: &str| p.info_field("replication", k);
+        seen.push((
+            addr,
+            f(r, "replica_announced"),
+            f(m, "min_slaves_good_slaves"),
+            f(r, "min_slaves_good_slaves"),
+            f(r, "slave_priority"),
+        ));
+    }
+    assert_eq!(seen[0], seen[1]);
+    assert_eq!(
+        seen[0].0,
+        ["ip=127.0.0.2", "port=4321", "state=online"].map(String::from)
+    );
+    assert_eq!(seen[0].1.as_deref(), Some("0"));
+    assert_eq!(seen[0].2.as_deref(), Some("1"));
+    compare(&ours, &real, "master with min-replicas");
+    compare(&ours_replica, &real_replica, "announced replica");
+    assert_eq!(
+        ours_replica
+            .raw()
+            .cmd(&["CONFIG", "GET", "replica-announce-port"]),
+        real_replica
+            .raw()
+            .cmd(&["CONFIG", "GET", "replica-announce-port"])
+    );
+}
+
 #[test]
 fn sections_come_in_redis_order_and_cluster_says_disabled() {
     let ours = ServerProcess::ferrokv(&[]);

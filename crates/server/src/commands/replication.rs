@@ -63,6 +63,8 @@ fn replicaof(ctx: &mut Ctx, args: Args) {
     if is(host, "no") && is(port, "one") {
         if ctx.srv.repl.is_replica() {
             ctx.srv.replicaof_no_one();
+            let who = super::connection::client_line(ctx.client, true, ctx.srv);
+            tracing::info!("MASTER MODE enabled (user request from '{who}')");
         }
         ctx.client.out.ok();
         return;
@@ -79,7 +81,9 @@ fn replicaof(ctx: &mut Ctx, args: Args) {
         return;
     }
     let host = String::from_utf8_lossy(host).into_owned();
-    if ctx.srv.replicaof(host, port as u16) {
+    if ctx.srv.replicaof(host.clone(), port as u16) {
+        let who = super::connection::client_line(ctx.client, true, ctx.srv);
+        tracing::info!("REPLICAOF {host}:{port} enabled (user request from '{who}')");
         ctx.client.out.ok();
     } else {
         ctx.client

@@ -232,8 +232,6 @@ pub static ACCEPTED: &[ConfigOption] = &[
     accepted!("rdb-del-sync-files", "no", true, B),
     accepted!("rdb-save-incremental-fsync", "yes", true, B),
     accepted!("repl-disable-tcp-nodelay", "no", true, B),
-    accepted!("replica-announce-port", "0", true, PORT),
-    accepted!("replica-announced", "yes", true, B),
     accepted!("replica-ignore-disk-write-errors", "no", true, B),
     accepted!("replica-ignore-maxmemory", "yes", true, B),
     accepted!("replica-lazy-flush", "no", true, B),

@@ -1715,6 +1715,14 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
         },
         |c| c.repl.replica_announce_ip.clone()
     ),
+    repl_int!(
+        "replica-announce-port",
+        "0",
+        replica_announce_port,
+        0,
+        65535
+    ),
+    repl_bool!("replica-announced", "yes", replica_announced),
     // RDMA full sync (docs/rdma.md). `rdma-bind` empty: this master offers
     // no RDMA; `rdma-port 0`: any free port (the endpoint is announced in
     // `+RDMAFULLSYNC`).

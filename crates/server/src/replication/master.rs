@@ -77,6 +77,12 @@ impl ReplicaLink {
     pub fn is_online(&self) -> bool {
         self.state == ReplicaState::Online
     }
+    /// Online as Redis counts it: also while the first ACK after a
+    /// diskless transfer is awaited (Redis's ONLINE with
+    /// `repl_start_cmd_stream_on_ack`), for `min_slaves_good_slaves`.
+    pub fn is_online_for_redis(&self) -> bool {
+        matches!(self.state, ReplicaState::WaitAck | ReplicaState::Online)
+    }
     /// The state's name in `INFO replication`.
     pub fn state_name(&self) -> &'static str {
         match self.state {

@@ -57,6 +57,13 @@ pub struct ReplConfig {
     pub min_replicas_to_write: u64,
     pub min_replicas_max_lag: u64,
     pub replica_announce_ip: String,
+    /// `replica-announce-port`: the port sent as `REPLCONF listening-port`
+    /// (0: the one we listen on), what the master lists in `slaveN:` and
+    /// Sentinel connects to.
+    pub replica_announce_port: u64,
+    /// `replica-announced`: `replica_announced:` in INFO; Sentinel leaves
+    /// an unannounced replica out of `SENTINEL REPLICAS`.
+    pub replica_announced: bool,
     pub replica_priority: u64,
     /// RDMA full sync (`rdma-*`, `replica-rdma`; docs/rdma.md).
     pub rdma: rdma::RdmaConfig,
@@ -81,6 +88,8 @@ impl Default for ReplConfig {
             min_replicas_to_write: 0,
             min_replicas_max_lag: 10,
             replica_announce_ip: String::new(),
+            replica_announce_port: 0,
+            replica_announced: true,
             replica_priority: 100,
             rdma: rdma::RdmaConfig::default(),
         }
@@ -318,13 +327,17 @@ impl Server {
                 "slave_read_only:{}",
                 self.config.repl.replica_read_only as u8
             );
-            f!("replica_announced:1");
+            f!(
+                "replica_announced:{}",
+                self.config.repl.replica_announced as u8
+            );
         } else {
             f!("role:master");
         }
         let online: Vec<&master::ReplicaLink> = r.master.replicas.iter().collect();
         f!("connected_slaves:{}", online.len());
-        if r.link.is_none() && self.config.repl.min_replicas_to_write > 0 {
+        // Redis prints it on a replica too (for its own replicas).
+        if self.config.repl.min_replicas_to_write > 0 && self.config.repl.min_replicas_max_lag > 0 {
             f!("min_slaves_good_slaves:{}", self.good_replicas());
         }
         for (i, s) in online.iter().enumerate() {
@@ -365,7 +378,7 @@ impl Server {
             .master
             .replicas
             .iter()
-            .filter(|r| r.is_online() && r.ack_time.elapsed().as_secs() <= lag)
+            .filter(|r| r.is_online_for_redis() && r.ack_time.elapsed().as_secs() <= lag)
             .count()
     }
 

@@ -185,7 +185,6 @@ impl Server {
         self.repl.stream_db = None;
         // They continue with us by partial resync under the new id.
         self.disconnect_replicas();
-        tracing::info!("MASTER MODE enabled (user request from 'id=?')");
     }
 
     /// The replica side's work before the loop sleeps: start a sync when
@@ -228,8 +227,11 @@ impl Server {
             port: link.port,
             masteruser: cfg.repl.masteruser.clone(),
             masterauth: cfg.repl.masterauth.clone(),
-            // Redis announces its TLS port when the link is TLS.
-            listening_port: if cfg.tls.replication && cfg.tls.port != 0 {
+            // `replica-announce-port` first; else Redis announces its TLS
+            // port when the link is TLS.
+            listening_port: if cfg.repl.replica_announce_port != 0 {
+                cfg.repl.replica_announce_port as u16
+            } else if cfg.tls.replication && cfg.tls.port != 0 {
                 cfg.tls.port
             } else {
                 self.tcp_port
