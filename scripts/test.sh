@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite. Installs what the tests need when it is
 # missing: the real redis-server/redis-cli/redis-benchmark (differential and
-# interop tests), libfabric (RDMA transport tests, tcp provider), redis-py,
-# promtool (Debian's prometheus: checks the /metrics text).
+# interop tests), redis-sentinel (tests/sentinel.rs), libfabric (RDMA
+# transport tests, tcp provider), redis-py, promtool (Debian's prometheus:
+# checks the /metrics text).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +11,7 @@ need_apt=()
 command -v redis-server >/dev/null || need_apt+=(redis-server)
 command -v redis-cli >/dev/null || need_apt+=(redis-tools)
 command -v redis-benchmark >/dev/null || need_apt+=(redis-tools)
+command -v redis-sentinel >/dev/null || need_apt+=(redis-sentinel)
 ldconfig -p 2>/dev/null | grep -q 'libfabric.so.1 ' || need_apt+=(libfabric1 libfabric-dev)
 command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -439,16 +439,6 @@ fn two_replicas_sync_over_rdma_at_once() {
     assert_eq!(num(&master, "rdma", "rdma_syncs_done"), 2);
 }
 
-fn scrape(port: u16) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out
-}
-
 /// Whether an aligned `O_DIRECT` write works in `dir`'s file system.
 fn direct_io_works(dir: &std::path::Path) -> bool {
     use std::io::Write;
@@ -479,7 +469,7 @@ fn metrics_endpoint_shows_the_rdma_figures() {
     assert!(bytes > 0);
     let port: u16 = mport.parse().unwrap();
     let text = wait_for("the metrics to show the sync", 10, || {
-        let t = scrape(port);
+        let t = common::scrape_metrics(port);
         t.contains("ferrokv_rdma_syncs_done_total 1").then_some(t)
     });
     assert!(text.contains("ferrokv_rdma_available 1"), "{text}");

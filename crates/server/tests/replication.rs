@@ -601,27 +601,6 @@ fn stale_reads_refused_when_asked_while_the_link_is_down() {
     assert_eq!(v, None);
 }
 
-/// `GET /metrics` on a port, the body only.
-fn scrape(port: u16) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text.split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default()
-}
-
-fn series(text: &str, name: &str) -> Option<String> {
-    text.lines().find_map(|l| {
-        l.strip_prefix(name)
-            .and_then(|r| r.strip_prefix(' '))
-            .map(str::to_string)
-    })
-}
-
 #[test]
 fn replication_figures_on_the_metrics_endpoint() {
     // A fresh metrics port at each start attempt (see common::FREE_PORT).
@@ -641,25 +620,25 @@ fn replication_figures_on_the_metrics_endpoint() {
     wait_converged(&master, &replica, 30);
     let offset = num(&master, "replication", "master_repl_offset");
     let text = wait_for("the metrics to catch up", 10, || {
-        let text = scrape(mport);
-        let got: i64 = series(&text, "ferrokv_replication_offset_bytes")?
+        let text = common::scrape_metrics(mport);
+        let got: i64 = common::metric_value(&text, "ferrokv_replication_offset_bytes")?
             .parse()
             .ok()?;
         (got >= offset).then_some(text)
     });
     assert_eq!(
-        series(&text, "ferrokv_replication_connected_replicas").as_deref(),
+        common::metric_value(&text, "ferrokv_replication_connected_replicas").as_deref(),
         Some("1")
     );
     assert_eq!(
-        series(&text, "ferrokv_replication_full_syncs_total").as_deref(),
+        common::metric_value(&text, "ferrokv_replication_full_syncs_total").as_deref(),
         Some("1")
     );
     assert_eq!(
-        series(&text, "ferrokv_replication_is_replica").as_deref(),
+        common::metric_value(&text, "ferrokv_replication_is_replica").as_deref(),
         Some("0")
     );
-    let sent: f64 = series(&text, "ferrokv_replication_rdb_sent_bytes_total")
+    let sent: f64 = common::metric_value(&text, "ferrokv_replication_rdb_sent_bytes_total")
         .unwrap()
         .parse()
         .unwrap();

@@ -78,7 +78,26 @@ impl Node {
         Self::start_auth(kind, lines, None)
     }
 
+    /// A ferrokv node with its `/metrics` endpoint on `p.free_port`.
+    fn with_metrics(lines: &[&str]) -> Node {
+        Self::start_full(
+            Kind::Ferrokv,
+            lines,
+            None,
+            &["--metrics-port", common::FREE_PORT],
+        )
+    }
+
     fn start_auth(kind: Kind, lines: &[&str], password: Option<&'static str>) -> Node {
+        Self::start_full(kind, lines, password, &[])
+    }
+
+    fn start_full(
+        kind: Kind,
+        lines: &[&str],
+        password: Option<&'static str>,
+        extra: &[&str],
+    ) -> Node {
         let conf_dir = tempfile::tempdir().unwrap();
         let conf = conf_dir.path().join("node.conf");
         let mut text = lines.join("\n");
@@ -86,7 +105,11 @@ impl Node {
         std::fs::write(&conf, text).unwrap();
         let path = conf.to_str().unwrap();
         let p = match kind {
-            Kind::Ferrokv => ServerProcess::ferrokv_with_conf(path, &["--save", ""]),
+            Kind::Ferrokv => {
+                let mut args = vec!["--save", ""];
+                args.extend_from_slice(extra);
+                ServerProcess::ferrokv_with_conf(path, &args)
+            }
             Kind::Redis => ServerProcess::redis_with_conf(path),
         };
         Node {
@@ -475,7 +498,8 @@ fn kill_master_and_recover(ha: &mut Ha, keys: usize) -> usize {
 #[test]
 fn kill_9_of_a_ferrokv_master_promotes_a_replica_and_converts_the_old_master() {
     let _g = serial();
-    let mut ha = Ha::start(vec![ferrokv(&[]), ferrokv(&[]), ferrokv(&[])], &[]);
+    let nodes = (0..3).map(|_| Node::with_metrics(&[])).collect();
+    let mut ha = Ha::start(nodes, &[]);
     // What the sentinels found: the replicas at their listening ports, with
     // the fields Sentinel parses from their INFO.
     let reps = ha.sentinels[0].entries("replicas");
@@ -493,6 +517,17 @@ fn kill_9_of_a_ferrokv_master_promotes_a_replica_and_converts_the_old_master() {
     let new = kill_master_and_recover(&mut ha, 100);
     assert!(new == 1 || new == 2);
     assert!(ha.sentinel_logs_contain("+failover-end"));
+    // Each node counted its own role change: the promoted replica, the
+    // replica re-pointed to it, the old master (a new process) demoted.
+    let other = 3 - new;
+    for (i, change) in [(new, "promoted"), (other, "switched"), (0, "demoted")] {
+        let port = ha.nodes[i].p.free_port.unwrap();
+        let series = format!("ferrokv_replication_role_changes_total{{change=\"{change}\"}}");
+        wait_for(&series, 10, || {
+            let text = common::scrape_metrics(port);
+            (common::metric_value(&text, &series).as_deref() == Some("1")).then_some(())
+        });
+    }
 }
 
 #[test]

@@ -148,6 +148,12 @@ pub struct ReplStats {
     pub rdb_bytes_received: u64,
     /// Seconds the last full sync took on this replica (PSYNC to serving).
     pub last_full_sync_secs: f64,
+    /// Role changes, as Sentinel or an operator makes them: replica to
+    /// master (`REPLICAOF NO ONE`, FAILOVER), master to replica, and a
+    /// replica re-pointed to another master.
+    pub promotions: u64,
+    pub demotions: u64,
+    pub master_switches: u64,
 }
 
 /// How a client relates to replication (for `CLIENT LIST`/`KILL TYPE`).
@@ -582,4 +588,13 @@ pub fn collect_replication(srv: &Server, r: &mut crate::metrics::Registry) {
         let addr = format!("{}:{}", s.ip, s.listening_port);
         acked.sample(&[("replica", &addr)], s.ack_offset as f64);
     }
+    let changes = r.family(
+        "ferrokv_replication_role_changes_total",
+        "Role changes: promoted (replica to master), demoted (master to replica), \
+         switched (a replica re-pointed to another master).",
+        Kind::Counter,
+    );
+    changes.sample(&[("change", "promoted")], st.promotions as f64);
+    changes.sample(&[("change", "demoted")], st.demotions as f64);
+    changes.sample(&[("change", "switched")], st.master_switches as f64);
 }

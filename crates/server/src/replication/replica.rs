@@ -140,6 +140,11 @@ impl Server {
                 return false;
             }
         }
+        if self.repl.link.is_some() {
+            self.repl.stats.master_switches += 1;
+        } else {
+            self.repl.stats.demotions += 1;
+        }
         let cached = match self.repl.link.take() {
             Some(mut old) => {
                 old.cancel();
@@ -170,6 +175,7 @@ impl Server {
         let Some(mut old) = self.repl.link.take() else {
             return;
         };
+        self.repl.stats.promotions += 1;
         old.cancel();
         if let LinkState::Connected { token, .. } = old.state {
             self.close_queue.push(token);

@@ -664,3 +664,22 @@ pub fn wait_blocked(s: &ServerProcess, n: usize) {
         (blocked_clients(s) == n).then_some(())
     });
 }
+
+/// `GET /metrics` on a port, the body only.
+pub fn scrape_metrics(port: u16) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
+}
+
+/// The value of the sample line `series` (a name with its labels).
+pub fn metric_value(text: &str, series: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .map(str::to_string)
+}
