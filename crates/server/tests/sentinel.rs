@@ -6,7 +6,8 @@
 //! - The sentinels discover the replicas from the master's `INFO` and
 //!   each other through hello messages on `__sentinel__:hello`, and agree
 //!   (`get-master-addr-by-name`, `SENTINEL replicas`, `SENTINEL sentinels`).
-//! - `kill -9` of the master ends in a promoted replica, the other replica
+//! - `kill -9` of the master ends in a promoted replica (one answering
+//!   `-MASTERDOWN` meanwhile, with `replica-serve-stale-data no`), the other replica
 //!   replicating from it, both configuration files rewritten, and the old
 //!   master, restarted from its file, converted to a replica.
 //! - `SENTINEL FAILOVER` does the same without a kill, and `replica-priority
@@ -498,7 +499,12 @@ fn kill_master_and_recover(ha: &mut Ha, keys: usize) -> usize {
 #[test]
 fn kill_9_of_a_ferrokv_master_promotes_a_replica_and_converts_the_old_master() {
     let _g = serial();
-    let nodes = (0..3).map(|_| Node::with_metrics(&[])).collect();
+    // With `replica-serve-stale-data no` the replicas answer Sentinel's
+    // PINGs `-MASTERDOWN` once the master is gone, which Sentinel must
+    // still count as reachable to promote one of them.
+    let nodes = (0..3)
+        .map(|_| Node::with_metrics(&["replica-serve-stale-data no"]))
+        .collect();
     let mut ha = Ha::start(nodes, &[]);
     // What the sentinels found: the replicas at their listening ports, with
     // the fields Sentinel parses from their INFO.
