@@ -18,6 +18,8 @@
 //! - Restricted ACL users: the sentinels log in as the user Redis's
 //!   documentation gives them, the replicas log in to their master as a
 //!   replication-only user.
+//! - Over TLS: nodes serving and replicating over TLS, sentinels with
+//!   `tls-replication yes`, certificates checked both ways.
 //! - A script busy past `busy-reply-threshold` on the master makes its
 //!   `PING`s answer `-BUSY`; Sentinel sends `SCRIPT KILL`, and the master
 //!   is back.
@@ -29,7 +31,10 @@
 //! and scenarios side by side on a loaded 2-core machine would fail over
 //! when nothing failed.
 mod common;
+#[path = "common/pki.rs"]
+mod pki;
 use common::{wait_for, ServerProcess};
+use pki::{Pair, Pki};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -71,6 +76,8 @@ struct Node {
     conf: PathBuf,
     /// The default user's password, when the node has one.
     password: Option<&'static str>,
+    /// Whether it serves TLS on `p.free_port` with `tls-replication yes`.
+    tls: bool,
     _conf_dir: tempfile::TempDir,
 }
 
@@ -86,6 +93,28 @@ impl Node {
             lines,
             None,
             &["--metrics-port", common::FREE_PORT],
+        )
+    }
+
+    /// A ferrokv node serving TLS with `pair` (also its client certificate
+    /// on its link to a master), replicating over TLS.
+    fn with_tls(pki: &Pki, pair: &Pair) -> Node {
+        Self::start_full(
+            Kind::Ferrokv,
+            &[],
+            None,
+            &[
+                "--tls-port",
+                common::FREE_PORT,
+                "--tls-cert-file",
+                path_str(&pair.cert),
+                "--tls-key-file",
+                path_str(&pair.key),
+                "--tls-ca-cert-file",
+                path_str(&pki.ca_file()),
+                "--tls-replication",
+                "yes",
+            ],
         )
     }
 
@@ -114,6 +143,7 @@ impl Node {
             Kind::Redis => ServerProcess::redis_with_conf(path),
         };
         Node {
+            tls: extra.contains(&"--tls-replication"),
             p,
             kind,
             conf,
@@ -122,14 +152,20 @@ impl Node {
         }
     }
 
+    /// The port Sentinel knows the node by: its TLS port when it has one
+    /// (the harness's own connections stay on the plain `p.port`).
     fn port(&self) -> u16 {
-        self.p.port
+        if self.tls {
+            self.p.free_port.unwrap()
+        } else {
+            self.p.port
+        }
     }
 
     fn con(&self) -> redis::RedisResult<redis::Connection> {
         let url = match self.password {
-            Some(pw) => format!("redis://default:{pw}@127.0.0.1:{}/", self.port()),
-            None => format!("redis://127.0.0.1:{}/", self.port()),
+            Some(pw) => format!("redis://default:{pw}@127.0.0.1:{}/", self.p.port),
+            None => format!("redis://127.0.0.1:{}/", self.p.port),
         };
         let c = redis::Client::open(url)?.get_connection_with_timeout(Duration::from_secs(5))?;
         c.set_read_timeout(Some(Duration::from_secs(5)))?;
@@ -291,6 +327,12 @@ impl Ha {
     /// `nodes[0]` is the master; the others are made its replicas; then
     /// three sentinels (quorum 2) start and must agree on everything.
     fn start(nodes: Vec<Node>, sentinel_extra: &[String]) -> Ha {
+        Self::start_with(nodes, |_| sentinel_extra.to_vec())
+    }
+
+    /// As `start`, with sentinel `i`'s extra configuration lines from
+    /// `extra(i)`.
+    fn start_with(nodes: Vec<Node>, extra: impl Fn(usize) -> Vec<String>) -> Ha {
         for n in &nodes[1..] {
             n.replicaof(&nodes[0]);
         }
@@ -302,8 +344,8 @@ impl Ha {
         ha.wait("the replicas to sync", |ha| {
             ha.nodes[1..].iter().all(|n| n.follows(m))
         });
-        for _ in 0..3 {
-            let s = Sentinel::start(m, 2, sentinel_extra);
+        for i in 0..3 {
+            let s = Sentinel::start(m, 2, &extra(i));
             ha.sentinels.push(s);
         }
         ha.wait_agreement(m, ha.nodes.len() - 1);
@@ -437,6 +479,10 @@ fn assert_has_keys(node: &Node, n: usize) {
             node.port()
         );
     }
+}
+
+fn path_str(p: &std::path::Path) -> &str {
+    p.to_str().unwrap()
 }
 
 fn ferrokv(lines: &[&str]) -> Node {
@@ -639,6 +685,55 @@ fn sentinels_and_replicas_work_as_restricted_acl_users() {
         let log: Vec<redis::Value> = redis::cmd("ACL").arg("LOG").query(&mut c).unwrap();
         let text = format!("{log:?}");
         assert!(!text.contains("sentinel-user"), "{text}");
+    }
+}
+
+/// Everything over TLS: the nodes serve TLS and replicate over it, the
+/// sentinels (`tls-replication yes`) reach the nodes and each other over
+/// it, and a failover after `kill -9` goes as over TCP. Every certificate
+/// is checked against the CA, both ways.
+#[test]
+fn sentinels_fail_over_ferrokv_nodes_over_tls() {
+    let _g = serial();
+    let pki = Pki::new("sentinel test CA");
+    let pairs: Vec<Pair> = (0..4)
+        .map(|i| {
+            pki.issue(
+                &format!("node{i}"),
+                &["localhost", "127.0.0.1"],
+                false,
+                false,
+            )
+        })
+        .collect();
+    let nodes = pairs[..3].iter().map(|p| Node::with_tls(&pki, p)).collect();
+    let extra = [
+        format!("tls-port {}", free_port()),
+        format!("tls-cert-file {}", pairs[3].cert.display()),
+        format!("tls-key-file {}", pairs[3].key.display()),
+        format!("tls-ca-cert-file {}", pki.ca_file().display()),
+        "tls-replication yes".to_string(),
+    ];
+    // Each sentinel needs its own TLS port.
+    let mut ha = Ha::start_with(nodes, |_| {
+        let mut e = extra.to_vec();
+        e[0] = format!("tls-port {}", free_port());
+        e
+    });
+    write_acked(&ha.nodes[0], 50, 2);
+    kill_master_and_recover(&mut ha, 50);
+    // The sentinels' links arrive on each node's TLS port.
+    for n in &ha.nodes {
+        let mut c = n.con().unwrap();
+        let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut c).unwrap();
+        let laddr = format!("laddr=127.0.0.1:{}", n.port());
+        assert!(
+            clients
+                .lines()
+                .any(|l| l.contains("name=sentinel-") && l.contains(&laddr)),
+            "no sentinel link on the TLS port {}: {clients}",
+            n.port()
+        );
     }
 }
 
