@@ -628,34 +628,36 @@ fn sentinel_failover_command_switches_and_skips_priority_zero() {
 
 #[test]
 fn a_redis_replica_among_ferrokv_nodes_is_promoted_and_followed() {
-    let _g = serial();
-    let mut ha = Ha::start(
+    mixed_failover(
         vec![
             ferrokv(&[]),
             ferrokv(&["replica-priority 100"]),
             redis_node(&["replica-priority 10"]),
         ],
-        &[],
+        Kind::Redis,
     );
+}
+
+/// A mixed set fails over after `kill -9` to the replica of kind `promoted`
+/// (the priorities say which), and the others follow it.
+fn mixed_failover(nodes: Vec<Node>, promoted: Kind) {
+    let _g = serial();
+    let mut ha = Ha::start(nodes, &[]);
     write_acked(&ha.nodes[0], 100, 2);
     let new = kill_master_and_recover(&mut ha, 100);
-    assert_eq!(ha.nodes[new].kind, Kind::Redis);
+    assert_eq!(ha.nodes[new].kind, promoted);
 }
 
 #[test]
 fn a_ferrokv_replica_of_a_redis_master_is_promoted_and_redis_follows() {
-    let _g = serial();
-    let mut ha = Ha::start(
+    mixed_failover(
         vec![
             redis_node(&[]),
             ferrokv(&["replica-priority 10"]),
             redis_node(&["replica-priority 100"]),
         ],
-        &[],
+        Kind::Ferrokv,
     );
-    write_acked(&ha.nodes[0], 100, 2);
-    let new = kill_master_and_recover(&mut ha, 100);
-    assert_eq!(ha.nodes[new].kind, Kind::Ferrokv);
 }
 
 /// The users of Redis's Sentinel documentation: the sentinels log in as a
