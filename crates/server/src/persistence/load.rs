@@ -46,8 +46,10 @@ pub struct Loading {
     pub loaded_bytes: u64,
     /// The memory the RDB's writer used (AUX `used-mem`).
     pub rdb_used_mem: u64,
-    /// When the clients were last served, and the metrics last published.
+    /// When the clients were last served (and at what byte), and the
+    /// metrics last published.
     pub last_pump: std::time::Instant,
+    pub last_pump_bytes: u64,
     pub last_publish: std::time::Instant,
     /// The clients are being served (a command then run, `DEBUG RELOAD`
     /// say, does not serve them again from inside).
@@ -63,6 +65,7 @@ impl Loading {
             loaded_bytes: 0,
             rdb_used_mem: 0,
             last_pump: now,
+            last_pump_bytes: 0,
             last_publish: now,
             pumping: false,
         }
