@@ -1718,7 +1718,11 @@ impl Server {
                 fake.out.buf.clear();
                 fake.out.error_codes.clear();
                 commands += 1;
-                if commands % 64 == 0 {
+                // As Redis, the test-only delay slows each command down too.
+                if self.config.key_load_delay > 0 {
+                    std::thread::sleep(Duration::from_micros(self.config.key_load_delay));
+                }
+                if commands.is_multiple_of(64) {
                     self.loading_progress(None, file_start + off as u64, None)?;
                 }
                 Ok(())
