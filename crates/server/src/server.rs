@@ -1607,7 +1607,7 @@ impl Server {
     /// (a `SHUTDOWN` or a SIGTERM meanwhile) stops the load.
     pub fn loading_progress(
         &mut self,
-        ks: Option<&mut Keyspace>,
+        mut ks: Option<&mut Keyspace>,
         loaded_bytes: u64,
         stats: Option<&crate::persistence::load::LoadStats>,
     ) -> Result<(), String> {
@@ -1634,7 +1634,6 @@ impl Server {
             self.persistence.last_load_keys = st.keys;
             self.persistence.last_load_expired = st.expired;
         }
-        let mut ks = ks;
         if let Some(ks) = ks.as_deref_mut() {
             std::mem::swap(ks, &mut self.keyspace);
         }
@@ -1695,6 +1694,10 @@ impl Server {
             if data.starts_with(b"REDIS") {
                 let st = self.load_rdb_serving(path, file_start)?;
                 if let Some(st) = st {
+                    // (As Redis: the base's figures, not the partial ones
+                    // the progress reports left.)
+                    self.persistence.last_load_keys = st.keys;
+                    self.persistence.last_load_expired = st.expired;
                     self.install_loaded_functions(&st.functions)?;
                 }
                 continue;
