@@ -321,7 +321,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             let p = &srv.persistence;
             let job = p.job.as_ref();
             f!("# Persistence");
-            f!("loading:0");
+            f!("loading:{}", srv.loading.is_some() as u8);
             f!("async_loading:0");
             f!(
                 "current_cow_peak:{}",
@@ -414,6 +414,17 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             // No modules, so no module forks (and ferrokv never forks).
             f!("module_fork_in_progress:0");
             f!("module_fork_last_cow_size:0");
+            if let Some(l) = &srv.loading {
+                f!("loading_start_time:{}", l.start_unix);
+                f!("loading_total_bytes:{}", l.total_bytes);
+                f!("loading_rdb_used_mem:{}", l.rdb_used_mem);
+                f!("loading_loaded_bytes:{}", l.loaded_bytes);
+                f!("loading_loaded_perc:{:.2}", l.percent());
+                f!(
+                    "loading_eta_seconds:{}",
+                    l.eta_seconds(srv.now_ms as u64 / 1000)
+                );
+            }
             if let Some(aof) = aof {
                 f!("aof_current_size:{}", aof.incr_size);
                 f!("aof_base_size:{}", aof.base_size);

@@ -34,6 +34,8 @@
 //! - [`server`]: the state the thread owns and the command pipeline.
 //! - [`commands`]: the command table, one file per command family.
 //! - [`blocking`]: clients blocked on keys (BLPOP and friends).
+//! - [`busy`]: serving clients while the thread is held by a long script or
+//!   by loading the data set (`-BUSY`, `-LOADING`).
 //! - [`propagate`]: the one stream of changes that feeds the AOF and replicas.
 //! - [`persistence`]: fork-free RDB snapshots and loading, the multi-part AOF.
 //! - [`replication`]: Redis's PSYNC protocol, both as master and as replica
@@ -55,6 +57,7 @@
 pub mod acl;
 pub mod alloc;
 pub mod blocking;
+pub mod busy;
 pub mod command_fuzz;
 pub mod commands;
 pub mod config;

@@ -162,10 +162,9 @@ fn main() {
         error!("{e}");
         std::process::exit(1);
     }
-    if let Err(e) = server.load_at_startup() {
-        error!("Fatal error loading the DB: {e}. Exiting.");
-        std::process::exit(1);
-    }
+    // The listeners first, then the data: while it loads, clients (and
+    // Sentinel) are answered -LOADING instead of refused. A bind error
+    // still stops start-up before any loading.
     let mut reactor = match Reactor::bind(server) {
         Ok(r) => r,
         Err(e) => {
@@ -190,11 +189,22 @@ fn main() {
             }
         }
     }
-    info!("Ready to accept connections tcp on port {}", reactor.port());
+    // Before loading: a SIGTERM during the load ends it cleanly too.
     ferrokv_server::signals::install();
-    if let Err(e) = reactor.run() {
-        error!("Event loop failed: {e}");
+    if let Err(e) = reactor.srv.load_at_startup() {
+        error!("Fatal error loading the DB: {e}. Exiting.");
+        // (Closing the listeners removes the Unix socket's file.)
+        reactor.srv.listeners.clear();
         std::process::exit(1);
+    }
+    if reactor.srv.shutdown_requested {
+        info!("ferrokv is now ready to exit, bye bye...");
+    } else {
+        info!("Ready to accept connections tcp on port {}", reactor.port());
+        if let Err(e) = reactor.run() {
+            error!("Event loop failed: {e}");
+            std::process::exit(1);
+        }
     }
     if reactor
         .srv

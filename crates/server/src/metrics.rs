@@ -672,6 +672,22 @@ fn collect_keyspace(srv: &Server, r: &mut Registry) {
 fn collect_persistence(srv: &Server, r: &mut Registry) {
     let p = &srv.persistence;
     let job = p.job.as_ref();
+    let loading = srv.loading.as_ref();
+    r.gauge(
+        "ferrokv_loading",
+        "1 while the data set loads at start-up (commands but those flagged loading get -LOADING).",
+        loading.is_some() as u8 as f64,
+    );
+    r.gauge(
+        "ferrokv_loading_loaded_bytes",
+        "Bytes of the RDB or AOF files loaded so far (0 when not loading).",
+        loading.map_or(0, |l| l.loaded_bytes) as f64,
+    );
+    r.gauge(
+        "ferrokv_loading_total_bytes",
+        "Bytes of the RDB or AOF files being loaded (0 when not loading).",
+        loading.map_or(0, |l| l.total_bytes) as f64,
+    );
     r.gauge(
         "ferrokv_rdb_bgsave_in_progress",
         "1 while a background save runs.",

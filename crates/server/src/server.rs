@@ -13,7 +13,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use slab::Slab;
 use std::collections::HashMap;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Counters reported by `INFO stats`.
 #[derive(Default, Debug, Clone)]
@@ -180,6 +180,9 @@ pub struct Server {
     /// The AOF is being replayed (its commands are not in the slow log
     /// nor the latency figures).
     pub loading_aof: bool,
+    /// The data set is loading at start-up, the clients served meanwhile
+    /// (`busy::pump`): only commands flagged `loading` run.
+    pub loading: Option<crate::persistence::load::Loading>,
     /// Memory could not be freed before the command now running (Redis's
     /// `pre_command_oom_state`): set by dispatch, read by scripts.
     pub pre_command_oom: bool,
@@ -284,6 +287,7 @@ impl Server {
             eviction: Default::default(),
             pre_command_oom: false,
             loading_aof: false,
+            loading: None,
             scripting,
             listeners: Vec::new(),
             tls: Default::default(),
@@ -702,6 +706,11 @@ impl Server {
         }
         if client.multi.is_some() && spec.has(flags::NO_MULTI) {
             return Some("ERR Command not allowed inside a transaction".to_string());
+        }
+        // Loading at start-up: only `loading` commands run (the AOF's own
+        // commands, from its client with no socket, are the load).
+        if self.loading.is_some() && !spec.has(flags::LOADING) && client.stream.is_some() {
+            return Some(err::LOADING.to_string());
         }
         // Redis marks a monitor as a replica, and a replica may not touch
         // the keyspace (hence the text).
@@ -1519,10 +1528,20 @@ impl Server {
     /// Loads the data set at start-up: from the AOF when `appendonly yes`
     /// (creating its files if there are none, seeded with `dump.rdb` if one
     /// exists), else from the snapshot.
+    ///
+    /// The listeners are bound already: while the files load, the clients
+    /// are served every few milliseconds (`loading_progress`), answered
+    /// `-LOADING` but for the commands flagged `loading`. A `SHUTDOWN` (or
+    /// SIGTERM) meanwhile stops the load: `Ok`, with `shutdown_requested`.
     pub fn load_at_startup(&mut self) -> Result<(), String> {
         use crate::persistence::aof::{Aof, OsStorage, Storage};
+        let file_size = |p: &std::path::Path| std::fs::metadata(p).map_or(0, |m| m.len());
         if !self.config.appendonly {
-            self.load_snapshot()?;
+            let r = self.loading_startup(file_size(&self.rdb_path()), Self::load_snapshot);
+            if self.shutdown_requested {
+                return Ok(());
+            }
+            r?;
             self.restore_repl_history();
             return Ok(());
         }
@@ -1531,11 +1550,25 @@ impl Server {
         let plan = Aof::plan(&*storage, &dir, &self.config.appendfilename)?;
         let (manifest, base) = match plan {
             Some((m, plan)) => {
-                self.load_aof_files(&plan)?;
+                let total = plan
+                    .base
+                    .iter()
+                    .chain(&plan.incrs)
+                    .map(|p| file_size(p))
+                    .sum();
+                let r = self.loading_startup(total, |srv| srv.load_aof_files(&plan));
+                if self.shutdown_requested {
+                    return Ok(());
+                }
+                r?;
                 (Some(m), Vec::new())
             }
             None => {
-                self.load_snapshot()?;
+                let r = self.loading_startup(file_size(&self.rdb_path()), Self::load_snapshot);
+                if self.shutdown_requested {
+                    return Ok(());
+                }
+                r?;
                 let rdb = std::fs::read(self.rdb_path()).unwrap_or_else(|_| empty_rdb());
                 (None, rdb)
             }
@@ -1549,6 +1582,80 @@ impl Server {
             &base,
         )?;
         self.aof = Some(aof);
+        Ok(())
+    }
+
+    /// Runs a start-up load of `total_bytes` with the loading state on
+    /// (Redis's `startLoading` / `stopLoading`).
+    fn loading_startup(
+        &mut self,
+        total_bytes: u64,
+        load: impl FnOnce(&mut Self) -> Result<(), String>,
+    ) -> Result<(), String> {
+        self.loading = Some(crate::persistence::load::Loading::new(total_bytes));
+        let r = load(self);
+        self.loading = None;
+        self.publish_metrics();
+        r
+    }
+
+    /// Between pieces of a start-up load (nothing otherwise: `DEBUG
+    /// RELOAD` serves no one meanwhile): records how far it has come and,
+    /// every [`LOADING_PUMP_INTERVAL`], serves the clients (`busy::pump`)
+    /// with `ks` — the keyspace being filled, when the RDB loader holds it
+    /// — in its place, so `INFO keyspace` shows it as Redis does. An error
+    /// (a `SHUTDOWN` or a SIGTERM meanwhile) stops the load.
+    pub fn loading_progress(
+        &mut self,
+        mut ks: Option<&mut Keyspace>,
+        loaded_bytes: u64,
+        stats: Option<&crate::persistence::load::LoadStats>,
+    ) -> Result<(), String> {
+        let Some(l) = self.loading.as_mut() else {
+            return Ok(());
+        };
+        l.loaded_bytes = loaded_bytes;
+        let bytes_due = loaded_bytes.saturating_sub(l.last_pump_bytes)
+            >= self.config.loading_process_events_interval_bytes;
+        if l.pumping || !bytes_due && l.last_pump.elapsed() < LOADING_PUMP_INTERVAL {
+            return Ok(());
+        }
+        let now = Instant::now();
+        l.last_pump = now;
+        l.last_pump_bytes = loaded_bytes;
+        l.pumping = true;
+        let publish = now.duration_since(l.last_publish)
+            >= Duration::from_millis(1000 / self.config.hz.max(1));
+        if publish {
+            l.last_publish = now;
+        }
+        if let Some(st) = stats {
+            l.rdb_used_mem = st.used_mem;
+            self.persistence.last_load_keys = st.keys;
+            self.persistence.last_load_expired = st.expired;
+        }
+        if let Some(ks) = ks.as_deref_mut() {
+            std::mem::swap(ks, &mut self.keyspace);
+        }
+        self.now_ms = unix_ms();
+        crate::busy::pump(self, crate::busy::Holder::Loading);
+        if let Some(l) = self.loading.as_mut() {
+            l.pumping = false;
+        }
+        if let Some(sig) = crate::signals::take() {
+            // As Redis: no save (the data set is half loaded).
+            tracing::warn!("Received {sig} during loading, exiting now without saving.");
+            self.shutdown_requested = true;
+        }
+        if publish {
+            self.publish_metrics();
+        }
+        if let Some(ks) = ks {
+            std::mem::swap(ks, &mut self.keyspace);
+        }
+        if self.shutdown_requested {
+            return Err("shutdown requested while loading".into());
+        }
         Ok(())
     }
 
@@ -1577,17 +1684,20 @@ impl Server {
             files.push((f, i + 1 == plan.incrs.len()));
         }
         let mut commands = 0u64;
+        // The bytes of the files before this one (the loading progress).
+        let mut done = 0u64;
         for (path, last) in files {
             let data =
                 std::fs::read(path).map_err(|e| format!("Can't read {}: {e}", path.display()))?;
+            let file_start = done;
+            done += data.len() as u64;
             if data.starts_with(b"REDIS") {
-                let st = crate::persistence::load::load_rdb(
-                    &mut self.keyspace,
-                    path,
-                    unix_ms(),
-                    &self.config,
-                )?;
+                let st = self.load_rdb_serving(path, file_start)?;
                 if let Some(st) = st {
+                    // (As Redis: the base's figures, not the partial ones
+                    // the progress reports left.)
+                    self.persistence.last_load_keys = st.keys;
+                    self.persistence.last_load_expired = st.expired;
                     self.install_loaded_functions(&st.functions)?;
                 }
                 continue;
@@ -1611,6 +1721,13 @@ impl Server {
                 fake.out.buf.clear();
                 fake.out.error_codes.clear();
                 commands += 1;
+                // As Redis, the test-only delay slows each command down too.
+                if self.config.key_load_delay > 0 {
+                    std::thread::sleep(Duration::from_micros(self.config.key_load_delay));
+                }
+                if commands.is_multiple_of(64) {
+                    self.loading_progress(None, file_start + off as u64, None)?;
+                }
                 Ok(())
             })?;
             let end = match (fake.multi.take(), multi_at) {
@@ -1709,12 +1826,7 @@ impl Server {
     pub fn load_snapshot(&mut self) -> Result<(), String> {
         let path = self.rdb_path();
         let t0 = Instant::now();
-        match crate::persistence::load::load_rdb(
-            &mut self.keyspace,
-            &path,
-            unix_ms(),
-            &self.config,
-        )? {
+        match self.load_rdb_serving(&path, 0)? {
             Some(st) => {
                 self.install_loaded_functions(&st.functions)?;
                 self.persistence.last_load_keys = st.keys;
@@ -1734,6 +1846,33 @@ impl Server {
 }
 
 impl Server {
+    /// Loads the RDB at `path` into the keyspace, which is taken out of
+    /// the server meanwhile and handed back at each progress report, so
+    /// the clients served while loading at start-up see what is loaded so
+    /// far. `file_start`: the bytes loaded before this file (an AOF base).
+    fn load_rdb_serving(
+        &mut self,
+        path: &std::path::Path,
+        file_start: u64,
+    ) -> Result<Option<crate::persistence::load::LoadStats>, String> {
+        let databases = self.keyspace.dbs.len();
+        let mut ks = std::mem::replace(&mut self.keyspace, Keyspace::new(databases));
+        let config = self.config.clone();
+        let mut progress =
+            |ks: &mut Keyspace, st: &crate::persistence::load::LoadStats, off: u64| {
+                self.loading_progress(Some(ks), file_start + off, Some(st))
+            };
+        let r = crate::persistence::load::load_rdb_reporting(
+            &mut ks,
+            path,
+            unix_ms(),
+            &config,
+            Some(&mut progress),
+        );
+        self.keyspace = ks;
+        r
+    }
+
     /// The libraries an RDB held replace the loaded ones (start-up, AOF
     /// base, a full sync from a master), as Redis's `rdbLoad` does.
     pub fn install_loaded_functions(&mut self, codes: &[Vec<u8>]) -> Result<(), String> {
@@ -1752,6 +1891,11 @@ impl Server {
         Ok(())
     }
 }
+
+/// How often a start-up load serves the clients (Redis: every 2 MB read,
+/// `loading-process-events-interval-bytes`, which ferrokv honours too;
+/// a time bound works for any pace: a slow disk, large values).
+const LOADING_PUMP_INTERVAL: Duration = Duration::from_millis(2);
 
 /// An RDB file with no keys (the first base of a fresh AOF).
 pub fn empty_rdb() -> Vec<u8> {

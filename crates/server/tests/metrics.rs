@@ -393,3 +393,30 @@ fn tracking_series_follow_the_tracking_table() {
         Some("0")
     );
 }
+
+#[test]
+fn loading_series_are_1_during_a_startup_load_then_0() {
+    let (mut p, port) = server_with_metrics(&["--key-load-delay", "100"]);
+    let mut c = p.client();
+    let mut pipe = redis::pipe();
+    for i in 0..20_000 {
+        pipe.cmd("SET").arg(format!("key:{i}")).arg(i).ignore();
+    }
+    pipe.query::<()>(&mut c).unwrap();
+    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    drop(c);
+    let rdb_len = std::fs::metadata(p.dir.path().join("dump.rdb"))
+        .unwrap()
+        .len();
+    p.kill_and_restart_no_wait();
+    let text = scrape_until(port, "ferrokv_loading", "1");
+    assert_eq!(
+        value(&text, "ferrokv_loading_total_bytes"),
+        Some(rdb_len.to_string())
+    );
+    let text = scrape_until(port, "ferrokv_loading", "0");
+    assert_eq!(
+        value(&text, "ferrokv_loading_loaded_bytes").as_deref(),
+        Some("0")
+    );
+}

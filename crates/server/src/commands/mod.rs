@@ -287,6 +287,7 @@ pub mod err {
     pub const DB_RANGE: &str = "ERR DB index is out of range";
     pub const NOAUTH: &str = "NOAUTH Authentication required.";
     pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+    pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
     pub const POSITIVE: &str = "ERR value is out of range, must be positive";
 }
 

@@ -1010,6 +1010,11 @@ fn shutdown(ctx: &mut Ctx, args: Args) {
         ctx.error(err::SYNTAX);
         return;
     }
+    // While loading, no save: it would overwrite the file with the half
+    // of it loaded so far (Redis forces NOSAVE too).
+    if ctx.srv.loading.is_some() {
+        (save, nosave) = (false, true);
+    }
     tracing::warn!("User requested shutdown...");
     if let Err(e) = ctx.srv.prepare_shutdown(save, nosave) {
         if !force {

@@ -209,6 +209,9 @@ pub struct Config {
     pub rdb_direct_io: bool,
     /// Microseconds per key: slows a load down (for tests, as in Redis).
     pub key_load_delay: u64,
+    /// A start-up load serves the clients at least every this many bytes
+    /// loaded (and every 2 ms), as Redis's option of that name.
+    pub loading_process_events_interval_bytes: u64,
     pub stop_writes_on_bgsave_error: bool,
     pub appendonly: bool,
     pub appendfsync: crate::persistence::aof::FsyncPolicy,
@@ -317,6 +320,7 @@ impl Default for Config {
             bgsave_loop_share: 2,
             rdb_direct_io: true,
             key_load_delay: 0,
+            loading_process_events_interval_bytes: 2 * 1024 * 1024,
             stop_writes_on_bgsave_error: true,
             appendonly: false,
             appendfsync: crate::persistence::aof::FsyncPolicy::EverySec,
@@ -1154,6 +1158,16 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.key_load_delay.to_string()
+    ),
+    opt!(
+        "loading-process-events-interval-bytes",
+        "2097152",
+        true,
+        |c, a| {
+            c.loading_process_events_interval_bytes = parse_int(a, 1024, i32::MAX as u64)?;
+            Ok(())
+        },
+        |c| c.loading_process_events_interval_bytes.to_string()
     ),
     opt!(
         "stop-writes-on-bgsave-error",

@@ -19,6 +19,76 @@ pub struct LoadStats {
     pub repl: ReplAux,
     /// Its `FUNCTION` libraries' code (opcode FUNCTION2).
     pub functions: Vec<Vec<u8>>,
+    /// The memory its writer used (AUX `used-mem`), 0 if not said.
+    pub used_mem: u64,
+}
+
+/// Told now and then how far a load has come — the bytes of the file
+/// decoded so far, what was loaded so far, and the keyspace being filled —
+/// so the caller can serve clients meanwhile (start-up loading: `Server::
+/// loading_progress`). An error stops the load.
+pub type Progress<'p> = dyn FnMut(&mut Keyspace, &LoadStats, u64) -> Result<(), String> + 'p;
+
+/// [`Progress`] is told at least every this many keys...
+const PROGRESS_KEYS: u32 = 256;
+/// ...and every this many bytes of the file (a few large values).
+const PROGRESS_BYTES: usize = 256 * 1024;
+
+/// The state of a start-up load, for `INFO persistence`'s `loading_*`
+/// fields (Redis's `startLoading` / `loadingIncrProgress`).
+#[derive(Debug, Clone)]
+pub struct Loading {
+    /// Unix time (seconds) the load began.
+    pub start_unix: u64,
+    /// The bytes of every file to load (the RDB, or the AOF's files).
+    pub total_bytes: u64,
+    /// The bytes loaded so far.
+    pub loaded_bytes: u64,
+    /// The memory the RDB's writer used (AUX `used-mem`).
+    pub rdb_used_mem: u64,
+    /// When the clients were last served (and at what byte), and the
+    /// metrics last published.
+    pub last_pump: std::time::Instant,
+    pub last_pump_bytes: u64,
+    pub last_publish: std::time::Instant,
+    /// The clients are being served (a command then run, `DEBUG RELOAD`
+    /// say, does not serve them again from inside).
+    pub pumping: bool,
+}
+
+impl Loading {
+    pub fn new(total_bytes: u64) -> Loading {
+        let now = std::time::Instant::now();
+        Loading {
+            start_unix: crate::server::unix_ms() as u64 / 1000,
+            total_bytes,
+            loaded_bytes: 0,
+            rdb_used_mem: 0,
+            last_pump: now,
+            last_pump_bytes: 0,
+            last_publish: now,
+            pumping: false,
+        }
+    }
+
+    /// Percent loaded (Redis's `loading_loaded_perc`).
+    pub fn percent(&self) -> f64 {
+        if self.total_bytes == 0 {
+            return 0.0;
+        }
+        self.loaded_bytes as f64 * 100.0 / self.total_bytes as f64
+    }
+
+    /// Seconds left at the pace so far (Redis's `loading_eta_seconds`: 1
+    /// in the first second, when there is no pace yet).
+    pub fn eta_seconds(&self, now_unix: u64) -> u64 {
+        let elapsed = now_unix.saturating_sub(self.start_unix);
+        if elapsed == 0 {
+            return 1;
+        }
+        let remaining = self.total_bytes.saturating_sub(self.loaded_bytes).max(1);
+        elapsed * remaining / (self.loaded_bytes + 1)
+    }
 }
 
 /// `repl-id`, `repl-offset` and `repl-stream-db`, as a server with a
@@ -58,6 +128,49 @@ struct Loader<'k> {
     stats: LoadStats,
     key_delay_us: u64,
     limits: ValueLimits,
+}
+
+/// A [`Loader`] that tells [`Progress`] where it is every [`PROGRESS_KEYS`]
+/// keys or [`PROGRESS_BYTES`] bytes. (A wrapper, not a field of `Loader`:
+/// the progress of a start-up load holds the server, which a replica's
+/// streamed load must not, as it runs on a thread of its own.)
+struct Reporting<'l, 'k, 'p> {
+    loader: &'l mut Loader<'k>,
+    progress: &'p mut Progress<'p>,
+    /// Keys since, and the file offset of, the last report.
+    keys_since_report: u32,
+    last_report_at: usize,
+}
+
+impl Reporting<'_, '_, '_> {
+    fn report(&mut self, offset: usize) -> Result<(), VisitError> {
+        self.keys_since_report += 1;
+        if self.keys_since_report < PROGRESS_KEYS && offset - self.last_report_at < PROGRESS_BYTES {
+            return Ok(());
+        }
+        self.keys_since_report = 0;
+        self.last_report_at = offset;
+        (self.progress)(self.loader.ks, &self.loader.stats, offset as u64).map_err(VisitError::from)
+    }
+}
+
+impl RdbVisitor for Reporting<'_, '_, '_> {
+    fn aux(&mut self, key: &[u8], value: &[u8]) -> Result<(), VisitError> {
+        self.loader.aux(key, value)
+    }
+    fn select_db(&mut self, db: u64) -> Result<(), VisitError> {
+        self.loader.select_db(db)
+    }
+    fn resize_db(&mut self, db_size: u64, expires: u64) -> Result<(), VisitError> {
+        self.loader.resize_db(db_size, expires)
+    }
+    fn function_library(&mut self, code: &[u8]) -> Result<(), VisitError> {
+        self.loader.function_library(code)
+    }
+    fn entry(&mut self, e: RdbEntry<'_>) -> Result<(), VisitError> {
+        self.report(e.offset)?;
+        self.loader.entry(e)
+    }
 }
 
 /// The encoding thresholds a loaded value is built with (Redis's loader
@@ -207,6 +320,7 @@ impl RdbVisitor for Loader<'_> {
             b"repl-id" => self.stats.repl.id = text().map(str::to_string),
             b"repl-offset" => self.stats.repl.offset = num(),
             b"repl-stream-db" => self.stats.repl.stream_db = num(),
+            b"used-mem" => self.stats.used_mem = num().unwrap_or(0).max(0) as u64,
             _ => {}
         }
         Ok(())
@@ -264,6 +378,17 @@ pub fn load_rdb(
     now_ms: i64,
     config: &crate::config::Config,
 ) -> Result<Option<LoadStats>, String> {
+    load_rdb_reporting(ks, path, now_ms, config, None)
+}
+
+/// [`load_rdb`], telling `progress` how far it has come as it goes.
+pub fn load_rdb_reporting<'p>(
+    ks: &mut Keyspace,
+    path: &Path,
+    now_ms: i64,
+    config: &crate::config::Config,
+    progress: Option<&'p mut Progress<'p>>,
+) -> Result<Option<LoadStats>, String> {
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -293,13 +418,21 @@ pub fn load_rdb(
                 .checked_sub(8)
                 .map(|n| ferrokv_rdb::crc64::crc64(0, &data[..n]))
         });
-        let decoded = decode_with(
-            data,
-            &mut loader,
-            &DecodeOptions {
-                verify_checksum: false,
-            },
-        );
+        let options = DecodeOptions {
+            verify_checksum: false,
+        };
+        let decoded = match progress {
+            Some(progress) => {
+                let mut reporting = Reporting {
+                    loader: &mut loader,
+                    progress,
+                    keys_since_report: 0,
+                    last_report_at: 0,
+                };
+                decode_with(data, &mut reporting, &options)
+            }
+            None => decode_with(data, &mut loader, &options),
+        };
         (decoded, crc.join().unwrap_or(None))
     });
     let summary =

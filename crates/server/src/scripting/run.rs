@@ -593,7 +593,7 @@ pub fn hook(lua: &Lua, _debug: mlua::Debug) -> mlua::Result<VmState> {
     };
     if run.last_pump.elapsed() >= Duration::from_millis(2) {
         run.last_pump = Instant::now();
-        super::busy::pump(srv);
+        crate::busy::pump(srv, crate::busy::Holder::Script);
     }
     let kill = srv.shutdown_requested || srv.scripting.running.as_ref().is_some_and(|r| r.kill);
     if kill {

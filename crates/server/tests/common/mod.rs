@@ -237,7 +237,18 @@ impl ServerProcess {
 
     /// `kill -9`, then the same binary with the same arguments on the same
     /// port and data directory (what it persisted is what it finds).
+    /// Returns once it answers with its data set loaded.
     pub fn kill_and_restart(&mut self) {
+        self.restart(true)
+    }
+
+    /// [`kill_and_restart`](Self::kill_and_restart), returning as soon as
+    /// the new process answers, while it may still be loading.
+    pub fn kill_and_restart_no_wait(&mut self) {
+        self.restart(false)
+    }
+
+    fn restart(&mut self, loaded: bool) {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let (bin, args) = &self.command;
@@ -258,7 +269,7 @@ impl ServerProcess {
                 if let Ok(Some(_)) = self.child.try_wait() {
                     break;
                 }
-                if answers_as(self.port, self.child.id()) == Some(true) {
+                if answers_as_loading(self.port, self.child.id(), loaded) == Some(true) {
                     return;
                 }
                 std::thread::sleep(Duration::from_millis(20));
@@ -596,10 +607,18 @@ impl Raw {
 /// last test holding it ends, so no process outlives the test binary.
 /// Whether the server listening on `port` is the process `pid` (its
 /// `INFO server` says `process_id:<pid>`); `None` while nothing answers.
+/// A server still loading its data set (it answers `INFO` meanwhile) is
+/// not ready: `None`.
 pub fn answers_as(port: u16, pid: u32) -> Option<bool> {
+    answers_as_loading(port, pid, true)
+}
+
+/// [`answers_as`]; with `loaded` false, a server still loading counts.
+pub fn answers_as_loading(port: u16, pid: u32, loaded: bool) -> Option<bool> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    s.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").ok()?;
+    s.write_all(b"*3\r\n$4\r\nINFO\r\n$6\r\nserver\r\n$11\r\npersistence\r\n")
+        .ok()?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     let want = format!("process_id:{pid}\r\n");
@@ -615,12 +634,21 @@ pub fn answers_as(port: u16, pid: u32) -> Option<bool> {
             return Some(true);
         }
         let text = String::from_utf8_lossy(&buf);
-        if text.contains(&want) {
-            return Some(true);
+        // The reply is whole once the persistence section's `loading:` line
+        // is in (it comes after the server section).
+        let Some(at) = text.find("loading:") else {
+            continue;
+        };
+        if !text[at..].contains("\r\n") {
+            continue;
         }
-        if text.contains("process_id:") && text.contains("\r\n\r\n") || text.contains("tcp_port:") {
-            return Some(text.contains(&want));
+        if !text.contains(&want) {
+            return Some(false);
         }
+        if loaded && text[at..].starts_with("loading:1") {
+            return None;
+        }
+        return Some(true);
     }
 }
 
