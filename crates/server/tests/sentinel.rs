@@ -15,6 +15,8 @@
 //! - Mixed sets: a real redis-server replica among ferrokv nodes is
 //!   promoted and a ferrokv replica follows it; a ferrokv replica of a real
 //!   redis-server master is promoted and Redis follows it.
+//! - A master restarting and loading for longer than down-after answers
+//!   `-LOADING`, which Sentinel counts as reachable: no failover.
 //! - Restricted ACL users: the sentinels log in as the user Redis's
 //!   documentation gives them, the replicas log in to their master as a
 //!   replication-only user.
@@ -657,6 +659,58 @@ fn a_ferrokv_replica_of_a_redis_master_is_promoted_and_redis_follows() {
             redis_node(&["replica-priority 100"]),
         ],
         Kind::Ferrokv,
+    );
+}
+
+/// A master that crashes and comes back at once, then spends longer than
+/// `down-after-milliseconds` loading its data set, answers `-LOADING`
+/// meanwhile, which Sentinel counts as reachable: no failover, and the
+/// replicas sync from it again once it has loaded (as with Redis; a server
+/// that refused connections while loading would be failed over).
+#[test]
+fn a_master_loading_after_a_restart_is_not_failed_over() {
+    let _g = serial();
+    // 3000 keys at 1 ms each: about 3 s of loading, twice down-after.
+    let mut ha = Ha::start(
+        vec![
+            ferrokv(&["key-load-delay 1000"]),
+            ferrokv(&[]),
+            ferrokv(&[]),
+        ],
+        &[],
+    );
+    let mut c = ha.nodes[0].con().unwrap();
+    let mut mset = redis::cmd("MSET");
+    for i in 0..3000 {
+        mset.arg(format!("key:{i}")).arg(i);
+    }
+    let _: () = mset.query(&mut c).unwrap();
+    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    drop(c);
+    let m = ha.port(0);
+    let t0 = Instant::now();
+    // Returns once INFO says loading:0.
+    ha.nodes[0].p.kill_and_restart();
+    let loaded_after = t0.elapsed();
+    assert!(
+        loaded_after > Duration::from_millis(2 * DOWN_AFTER_MS),
+        "the load took only {loaded_after:?}"
+    );
+    ha.wait("the replicas to sync from the restarted master", |ha| {
+        ha.nodes[1].follows(m) && ha.nodes[2].follows(m)
+    });
+    for s in &ha.sentinels {
+        assert_eq!(s.master_port(), Some(m));
+        let log = s.log();
+        assert!(!log.contains("+sdown master"), "{log}");
+        assert!(!log.contains("+switch-master"), "{log}");
+    }
+    let mut c = ha.nodes[1].con().unwrap();
+    let n: usize = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 3000);
+    eprintln!(
+        "restarted master loaded in {:.1} s with no failover",
+        loaded_after.as_secs_f64()
     );
 }
 
