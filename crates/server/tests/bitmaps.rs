@@ -87,9 +87,9 @@ fn setbit_and_getbit_reply_as_redis() {
 fn bitcount_and_bitpos_ranges_in_bytes_and_bits() {
     let s = server();
     let mut r = s.raw();
-    r.cmd(&["DEL", "bm:c", "bm:p", "bm:ones", "bm:l"]);
+    r.cmd(&["DEL", "bm:c", "bm:p", "bm:ones", "bm:lc"]);
     r.cmd(&["SET", "bm:c", "foobar"]);
-    r.cmd(&["RPUSH", "bm:l", "x"]);
+    r.cmd(&["RPUSH", "bm:lc", "x"]);
     check(
         &mut r,
         &[
@@ -111,7 +111,7 @@ fn bitcount_and_bitpos_ranges_in_bytes_and_bits() {
             // follows; a wrong type is WRONGTYPE before a syntax error.
             (&["BITCOUNT", "bm:missing", "0", "1", "BITS"], int(0)),
             (&["BITCOUNT", "bm:missing"], int(0)),
-            (&["BITCOUNT", "bm:l", "0"], err(WRONGTYPE)),
+            (&["BITCOUNT", "bm:lc", "0"], err(WRONGTYPE)),
         ],
     );
     r.cmd(&[b"SET".as_slice(), b"bm:p", b"\x00\xff\xf0"]);
@@ -144,7 +144,7 @@ fn bitcount_and_bitpos_ranges_in_bytes_and_bits() {
                 err("ERR syntax error"),
             ),
             (&["BITPOS", "bm:p", "1", "x"], err(NOT_INT)),
-            (&["BITPOS", "bm:l", "1"], err(WRONGTYPE)),
+            (&["BITPOS", "bm:lc", "1"], err(WRONGTYPE)),
         ],
     );
 }
@@ -199,8 +199,8 @@ fn bitop_stores_replaces_and_deletes_as_redis() {
 fn bitfield_overflow_modes_offsets_and_errors() {
     let s = server();
     let mut r = s.raw();
-    r.cmd(&["DEL", "bm:f", "bm:l"]);
-    r.cmd(&["RPUSH", "bm:l", "x"]);
+    r.cmd(&["DEL", "bm:f", "bm:lf"]);
+    r.cmd(&["RPUSH", "bm:lf", "x"]);
     let nil = Frame::Null;
     check(
         &mut r,
@@ -270,8 +270,8 @@ fn bitfield_overflow_modes_offsets_and_errors() {
                 &["BITFIELD", "bm:f", "FOO", "u8", "0"],
                 err("ERR syntax error"),
             ),
-            (&["BITFIELD", "bm:l", "GET", "u8", "0"], err(WRONGTYPE)),
-            (&["BITFIELD", "bm:l", "SET", "u8", "0", "1"], err(WRONGTYPE)),
+            (&["BITFIELD", "bm:lf", "GET", "u8", "0"], err(WRONGTYPE)),
+            (&["BITFIELD", "bm:lf", "SET", "u8", "0", "1"], err(WRONGTYPE)),
             (
                 &["BITFIELD_RO", "bm:f", "GET", "u8", "0"],
                 arr(vec![int(255)]),
