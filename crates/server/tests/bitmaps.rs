@@ -271,7 +271,10 @@ fn bitfield_overflow_modes_offsets_and_errors() {
                 err("ERR syntax error"),
             ),
             (&["BITFIELD", "bm:lf", "GET", "u8", "0"], err(WRONGTYPE)),
-            (&["BITFIELD", "bm:lf", "SET", "u8", "0", "1"], err(WRONGTYPE)),
+            (
+                &["BITFIELD", "bm:lf", "SET", "u8", "0", "1"],
+                err(WRONGTYPE),
+            ),
             (
                 &["BITFIELD_RO", "bm:f", "GET", "u8", "0"],
                 arr(vec![int(255)]),

@@ -244,8 +244,9 @@ fn aof_commands_replay_answers_loading_in_redis_too() {
     aof_load_serves_loading_clients("redis", false);
 }
 
-fn shutdown_save_during_load_exits_without_saving(kind: &str) {
-    let mut p = server(kind, &[]);
+/// Fills and saves `p`, then kills and restarts it without waiting for
+/// the load: the snapshot's path and bytes, to check nothing rewrote it.
+fn saved_and_loading_again(p: &mut ServerProcess) -> (std::path::PathBuf, Vec<u8>) {
     let mut c = p.client();
     fill(&mut c, KEYS);
     let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
@@ -253,6 +254,12 @@ fn shutdown_save_during_load_exits_without_saving(kind: &str) {
     let rdb = p.dir.path().join("dump.rdb");
     let saved = std::fs::read(&rdb).unwrap();
     p.kill_and_restart_no_wait();
+    (rdb, saved)
+}
+
+fn shutdown_save_during_load_exits_without_saving(kind: &str) {
+    let mut p = server(kind, &[]);
+    let (rdb, saved) = saved_and_loading_again(&mut p);
     let mut r = p.raw();
     r.roundtrip(&cmd(&["PING"]), LOADING);
     r.send(&cmd(&["SHUTDOWN", "SAVE"]));
@@ -275,13 +282,7 @@ fn shutdown_save_during_load_in_redis_too() {
 #[test]
 fn sigterm_during_load_exits_without_saving() {
     let mut p = server("ferrokv", &["--save", "3600 1"]);
-    let mut c = p.client();
-    fill(&mut c, KEYS);
-    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
-    drop(c);
-    let rdb = p.dir.path().join("dump.rdb");
-    let saved = std::fs::read(&rdb).unwrap();
-    p.kill_and_restart_no_wait();
+    let (rdb, saved) = saved_and_loading_again(&mut p);
     p.raw().roundtrip(&cmd(&["PING"]), LOADING);
     std::process::Command::new("kill")
         .args(["-TERM", &p.child.id().to_string()])
