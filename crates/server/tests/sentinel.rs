@@ -17,6 +17,9 @@
 //!   redis-server master is promoted and Redis follows it.
 //! - A master restarting and loading for longer than down-after answers
 //!   `-LOADING`, which Sentinel counts as reachable: no failover.
+//! - A master partitioned from its replicas and the sentinels (a relay
+//!   cut) but not from a client refuses that client's writes with
+//!   `min-replicas-to-write`, and rejoins as a replica when healed.
 //! - Restricted ACL users: the sentinels log in as the user Redis's
 //!   documentation gives them, the replicas log in to their master as a
 //!   replication-only user.
@@ -38,9 +41,11 @@ mod pki;
 use common::{wait_for, ServerProcess};
 use pki::{Pair, Pki};
 use std::collections::HashMap;
+use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 const NAME: &str = "mymaster";
@@ -201,11 +206,11 @@ impl Node {
             && r.get("master_link_status").map(String::as_str) == Some("up")
     }
 
-    fn replicaof(&self, master: &Node) {
+    fn replicaof_port(&self, port: u16) {
         let mut c = self.con().unwrap();
         let _: String = redis::cmd("REPLICAOF")
             .arg("127.0.0.1")
-            .arg(master.port())
+            .arg(port)
             .query(&mut c)
             .unwrap();
     }
@@ -335,10 +340,16 @@ impl Ha {
     /// As `start`, with sentinel `i`'s extra configuration lines from
     /// `extra(i)`.
     fn start_with(nodes: Vec<Node>, extra: impl Fn(usize) -> Vec<String>) -> Ha {
-        for n in &nodes[1..] {
-            n.replicaof(&nodes[0]);
-        }
         let m = nodes[0].port();
+        Self::start_at(nodes, m, extra)
+    }
+
+    /// As `start_with`, with the replicas and sentinels reaching the master
+    /// at port `m` (a [`Relay`] to it, say).
+    fn start_at(nodes: Vec<Node>, m: u16, extra: impl Fn(usize) -> Vec<String>) -> Ha {
+        for n in &nodes[1..] {
+            n.replicaof_port(m);
+        }
         let mut ha = Ha {
             nodes,
             sentinels: Vec::new(),
@@ -711,6 +722,145 @@ fn a_master_loading_after_a_restart_is_not_failed_over() {
     eprintln!(
         "restarted master loaded in {:.1} s with no failover",
         loaded_after.as_secs_f64()
+    );
+}
+
+/// A TCP relay on loopback to a node's port: the way the sentinels and
+/// the replicas reach the master in the partition scenario, and what the
+/// test cuts to isolate it from them while a client still reaches it
+/// directly (traffic stays on 127.0.0.1; no network namespace needed).
+struct Relay {
+    port: u16,
+    cut: Arc<AtomicBool>,
+    conns: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Relay {
+    fn start(target: u16) -> Relay {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cut = Arc::new(AtomicBool::new(false));
+        let conns = Arc::new(Mutex::new(Vec::new()));
+        let (cut2, conns2) = (cut.clone(), conns.clone());
+        std::thread::spawn(move || {
+            for down in listener.incoming() {
+                let Ok(down) = down else { continue };
+                if cut2.load(Ordering::SeqCst) {
+                    continue; // dropped: refused while partitioned
+                }
+                let Ok(up) = TcpStream::connect(("127.0.0.1", target)) else {
+                    continue;
+                };
+                let mut held = conns2.lock().unwrap();
+                held.push(down.try_clone().unwrap());
+                held.push(up.try_clone().unwrap());
+                let (d2, u2) = (down.try_clone().unwrap(), up.try_clone().unwrap());
+                std::thread::spawn(move || pipe(down, up));
+                std::thread::spawn(move || pipe(u2, d2));
+            }
+        });
+        Relay { port, cut, conns }
+    }
+
+    /// Closes every relayed connection and refuses new ones.
+    fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+        for c in self.conns.lock().unwrap().drain(..) {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    fn heal(&self) {
+        self.cut.store(false, Ordering::SeqCst);
+    }
+}
+
+fn pipe(mut from: TcpStream, mut to: TcpStream) {
+    let _ = std::io::copy(&mut from, &mut to);
+    let _ = to.shutdown(std::net::Shutdown::Both);
+    let _ = from.shutdown(std::net::Shutdown::Both);
+}
+
+/// The split brain `min-replicas-to-write` exists for: the master is cut
+/// off from its replicas and the sentinels but not from a client. With
+/// `min-replicas-to-write 1` and `min-replicas-max-lag 2`, it refuses that
+/// client's writes (`-NOREPLICAS`) within the lag bound, so what it could
+/// still acknowledge on its side (and lose when Sentinel converts it after
+/// the partition heals) is bounded to the first seconds; every write
+/// acknowledged by `WAIT` before the cut survives on the new master.
+#[test]
+fn a_partitioned_master_refuses_writes_under_min_replicas_and_rejoins() {
+    let _g = serial();
+    const MAX_LAG: u64 = 2;
+    let lag = format!("min-replicas-max-lag {MAX_LAG}");
+    let guard = ["min-replicas-to-write 1", lag.as_str()];
+    let nodes = vec![ferrokv(&guard), ferrokv(&guard), ferrokv(&guard)];
+    let relay = Relay::start(nodes[0].p.port);
+    let ha = Ha::start_at(nodes, relay.port, |_| Vec::new());
+    write_acked(&ha.nodes[0], 100, 2);
+    let mut c = ha.nodes[0].con().unwrap();
+    relay.cut();
+    let cut_at = Instant::now();
+    let (mut acked, mut refused, mut late) = (Vec::new(), 0, 0);
+    let mut i = 0;
+    let mut new = None;
+    // Writes on the isolated side until the other side has a new master.
+    while new.is_none() {
+        let key = format!("split:{i}");
+        match redis::cmd("SET").arg(&key).arg(i).query::<()>(&mut c) {
+            Ok(()) => {
+                if cut_at.elapsed() > Duration::from_secs(MAX_LAG + 1) {
+                    late += 1;
+                }
+                acked.push(key);
+            }
+            Err(e) => {
+                assert!(e.to_string().contains("NOREPLICAS"), "{e}");
+                refused += 1;
+            }
+        }
+        i += 1;
+        std::thread::sleep(Duration::from_millis(10));
+        let ports: Vec<Option<u16>> = ha.sentinels.iter().map(|s| s.master_port()).collect();
+        if let Some(p) = ports[0] {
+            if p != relay.port && ports.iter().all(|q| *q == Some(p)) {
+                new = Some(ha.index_of(p));
+            }
+        }
+        assert!(
+            cut_at.elapsed() < Duration::from_secs(FAILOVER_SECS),
+            "no failover\n{}",
+            ha.logs()
+        );
+    }
+    assert_eq!(
+        late, 0,
+        "the isolated master took writes past the lag bound"
+    );
+    assert!(refused > 0);
+    let new = new.unwrap();
+    let np = ha.port(new);
+    ha.wait("the new master promoted", |ha| ha.nodes[new].is_master());
+    // The partition heals: Sentinel reaches the old master again and
+    // converts it; it takes the new master's data.
+    relay.heal();
+    ha.wait("the old master converted", |ha| ha.nodes[0].follows(np));
+    assert_has_keys(&ha.nodes[new], 100);
+    assert_has_keys(&ha.nodes[0], 100);
+    let mut nc = ha.nodes[new].con().unwrap();
+    let lost = acked
+        .iter()
+        .filter(|k| {
+            redis::cmd("EXISTS")
+                .arg(k.as_str())
+                .query::<i64>(&mut nc)
+                .unwrap()
+                == 0
+        })
+        .count();
+    eprintln!(
+        "partition: {} writes acknowledged by the isolated master (all within {MAX_LAG} s, {lost} lost), {refused} refused with NOREPLICAS",
+        acked.len()
     );
 }
 
