@@ -58,6 +58,7 @@ pub mod acl;
 pub mod alloc;
 pub mod blocking;
 pub mod busy;
+pub mod cluster;
 pub mod command_fuzz;
 pub mod commands;
 pub mod config;
