@@ -434,7 +434,7 @@ impl Message {
                         return Err(short(explen + 8));
                     }
                     let len = be32(buf, explen) as usize;
-                    if len % 8 != 0 || len < 8 || totlen - explen < len {
+                    if !len.is_multiple_of(8) || len < 8 || totlen - explen < len {
                         return Err(short(explen + len.max(8)));
                     }
                     let ext_kind = be16(buf, explen + 4);
