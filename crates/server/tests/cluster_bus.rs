@@ -1,0 +1,164 @@
+//! Guards the cluster bus codec (`cluster/bus.rs`) against the real
+//! redis-server 7.0 in cluster mode, on its bus port: our MEET is accepted
+//! and answered with a PONG we decode field by field; Redis then connects
+//! to the bus port we announced and PINGs; our PONGs complete the
+//! handshake, so Redis lists our node under our id, address and hostname
+//! in `CLUSTER NODES`. What Redis accepts and what it sends both go
+//! through the codec.
+mod common;
+use common::{wait_for, ServerProcess, FREE_PORT};
+use ferrokv_server::cluster::bus::{
+    self, kind, node_flags, Body, Ext, Header, Message, SlotBitmap, NULL_NAME,
+};
+use ferrokv_server::cluster::slot::key_slot;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+const OUR_NAME: &[u8; 40] = b"fe770c0ffee0000000000000000000000000beef";
+const OUR_CLIENT_PORT: u16 = 7777;
+
+fn redis_cluster_node() -> ServerProcess {
+    ServerProcess::redis(&[
+        "--cluster-enabled",
+        "yes",
+        "--cluster-port",
+        FREE_PORT,
+        "--cluster-announce-hostname",
+        "redis-node.test",
+    ])
+}
+
+fn our_header(kind: u16, cport: u16) -> Header {
+    Header {
+        kind,
+        port: OUR_CLIENT_PORT,
+        current_epoch: 0,
+        config_epoch: 0,
+        offset: 0,
+        sender: *OUR_NAME,
+        slots: SlotBitmap::default(),
+        slaveof: NULL_NAME,
+        myip: "127.0.0.1".into(),
+        pport: 0,
+        cport,
+        flags: node_flags::MASTER,
+        state: 0,
+        mflags: [0; 3],
+    }
+}
+
+/// Reads one whole bus message.
+fn read_message(s: &mut TcpStream) -> Message {
+    let mut buf = vec![0u8; 8];
+    s.read_exact(&mut buf).unwrap();
+    let len = bus::frame_len(&buf).unwrap().unwrap();
+    buf.resize(len, 0);
+    s.read_exact(&mut buf[8..]).unwrap();
+    Message::decode(&buf).unwrap_or_else(|e| panic!("{e:?}"))
+}
+
+fn cluster(p: &ServerProcess, args: &[&str]) -> String {
+    let mut c = p.client();
+    let mut cmd = redis::cmd("CLUSTER");
+    for a in args {
+        cmd.arg(*a);
+    }
+    cmd.query(&mut c).unwrap()
+}
+
+#[test]
+fn redis_takes_our_meet_and_pongs_and_lists_our_node() {
+    let r = redis_cluster_node();
+    let redis_bus = r.free_port.unwrap();
+    let redis_id = cluster(&r, &["MYID"]);
+    // Our bus port, which we announce and Redis will connect to.
+    let ours = TcpListener::bind("127.0.0.1:0").unwrap();
+    let our_bus = ours.local_addr().unwrap().port();
+
+    let mut link = TcpStream::connect(("127.0.0.1", redis_bus)).unwrap();
+    link.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let meet = Message::new(
+        our_header(kind::MEET, our_bus),
+        Body::Ping {
+            gossip: vec![],
+            exts: vec![],
+        },
+    );
+    link.write_all(&meet.encode()).unwrap();
+    let pong = read_message(&mut link);
+    let h = &pong.header;
+    assert_eq!(h.kind, kind::PONG);
+    assert_eq!(std::str::from_utf8(&h.sender).unwrap(), redis_id);
+    assert_eq!(h.port, r.port);
+    assert_eq!(h.cport, redis_bus);
+    assert_eq!(h.flags & node_flags::MASTER, node_flags::MASTER);
+    assert_eq!(h.slaveof, NULL_NAME);
+    assert_eq!(h.slots.count(), 0);
+    match &pong.body {
+        Body::Ping { exts, .. } => {
+            assert!(
+                exts.contains(&Ext::Hostname("redis-node.test".into())),
+                "{exts:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Redis connects to the node it added (in handshake) and PINGs it;
+    // our PONGs complete the handshake.
+    ours.set_nonblocking(false).unwrap();
+    let (mut back, _) = ours.accept().unwrap();
+    back.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let want = format!(
+        "{} 127.0.0.1:{OUR_CLIENT_PORT}@{our_bus},ferrokv-node.test master",
+        std::str::from_utf8(OUR_NAME).unwrap()
+    );
+    loop {
+        let ping = read_message(&mut back);
+        assert!(
+            [kind::PING, kind::MEET].contains(&ping.header.kind),
+            "{:?}",
+            ping.header
+        );
+        assert_eq!(std::str::from_utf8(&ping.header.sender).unwrap(), redis_id);
+        let reply = Message::new(
+            our_header(kind::PONG, our_bus),
+            Body::Ping {
+                gossip: vec![],
+                exts: vec![Ext::Hostname("ferrokv-node.test".into())],
+            },
+        );
+        back.write_all(&reply.encode()).unwrap();
+        let nodes = cluster(&r, &["NODES"]);
+        if nodes.lines().any(|l| l.starts_with(&want)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Redis never listed our node as {want:?}:\n{nodes}"
+        );
+    }
+    // Redis's own view of slots agrees with ours.
+    for key in ["foo", "{user1000}.following", "somekey", ""] {
+        let slot: i64 = {
+            let mut c = r.client();
+            redis::cmd("CLUSTER")
+                .arg("KEYSLOT")
+                .arg(key)
+                .query(&mut c)
+                .unwrap()
+        };
+        assert_eq!(slot, key_slot(key.as_bytes()) as i64, "{key:?}");
+    }
+    // Our node stays known while it answers.
+    wait_for("the node connected", 5, || {
+        cluster(&r, &["NODES"])
+            .lines()
+            .find(|l| l.starts_with(&want) && l.contains(" connected"))
+            .map(|_| ())
+    });
+}
