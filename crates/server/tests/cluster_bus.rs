@@ -3,13 +3,15 @@
 //! and answered with a PONG we decode field by field; Redis then connects
 //! to the bus port we announced and PINGs; our PONGs complete the
 //! handshake, so Redis lists our node under our id, address and hostname
-//! in `CLUSTER NODES`. What Redis accepts and what it sends both go
+//! in `CLUSTER NODES`, and the nodes.conf it writes reads back through our
+//! parser byte for byte. What Redis accepts and what it sends both go
 //! through the codec.
 mod common;
 use common::{wait_for, ServerProcess, FREE_PORT};
 use ferrokv_server::cluster::bus::{
     self, kind, node_flags, Body, Ext, Header, Message, SlotBitmap, NULL_NAME,
 };
+use ferrokv_server::cluster::nodes::NodesConf;
 use ferrokv_server::cluster::slot::key_slot;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -154,6 +156,24 @@ fn redis_takes_our_meet_and_pongs_and_lists_our_node() {
         };
         assert_eq!(slot, key_slot(key.as_bytes()) as i64, "{key:?}");
     }
+    // Redis's nodes.conf, read by our parser, lists our node as it should
+    // and writes back byte for byte.
+    // (A learnt hostname alone does not make Redis 7.0 save the file.)
+    assert_eq!(cluster(&r, &["SAVECONFIG"]), "OK");
+    let text = std::fs::read_to_string(r.dir.path().join("nodes.conf")).unwrap();
+    let conf = NodesConf::parse(&text).unwrap();
+    assert_eq!(conf.render(), text);
+    assert_eq!(conf.myself().id, redis_id);
+    let us = conf
+        .nodes
+        .iter()
+        .find(|n| n.id.as_bytes() == OUR_NAME)
+        .unwrap();
+    assert_eq!(
+        (us.port, us.cport, us.hostname.as_str()),
+        (OUR_CLIENT_PORT, our_bus, "ferrokv-node.test")
+    );
+    assert_eq!(us.flags, node_flags::MASTER);
     // Our node stays known while it answers.
     wait_for("the node connected", 5, || {
         cluster(&r, &["NODES"])

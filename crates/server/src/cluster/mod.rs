@@ -1,8 +1,14 @@
-//! Redis Cluster (#24), built up in this folder: the bus protocol
-//! (`bus.rs`, byte-compatible with Redis 7.0's `clusterMsg`), key hash
-//! slots (`slot.rs`). The node table and epochs, slot migration, failover
-//! and `nodes.conf` come next; `cluster-enabled` stays `no` until a node
-//! can join a cluster (docs/config.md).
+//! Redis Cluster (#24), built up in this folder:
+//! - `bus.rs`: the bus protocol, byte-compatible with Redis 7.0's
+//!   `clusterMsg`;
+//! - `slot.rs`: key hash slots;
+//! - `nodes.rs`: the node table's text form (`CLUSTER NODES` lines,
+//!   `nodes.conf`).
+//!
+//! The live node table with epochs, the bus links, slot migration and
+//! failover come next; `cluster-enabled` stays `no` until a node can join
+//! a cluster (docs/config.md).
 
 pub mod bus;
+pub mod nodes;
 pub mod slot;
