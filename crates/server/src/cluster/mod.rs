@@ -3,12 +3,15 @@
 //!   `clusterMsg`;
 //! - `slot.rs`: key hash slots;
 //! - `nodes.rs`: the node table's text form (`CLUSTER NODES` lines,
-//!   `nodes.conf`).
+//!   `nodes.conf`);
+//! - `state.rs`: the node table and Redis's rules over it (epoch
+//!   collisions, PFAIL → FAIL, votes, replica rank).
 //!
-//! The live node table with epochs, the bus links, slot migration and
-//! failover come next; `cluster-enabled` stays `no` until a node can join
+//! The bus links and cron that drive them, slot migration and the
+//! failover itself come next; `cluster-enabled` stays `no` until a node can join
 //! a cluster (docs/config.md).
 
 pub mod bus;
 pub mod nodes;
 pub mod slot;
+pub mod state;

@@ -1,0 +1,446 @@
+//! The cluster's state as one node sees it, and the rules Redis 7.0's
+//! `cluster.c` applies to it, as functions of that state and the time
+//! (milliseconds, passed in, so each rule is tested on its own):
+//!
+//! - config-epoch collisions (`clusterHandleConfigEpochCollision`): of two
+//!   masters with the same config epoch, the one with the smaller id takes
+//!   a new epoch;
+//! - failure detection (`markNodeAsFailingIfNeeded`): a node we see as
+//!   PFAIL becomes FAIL once a majority of the masters serving slots
+//!   reported it within twice the node timeout (our own view counts when
+//!   we are such a master);
+//! - votes (`clusterSendFailoverAuthIfNeeded`): one per epoch, for a
+//!   replica of a failed master (or any, with FORCEACK), at most once per
+//!   master in twice the node timeout, and never for slots whose owner has
+//!   a newer config epoch;
+//! - a replica's rank among its master's replicas (`clusterGetSlaveRank`).
+//!
+//! The bus links and the cron that drive these come next (#24).
+
+use super::bus::{node_flags, Name, SlotBitmap};
+use super::nodes::{NodeEntry, NodesConf};
+use super::slot::SLOTS;
+use std::collections::HashMap;
+
+/// Reports older than this many node timeouts are forgotten
+/// (`CLUSTER_FAIL_REPORT_VALIDITY_MULT`).
+pub const FAIL_REPORT_VALIDITY_MULT: u64 = 2;
+
+/// One node of the table.
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub name: Name,
+    pub flags: u16,
+    pub config_epoch: u64,
+    pub slots: SlotBitmap,
+    pub master: Option<Name>,
+    pub ip: String,
+    pub port: u16,
+    pub cport: u16,
+    pub hostname: String,
+    pub ping_sent_ms: u64,
+    pub pong_received_ms: u64,
+    pub fail_time_ms: u64,
+    /// When we last voted for a replica of this master.
+    pub voted_time_ms: u64,
+    pub repl_offset: u64,
+    /// Who reported this node as failing, and when.
+    pub fail_reports: Vec<(Name, u64)>,
+}
+
+impl Node {
+    pub fn new(name: Name, flags: u16) -> Node {
+        Node {
+            name,
+            flags,
+            config_epoch: 0,
+            slots: SlotBitmap::default(),
+            master: None,
+            ip: String::new(),
+            port: 0,
+            cport: 0,
+            hostname: String::new(),
+            ping_sent_ms: 0,
+            pong_received_ms: 0,
+            fail_time_ms: 0,
+            voted_time_ms: 0,
+            repl_offset: 0,
+            fail_reports: Vec::new(),
+        }
+    }
+
+    pub fn is_master(&self) -> bool {
+        self.flags & node_flags::MASTER != 0
+    }
+
+    pub fn has(&self, flag: u16) -> bool {
+        self.flags & flag != 0
+    }
+}
+
+/// Why a vote was not given (Redis logs each of these).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoVote {
+    /// We are a replica, or a master without slots: not a voter.
+    NotAVoter,
+    /// The request's epoch is behind ours.
+    OldEpoch,
+    /// We already voted in this epoch.
+    AlreadyVoted,
+    /// The requester is not a replica of a master we know.
+    NotAReplica,
+    /// Its master is not FAIL and FORCEACK was not asked.
+    MasterUp,
+    /// We voted for a replica of this master less than twice the node
+    /// timeout ago.
+    TooSoon,
+    /// A slot it claims is served with a newer config epoch.
+    StaleSlots(u16),
+}
+
+/// What a FAILOVER_AUTH_REQUEST carries that the vote depends on.
+pub struct VoteRequest<'a> {
+    pub sender: Name,
+    pub current_epoch: u64,
+    pub config_epoch: u64,
+    /// The slots it claims (its master's).
+    pub slots: &'a SlotBitmap,
+    pub force_ack: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct ClusterState {
+    pub myself: Name,
+    pub nodes: HashMap<Name, Node>,
+    pub current_epoch: u64,
+    pub last_vote_epoch: u64,
+    /// Each slot's owner.
+    pub owners: Vec<Option<Name>>,
+    pub node_timeout_ms: u64,
+}
+
+impl ClusterState {
+    /// A fresh node alone in its cluster: a master without slots.
+    pub fn new(myself: Name, node_timeout_ms: u64) -> ClusterState {
+        let mut nodes = HashMap::new();
+        nodes.insert(
+            myself,
+            Node::new(myself, node_flags::MYSELF | node_flags::MASTER),
+        );
+        ClusterState {
+            myself,
+            nodes,
+            current_epoch: 0,
+            last_vote_epoch: 0,
+            owners: vec![None; SLOTS],
+            node_timeout_ms,
+        }
+    }
+
+    pub fn me(&self) -> &Node {
+        &self.nodes[&self.myself]
+    }
+
+    fn me_mut(&mut self) -> &mut Node {
+        self.nodes
+            .get_mut(&self.myself)
+            .expect("myself is in the table")
+    }
+
+    /// Gives `slot` to `owner` (both in the node's bitmap and the map).
+    pub fn assign(&mut self, slot: u16, owner: Name) {
+        if let Some(old) = self.owners[slot as usize] {
+            if let Some(n) = self.nodes.get_mut(&old) {
+                n.slots.set(slot, false);
+            }
+        }
+        if let Some(n) = self.nodes.get_mut(&owner) {
+            n.slots.set(slot, true);
+            self.owners[slot as usize] = Some(owner);
+        }
+    }
+
+    /// Masters serving at least one slot (`server.cluster->size`).
+    pub fn size(&self) -> usize {
+        self.nodes
+            .values()
+            .filter(|n| n.is_master() && n.slots.count() > 0)
+            .count()
+    }
+
+    /// `clusterHandleConfigEpochCollision`: returns whether we took a new
+    /// epoch (the caller then saves nodes.conf).
+    pub fn handle_config_epoch_collision(&mut self, sender: &Name) -> bool {
+        let Some(s) = self.nodes.get(sender) else {
+            return false;
+        };
+        let me = self.me();
+        if s.config_epoch != me.config_epoch || !s.is_master() || !me.is_master() {
+            return false;
+        }
+        // The node with the smaller id moves.
+        if s.name <= me.name {
+            return false;
+        }
+        self.current_epoch += 1;
+        let e = self.current_epoch;
+        self.me_mut().config_epoch = e;
+        true
+    }
+
+    /// A failure report about `about` from `reporter` at `now`.
+    pub fn add_failure_report(&mut self, about: &Name, reporter: Name, now: u64) {
+        if let Some(n) = self.nodes.get_mut(about) {
+            match n.fail_reports.iter_mut().find(|(r, _)| *r == reporter) {
+                Some(r) => r.1 = now,
+                None => n.fail_reports.push((reporter, now)),
+            }
+        }
+    }
+
+    /// `markNodeAsFailingIfNeeded`: PFAIL → FAIL on a majority of the
+    /// slot-serving masters; returns whether the node became FAIL (the
+    /// caller then broadcasts FAIL).
+    pub fn mark_failing_if_needed(&mut self, about: &Name, now: u64) -> bool {
+        let needed = self.size() / 2 + 1;
+        let validity = self.node_timeout_ms * FAIL_REPORT_VALIDITY_MULT;
+        let me_votes = self.me().is_master() as usize;
+        let Some(n) = self.nodes.get_mut(about) else {
+            return false;
+        };
+        if !n.has(node_flags::PFAIL) || n.has(node_flags::FAIL) {
+            return false;
+        }
+        n.fail_reports
+            .retain(|(_, t)| now.saturating_sub(*t) <= validity);
+        if n.fail_reports.len() + me_votes < needed {
+            return false;
+        }
+        n.flags = (n.flags & !node_flags::PFAIL) | node_flags::FAIL;
+        n.fail_time_ms = now;
+        true
+    }
+
+    /// `clusterSendFailoverAuthIfNeeded`: `Ok` when we vote (and have
+    /// recorded the vote), else why not.
+    pub fn vote(&mut self, req: &VoteRequest, now: u64) -> Result<(), NoVote> {
+        let me = self.me();
+        if !me.is_master() || me.slots.count() == 0 {
+            return Err(NoVote::NotAVoter);
+        }
+        if req.current_epoch < self.current_epoch {
+            return Err(NoVote::OldEpoch);
+        }
+        if self.last_vote_epoch == self.current_epoch {
+            return Err(NoVote::AlreadyVoted);
+        }
+        let master = match self.nodes.get(&req.sender) {
+            Some(n) if n.has(node_flags::SLAVE) => n.master,
+            _ => None,
+        };
+        let Some(master) = master.and_then(|m| self.nodes.get(&m)) else {
+            return Err(NoVote::NotAReplica);
+        };
+        if !master.has(node_flags::FAIL) && !req.force_ack {
+            return Err(NoVote::MasterUp);
+        }
+        if now.saturating_sub(master.voted_time_ms) < self.node_timeout_ms * 2
+            && master.voted_time_ms != 0
+        {
+            return Err(NoVote::TooSoon);
+        }
+        for slot in 0..SLOTS as u16 {
+            if !req.slots.get(slot) {
+                continue;
+            }
+            let Some(owner) = self.owners[slot as usize].and_then(|o| self.nodes.get(&o)) else {
+                continue;
+            };
+            if owner.config_epoch > req.config_epoch {
+                return Err(NoVote::StaleSlots(slot));
+            }
+        }
+        let m = master.name;
+        self.last_vote_epoch = self.current_epoch;
+        self.nodes
+            .get_mut(&m)
+            .expect("looked up above")
+            .voted_time_ms = now;
+        Ok(())
+    }
+
+    /// `clusterGetSlaveRank`: how many other replicas of our master have
+    /// a greater replication offset than `my_offset` (0 is the best; the
+    /// election waits 1 s per rank).
+    pub fn replica_rank(&self, my_offset: u64) -> usize {
+        let Some(master) = self.me().master else {
+            return 0;
+        };
+        self.nodes
+            .values()
+            .filter(|n| {
+                n.name != self.myself
+                    && n.master == Some(master)
+                    && !n.has(node_flags::NOFAILOVER)
+                    && n.repl_offset > my_offset
+            })
+            .count()
+    }
+
+    /// The table as nodes.conf holds it (timings as last seen).
+    pub fn to_conf(&self) -> NodesConf {
+        let text = |n: &Name| String::from_utf8_lossy(n).into_owned();
+        let mut names: Vec<&Name> = self.nodes.keys().collect();
+        names.sort();
+        NodesConf {
+            nodes: names
+                .into_iter()
+                .map(|k| {
+                    let n = &self.nodes[k];
+                    NodeEntry {
+                        id: text(&n.name),
+                        ip: n.ip.clone(),
+                        port: n.port,
+                        cport: n.cport,
+                        hostname: n.hostname.clone(),
+                        flags: n.flags,
+                        master: n.master.as_ref().map(text),
+                        ping_sent_ms: n.ping_sent_ms,
+                        pong_received_ms: n.pong_received_ms,
+                        config_epoch: n.config_epoch,
+                        connected: n.has(node_flags::MYSELF),
+                        slots: n.slots.clone(),
+                        migrating: Vec::new(),
+                        importing: Vec::new(),
+                    }
+                })
+                .collect(),
+            current_epoch: self.current_epoch,
+            last_vote_epoch: self.last_vote_epoch,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(c: u8) -> Name {
+        [c; 40]
+    }
+
+    /// `me` (`b'm'`) a master with slots 0..100, masters `a` and `b`
+    /// with slots too, `r` a replica of `a`.
+    fn cluster() -> ClusterState {
+        let mut s = ClusterState::new(name(b'm'), 15_000);
+        for (c, flags) in [
+            (b'a', node_flags::MASTER),
+            (b'b', node_flags::MASTER),
+            (b'r', node_flags::SLAVE),
+        ] {
+            s.nodes.insert(name(c), Node::new(name(c), flags));
+        }
+        s.nodes.get_mut(&name(b'r')).unwrap().master = Some(name(b'a'));
+        for slot in 0..100 {
+            s.assign(slot, name(b'm'));
+            s.assign(slot + 100, name(b'a'));
+            s.assign(slot + 200, name(b'b'));
+        }
+        s.current_epoch = 5;
+        s.nodes.get_mut(&name(b'a')).unwrap().config_epoch = 2;
+        s
+    }
+
+    #[test]
+    fn the_smaller_id_takes_a_new_epoch_on_collision() {
+        let mut s = cluster();
+        s.me_mut().config_epoch = 2;
+        // a < m: the sender is smaller, it is the one to move.
+        assert!(!s.handle_config_epoch_collision(&name(b'a')));
+        s.nodes
+            .insert(name(b'z'), Node::new(name(b'z'), node_flags::MASTER));
+        s.nodes.get_mut(&name(b'z')).unwrap().config_epoch = 2;
+        assert!(s.handle_config_epoch_collision(&name(b'z')));
+        assert_eq!((s.current_epoch, s.me().config_epoch), (6, 6));
+        // Different epochs now: nothing more.
+        assert!(!s.handle_config_epoch_collision(&name(b'z')));
+    }
+
+    #[test]
+    fn pfail_becomes_fail_on_a_majority_of_slot_masters() {
+        let mut s = cluster();
+        // Three slot-serving masters: 2 needed; ours counts.
+        assert_eq!(s.size(), 3);
+        let a = name(b'a');
+        assert!(!s.mark_failing_if_needed(&a, 1000), "not PFAIL yet");
+        s.nodes.get_mut(&a).unwrap().flags |= node_flags::PFAIL;
+        assert!(!s.mark_failing_if_needed(&a, 1000), "only our view");
+        // A report too old does not count.
+        s.add_failure_report(&a, name(b'b'), 1000);
+        assert!(!s.mark_failing_if_needed(&a, 1000 + 30_001));
+        s.add_failure_report(&a, name(b'b'), 40_000);
+        assert!(s.mark_failing_if_needed(&a, 40_001));
+        let n = &s.nodes[&a];
+        assert!(n.has(node_flags::FAIL) && !n.has(node_flags::PFAIL));
+        assert!(!s.mark_failing_if_needed(&a, 40_002), "already FAIL");
+    }
+
+    #[test]
+    fn votes_follow_redis_rules() {
+        let mut s = cluster();
+        let slots = s.nodes[&name(b'a')].slots.clone();
+        let req = |epoch, cfg, force| VoteRequest {
+            sender: name(b'r'),
+            current_epoch: epoch,
+            config_epoch: cfg,
+            slots: &slots,
+            force_ack: force,
+        };
+        assert_eq!(s.vote(&req(4, 2, false), 1), Err(NoVote::OldEpoch));
+        assert_eq!(s.vote(&req(5, 2, false), 1), Err(NoVote::MasterUp));
+        // FORCEACK (manual failover) votes for a master still up.
+        assert_eq!(s.vote(&req(5, 2, true), 1), Ok(()));
+        assert_eq!(s.vote(&req(5, 2, true), 2), Err(NoVote::AlreadyVoted));
+        // A new epoch, but the same master within 2 × node timeout.
+        s.current_epoch = 6;
+        s.nodes.get_mut(&name(b'a')).unwrap().flags |= node_flags::FAIL;
+        assert_eq!(s.vote(&req(6, 2, false), 1000), Err(NoVote::TooSoon));
+        // Later, with a stale claim on the slots: refused.
+        assert_eq!(
+            s.vote(&req(6, 1, false), 40_000),
+            Err(NoVote::StaleSlots(100))
+        );
+        assert_eq!(s.vote(&req(6, 2, false), 40_000), Ok(()));
+        assert_eq!(s.last_vote_epoch, 6);
+        // A master without slots, or a replica, does not vote.
+        let mut lone = ClusterState::new(name(b'q'), 15_000);
+        lone.current_epoch = 1;
+        assert_eq!(lone.vote(&req(1, 0, true), 1), Err(NoVote::NotAVoter));
+    }
+
+    #[test]
+    fn rank_counts_replicas_ahead() {
+        let mut s = ClusterState::new(name(b'm'), 15_000);
+        s.me_mut().flags = node_flags::MYSELF | node_flags::SLAVE;
+        s.me_mut().master = Some(name(b'a'));
+        for (c, off) in [(b'x', 100), (b'y', 300), (b'z', 500)] {
+            let mut n = Node::new(name(c), node_flags::SLAVE);
+            n.master = Some(name(b'a'));
+            n.repl_offset = off;
+            s.nodes.insert(name(c), n);
+        }
+        assert_eq!(s.replica_rank(400), 1);
+        assert_eq!(s.replica_rank(50), 3);
+        assert_eq!(s.replica_rank(600), 0);
+    }
+
+    #[test]
+    fn the_table_renders_as_nodes_conf() {
+        let s = cluster();
+        let text = s.to_conf().render();
+        let back = NodesConf::parse(&text).unwrap();
+        assert_eq!(back.render(), text);
+        assert_eq!(back.myself().slots.count(), 100);
+        assert!(text.ends_with("vars currentEpoch 5 lastVoteEpoch 0\n"));
+    }
+}
