@@ -5,14 +5,14 @@
 //! handshake, so Redis lists our node under our id, address and hostname
 //! in `CLUSTER NODES`, and the nodes.conf it writes reads back through our
 //! parser byte for byte. What Redis accepts and what it sends both go
-//! through the codec.
+//! through the codec, and ours are built from our node table
+//! (`cluster/state.rs`).
 mod common;
 use common::{wait_for, ServerProcess, FREE_PORT};
-use ferrokv_server::cluster::bus::{
-    self, kind, node_flags, Body, Ext, Header, Message, SlotBitmap, NULL_NAME,
-};
+use ferrokv_server::cluster::bus::{self, kind, node_flags, Body, Ext, Message, NULL_NAME};
 use ferrokv_server::cluster::nodes::NodesConf;
 use ferrokv_server::cluster::slot::key_slot;
+use ferrokv_server::cluster::state::{Announce, ClusterState};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -31,23 +31,17 @@ fn redis_cluster_node() -> ServerProcess {
     ])
 }
 
-fn our_header(kind: u16, cport: u16) -> Header {
-    Header {
-        kind,
+/// Our node: a fresh table (a master without slots) and what it announces.
+fn our_node(cport: u16) -> (ClusterState, Announce) {
+    let st = ClusterState::new(*OUR_NAME, 15_000);
+    let me = Announce {
+        ip: "127.0.0.1".into(),
         port: OUR_CLIENT_PORT,
-        current_epoch: 0,
-        config_epoch: 0,
-        offset: 0,
-        sender: *OUR_NAME,
-        slots: SlotBitmap::default(),
-        slaveof: NULL_NAME,
-        myip: "127.0.0.1".into(),
-        pport: 0,
         cport,
-        flags: node_flags::MASTER,
-        state: 0,
-        mflags: [0; 3],
-    }
+        hostname: "ferrokv-node.test".into(),
+        ..Announce::default()
+    };
+    (st, me)
 }
 
 /// Reads one whole bus message.
@@ -81,13 +75,8 @@ fn redis_takes_our_meet_and_pongs_and_lists_our_node() {
     let mut link = TcpStream::connect(("127.0.0.1", redis_bus)).unwrap();
     link.set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
-    let meet = Message::new(
-        our_header(kind::MEET, our_bus),
-        Body::Ping {
-            gossip: vec![],
-            exts: vec![],
-        },
-    );
+    let (st, me) = our_node(our_bus);
+    let meet = st.ping(kind::MEET, &me, |_| false, |_| 0);
     link.write_all(&meet.encode()).unwrap();
     let pong = read_message(&mut link);
     let h = &pong.header;
@@ -127,13 +116,7 @@ fn redis_takes_our_meet_and_pongs_and_lists_our_node() {
             ping.header
         );
         assert_eq!(std::str::from_utf8(&ping.header.sender).unwrap(), redis_id);
-        let reply = Message::new(
-            our_header(kind::PONG, our_bus),
-            Body::Ping {
-                gossip: vec![],
-                exts: vec![Ext::Hostname("ferrokv-node.test".into())],
-            },
-        );
+        let reply = st.ping(kind::PONG, &me, |_| true, |_| 0);
         back.write_all(&reply.encode()).unwrap();
         let nodes = cluster(&r, &["NODES"]);
         if nodes.lines().any(|l| l.starts_with(&want)) {

@@ -321,6 +321,112 @@ impl ClusterState {
     }
 }
 
+/// What a node announces of itself that the table does not hold.
+#[derive(Debug, Clone, Default)]
+pub struct Announce {
+    /// `cluster-announce-ip`: empty for "the address the packet came
+    /// from".
+    pub ip: String,
+    pub port: u16,
+    pub pport: u16,
+    pub cport: u16,
+    pub hostname: String,
+    /// The replication offset to send.
+    pub offset: u64,
+}
+
+impl ClusterState {
+    /// `clusterBuildMessageHdr`: a replica sends its master's slots and
+    /// config epoch, and names it in `slaveof`.
+    pub fn header(&self, kind: u16, me: &Announce) -> super::bus::Header {
+        let my = self.me();
+        let master = my
+            .master
+            .filter(|_| my.has(node_flags::SLAVE))
+            .and_then(|m| self.nodes.get(&m))
+            .unwrap_or(my);
+        super::bus::Header {
+            kind,
+            port: me.port,
+            current_epoch: self.current_epoch,
+            config_epoch: master.config_epoch,
+            offset: me.offset,
+            sender: self.myself,
+            slots: master.slots.clone(),
+            slaveof: my.master.unwrap_or(super::bus::NULL_NAME),
+            myip: me.ip.clone(),
+            pport: me.pport,
+            cport: me.cport,
+            flags: my.flags,
+            state: 0,
+            mflags: [0; 3],
+        }
+    }
+
+    /// `clusterSendPing`'s message: max(3, nodes/10) gossip entries drawn
+    /// with `pick(n)` (a random index below `n`) among the nodes worth
+    /// telling about (not us, not in handshake or without address, not a
+    /// slot-less node we have no link to: `linked`), then every PFAIL
+    /// node; the hostname extension when we announce one.
+    pub fn ping(
+        &self,
+        kind: u16,
+        me: &Announce,
+        linked: impl Fn(&Name) -> bool,
+        mut pick: impl FnMut(usize) -> usize,
+    ) -> super::bus::Message {
+        use super::bus::{Body, Ext, Gossip, Message};
+        let fresh = self.nodes.len().saturating_sub(2);
+        let wanted = (self.nodes.len() / 10).max(3).min(fresh);
+        let mut names: Vec<&Name> = self.nodes.keys().collect();
+        names.sort();
+        let skip = |n: &Node| {
+            n.name == self.myself
+                || n.has(node_flags::HANDSHAKE | node_flags::NOADDR)
+                || (!linked(&n.name) && n.slots.count() == 0)
+        };
+        let mut chosen: Vec<Name> = Vec::new();
+        for _ in 0..wanted * 3 {
+            if chosen.len() >= wanted || names.is_empty() {
+                break;
+            }
+            let n = &self.nodes[names[pick(names.len())]];
+            if skip(n) || n.has(node_flags::PFAIL) || chosen.contains(&n.name) {
+                continue;
+            }
+            chosen.push(n.name);
+        }
+        for name in names {
+            let n = &self.nodes[name];
+            if n.has(node_flags::PFAIL) && !skip(n) && !chosen.contains(&n.name) {
+                chosen.push(n.name);
+            }
+        }
+        let gossip = chosen
+            .iter()
+            .map(|name| {
+                let n = &self.nodes[name];
+                Gossip {
+                    name: n.name,
+                    ping_sent: (n.ping_sent_ms / 1000) as u32,
+                    pong_received: (n.pong_received_ms / 1000) as u32,
+                    ip: n.ip.clone(),
+                    port: n.port,
+                    cport: n.cport,
+                    flags: n.flags,
+                    pport: 0,
+                }
+            })
+            .collect();
+        let exts = if me.hostname.is_empty() {
+            Vec::new()
+        } else {
+            vec![Ext::Hostname(me.hostname.clone())]
+        };
+        Message::new(self.header(kind, me), Body::Ping { gossip, exts })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -432,6 +538,60 @@ mod tests {
         assert_eq!(s.replica_rank(400), 1);
         assert_eq!(s.replica_rank(50), 3);
         assert_eq!(s.replica_rank(600), 0);
+    }
+
+    #[test]
+    fn a_replica_sends_its_masters_slots_and_epoch() {
+        let mut s = cluster();
+        s.me_mut().flags = node_flags::MYSELF | node_flags::SLAVE;
+        s.me_mut().master = Some(name(b'a'));
+        let h = s.header(super::super::bus::kind::PING, &Announce::default());
+        assert_eq!(h.slaveof, name(b'a'));
+        assert_eq!(h.config_epoch, 2);
+        assert_eq!(h.slots, s.nodes[&name(b'a')].slots);
+        assert_eq!(h.flags, node_flags::MYSELF | node_flags::SLAVE);
+    }
+
+    #[test]
+    fn gossip_takes_three_then_every_pfail_node() {
+        use super::super::bus::{kind, Body, Ext};
+        let mut s = ClusterState::new(name(b'm'), 15_000);
+        for c in b'a'..=b'h' {
+            let mut n = Node::new(name(c), node_flags::MASTER);
+            n.slots.set(c as u16, true);
+            s.nodes.insert(name(c), n);
+        }
+        s.nodes.get_mut(&name(b'h')).unwrap().flags |= node_flags::PFAIL;
+        s.nodes
+            .insert(name(b'x'), Node::new(name(b'x'), node_flags::HANDSHAKE));
+        let me = Announce {
+            hostname: "me.example".into(),
+            ..Announce::default()
+        };
+        let mut i = 0;
+        let m = s.ping(
+            kind::PING,
+            &me,
+            |_| true,
+            |n| {
+                i += 1;
+                i % n
+            },
+        );
+        let Body::Ping { gossip, exts } = &m.body else {
+            panic!()
+        };
+        // 10 nodes: wanted max(3, 1) = 3, plus the PFAIL one; never us,
+        // never the handshake node.
+        assert_eq!(gossip.len(), 4, "{gossip:?}");
+        assert!(gossip.iter().any(|g| g.name == name(b'h')));
+        assert!(gossip
+            .iter()
+            .all(|g| g.name != name(b'm') && g.name != name(b'x')));
+        assert_eq!(exts, &vec![Ext::Hostname("me.example".into())]);
+        // It encodes and decodes as it was built.
+        let back = super::super::bus::Message::decode(&m.encode()).unwrap();
+        assert_eq!(back.body, m.body);
     }
 
     #[test]
