@@ -13,7 +13,10 @@
 //!   replica of a failed master (or any, with FORCEACK), at most once per
 //!   master in twice the node timeout, and never for slots whose owner has
 //!   a newer config epoch;
-//! - a replica's rank among its master's replicas (`clusterGetSlaveRank`).
+//! - a replica's rank among its master's replicas (`clusterGetSlaveRank`);
+//! - gossip sections (`clusterProcessGossipSection`): failure reports,
+//!   PONG times, new nodes;
+//! - the PING/PONG/MEET it sends (`clusterSendPing`).
 //!
 //! The bus links and the cron that drive these come next (#24).
 
@@ -427,6 +430,80 @@ impl ClusterState {
     }
 }
 
+/// What a gossip section changed that the caller acts on.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct GossipOutcome {
+    /// Nodes that became FAIL (to broadcast FAIL about).
+    pub failed: Vec<Name>,
+    /// Nodes heard of for the first time (to connect to).
+    pub added: Vec<Name>,
+}
+
+impl ClusterState {
+    /// `clusterProcessGossipSection`, for a message from `sender` (`None`
+    /// while the sender is not in the table yet):
+    /// - a master's PFAIL/FAIL word about a node is a failure report, its
+    ///   silence withdraws one, and enough reports make the node FAIL;
+    /// - a healthy node's PONG time is taken from gossip when we have no
+    ///   PING pending to it and no reports against it;
+    /// - a failing node reported healthy at another address moves there;
+    /// - a known sender's word about a node we do not know adds it (not
+    ///   one without address).
+    pub fn process_gossip(
+        &mut self,
+        sender: Option<&Name>,
+        gossip: &[super::bus::Gossip],
+        now: u64,
+    ) -> GossipOutcome {
+        let mut out = GossipOutcome::default();
+        let sender_is_master = sender
+            .and_then(|s| self.nodes.get(s))
+            .is_some_and(Node::is_master);
+        let failing = node_flags::PFAIL | node_flags::FAIL;
+        for g in gossip {
+            if !self.nodes.contains_key(&g.name) {
+                if sender.is_some() && g.flags & node_flags::NOADDR == 0 {
+                    let mut n = Node::new(g.name, 0);
+                    n.ip = g.ip.clone();
+                    n.port = g.port;
+                    n.cport = g.cport;
+                    self.nodes.insert(g.name, n);
+                    out.added.push(g.name);
+                }
+                continue;
+            }
+            if sender_is_master && g.name != self.myself {
+                let reporter = *sender.expect("a master sender");
+                if g.flags & failing != 0 {
+                    self.add_failure_report(&g.name, reporter, now);
+                    if self.mark_failing_if_needed(&g.name, now) {
+                        out.failed.push(g.name);
+                    }
+                } else if let Some(n) = self.nodes.get_mut(&g.name) {
+                    n.fail_reports.retain(|(r, _)| *r != reporter);
+                }
+            }
+            let n = self.nodes.get_mut(&g.name).expect("checked above");
+            if g.flags & failing == 0 && n.ping_sent_ms == 0 && n.fail_reports.is_empty() {
+                let pong = g.pong_received as u64 * 1000;
+                if pong <= now + 500 && pong > n.pong_received_ms {
+                    n.pong_received_ms = pong;
+                }
+            }
+            if n.has(failing)
+                && g.flags & (node_flags::NOADDR | failing) == 0
+                && (n.ip != g.ip || n.port != g.port || n.cport != g.cport)
+            {
+                n.ip = g.ip.clone();
+                n.port = g.port;
+                n.cport = g.cport;
+                n.flags &= !node_flags::NOADDR;
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -592,6 +669,63 @@ mod tests {
         // It encodes and decodes as it was built.
         let back = super::super::bus::Message::decode(&m.encode()).unwrap();
         assert_eq!(back.body, m.body);
+    }
+
+    fn gossip_about(c: u8, flags: u16) -> super::super::bus::Gossip {
+        super::super::bus::Gossip {
+            name: name(c),
+            ping_sent: 0,
+            pong_received: 50,
+            ip: "10.0.0.9".into(),
+            port: 7000,
+            cport: 17000,
+            flags,
+            pport: 0,
+        }
+    }
+
+    #[test]
+    fn gossip_reports_failures_learns_nodes_and_pong_times() {
+        let mut s = cluster();
+        let a = name(b'a');
+        s.nodes.get_mut(&a).unwrap().flags |= node_flags::PFAIL;
+        // b (a master) says a is PFAIL: with our own view, 2 of 3.
+        let out = s.process_gossip(
+            Some(&name(b'b')),
+            &[gossip_about(b'a', node_flags::MASTER | node_flags::PFAIL)],
+            60_000,
+        );
+        assert_eq!(out.failed, vec![a]);
+        // A replica's word is no report.
+        let mut t = cluster();
+        t.nodes.get_mut(&a).unwrap().flags |= node_flags::PFAIL;
+        let out = t.process_gossip(
+            Some(&name(b'r')),
+            &[gossip_about(b'a', node_flags::PFAIL)],
+            60_000,
+        );
+        assert!(out.failed.is_empty() && t.nodes[&a].fail_reports.is_empty());
+        // A new node is added with its address; not without one, and not
+        // from an unknown sender.
+        let out = s.process_gossip(
+            Some(&name(b'b')),
+            &[
+                gossip_about(b'n', node_flags::MASTER),
+                gossip_about(b'o', node_flags::NOADDR),
+            ],
+            60_000,
+        );
+        assert_eq!(out.added, vec![name(b'n')]);
+        assert_eq!(s.nodes[&name(b'n')].cport, 17000);
+        assert!(s
+            .process_gossip(None, &[gossip_about(b'p', 0)], 60_000)
+            .added
+            .is_empty());
+        // b's healthy word about the new node carries its PONG time, and
+        // withdraws nothing it did not report.
+        assert_eq!(s.nodes[&name(b'n')].pong_received_ms, 0);
+        s.process_gossip(Some(&name(b'b')), &[gossip_about(b'n', 1)], 60_000);
+        assert_eq!(s.nodes[&name(b'n')].pong_received_ms, 50_000);
     }
 
     #[test]
