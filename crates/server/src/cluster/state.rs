@@ -461,13 +461,13 @@ impl ClusterState {
             .is_some_and(Node::is_master);
         let failing = node_flags::PFAIL | node_flags::FAIL;
         for g in gossip {
-            if !self.nodes.contains_key(&g.name) {
+            if let std::collections::hash_map::Entry::Vacant(e) = self.nodes.entry(g.name) {
                 if sender.is_some() && g.flags & node_flags::NOADDR == 0 {
                     let mut n = Node::new(g.name, 0);
                     n.ip = g.ip.clone();
                     n.port = g.port;
                     n.cport = g.cport;
-                    self.nodes.insert(g.name, n);
+                    e.insert(n);
                     out.added.push(g.name);
                 }
                 continue;
