@@ -1537,11 +1537,9 @@ impl Server {
         use crate::persistence::aof::{Aof, OsStorage, Storage};
         let file_size = |p: &std::path::Path| std::fs::metadata(p).map_or(0, |m| m.len());
         if !self.config.appendonly {
-            let r = self.loading_startup(file_size(&self.rdb_path()), Self::load_snapshot);
-            if self.shutdown_requested {
+            if !self.loading_startup(file_size(&self.rdb_path()), Self::load_snapshot)? {
                 return Ok(());
             }
-            r?;
             self.restore_repl_history();
             return Ok(());
         }
@@ -1556,19 +1554,15 @@ impl Server {
                     .chain(&plan.incrs)
                     .map(|p| file_size(p))
                     .sum();
-                let r = self.loading_startup(total, |srv| srv.load_aof_files(&plan));
-                if self.shutdown_requested {
+                if !self.loading_startup(total, |srv| srv.load_aof_files(&plan))? {
                     return Ok(());
                 }
-                r?;
                 (Some(m), Vec::new())
             }
             None => {
-                let r = self.loading_startup(file_size(&self.rdb_path()), Self::load_snapshot);
-                if self.shutdown_requested {
+                if !self.loading_startup(file_size(&self.rdb_path()), Self::load_snapshot)? {
                     return Ok(());
                 }
-                r?;
                 let rdb = std::fs::read(self.rdb_path()).unwrap_or_else(|_| empty_rdb());
                 (None, rdb)
             }
@@ -1586,17 +1580,21 @@ impl Server {
     }
 
     /// Runs a start-up load of `total_bytes` with the loading state on
-    /// (Redis's `startLoading` / `stopLoading`).
+    /// (Redis's `startLoading` / `stopLoading`): `Ok(false)` when a
+    /// `SHUTDOWN` or SIGTERM stopped it (the error it left is not one).
     fn loading_startup(
         &mut self,
         total_bytes: u64,
         load: impl FnOnce(&mut Self) -> Result<(), String>,
-    ) -> Result<(), String> {
+    ) -> Result<bool, String> {
         self.loading = Some(crate::persistence::load::Loading::new(total_bytes));
         let r = load(self);
         self.loading = None;
         self.publish_metrics();
-        r
+        if self.shutdown_requested {
+            return Ok(false);
+        }
+        r.map(|()| true)
     }
 
     /// Between pieces of a start-up load (nothing otherwise: `DEBUG

@@ -522,13 +522,9 @@ fn unused_port() -> u16 {
 
 /// A series' value from `/metrics` on `port`.
 fn metrics_value(port: u16, name: &str) -> f64 {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
-        .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+    let text = common::scrape_metrics(port);
+    common::metric_value(&text, name)
+        .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no {name} in {text}"))
 }
 
