@@ -510,10 +510,17 @@ fn redis_node(lines: &[&str]) -> Node {
 /// follow, restarts the old master from its file and waits for it to be
 /// converted. Returns the new master's index.
 fn kill_master_and_recover(ha: &mut Ha, keys: usize) -> usize {
+    kill_master_and_recover_checking(ha, keys, |_| {})
+}
+
+/// As `kill_master_and_recover`, running `meanwhile` right after the kill,
+/// before any promotion can happen (down-after has not passed).
+fn kill_master_and_recover_checking(ha: &mut Ha, keys: usize, meanwhile: impl Fn(&Ha)) -> usize {
     let old = ha.port(0);
     let _ = ha.nodes[0].p.child.kill();
     let _ = ha.nodes[0].p.child.wait();
     let t0 = Instant::now();
+    meanwhile(ha);
     let new = ha.wait_new_master(old);
     let promoted_after = t0.elapsed();
     let np = ha.port(new);
@@ -579,7 +586,22 @@ fn kill_9_of_a_ferrokv_master_promotes_a_replica_and_converts_the_old_master() {
         assert_eq!(r["runid"].len(), 40, "{r:?}");
     }
     write_acked(&ha.nodes[0], 100, 2);
-    let new = kill_master_and_recover(&mut ha, 100);
+    // The replicas answer -MASTERDOWN once their link is gone, and are
+    // still promoted: Sentinel counts that reply as reachable.
+    let new = kill_master_and_recover_checking(&mut ha, 100, |ha| {
+        let deadline = Instant::now() + Duration::from_millis(DOWN_AFTER_MS);
+        loop {
+            let mut c = ha.nodes[1].con().unwrap();
+            match redis::cmd("PING").query::<String>(&mut c) {
+                Err(e) if e.to_string().contains("Link with MASTER is down") => break,
+                r => assert!(
+                    Instant::now() < deadline,
+                    "PING on a cut-off replica: {r:?}"
+                ),
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
     assert!(new == 1 || new == 2);
     assert!(ha.sentinel_logs_contain("+failover-end"));
     // Each node counted its own role change: the promoted replica, the
