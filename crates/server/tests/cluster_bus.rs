@@ -11,7 +11,7 @@ mod common;
 use common::{wait_for, ServerProcess, FREE_PORT};
 use ferrokv_server::cluster::bus::{self, kind, node_flags, Body, Ext, Message, NULL_NAME};
 use ferrokv_server::cluster::nodes::NodesConf;
-use ferrokv_server::cluster::slot::key_slot;
+use ferrokv_store::slots::key_slot;
 use ferrokv_server::cluster::state::{Announce, ClusterState};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

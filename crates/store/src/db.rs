@@ -460,6 +460,9 @@ pub struct Db {
     expires: usize,
     /// Where the active expiry cycle resumes.
     expire_cursor: usize,
+    /// The keys of each cluster slot (cluster mode only: `None` costs the
+    /// write path one branch).
+    slots: Option<Box<crate::slots::SlotIndex>>,
 }
 
 impl Default for Db {
@@ -479,6 +482,7 @@ impl Db {
             len: 0,
             expires: 0,
             expire_cursor: 0,
+            slots: None,
         }
     }
 
@@ -628,6 +632,9 @@ impl Db {
                 return Lookup::Missing;
             }
             let e = seg.remove_at(h, i, &self.hasher);
+            if let Some(ix) = &mut self.slots {
+                ix.remove(crate::slots::key_slot(key), h);
+            }
             self.expires -= 1;
             self.len -= 1;
             Lookup::Expired(e)
@@ -710,6 +717,9 @@ impl Db {
                 Some(old)
             }
             None => {
+                if let Some(ix) = &mut self.slots {
+                    ix.insert(crate::slots::key_slot(key), h);
+                }
                 seg.push(h, entry, &self.hasher);
                 if is {
                     seg.expiring += 1;
@@ -732,6 +742,9 @@ impl Db {
         let seg = &mut self.segments[si];
         let i = seg.find(h, key)?;
         let e = seg.remove_at(h, i, &self.hasher);
+        if let Some(ix) = &mut self.slots {
+            ix.remove(crate::slots::key_slot(key), h);
+        }
         self.len -= 1;
         if e.expire_at != NO_EXPIRE {
             self.expires -= 1;
@@ -852,13 +865,81 @@ impl Db {
             }
             // New segments of the empty table are not part of the snapshot.
         }
+        let slots = self.slots.is_some();
         *self = Db {
             hasher: self.hasher,
             ..Db::new()
         };
+        if slots {
+            self.slots = Some(Box::default());
+        }
         // Every segment the snapshot still needs now has its own copy, so
         // the fresh table's segments are never read in their place.
         self.snapshot = snapshot;
+    }
+
+    /// Keeps (`true`) or drops the per-slot key index of cluster mode;
+    /// turned on, it is built from the keys already there.
+    pub fn set_slot_index(&mut self, on: bool) {
+        if !on {
+            self.slots = None;
+            return;
+        }
+        if self.slots.is_some() {
+            return;
+        }
+        let mut ix = Box::<crate::slots::SlotIndex>::default();
+        for e in self.segments.iter().flat_map(|s| s.entries.iter()) {
+            ix.insert(
+                crate::slots::key_slot(e.key()),
+                self.hasher.hash_one(e.key()),
+            );
+        }
+        self.slots = Some(ix);
+    }
+
+    /// The per-slot index, when cluster mode keeps one.
+    pub fn slot_index(&self) -> Option<&crate::slots::SlotIndex> {
+        self.slots.as_deref()
+    }
+
+    /// Keys in `slot` (`CLUSTER COUNTKEYSINSLOT`); 0 without the index.
+    pub fn count_keys_in_slot(&self, slot: u16) -> usize {
+        self.slots.as_ref().map_or(0, |ix| ix.count(slot))
+    }
+
+    /// Up to `max` keys of `slot` (`CLUSTER GETKEYSINSLOT`), found through
+    /// the index's hashes: the work is that of the keys returned, whatever
+    /// the size of the database. Expired keys not yet removed are included,
+    /// as Redis's list holds them too.
+    pub fn keys_in_slot(&self, slot: u16, max: usize) -> Vec<&[u8]> {
+        let Some(ix) = &self.slots else {
+            return Vec::new();
+        };
+        let mut out: Vec<&[u8]> = Vec::new();
+        // Hashes two keys of the slot share (each is in the table twice).
+        let mut shared: Vec<u64> = Vec::new();
+        for h in ix.hashes(slot) {
+            if out.len() >= max {
+                break;
+            }
+            if shared.contains(&h) {
+                continue;
+            }
+            let seg = &self.segments[self.segment_of(h)];
+            let before = out.len();
+            for &i in seg.index.iter_hash(h) {
+                let k = seg.entries[i as usize].key();
+                if crate::slots::key_slot(k) == slot && self.hasher.hash_one(k) == h {
+                    out.push(k);
+                }
+            }
+            if out.len() - before > 1 {
+                shared.push(h);
+            }
+        }
+        out.truncate(max);
+        out
     }
 
     /// Iterates every entry (no order).
@@ -1029,6 +1110,9 @@ impl Db {
                 let e = &seg.entries[i];
                 if e.expire_at != NO_EXPIRE && e.expire_at <= now_ms {
                     let h = hasher.hash_one(e.key());
+                    if let Some(ix) = &mut self.slots {
+                        ix.remove(crate::slots::key_slot(e.key()), h);
+                    }
                     // The last entry moves into `i`: look at `i` again.
                     gone.push(seg.remove_at(h, i, hasher));
                 } else {
@@ -1063,6 +1147,68 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::{BTreeMap, BTreeSet};
+
+    #[test]
+    fn slot_index_follows_every_way_a_key_comes_and_goes() {
+        use crate::slots::key_slot;
+        use std::collections::BTreeSet;
+        let mut db = Db::new();
+        // Keys from before the index is on are indexed when it is.
+        for i in 0..500 {
+            db.set_str(format!("pre{i}").as_bytes(), b"v", NO_EXPIRE, 0);
+        }
+        db.set_slot_index(true);
+        // Enough keys to split segments; some with tags of one slot, some
+        // expiring.
+        for i in 0..20_000 {
+            let k = if i % 10 == 0 {
+                format!("{{tag}}{i}")
+            } else {
+                format!("k{i}")
+            };
+            let exp = if i % 7 == 0 { 1000 } else { NO_EXPIRE };
+            db.set_str(k.as_bytes(), b"x", exp, 0);
+        }
+        for i in (0..20_000).step_by(3) {
+            db.remove(format!("k{i}").as_bytes());
+        }
+        // Expired by lookup and by the cycle.
+        let _ = db.lookup(b"k7", 2000, true);
+        let mut gone = 0;
+        while db.expires() > 0 {
+            gone += db.expire_cycle(2000, 1000, |_| {}).1;
+        }
+        assert!(gone > 0);
+        let check = |db: &Db| {
+            let mut by_slot: std::collections::HashMap<u16, BTreeSet<Vec<u8>>> = Default::default();
+            for e in db.iter() {
+                by_slot
+                    .entry(key_slot(e.key()))
+                    .or_default()
+                    .insert(e.key().to_vec());
+            }
+            let total: usize = (0..16384).map(|s| db.count_keys_in_slot(s)).sum();
+            assert_eq!(total, db.len());
+            for (slot, keys) in &by_slot {
+                assert_eq!(db.count_keys_in_slot(*slot), keys.len());
+                let got: BTreeSet<Vec<u8>> = db
+                    .keys_in_slot(*slot, usize::MAX)
+                    .into_iter()
+                    .map(|k| k.to_vec())
+                    .collect();
+                assert_eq!(&got, keys);
+            }
+        };
+        check(&db);
+        let tag = key_slot(b"tag");
+        assert_eq!(db.keys_in_slot(tag, 5).len(), 5);
+        db.clear();
+        assert_eq!(db.count_keys_in_slot(tag), 0);
+        db.set_str(b"{tag}after", b"v", NO_EXPIRE, 0);
+        assert_eq!(db.keys_in_slot(tag, 10), vec![&b"{tag}after"[..]]);
+        db.set_slot_index(false);
+        assert_eq!(db.count_keys_in_slot(tag), 0);
+    }
 
     #[test]
     fn entry_is_one_cache_line() {

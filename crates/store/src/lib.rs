@@ -16,6 +16,8 @@
 //!   the haversine distance (Redis's GEO commands on sorted sets).
 //! - [`list`]: the list type, a deque of chunks of packed elements.
 //! - [`pattern`]: Redis's glob matching.
+//! - [`slots`]: Redis Cluster's key hash slots, and the per-slot key index
+//!   a database keeps in cluster mode.
 //! - [`stream`]: streams — entries packed in nodes with Redis's node
 //!   boundaries, their listpack form, consumer groups and PELs.
 //! - [`zset`]: sorted sets (listpack and skiplist encodings).
@@ -35,6 +37,7 @@ pub mod hyperloglog;
 pub mod list;
 pub mod pattern;
 pub mod set;
+pub mod slots;
 pub mod stream;
 pub mod value;
 pub mod zset;

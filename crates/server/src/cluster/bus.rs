@@ -10,7 +10,7 @@
 //! myslots 80, slaveof 2128, myip 2168, extensions 2214, (30 unused),
 //! pport 2246, cport 2248, flags 2250, state 2252, mflags 2253, data 2256.
 
-use super::slot::SLOTS;
+use ferrokv_store::slots::SLOTS;
 
 pub const SIGNATURE: &[u8; 4] = b"RCmb";
 pub const VERSION: u16 = 1;

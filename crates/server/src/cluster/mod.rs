@@ -13,5 +13,5 @@
 
 pub mod bus;
 pub mod nodes;
-pub mod slot;
+
 pub mod state;

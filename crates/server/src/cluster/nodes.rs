@@ -10,7 +10,7 @@
 //! migrating (`[N->-<id>]`) or importing (`[N-<-<id>]`).
 
 use super::bus::{node_flags, SlotBitmap};
-use super::slot::SLOTS;
+use ferrokv_store::slots::SLOTS;
 
 /// One node as the table knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -22,7 +22,7 @@
 
 use super::bus::{node_flags, Name, SlotBitmap};
 use super::nodes::{NodeEntry, NodesConf};
-use super::slot::SLOTS;
+use ferrokv_store::slots::SLOTS;
 use std::collections::HashMap;
 
 /// Reports older than this many node timeouts are forgotten

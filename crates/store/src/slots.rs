@@ -1,0 +1,163 @@
+//! Redis Cluster's hash slots: the slot of a key, and the per-slot index
+//! a database keeps in cluster mode (`COUNTKEYSINSLOT`, `GETKEYSINSLOT`).
+//!
+//! A key's slot is CRC16 (XMODEM: poly 0x1021, init 0, no reflection) of the
+//! key, or of its hash tag — the bytes between the first `{` and the first
+//! `}` after it, when there is at least one — modulo 16384.
+//!
+//! # The index
+//! Redis 7.0 threads every key of a slot on a doubly linked list through
+//! its dict entries (16 bytes a key). Here each slot has a small table of
+//! the keys' 64-bit hashes, the same hash the database's own table uses:
+//! about 9–10 bytes a key at the table's load, and 16384 empty tables
+//! (512 KiB) when cluster mode is on. Nothing exists, and nothing is
+//! done on the write path, when it is off (the database holds `None`).
+//! The keys of a slot are found from their hashes through the database's
+//! table ([`crate::Db::keys_in_slot`]), so the index never copies a key.
+//! Two keys of one slot may share a hash: the table then holds it twice
+//! (the count stays exact) and the lookup reports each key once.
+
+use hashbrown::HashTable;
+
+/// Slots in a cluster.
+pub const SLOTS: usize = 16384;
+
+const fn table() -> [u16; 256] {
+    let mut t = [0u16; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = (i as u16) << 8;
+        let mut b = 0;
+        while b < 8 {
+            c = if c & 0x8000 != 0 {
+                (c << 1) ^ 0x1021
+            } else {
+                c << 1
+            };
+            b += 1;
+        }
+        t[i] = c;
+        i += 1;
+    }
+    t
+}
+
+static CRC16: [u16; 256] = table();
+
+/// CRC16-XMODEM of `data`.
+pub fn crc16(data: &[u8]) -> u16 {
+    data.iter().fold(0u16, |crc, &b| {
+        (crc << 8) ^ CRC16[(((crc >> 8) as u8) ^ b) as usize]
+    })
+}
+
+/// The part of `key` that is hashed: its hash tag when it has a non-empty
+/// one, else the whole key.
+pub fn hash_tag(key: &[u8]) -> &[u8] {
+    if let Some(open) = key.iter().position(|&b| b == b'{') {
+        if let Some(len) = key[open + 1..].iter().position(|&b| b == b'}') {
+            if len > 0 {
+                return &key[open + 1..open + 1 + len];
+            }
+        }
+    }
+    key
+}
+
+/// The hash slot of `key` (Redis's `keyHashSlot`).
+pub fn key_slot(key: &[u8]) -> u16 {
+    crc16(hash_tag(key)) & (SLOTS as u16 - 1)
+}
+
+/// The hashes of the keys of each slot.
+pub struct SlotIndex {
+    slots: Vec<HashTable<u64>>,
+}
+
+impl Default for SlotIndex {
+    fn default() -> Self {
+        SlotIndex {
+            slots: (0..SLOTS).map(|_| HashTable::new()).collect(),
+        }
+    }
+}
+
+impl SlotIndex {
+    /// A key hashing to `h` was added to `slot`.
+    #[inline]
+    pub fn insert(&mut self, slot: u16, h: u64) {
+        self.slots[slot as usize].insert_unique(h, h, |&x| x);
+    }
+
+    /// A key hashing to `h` left `slot`.
+    #[inline]
+    pub fn remove(&mut self, slot: u16, h: u64) {
+        let t = &mut self.slots[slot as usize];
+        if let Ok(e) = t.find_entry(h, |&x| x == h) {
+            e.remove();
+        }
+        if t.capacity() > 64 && t.len() < t.capacity() / 4 {
+            t.shrink_to(t.len() * 2, |&x| x);
+        }
+    }
+
+    /// Keys in `slot`.
+    pub fn count(&self, slot: u16) -> usize {
+        self.slots[slot as usize].len()
+    }
+
+    /// The hashes of the keys in `slot`, each as often as keys have it.
+    pub fn hashes(&self, slot: u16) -> impl Iterator<Item = u64> + '_ {
+        self.slots[slot as usize].iter().copied()
+    }
+
+    /// Heap bytes of the index (`MEMORY STATS`, docs/cluster.md).
+    pub fn heap_bytes(&self) -> usize {
+        let tables = self.slots.capacity() * std::mem::size_of::<HashTable<u64>>();
+        let buckets: usize = self
+            .slots
+            .iter()
+            .map(|t| {
+                let c = t.capacity();
+                if c == 0 {
+                    0
+                } else {
+                    // Buckets are a power of two at least 8/7 of the
+                    // capacity; each costs the value and one control byte.
+                    let buckets = (c * 8 / 7).next_power_of_two();
+                    buckets * (8 + 1) + 16
+                }
+            })
+            .sum();
+        tables + buckets
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc16_check_value() {
+        // The XMODEM check value, also the one in Redis's crc16.c header.
+        assert_eq!(crc16(b"123456789"), 0x31C3);
+    }
+
+    #[test]
+    fn slots_and_hash_tags() {
+        // Values from Redis's cluster specification and `CLUSTER KEYSLOT`.
+        assert_eq!(key_slot(b"foo"), 12182);
+        assert_eq!(key_slot(b"somekey"), 11058);
+        assert_eq!(key_slot(b""), 0);
+        assert_eq!(
+            key_slot(b"{user1000}.following"),
+            key_slot(b"{user1000}.followers")
+        );
+        assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
+        // An empty tag hashes the whole key; only the first `{` counts.
+        assert_eq!(hash_tag(b"foo{}{bar}"), b"foo{}{bar}");
+        assert_eq!(hash_tag(b"foo{{bar}}zap"), b"{bar");
+        assert_eq!(hash_tag(b"foo{bar}{zap}"), b"bar");
+        assert_eq!(hash_tag(b"{abc"), b"{abc");
+    }
+}
