@@ -211,7 +211,10 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
                     srv.clients_on(t) + caller
                 );
             }
-            f!("cluster_connections:0");
+            f!(
+                "cluster_connections:{}",
+                srv.cluster.as_ref().map_or(0, |c| c.links.links.len())
+            );
             f!("maxclients:{}", srv.config.maxclients);
             f!("client_recent_max_input_buffer:{max_in}");
             f!("client_recent_max_output_buffer:{max_out}");
@@ -297,7 +300,10 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             );
             f!("mem_clients_slaves:{clients_replicas}");
             f!("mem_clients_normal:{clients_normal}");
-            f!("mem_cluster_links:0");
+            f!(
+                "mem_cluster_links:{}",
+                srv.cluster.as_ref().map_or(0, |c| c.links.memory())
+            );
             f!("mem_aof_buffer:{aof_buf}");
             f!("mem_allocator:mimalloc");
             // No active defragmentation: mimalloc's pages are purged by
@@ -619,7 +625,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
         "modules" => f!("# Modules"),
         "cluster" => {
             f!("# Cluster");
-            f!("cluster_enabled:0");
+            f!("cluster_enabled:{}", srv.cluster.is_some() as u8);
         }
         "errorstats" => {
             f!("# Errorstats");

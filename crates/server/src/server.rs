@@ -194,6 +194,9 @@ pub struct Server {
     /// The rustls configurations built from the `tls-*` configs
     /// (`net/tls.rs`), replaced whole by a `CONFIG SET` of one of them.
     pub tls: crate::net::tls::TlsContext,
+    /// Cluster mode (`cluster-enabled yes`): the node table, the bus
+    /// links (`cluster/`). `None` otherwise.
+    pub cluster: Option<Box<crate::cluster::Cluster>>,
 }
 
 pub fn unix_ms() -> i64 {
@@ -291,7 +294,12 @@ impl Server {
             scripting,
             listeners: Vec::new(),
             tls: Default::default(),
+            cluster: None,
         };
+        if srv.config.cluster.enabled {
+            // The per-slot key index, kept from the first key loaded.
+            srv.keyspace.dbs[0].set_slot_index(true);
+        }
         srv.refresh_lru_clock();
         srv.startup_memory = crate::alloc::used_memory();
         srv
@@ -484,7 +492,12 @@ impl Server {
             client.out.push_spans = Some(Vec::new());
         }
         let tracked = self.tracking_before_command(client);
+        let asking = client.asking;
         let client_cmd = self.dispatch(client, args);
+        // ASKING holds for the one command after it (all of a MULTI).
+        if asking && client.multi.is_none() && client.last_cmd != "asking" {
+            client.asking = false;
+        }
         // Keys this command (or this whole EXEC) made ready serve their
         // blocked clients now, before anything else runs.
         if self.blocking.has_ready() && !client.in_exec {
@@ -606,6 +619,26 @@ impl Server {
             self.reject(client, Some(spec.name), why.error(spec.name).as_bytes());
             self.cmd_stats[idx].rejected_calls += 1;
             return client_cmd;
+        }
+        // Cluster mode: is the command's slot served here (`-MOVED`, ...)?
+        if let Some(cl) = self.cluster.as_deref() {
+            let keyless = spec.keys.0 == 0
+                && spec.name != "exec"
+                && !matches!(spec.name, "spublish" | "ssubscribe" | "sunsubscribe")
+                && crate::commands::keyspecs::of(spec.name)
+                    .is_none_or(|s| s.iter().all(|k| k.flags & crate::commands::keyspecs::K_NOT_KEY != 0));
+            if !keyless {
+                if let Err(e) = crate::cluster::redirect::check(self, cl, client, spec, flags, &args) {
+                    if spec.name == "exec" {
+                        crate::commands::multi::discard_transaction(self, client);
+                        client.out.error(&e);
+                    } else {
+                        self.reject(client, Some(spec.name), e.as_bytes());
+                    }
+                    self.cmd_stats[idx].rejected_calls += 1;
+                    return client_cmd;
+                }
+            }
         }
         // A client pause holds the command (queueing it in MULTI too), as
         // the last check before it runs (docs/clients.md).

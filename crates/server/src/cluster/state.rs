@@ -40,7 +40,13 @@ pub struct Node {
     pub ip: String,
     pub port: u16,
     pub cport: u16,
+    /// The other client port (TLS when the plain one is the main).
+    pub pport: u16,
     pub hostname: String,
+    /// When the node was added (a handshake times out from it).
+    pub ctime_ms: u64,
+    /// When anything last arrived from it.
+    pub data_received_ms: u64,
     pub ping_sent_ms: u64,
     pub pong_received_ms: u64,
     pub fail_time_ms: u64,
@@ -62,7 +68,10 @@ impl Node {
             ip: String::new(),
             port: 0,
             cport: 0,
+            pport: 0,
             hostname: String::new(),
+            ctime_ms: 0,
+            data_received_ms: 0,
             ping_sent_ms: 0,
             pong_received_ms: 0,
             fail_time_ms: 0,
@@ -417,7 +426,7 @@ impl ClusterState {
                     port: n.port,
                     cport: n.cport,
                     flags: n.flags,
-                    pport: 0,
+                    pport: n.pport,
                 }
             })
             .collect();

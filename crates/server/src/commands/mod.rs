@@ -218,6 +218,7 @@ impl CommandTable {
             zset::COMMANDS,
             crate::scripting::eval::COMMANDS,
             crate::acl::command::COMMANDS,
+            crate::cluster::command::COMMANDS,
         ] {
             for spec in family {
                 specs.push(spec);

@@ -4,8 +4,8 @@
 //! nothing depends on it here). Each is checked as Redis checks it, with
 //! Redis's error texts; values live in [`Config::accepted`].
 //!
-//! Not here: the `tls-*` configs (acted on; `config/tls.rs`), and
-//! `cluster-enabled`, which only takes `no` until cluster mode exists.
+//! Not here: the `tls-*` and `cluster-*` configs (acted on;
+//! `config/tls.rs`, `config/cluster.rs`).
 
 use super::{Config, ConfigOption};
 
@@ -20,8 +20,6 @@ pub enum Kind {
     Enum(&'static [&'static str]),
     /// Any string.
     Str,
-    /// `cluster-enabled`: `no` only.
-    NoOnly,
     /// `oom-score-adj-values`: three integers in [-2000, 2000].
     OomValues,
 }
@@ -68,11 +66,6 @@ pub fn check(kind: &Kind, a: &[String]) -> Result<String, String> {
             }
         }
         Kind::Str => Ok(one()?.to_string()),
-        Kind::NoOnly => match one()?.to_ascii_lowercase().as_str() {
-            "no" => Ok("no".into()),
-            "yes" => Err("cluster mode is not supported by ferrokv yet".into()),
-            _ => Err("argument must be 'yes' or 'no'".into()),
-        },
         Kind::OomValues => {
             let words: Vec<String> = a.iter().flat_map(|x| super::split(x)).collect();
             let ok = words.len() == 3
@@ -111,7 +104,6 @@ macro_rules! accepted {
 }
 
 const B: Kind = Kind::Bool;
-const PORT: Kind = Kind::Int(0, 65535);
 const INT_MAX: i64 = i32::MAX as i64;
 
 pub static ACCEPTED: &[ConfigOption] = &[
@@ -153,49 +145,6 @@ pub static ACCEPTED: &[ConfigOption] = &[
     accepted!("bgsave_cpulist", "", false, Kind::Str),
     accepted!("bind-source-addr", "", true, Kind::Str),
     accepted!("bio_cpulist", "", false, Kind::Str),
-    accepted!("cluster-allow-pubsubshard-when-down", "yes", true, B),
-    accepted!("cluster-allow-reads-when-down", "no", true, B),
-    accepted!("cluster-allow-replica-migration", "yes", true, B),
-    accepted!("cluster-announce-bus-port", "0", true, PORT),
-    accepted!("cluster-announce-hostname", "", true, Kind::Str),
-    accepted!("cluster-announce-ip", "", true, Kind::Str),
-    accepted!("cluster-announce-port", "0", true, PORT),
-    accepted!("cluster-announce-tls-port", "0", true, PORT),
-    accepted!("cluster-config-file", "nodes.conf", false, Kind::Str),
-    accepted!("cluster-enabled", "no", false, Kind::NoOnly),
-    accepted!("cluster-link-sendbuf-limit", "0", true, Kind::Memory),
-    accepted!(
-        "cluster-migration-barrier",
-        "1",
-        true,
-        Kind::Int(0, INT_MAX)
-    ),
-    accepted!(
-        "cluster-node-timeout",
-        "15000",
-        true,
-        Kind::Int(0, i64::MAX)
-    ),
-    accepted!("cluster-port", "0", false, PORT),
-    accepted!(
-        "cluster-preferred-endpoint-type",
-        "ip",
-        true,
-        Kind::Enum(&["ip", "hostname", "unknown-endpoint"])
-    ),
-    accepted!("cluster-replica-no-failover", "no", true, B),
-    accepted!(
-        "cluster-replica-validity-factor",
-        "10",
-        true,
-        Kind::Int(0, INT_MAX)
-    ),
-    accepted!("cluster-require-full-coverage", "yes", true, B),
-    alias!("cluster-slave-no-failover", "cluster-replica-no-failover"),
-    alias!(
-        "cluster-slave-validity-factor",
-        "cluster-replica-validity-factor"
-    ),
     accepted!("crash-log-enabled", "yes", true, B),
     accepted!("crash-memcheck-enabled", "yes", true, B),
     accepted!("daemonize", "no", false, B),

@@ -145,6 +145,8 @@ pub struct Config {
     pub unixsocketperm: u32,
     /// The `tls-*` configs (`config/tls.rs`).
     pub tls: crate::net::tls::TlsSettings,
+    /// The `cluster-*` configs (`config/cluster.rs`).
+    pub cluster: cluster::ClusterSettings,
     pub protected_mode: bool,
     pub requirepass: Option<Vec<u8>>,
     /// `aclfile`: the users file (`ACL LOAD`, `ACL SAVE`).
@@ -278,6 +280,7 @@ impl Default for Config {
             unixsocket: None,
             unixsocketperm: 0,
             tls: Default::default(),
+            cluster: Default::default(),
             protected_mode: true,
             requirepass: None,
             aclfile: None,
@@ -354,7 +357,11 @@ impl Default for Config {
             stream_node_max_entries: 0,
         };
         // (The accepted-only configs read their defaults when unset.)
-        for o in OPTIONS.iter().chain(REPL_OPTIONS) {
+        for o in OPTIONS
+            .iter()
+            .chain(REPL_OPTIONS)
+            .chain(cluster::CLUSTER_OPTIONS)
+        {
             if o.alias_of.is_some() {
                 continue;
             }
@@ -626,7 +633,8 @@ macro_rules! opt {
     };
 }
 
-// After `opt!`: the TLS options use it.
+// After `opt!`: the TLS and cluster options use it.
+pub mod cluster;
 pub mod tls;
 
 /// Every option the server has, with Redis's names and defaults (except
@@ -1521,6 +1529,7 @@ pub fn all_options() -> impl Iterator<Item = &'static ConfigOption> {
         .iter()
         .chain(REPL_OPTIONS)
         .chain(tls::TLS_OPTIONS)
+        .chain(cluster::CLUSTER_OPTIONS)
         .chain(accepted::ACCEPTED)
 }
 

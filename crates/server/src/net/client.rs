@@ -199,6 +199,11 @@ pub struct Client {
     /// Stopped short of the end of its pipeline by the per-turn work bound:
     /// the rest runs on a later pass of the loop.
     pub input_deferred: bool,
+    /// Cluster mode: `ASKING` was sent (the next command may use an
+    /// importing slot).
+    pub asking: bool,
+    /// Cluster mode: `READONLY` (a replica serves this client's reads).
+    pub readonly: bool,
 }
 
 impl Client {
@@ -295,6 +300,8 @@ impl Client {
             blocked: None,
             output_paused: false,
             input_deferred: false,
+            asking: false,
+            readonly: false,
         }
     }
 

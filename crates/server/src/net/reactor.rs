@@ -104,6 +104,17 @@ impl Reactor {
         let mut srv = srv;
         srv.tcp_port = if tcp { bound_port } else { 0 };
         srv.repl.registry = Some(poll.registry().try_clone()?);
+        if srv.config.cluster.enabled {
+            // The bus port, and the node table from nodes.conf.
+            let now = unix_ms() as u64;
+            let mut cl = crate::cluster::Cluster::init(&srv.config, &mut srv.rng, now)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+            let port = cl.bus_port;
+            cl.links.bind(&srv.config.bind, port, poll.registry())?;
+            let a = srv.cluster_announce(&cl);
+            cl.refresh_myself(&a);
+            srv.cluster = Some(Box::new(cl));
+        }
         srv.listeners = listeners;
         srv.tls = tls;
         Ok(Reactor { poll, srv })
@@ -118,6 +129,9 @@ impl Reactor {
     pub fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         let mut next_cron = Instant::now();
+        // The cluster's cron runs every 100 ms whatever `hz` (Redis's
+        // `run_with_period(100)`).
+        let mut next_cluster_cron = Instant::now();
         // When this turn's work began (the last poll returned).
         let mut turn_started = Instant::now();
         loop {
@@ -148,6 +162,11 @@ impl Reactor {
                 Some(d) => timeout.min(Duration::from_millis((d - unix_ms()).max(0) as u64)),
                 None => timeout,
             };
+            let timeout = if self.srv.cluster.is_some() {
+                timeout.min(next_cluster_cron.saturating_duration_since(Instant::now()))
+            } else {
+                timeout
+            };
             let timeout = if self.srv.pause.active() {
                 let left = (self.srv.pause.end_ms() - unix_ms()).max(0) as u64;
                 timeout.min(Duration::from_millis(left + 1))
@@ -174,6 +193,14 @@ impl Reactor {
                 }
                 if (crate::net::rdma::PENDING_BASE..crate::net::rdma::PENDING_END).contains(&t) {
                     self.srv.rdma_pending_event(t);
+                    continue;
+                }
+                if (crate::cluster::link::TOKEN_BASE..crate::cluster::link::TOKEN_END).contains(&t) {
+                    self.srv.cluster_event(
+                        t,
+                        ev.is_readable() || ev.is_read_closed() || ev.is_error(),
+                        ev.is_writable(),
+                    );
                     continue;
                 }
                 if t >= crate::replication::rdma::master::TOKEN_BASE {
@@ -213,6 +240,11 @@ impl Reactor {
             }
             self.resume_unblocked();
             self.before_sleep();
+            if self.srv.cluster.is_some() && Instant::now() >= next_cluster_cron {
+                self.srv.cluster_cron();
+                self.srv.cluster_before_sleep();
+                next_cluster_cron = Instant::now() + Duration::from_millis(100);
+            }
             if Instant::now() >= next_cron {
                 self.srv.cron();
                 self.client_cron();
@@ -657,6 +689,10 @@ impl Reactor {
         self.srv.drive_snapshot();
         if !self.srv.pending_writes.is_empty() {
             self.write_pending(aof_ok);
+        }
+        // nodes.conf and the cluster's state, after what changed them.
+        if self.srv.cluster.is_some() {
+            self.srv.cluster_before_sleep();
         }
         // Clients killed by others (CLIENT KILL).
         for t in std::mem::take(&mut self.srv.close_queue) {

@@ -1,0 +1,167 @@
+//! Which node serves a command, as Redis 7.0's `getNodeByQuery`: every key
+//! of the command (of the whole transaction, for EXEC) must hash to one
+//! slot; that slot's owner serves it, unless it is migrating (a missing
+//! key is asked of the target: `-ASK`) or importing (served after
+//! `ASKING`). Replicas serve reads of their master's slots to `READONLY`
+//! clients. The replies are Redis's `clusterRedirectClient` texts.
+
+use super::bus::{node_flags, Name};
+use super::Cluster;
+use crate::commands::{flags, CommandSpec};
+use crate::net::client::Client;
+use crate::server::Server;
+use ferrokv_resp::Args;
+use ferrokv_store::slots::key_slot;
+
+pub const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
+pub const TRYAGAIN: &str = "TRYAGAIN Multiple keys request during rehashing of slot";
+pub const DOWN: &str = "CLUSTERDOWN The cluster is down";
+pub const DOWN_RO: &str = "CLUSTERDOWN The cluster is down and only accepts read commands";
+pub const UNBOUND: &str = "CLUSTERDOWN Hash slot not served";
+
+/// The keys (or shard channels) of one command call.
+fn keys_of<'a>(spec: &CommandSpec, args: &'a Args) -> Vec<&'a [u8]> {
+    let argv: Vec<&[u8]> = args.iter().collect();
+    let mut keys: Vec<&[u8]> = crate::commands::server::key_positions(spec, &argv)
+        .into_iter()
+        .map(|(i, _)| argv[i])
+        .collect();
+    // Shard channels route as keys (`SPUBLISH`, `SSUBSCRIBE`, ...).
+    match spec.name {
+        "spublish" if argv.len() > 1 => keys.push(argv[1]),
+        "ssubscribe" | "sunsubscribe" => keys.extend(argv.iter().skip(1)),
+        _ => {}
+    }
+    keys
+}
+
+fn is_shard_pubsub(name: &str) -> bool {
+    matches!(name, "spublish" | "ssubscribe" | "sunsubscribe")
+}
+
+/// `Ok` when we serve the command here; else the error to reply.
+pub fn check(
+    srv: &Server,
+    cl: &Cluster,
+    client: &Client,
+    spec: &CommandSpec,
+    cmd_flags: u32,
+    args: &Args,
+) -> Result<(), String> {
+    // The whole transaction at EXEC; each command alone when queued.
+    let mut calls: Vec<(&CommandSpec, u32, Args)> = Vec::new();
+    if spec.name == "exec" {
+        let Some(tx) = client.multi.as_ref() else {
+            return Ok(());
+        };
+        for q in &tx.queued {
+            let s = srv.commands.specs[q.idx];
+            calls.push((s, s.flags, q.args()));
+        }
+    } else {
+        calls.push((spec, cmd_flags, args.clone()));
+    }
+    let me = cl.state.myself;
+    let mut slot: Option<u16> = None;
+    let mut owner: Option<Name> = None;
+    let (mut migrating, mut importing) = (false, false);
+    let (mut missing, mut existing) = (0usize, 0usize);
+    let mut multiple_keys = false;
+    let mut first_key: Option<&[u8]> = None;
+    let mut is_write = false;
+    let mut shard = false;
+    for (s, f, a) in &calls {
+        is_write |= f & flags::WRITE != 0;
+        shard |= is_shard_pubsub(s.name);
+        for key in keys_of(s, a) {
+            let ks = key_slot(key);
+            match slot {
+                None => {
+                    slot = Some(ks);
+                    first_key = Some(key);
+                    owner = cl.state.owners[ks as usize];
+                    let Some(o) = owner else {
+                        // An unserved slot: down, for this key.
+                        return Err(UNBOUND.into());
+                    };
+                    migrating = o == me && cl.migrating.contains_key(&ks);
+                    importing = cl.importing.contains_key(&ks);
+                }
+                Some(prev) => {
+                    if prev != ks {
+                        return Err(CROSSSLOT.into());
+                    }
+                    if !multiple_keys && first_key != Some(key) {
+                        multiple_keys = true;
+                    }
+                }
+            }
+            if (migrating || importing) && !is_shard_pubsub(s.name) {
+                if srv.keyspace.dbs[0].get(key).is_some() {
+                    existing += 1;
+                } else {
+                    missing += 1;
+                }
+            }
+        }
+    }
+    let Some(slot) = slot else {
+        // No key at all: served anywhere.
+        return Ok(());
+    };
+    if !cl.ok {
+        if shard {
+            if !srv.config.cluster.allow_pubsubshard_when_down {
+                return Err(DOWN.into());
+            }
+        } else if !srv.config.cluster.allow_reads_when_down {
+            return Err(DOWN.into());
+        } else if is_write {
+            return Err(DOWN_RO.into());
+        }
+    }
+    let owner = owner.expect("a slot with keys has an owner here");
+    // MIGRATE runs where the keys are.
+    if (migrating || importing) && spec.name == "migrate" {
+        return Ok(());
+    }
+    if migrating && missing > 0 {
+        if existing > 0 {
+            return Err(TRYAGAIN.into());
+        }
+        let target = cl.migrating[&slot];
+        return Err(format!("ASK {slot} {}", endpoint(srv, cl, &target)));
+    }
+    if importing && (client.asking || spec.name == "restore-asking") {
+        if multiple_keys && missing > 0 {
+            return Err(TRYAGAIN.into());
+        }
+        return Ok(());
+    }
+    if client.readonly
+        && !is_write
+        && !cl.i_am_master()
+        && cl.me().master == Some(owner)
+    {
+        return Ok(());
+    }
+    if owner != me {
+        return Err(format!("MOVED {slot} {}", endpoint(srv, cl, &owner)));
+    }
+    Ok(())
+}
+
+/// `host:port` of a node as clients are told it
+/// (`cluster-preferred-endpoint-type`).
+pub fn endpoint(srv: &Server, cl: &Cluster, n: &Name) -> String {
+    let Some(node) = cl.state.nodes.get(n) else {
+        return "?:0".into();
+    };
+    let host = match srv.config.cluster.preferred_endpoint_type.as_str() {
+        "hostname" if !node.hostname.is_empty() => node.hostname.clone(),
+        "unknown-endpoint" => "?".into(),
+        _ => node.ip.clone(),
+    };
+    let _ = node_flags::MASTER;
+    format!("{host}:{}", node.port)
+}
