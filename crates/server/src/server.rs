@@ -625,10 +625,14 @@ impl Server {
             let keyless = spec.keys.0 == 0
                 && spec.name != "exec"
                 && !matches!(spec.name, "spublish" | "ssubscribe" | "sunsubscribe")
-                && crate::commands::keyspecs::of(spec.name)
-                    .is_none_or(|s| s.iter().all(|k| k.flags & crate::commands::keyspecs::K_NOT_KEY != 0));
+                && crate::commands::keyspecs::of(spec.name).is_none_or(|s| {
+                    s.iter()
+                        .all(|k| k.flags & crate::commands::keyspecs::K_NOT_KEY != 0)
+                });
             if !keyless {
-                if let Err(e) = crate::cluster::redirect::check(self, cl, client, spec, flags, &args) {
+                if let Err(e) =
+                    crate::cluster::redirect::check(self, cl, client, spec, flags, &args)
+                {
                     if spec.name == "exec" {
                         crate::commands::multi::discard_transaction(self, client);
                         client.out.error(&e);

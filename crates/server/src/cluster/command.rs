@@ -12,7 +12,12 @@ use ferrokv_resp::Args;
 use ferrokv_store::slots::{key_slot, SLOTS};
 use tracing::info;
 
-const fn cmd(name: &'static str, arity: i32, flags: u32, h: crate::commands::Handler) -> CommandSpec {
+const fn cmd(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    h: crate::commands::Handler,
+) -> CommandSpec {
     CommandSpec::new(name, arity, flags, h)
         .group("cluster")
         .since("3.0.0")
@@ -22,11 +27,18 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("cluster", -2, 0, cluster_help)
         .doc("A container for Redis Cluster commands.", "")
         .subs(SUBS),
-    cmd("asking", 1, FAST, asking).doc("Signals that a cluster client is following an -ASK redirect.", ""),
-    cmd("readonly", 1, LOADING | STALE | FAST, readonly)
-        .doc("Enables read-only queries for a connection to a Redis Cluster replica node.", ""),
-    cmd("readwrite", 1, LOADING | STALE | FAST, readwrite)
-        .doc("Enables read-write queries for a connection to a Reids Cluster replica node.", ""),
+    cmd("asking", 1, FAST, asking).doc(
+        "Signals that a cluster client is following an -ASK redirect.",
+        "",
+    ),
+    cmd("readonly", 1, LOADING | STALE | FAST, readonly).doc(
+        "Enables read-only queries for a connection to a Redis Cluster replica node.",
+        "",
+    ),
+    cmd("readwrite", 1, LOADING | STALE | FAST, readwrite).doc(
+        "Enables read-write queries for a connection to a Reids Cluster replica node.",
+        "",
+    ),
 ];
 
 const A: u32 = ADMIN | STALE;
@@ -118,7 +130,6 @@ const HELP: &[&str] = &[
     "    Return information about all network links between this node and its peers.",
     "    Output format is an array where each array element is a map containing attributes of a link",
 ];
-
 
 /// Runs `f` with the cluster, or replies that cluster mode is off.
 fn with(ctx: &mut Ctx, f: impl FnOnce(&mut Ctx, &mut Cluster)) {
@@ -234,14 +245,19 @@ fn slots_command(ctx: &mut Ctx, args: Args, add: bool, range: bool) {
         let mut slots = Vec::new();
         if range {
             if args.len() % 2 == 1 {
-                let name = if add { "addslotsrange" } else { "delslotsrange" };
+                let name = if add {
+                    "addslotsrange"
+                } else {
+                    "delslotsrange"
+                };
                 return ctx.error(&format!(
                     "ERR wrong number of arguments for 'cluster|{name}' command"
                 ));
             }
             let mut i = 2;
             while i + 1 < args.len() {
-                let (Some(a), Some(b)) = (parse_slot(args.get(i)), parse_slot(args.get(i + 1))) else {
+                let (Some(a), Some(b)) = (parse_slot(args.get(i)), parse_slot(args.get(i + 1)))
+                else {
                     return ctx.error("ERR Invalid or out of range slot");
                 };
                 if a > b {
@@ -285,7 +301,13 @@ fn flushslots(ctx: &mut Ctx, _args: Args) {
 fn bumpepoch(ctx: &mut Ctx, _args: Args) {
     with(ctx, |ctx, cl| {
         // `clusterBumpConfigEpochWithoutConsensus`.
-        let max = cl.state.nodes.values().map(|n| n.config_epoch).max().unwrap_or(0);
+        let max = cl
+            .state
+            .nodes
+            .values()
+            .map(|n| n.config_epoch)
+            .max()
+            .unwrap_or(0);
         let mine = cl.me().config_epoch;
         if mine == 0 || mine != max {
             cl.state.current_epoch += 1;
@@ -396,7 +418,8 @@ fn meet(ctx: &mut Ctx, args: Args) {
         }
         let ip = String::from_utf8_lossy(args.get(2)).into_owned();
         let port_arg = String::from_utf8_lossy(args.get(3)).into_owned();
-        let Some(port) = ferrokv_resp::parse_i64(args.get(3)).filter(|p| (0..=65535).contains(p)) else {
+        let Some(port) = ferrokv_resp::parse_i64(args.get(3)).filter(|p| (0..=65535).contains(p))
+        else {
             return ctx.error(&format!("ERR Invalid base port specified: {port_arg}"));
         };
         let cport = if args.len() == 5 {
@@ -410,7 +433,9 @@ fn meet(ctx: &mut Ctx, args: Args) {
         };
         let valid_ip = ip.parse::<std::net::IpAddr>().is_ok();
         if !valid_ip || port == 0 || cport == 0 || cport > 65535 {
-            return ctx.error(&format!("ERR Invalid node address specified: {ip}:{port_arg}"));
+            return ctx.error(&format!(
+                "ERR Invalid node address specified: {ip}:{port_arg}"
+            ));
         }
         let ip = ip.parse::<std::net::IpAddr>().expect("checked").to_string();
         let now = super::process::now_ms();
@@ -451,7 +476,8 @@ fn replicate(ctx: &mut Ctx, args: Args) {
             return ctx.error("ERR I can only replicate a master, not a replica.");
         }
         if cl.i_am_master() && (cl.me().slots.count() != 0 || ctx.srv.keyspace.dbs[0].len() != 0) {
-            return ctx.error("ERR To set a master the node must be empty and without assigned slots.");
+            return ctx
+                .error("ERR To set a master the node must be empty and without assigned slots.");
         }
         set_my_master(ctx.srv, cl, n);
         ctx.client.out.ok();
@@ -488,7 +514,8 @@ fn count_failure_reports(ctx: &mut Ctx, args: Args) {
         };
         let now = super::process::now_ms();
         let validity = cl.state.node_timeout_ms * super::state::FAIL_REPORT_VALIDITY_MULT;
-        n.fail_reports.retain(|(_, t)| now.saturating_sub(*t) <= validity);
+        n.fail_reports
+            .retain(|(_, t)| now.saturating_sub(*t) <= validity);
         let count = n.fail_reports.len();
         ctx.client.out.int(count as i64);
     })
@@ -541,7 +568,10 @@ fn failover(ctx: &mut Ctx, args: Args) {
         } else {
             info!("Manual failover user request accepted.");
             if let Some(id) = cl.links.outbound_of(&master) {
-                let m = Message::new(super::process::header(ctx.srv, cl, kind::MFSTART), Body::Empty);
+                let m = Message::new(
+                    super::process::header(ctx.srv, cl, kind::MFSTART),
+                    Body::Empty,
+                );
                 super::process::send_on(ctx.srv, cl, id, &m);
             }
             cl.election.auth_time_ms = 0;
@@ -559,7 +589,8 @@ fn reset(ctx: &mut Ctx, args: Args) {
             _ => return ctx.error(crate::commands::err::SYNTAX),
         };
         if cl.i_am_master() && ctx.srv.keyspace.dbs[0].len() != 0 {
-            return ctx.error("ERR CLUSTER RESET can't be called with master nodes containing keys");
+            return ctx
+                .error("ERR CLUSTER RESET can't be called with master nodes containing keys");
         }
         // `clusterReset`.
         if !cl.i_am_master() {
@@ -678,7 +709,13 @@ fn setslot(ctx: &mut Ctx, args: Args) {
             }
             cl.state.assign(slot, n);
             if bump {
-                let max = cl.state.nodes.values().map(|x| x.config_epoch).max().unwrap_or(0);
+                let max = cl
+                    .state
+                    .nodes
+                    .values()
+                    .map(|x| x.config_epoch)
+                    .max()
+                    .unwrap_or(0);
                 let mine = cl.me().config_epoch;
                 if mine == 0 || mine != max {
                     cl.state.current_epoch += 1;
@@ -690,7 +727,9 @@ fn setslot(ctx: &mut Ctx, args: Args) {
                 super::process::broadcast_pong(ctx.srv, cl, false);
             }
         } else {
-            return ctx.error("ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP");
+            return ctx.error(
+                "ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP",
+            );
         }
         cl.todo_save = true;
         cl.todo_update_state = true;
@@ -798,7 +837,11 @@ fn shard_node(ctx: &mut Ctx, cl: &Cluster, n: &Name) {
         out.bulk(node.hostname.as_bytes());
     }
     out.bulk(b"role");
-    out.bulk(if node.is_master() { b"master" } else { b"replica" });
+    out.bulk(if node.is_master() {
+        b"master"
+    } else {
+        b"replica"
+    });
     out.bulk(b"replication-offset");
     out.int(offset as i64);
     out.bulk(b"health");

@@ -54,7 +54,10 @@ pub fn cron(srv: &mut Server, cl: &mut Cluster) {
             continue;
         }
         let (ip, cport, meet) = (n.ip.clone(), n.cport, n.has(node_flags::MEET));
-        let addr = (ip.as_str(), cport).to_socket_addrs().ok().and_then(|mut a| a.next());
+        let addr = (ip.as_str(), cport)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next());
         let Some(reg) = srv.repl.registry.as_ref() else {
             return;
         };
@@ -96,7 +99,9 @@ pub fn cron(srv: &mut Server, cl: &mut Cluster) {
             let c = candidates[srv.rng.gen_range(0..candidates.len())];
             let older = match best {
                 None => true,
-                Some(b) => cl.state.nodes[&c].pong_received_ms < cl.state.nodes[&b].pong_received_ms,
+                Some(b) => {
+                    cl.state.nodes[&c].pong_received_ms < cl.state.nodes[&b].pong_received_ms
+                }
             };
             if older {
                 best = Some(c);
@@ -270,10 +275,7 @@ pub fn maybe_vote(srv: &mut Server, cl: &mut Cluster, sender: Name, h: &bus::Hea
             }
         }
         Err(why) => {
-            tracing::debug!(
-                "Failover auth denied to {}: {why:?}",
-                name_str(&sender)
-            );
+            tracing::debug!("Failover auth denied to {}: {why:?}", name_str(&sender));
         }
     }
 }
@@ -302,7 +304,10 @@ fn handle_replica_failover(srv: &mut Server, cl: &mut Cluster, now: u64) {
     let timeout = cl.state.node_timeout_ms;
     let auth_timeout = (timeout * 2).max(2000);
     let auth_retry = auth_timeout * 2;
-    let Some(master) = cl.my_master().map(|m| (m.name, m.has(node_flags::FAIL), m.slots.count())) else {
+    let Some(master) = cl
+        .my_master()
+        .map(|m| (m.name, m.has(node_flags::FAIL), m.slots.count()))
+    else {
         return;
     };
     let (master_name, master_failed, master_slots) = master;

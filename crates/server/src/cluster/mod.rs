@@ -178,7 +178,10 @@ impl Cluster {
                     )
                 })?;
                 cl.install_conf(&conf, now_ms)?;
-                info!("Node configuration loaded, I'm {}", name_str(&cl.state.myself));
+                info!(
+                    "Node configuration loaded, I'm {}",
+                    name_str(&cl.state.myself)
+                );
             }
             Ok(_) => cl.new_node_created(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => cl.new_node_created(),
@@ -260,6 +263,14 @@ impl Cluster {
         for e in &mut conf.nodes {
             let id: Name = e.id.as_bytes().try_into().expect("ids are 40 bytes");
             e.connected = self.links.outbound_connected(&id);
+            // A replica is shown with its master's config epoch, as Redis
+            // 7.0's `clusterGenNodeDescription` does.
+            if let Some(m) = e.master.as_deref() {
+                let m: Option<Name> = m.as_bytes().try_into().ok();
+                if let Some(mn) = m.and_then(|m| self.state.nodes.get(&m)) {
+                    e.config_epoch = mn.config_epoch;
+                }
+            }
             if e.flags & node_flags::MYSELF != 0 {
                 e.migrating = self.migrating.iter().map(|(s, n)| (*s, text(n))).collect();
                 e.importing = self.importing.iter().map(|(s, n)| (*s, text(n))).collect();
@@ -316,7 +327,10 @@ impl Cluster {
 
     pub fn me_mut(&mut self) -> &mut Node {
         let me = self.state.myself;
-        self.state.nodes.get_mut(&me).expect("myself is in the table")
+        self.state
+            .nodes
+            .get_mut(&me)
+            .expect("myself is in the table")
     }
 
     pub fn i_am_master(&self) -> bool {
@@ -330,14 +344,30 @@ impl Cluster {
         // With `tls-cluster`, the main port announced is the TLS one.
         let (port, pport) = if cfg.tls.cluster && tls != 0 {
             (
-                if c.announce_tls_port != 0 { c.announce_tls_port } else { tls },
-                if c.announce_port != 0 { c.announce_port } else { tcp_port },
+                if c.announce_tls_port != 0 {
+                    c.announce_tls_port
+                } else {
+                    tls
+                },
+                if c.announce_port != 0 {
+                    c.announce_port
+                } else {
+                    tcp_port
+                },
             )
         } else {
             (
-                if c.announce_port != 0 { c.announce_port } else { tcp_port },
+                if c.announce_port != 0 {
+                    c.announce_port
+                } else {
+                    tcp_port
+                },
                 if tls != 0 {
-                    if c.announce_tls_port != 0 { c.announce_tls_port } else { tls }
+                    if c.announce_tls_port != 0 {
+                        c.announce_tls_port
+                    } else {
+                        tls
+                    }
                 } else {
                     0
                 },
@@ -371,7 +401,14 @@ impl Cluster {
 
     /// Adds a node we are to meet (`CLUSTER MEET`; `clusterStartHandshake`):
     /// false when one with that address is already in handshake.
-    pub fn start_handshake(&mut self, ip: &str, port: u16, cport: u16, rng: &mut impl Rng, now: u64) -> bool {
+    pub fn start_handshake(
+        &mut self,
+        ip: &str,
+        port: u16,
+        cport: u16,
+        rng: &mut impl Rng,
+        now: u64,
+    ) -> bool {
         let exists = self.state.nodes.values().any(|n| {
             n.has(node_flags::HANDSHAKE) && n.ip == ip && n.port == port && n.cport == cport
         });
@@ -479,7 +516,10 @@ impl Cluster {
         let mut total = 0;
         for (i, n) in self.sent.iter().enumerate() {
             if *n > 0 {
-                s.push_str(&format!("cluster_stats_messages_{}_sent:{n}\r\n", MESSAGE_NAMES[i]));
+                s.push_str(&format!(
+                    "cluster_stats_messages_{}_sent:{n}\r\n",
+                    MESSAGE_NAMES[i]
+                ));
                 total += n;
             }
         }

@@ -21,8 +21,7 @@ impl Server {
             let now = now_ms();
             if super::link::Links::is_listener(token) {
                 if let Some(reg) = srv.repl.registry.as_ref() {
-                    cl.links
-                        .accept(token - super::link::TOKEN_BASE, reg, now);
+                    cl.links.accept(token - super::link::TOKEN_BASE, reg, now);
                 }
                 return;
             }
@@ -126,9 +125,7 @@ pub fn broadcast_pong(srv: &mut Server, cl: &mut Cluster, local_only: bool) {
         .nodes
         .values()
         .filter(|n| !n.has(node_flags::MYSELF | node_flags::HANDSHAKE))
-        .filter(|n| {
-            !local_only || n.master == Some(my_master) || n.name == my_master
-        })
+        .filter(|n| !local_only || n.master == Some(my_master) || n.name == my_master)
         .filter_map(|n| cl.links.outbound_of(&n.name))
         .collect();
     for id in targets {
@@ -161,7 +158,11 @@ fn send_update(srv: &Server, cl: &mut Cluster, to: &Name, about: &Name) {
 
 /// PUBLISH over the bus: every node delivers it to its subscribers.
 pub fn send_publish(srv: &Server, cl: &mut Cluster, channel: &[u8], message: &[u8], shard: bool) {
-    let k = if shard { kind::PUBLISHSHARD } else { kind::PUBLISH };
+    let k = if shard {
+        kind::PUBLISHSHARD
+    } else {
+        kind::PUBLISH
+    };
     let m = Message::new(
         header(srv, cl, k),
         Body::Publish {
@@ -186,7 +187,8 @@ pub fn send_publish(srv: &Server, cl: &mut Cluster, channel: &[u8], message: &[u
     let bytes = m.encode();
     for id in targets {
         count_sent(cl, k);
-        cl.links.send(id, &bytes, srv.config.cluster.link_sendbuf_limit);
+        cl.links
+            .send(id, &bytes, srv.config.cluster.link_sendbuf_limit);
     }
 }
 
@@ -230,7 +232,10 @@ fn update_address_if_needed(
     if let Some(l) = cl.links.outbound_of(name) {
         cl.links.free(l, srv.repl.registry.as_ref());
     }
-    info!("Address updated for node {}, now {ip}:{port}", name_str(name));
+    info!(
+        "Address updated for node {}, now {ip}:{port}",
+        name_str(name)
+    );
     if cl.my_master().is_some_and(|m| m.name == *name) {
         srv.replicaof(ip, port);
     }
@@ -341,10 +346,7 @@ pub fn process_packet(srv: &mut Server, cl: &mut Cluster, id: usize, bytes: &[u8
                 let n = cl.state.nodes.get_mut(&h.sender).expect("renamed");
                 n.flags &= !node_flags::HANDSHAKE;
                 n.flags |= h.flags & (node_flags::MASTER | node_flags::SLAVE);
-                info!(
-                    "Handshake with node {} completed.",
-                    name_str(&h.sender)
-                );
+                info!("Handshake with node {} completed.", name_str(&h.sender));
                 cl.todo_save = true;
             } else if ln != h.sender {
                 // The node at this address has another id now.
@@ -391,13 +393,17 @@ pub fn process_packet(srv: &mut Server, cl: &mut Cluster, id: usize, bytes: &[u8
                         // `clearNodeFailureIfNeeded`: a replica or a
                         // slot-less master at once; a master with slots
                         // once it failed long ago and nobody took them.
-                        let undo = !masters_owning(n)
-                            || now.saturating_sub(n.fail_time_ms) > timeout * 2;
+                        let undo =
+                            !masters_owning(n) || now.saturating_sub(n.fail_time_ms) > timeout * 2;
                         if undo {
                             info!(
                                 "Clear FAIL state for node {}: {} is reachable again.",
                                 name_str(&ln),
-                                if n.is_master() { "master without slots" } else { "replica" }
+                                if n.is_master() {
+                                    "master without slots"
+                                } else {
+                                    "replica"
+                                }
                             );
                             n.flags &= !node_flags::FAIL;
                             cl.todo_update_state = true;
@@ -484,10 +490,7 @@ pub fn process_packet(srv: &mut Server, cl: &mut Cluster, id: usize, bytes: &[u8
             if let Body::Ping { gossip, exts } = &msg.body {
                 let out = cl.state.process_gossip(Some(&s), gossip, now);
                 for f in out.failed {
-                    info!(
-                        "Marking node {} as failing (quorum reached).",
-                        name_str(&f)
-                    );
+                    info!("Marking node {} as failing (quorum reached).", name_str(&f));
                     send_fail(srv, cl, f);
                     cl.todo_save = true;
                     cl.todo_update_state = true;
@@ -500,7 +503,8 @@ pub fn process_packet(srv: &mut Server, cl: &mut Cluster, id: usize, bytes: &[u8
                     if let Some(n) = cl.state.nodes.get_mut(&a) {
                         n.ctime_ms = now;
                         if let Some(g) = gossip.iter().find(|g| g.name == a) {
-                            n.flags = g.flags & !(node_flags::MYSELF | node_flags::PFAIL | node_flags::FAIL);
+                            n.flags = g.flags
+                                & !(node_flags::MYSELF | node_flags::PFAIL | node_flags::FAIL);
                             n.pport = g.pport;
                         }
                     }
@@ -631,7 +635,11 @@ pub fn update_slots_config_with(
         }
         let older = match owner {
             None => true,
-            Some(o) => cl.state.nodes.get(&o).is_none_or(|n| n.config_epoch < epoch),
+            Some(o) => cl
+                .state
+                .nodes
+                .get(&o)
+                .is_none_or(|n| n.config_epoch < epoch),
         };
         if !older {
             continue;

@@ -138,11 +138,7 @@ pub fn check(
         }
         return Ok(());
     }
-    if client.readonly
-        && !is_write
-        && !cl.i_am_master()
-        && cl.me().master == Some(owner)
-    {
+    if client.readonly && !is_write && !cl.i_am_master() && cl.me().master == Some(owner) {
         return Ok(());
     }
     if owner != me {

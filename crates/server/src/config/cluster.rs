@@ -130,11 +130,7 @@ pub static CLUSTER_OPTIONS: &[ConfigOption] = &[
         "yes",
         require_full_coverage
     ),
-    cl_bool!(
-        "cluster-allow-reads-when-down",
-        "no",
-        allow_reads_when_down
-    ),
+    cl_bool!("cluster-allow-reads-when-down", "no", allow_reads_when_down),
     cl_bool!(
         "cluster-allow-pubsubshard-when-down",
         "yes",
@@ -178,7 +174,10 @@ pub static CLUSTER_OPTIONS: &[ConfigOption] = &[
         |c, a| {
             let v = one(a)?.to_ascii_lowercase();
             if !["ip", "hostname", "unknown-endpoint"].contains(&v.as_str()) {
-                return Err("argument(s) must be one of the following: ip, hostname, unknown-endpoint".into());
+                return Err(
+                    "argument(s) must be one of the following: ip, hostname, unknown-endpoint"
+                        .into(),
+                );
             }
             c.cluster.preferred_endpoint_type = v;
             Ok(())
@@ -190,8 +189,8 @@ pub static CLUSTER_OPTIONS: &[ConfigOption] = &[
         "0",
         true,
         |c, a| {
-            c.cluster.link_sendbuf_limit = parse_memory(one(a)?)
-                .map_err(|_| "argument must be a memory value".to_string())?;
+            c.cluster.link_sendbuf_limit =
+                parse_memory(one(a)?).map_err(|_| "argument must be a memory value".to_string())?;
             Ok(())
         },
         |c| c.cluster.link_sendbuf_limit.to_string()

@@ -133,7 +133,8 @@ pub static TLS_OPTIONS: &[ConfigOption] = &[
         |c| c.tls.session_cache_timeout.to_string()
     ),
     tls_bool!("tls-replication", "no", replication),
-    // Cluster mode does not exist yet: accepted, not used.
+    // The bus itself stays plain TCP (docs/cluster.md): with it, the TLS
+    // port is the one announced to clients.
     tls_bool!("tls-cluster", "no", cluster),
 ];
 

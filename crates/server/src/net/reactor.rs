@@ -195,7 +195,8 @@ impl Reactor {
                     self.srv.rdma_pending_event(t);
                     continue;
                 }
-                if (crate::cluster::link::TOKEN_BASE..crate::cluster::link::TOKEN_END).contains(&t) {
+                if (crate::cluster::link::TOKEN_BASE..crate::cluster::link::TOKEN_END).contains(&t)
+                {
                     self.srv.cluster_event(
                         t,
                         ev.is_readable() || ev.is_read_closed() || ev.is_error(),

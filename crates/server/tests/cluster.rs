@@ -1,0 +1,399 @@
+//! Cluster mode end to end, with the tools Redis users run: clusters made
+//! by `redis-cli --cluster create` of ferrokv nodes alone and of ferrokv
+//! and redis-server 7.0 nodes together (masters and replicas of both
+//! kinds), checked by `redis-cli --cluster check`; redirections with
+//! Redis's texts; `kill -9` of a master, its replica's election, and the
+//! old master's return as a replica from its nodes.conf.
+//!
+//! Every node runs on loopback with its bus on a free port and a node
+//! timeout of 2 s. The scenarios run one at a time (elections are timing
+//! sensitive on two cores).
+mod common;
+use common::{wait_for, ServerProcess, FREE_PORT};
+use std::process::Command;
+use std::sync::Mutex;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const NODE_ARGS: &[&str] = &[
+    "--cluster-enabled",
+    "yes",
+    "--cluster-port",
+    FREE_PORT,
+    "--cluster-node-timeout",
+    "2000",
+];
+
+fn ferrokv_node() -> ServerProcess {
+    ServerProcess::ferrokv(NODE_ARGS)
+}
+
+fn redis_node() -> ServerProcess {
+    ServerProcess::redis(NODE_ARGS)
+}
+
+fn addr(p: &ServerProcess) -> String {
+    format!("127.0.0.1:{}", p.port)
+}
+
+/// Runs redis-cli; its stdout and stderr together.
+fn cli(args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .args(args)
+        .output()
+        .expect("redis-cli is installed");
+    let mut s = String::from_utf8_lossy(&out.stdout).into_owned();
+    s.push_str(&String::from_utf8_lossy(&out.stderr));
+    s
+}
+
+fn cluster_cmd(p: &ServerProcess, args: &[&str]) -> redis::RedisResult<redis::Value> {
+    let mut c = p.client();
+    let mut cmd = redis::cmd("CLUSTER");
+    for a in args {
+        cmd.arg(*a);
+    }
+    cmd.query(&mut c)
+}
+
+fn text(v: redis::Value) -> String {
+    match v {
+        redis::Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+        redis::Value::VerbatimString { text, .. } => text,
+        redis::Value::SimpleString(s) => s,
+        other => format!("{other:?}"),
+    }
+}
+
+fn cluster_nodes(p: &ServerProcess) -> String {
+    text(cluster_cmd(p, &["NODES"]).unwrap())
+}
+
+fn cluster_info_field(p: &ServerProcess, field: &str) -> String {
+    let info = text(cluster_cmd(p, &["INFO"]).unwrap());
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+fn myid(p: &ServerProcess) -> String {
+    text(cluster_cmd(p, &["MYID"]).unwrap())
+}
+
+/// `redis-cli --cluster check` reports a consistent, fully covered
+/// cluster, as seen from `p`.
+fn assert_check_clean(p: &ServerProcess) -> String {
+    let out = wait_for("a clean --cluster check", 30, || {
+        let out = cli(&["--cluster", "check", &addr(p)]);
+        (out.contains("[OK] All nodes agree about slots configuration.")
+            && out.contains("[OK] All 16384 slots covered.")
+            && !out.contains("[ERR]")
+            && !out.contains("[WARNING]"))
+        .then_some(out)
+    });
+    out
+}
+
+fn wait_state_ok(nodes: &[&ServerProcess]) {
+    for n in nodes {
+        wait_for("cluster_state:ok", 30, || {
+            (cluster_info_field(n, "cluster_state") == "ok").then_some(())
+        });
+    }
+}
+
+/// The line of node `id` in `p`'s CLUSTER NODES.
+fn line_of(p: &ServerProcess, id: &str) -> String {
+    cluster_nodes(p)
+        .lines()
+        .find(|l| l.starts_with(id))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Keys written through the cluster (following MOVED with redis-cli -c),
+/// then every master with a replica waits for it (WAIT 1).
+fn write_keys(entry: &ServerProcess, all: &[&ServerProcess], n: usize) {
+    for i in 0..n {
+        let key = format!("key:{i}");
+        let out = cli(&[
+            "-c",
+            "-p",
+            &entry.port.to_string(),
+            "SET",
+            &key,
+            &format!("v{i}"),
+        ]);
+        assert!(out.trim() == "OK", "SET {key}: {out}");
+    }
+    let masters_with_replicas: Vec<String> = all.iter().filter_map(|n| master_of(n)).collect();
+    for m in all {
+        if masters_with_replicas.contains(&myid(m)) {
+            let out = cli(&["-p", &m.port.to_string(), "WAIT", "1", "10000"]);
+            assert_eq!(out.trim(), "1", "WAIT on {}", m.port);
+        }
+    }
+}
+
+fn assert_keys(entry: &ServerProcess, n: usize) {
+    for i in 0..n {
+        let key = format!("key:{i}");
+        let got = wait_for(&format!("GET {key}"), 20, || {
+            let out = cli(&["-c", "-p", &entry.port.to_string(), "GET", &key]);
+            (out.trim() == format!("v{i}")).then_some(out)
+        });
+        assert_eq!(got.trim(), format!("v{i}"));
+    }
+}
+
+fn create(nodes: &[&ServerProcess], replicas: usize) -> String {
+    let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
+    args.extend(nodes.iter().map(|n| addr(n)));
+    args.extend([
+        "--cluster-replicas".into(),
+        replicas.to_string(),
+        "--cluster-yes".into(),
+    ]);
+    let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    let out = cli(&args);
+    assert!(
+        out.contains("[OK] All 16384 slots covered."),
+        "--cluster create failed:\n{out}"
+    );
+    out
+}
+
+/// The master id a node replicates, from its own CLUSTER NODES line.
+fn master_of(p: &ServerProcess) -> Option<String> {
+    let me = myid(p);
+    let l = line_of(p, &me);
+    let f: Vec<&str> = l.split(' ').collect();
+    (f.len() > 3 && f[3] != "-").then(|| f[3].to_string())
+}
+
+#[test]
+fn redirections_use_redis_texts_and_slots_are_indexed() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let nodes: Vec<ServerProcess> = (0..3).map(|_| ferrokv_node()).collect();
+    let refs: Vec<&ServerProcess> = nodes.iter().collect();
+    create(&refs, 0);
+    wait_state_ok(&refs);
+    assert_check_clean(&nodes[0]);
+    // foo is slot 12182: served by the third master.
+    let owner = nodes
+        .iter()
+        .find(|n| line_of(n, &myid(n)).contains("10923-16383"))
+        .unwrap();
+    let other = nodes.iter().find(|n| n.port != owner.port).unwrap();
+    let mut c = other.client();
+    let e: redis::RedisResult<String> = redis::cmd("GET").arg("foo").query(&mut c);
+    let e = e.unwrap_err();
+    assert_eq!(e.code(), Some("MOVED"), "{e:?}");
+    assert!(
+        e.to_string()
+            .contains(&format!("12182 127.0.0.1:{}", owner.port)),
+        "{e}"
+    );
+    let e: redis::RedisResult<String> = redis::cmd("MSET")
+        .arg("a")
+        .arg("1")
+        .arg("b")
+        .arg("2")
+        .query(&mut owner.client());
+    assert!(e
+        .unwrap_err()
+        .to_string()
+        .contains("Keys in request don't hash to the same slot"),);
+    // Keys with one hash tag live together; the slot index counts them.
+    let mut oc = owner.client();
+    let tag_slot: i64 = redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg("{foo}")
+        .query(&mut oc)
+        .unwrap();
+    assert_eq!(tag_slot, 12182);
+    for i in 0..25 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("{{foo}}:{i}"))
+            .arg(i)
+            .query(&mut oc)
+            .unwrap();
+    }
+    let n: i64 = redis::cmd("CLUSTER")
+        .arg("COUNTKEYSINSLOT")
+        .arg(12182)
+        .query(&mut oc)
+        .unwrap();
+    assert_eq!(n, 25);
+    let keys: Vec<String> = redis::cmd("CLUSTER")
+        .arg("GETKEYSINSLOT")
+        .arg(12182)
+        .arg(10)
+        .query(&mut oc)
+        .unwrap();
+    assert_eq!(keys.len(), 10);
+    assert!(keys.iter().all(|k| k.starts_with("{foo}:")));
+    // A transaction across slots is refused at EXEC with CROSSSLOT.
+    let mut raw = owner.raw();
+    raw.cmd(&["MULTI"]);
+    raw.cmd(&["SET", "{foo}x", "1"]);
+    let moved = raw.cmd(&["SET", "bar", "1"]);
+    let ferrokv_resp::Frame::Error(e) = moved else {
+        panic!("{moved:?}")
+    };
+    assert!(e.starts_with(b"MOVED 5061 127.0.0.1:"));
+    let exec = raw.cmd(&["EXEC"]);
+    let ferrokv_resp::Frame::Error(e) = exec else {
+        panic!("{exec:?}")
+    };
+    assert!(
+        e.starts_with(b"EXECABORT"),
+        "{}",
+        String::from_utf8_lossy(&e)
+    );
+    // Keyless commands and CLUSTER INFO work anywhere; INFO says cluster.
+    assert_eq!(
+        owner.info_field("cluster", "cluster_enabled").as_deref(),
+        Some("1")
+    );
+    assert_eq!(cluster_info_field(other, "cluster_known_nodes"), "3");
+    assert_eq!(cluster_info_field(other, "cluster_size"), "3");
+}
+
+#[test]
+fn ferrokv_cluster_fails_over_on_kill_9_and_the_old_master_rejoins() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut nodes: Vec<ServerProcess> = (0..6).map(|_| ferrokv_node()).collect();
+    {
+        let refs: Vec<&ServerProcess> = nodes.iter().collect();
+        create(&refs, 1);
+        wait_state_ok(&refs);
+        assert_check_clean(&nodes[0]);
+    }
+    {
+        let refs: Vec<&ServerProcess> = nodes.iter().collect();
+        write_keys(&nodes[0], &refs, 60);
+    }
+    // Kill a master; its replica must win the election.
+    let victim = nodes
+        .iter()
+        .position(|n| master_of(n).is_none() && line_of(n, &myid(n)).contains("0-5460"))
+        .unwrap();
+    let victim_id = myid(&nodes[victim]);
+    let replica = nodes
+        .iter()
+        .position(|n| master_of(n).as_deref() == Some(victim_id.as_str()))
+        .expect("the victim has a replica");
+    let replica_id = myid(&nodes[replica]);
+    let _ = nodes[victim].child.kill();
+    let _ = nodes[victim].child.wait();
+    let watcher = (0..6).find(|&i| i != victim && i != replica).unwrap();
+    wait_for("the replica promoted", 30, || {
+        let l = line_of(&nodes[watcher], &replica_id);
+        (l.contains("master") && l.contains("0-5460")).then_some(())
+    });
+    assert!(line_of(&nodes[watcher], &victim_id).contains("fail"));
+    {
+        let alive: Vec<&ServerProcess> =
+            (0..6).filter(|&i| i != victim).map(|i| &nodes[i]).collect();
+        wait_state_ok(&alive);
+    }
+    assert_keys(&nodes[watcher], 60);
+    assert!(nodes[replica].log().contains("Failover election won"));
+    // The old master restarts on its nodes.conf and follows the new one.
+    nodes[victim].kill_and_restart();
+    wait_for("the old master is a replica", 30, || {
+        (master_of(&nodes[victim]).as_deref() == Some(replica_id.as_str())).then_some(())
+    });
+    wait_for("it replicates", 30, || {
+        (nodes[victim]
+            .info_field("replication", "master_link_status")
+            .as_deref()
+            == Some("up"))
+        .then_some(())
+    });
+    assert_eq!(
+        myid(&nodes[victim]),
+        victim_id,
+        "its id came from nodes.conf"
+    );
+    assert_check_clean(&nodes[watcher]);
+}
+
+#[test]
+fn mixed_cluster_of_ferrokv_and_redis_nodes_fails_over_both_ways() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Masters: ferrokv, redis, ferrokv.
+    let a = ferrokv_node();
+    let mut b = redis_node();
+    let c = ferrokv_node();
+    create(&[&a, &b, &c], 0);
+    // A redis-server replica of a ferrokv master, a ferrokv replica of a
+    // redis-server master, added as redis-cli adds them.
+    let ra = redis_node();
+    let rb = ferrokv_node();
+    for (r, m) in [(&ra, &a), (&rb, &b)] {
+        let id = myid(m);
+        let out = cli(&[
+            "--cluster",
+            "add-node",
+            &addr(r),
+            &addr(m),
+            "--cluster-slave",
+            "--cluster-master-id",
+            &id,
+        ]);
+        assert!(out.contains("[OK] New node added correctly."), "{out}");
+    }
+    wait_for("replicas attached", 30, || {
+        (master_of(&ra).as_deref() == Some(myid(&a).as_str())
+            && master_of(&rb).as_deref() == Some(myid(&b).as_str()))
+        .then_some(())
+    });
+    let all = [&a, &b, &c, &ra, &rb];
+    wait_state_ok(&all);
+    // Both kinds agree, checked from each kind.
+    assert_check_clean(&a);
+    assert_check_clean(&b);
+    write_keys(&a, &all, 40);
+
+    // The redis-server master dies: its ferrokv replica is elected.
+    let b_id = myid(&b);
+    let rb_id = myid(&rb);
+    let _ = b.child.kill();
+    let _ = b.child.wait();
+    wait_for("the ferrokv replica promoted", 30, || {
+        let l = line_of(&c, &rb_id);
+        l.contains("master").then_some(())
+    });
+    wait_state_ok(&[&a, &c, &ra, &rb]);
+    assert_keys(&a, 40);
+    // The old redis master comes back as a replica of the ferrokv node.
+    b.kill_and_restart();
+    wait_for("redis follows ferrokv", 30, || {
+        (master_of(&b).as_deref() == Some(rb_id.as_str())).then_some(())
+    });
+    assert_eq!(myid(&b), b_id);
+    assert_check_clean(&b);
+    wait_for("the redis replica is in sync", 30, || {
+        (b.info_field("replication", "master_link_status").as_deref() == Some("up")).then_some(())
+    });
+
+    // The ferrokv master dies: its redis-server replica is elected, with
+    // the votes of ferrokv masters.
+    let ra_id = myid(&ra);
+    let mut a = a;
+    let _ = a.child.kill();
+    let _ = a.child.wait();
+    wait_for("the redis replica promoted", 30, || {
+        let l = line_of(&rb, &ra_id);
+        l.contains("master").then_some(())
+    });
+    wait_state_ok(&[&b, &c, &ra, &rb]);
+    assert_keys(&c, 40);
+    let granted = c.log().contains("Failover auth granted to")
+        || rb.log().contains("Failover auth granted to");
+    assert!(granted, "a ferrokv master voted");
+}
