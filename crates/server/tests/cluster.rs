@@ -85,15 +85,14 @@ fn myid(p: &ServerProcess) -> String {
 /// `redis-cli --cluster check` reports a consistent, fully covered
 /// cluster, as seen from `p`.
 fn assert_check_clean(p: &ServerProcess) -> String {
-    let out = wait_for("a clean --cluster check", 30, || {
+    wait_for("a clean --cluster check", 30, || {
         let out = cli(&["--cluster", "check", &addr(p)]);
         (out.contains("[OK] All nodes agree about slots configuration.")
             && out.contains("[OK] All 16384 slots covered.")
             && !out.contains("[ERR]")
             && !out.contains("[WARNING]"))
         .then_some(out)
-    });
-    out
+    })
 }
 
 fn wait_state_ok(nodes: &[&ServerProcess]) {

@@ -282,7 +282,7 @@ fn slots_command(ctx: &mut Ctx, args: Args, add: bool, range: bool) {
 
 fn flushslots(ctx: &mut Ctx, _args: Args) {
     with(ctx, |ctx, cl| {
-        if ctx.srv.keyspace.dbs[0].len() != 0 {
+        if !ctx.srv.keyspace.dbs[0].is_empty() {
             return ctx.error("ERR DB must be empty to perform CLUSTER FLUSHSLOTS.");
         }
         let me = cl.state.myself;
@@ -475,7 +475,7 @@ fn replicate(ctx: &mut Ctx, args: Args) {
         if !cl.state.nodes[&n].is_master() {
             return ctx.error("ERR I can only replicate a master, not a replica.");
         }
-        if cl.i_am_master() && (cl.me().slots.count() != 0 || ctx.srv.keyspace.dbs[0].len() != 0) {
+        if cl.i_am_master() && (cl.me().slots.count() != 0 || !ctx.srv.keyspace.dbs[0].is_empty()) {
             return ctx
                 .error("ERR To set a master the node must be empty and without assigned slots.");
         }
@@ -588,7 +588,7 @@ fn reset(ctx: &mut Ctx, args: Args) {
             3 if is(args.get(2), "soft") => false,
             _ => return ctx.error(crate::commands::err::SYNTAX),
         };
-        if cl.i_am_master() && ctx.srv.keyspace.dbs[0].len() != 0 {
+        if cl.i_am_master() && !ctx.srv.keyspace.dbs[0].is_empty() {
             return ctx
                 .error("ERR CLUSTER RESET can't be called with master nodes containing keys");
         }

@@ -85,7 +85,7 @@ pub fn cron(srv: &mut Server, cl: &mut Cluster) {
     }
 
     // Once a second, the node of five random ones we heard from longest ago.
-    if cl.cron_loops % 10 == 0 {
+    if cl.cron_loops.is_multiple_of(10) {
         let candidates: Vec<Name> = cl
             .state
             .nodes
@@ -311,9 +311,7 @@ fn handle_replica_failover(srv: &mut Server, cl: &mut Cluster, now: u64) {
         return;
     };
     let (master_name, master_failed, master_slots) = master;
-    if (!master_failed && !manual)
-        || (srv.config.cluster.replica_no_failover && !manual)
-        || master_slots == 0
+    if (!manual && (!master_failed || srv.config.cluster.replica_no_failover)) || master_slots == 0
     {
         return;
     }

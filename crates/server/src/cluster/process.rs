@@ -474,15 +474,17 @@ pub fn process_packet(srv: &mut Server, cl: &mut Cluster, id: usize, bytes: &[u8
                     }
                 }
             }
-            if cl.i_am_master() && sender_is_master && h.config_epoch == cl.me().config_epoch {
-                if cl.state.handle_config_epoch_collision(&s) {
-                    warn!(
-                        "WARNING: configEpoch collision with node {}. configEpoch set to {}",
-                        name_str(&s),
-                        cl.me().config_epoch
-                    );
-                    cl.todo_save = true;
-                }
+            if cl.i_am_master()
+                && sender_is_master
+                && h.config_epoch == cl.me().config_epoch
+                && cl.state.handle_config_epoch_collision(&s)
+            {
+                warn!(
+                    "WARNING: configEpoch collision with node {}. configEpoch set to {}",
+                    name_str(&s),
+                    cl.me().config_epoch
+                );
+                cl.todo_save = true;
             }
         }
         // Gossip, and the extensions.

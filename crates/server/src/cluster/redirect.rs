@@ -59,7 +59,7 @@ pub fn check(
             calls.push((s, s.flags, q.args()));
         }
     } else {
-        calls.push((spec, cmd_flags, args.clone()));
+        calls.push((spec, cmd_flags, *args));
     }
     let me = cl.state.myself;
     let mut slot: Option<u16> = None;
