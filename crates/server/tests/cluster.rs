@@ -252,6 +252,26 @@ fn redirections_use_redis_texts_and_slots_are_indexed() {
         "{}",
         String::from_utf8_lossy(&e)
     );
+    // One database, as in Redis.
+    for (cmd, err) in [
+        (
+            vec!["SELECT", "1"],
+            "ERR SELECT is not allowed in cluster mode",
+        ),
+        (
+            vec!["SWAPDB", "0", "1"],
+            "ERR SWAPDB is not allowed in cluster mode",
+        ),
+        (
+            vec!["MOVE", "{foo}x", "1"],
+            "ERR MOVE is not allowed in cluster mode",
+        ),
+    ] {
+        assert_eq!(
+            raw.cmd(&cmd),
+            ferrokv_resp::Frame::Error(err.as_bytes().to_vec())
+        );
+    }
     // Keyless commands and CLUSTER INFO work anywhere; INFO says cluster.
     assert_eq!(
         owner.info_field("cluster", "cluster_enabled").as_deref(),
@@ -356,6 +376,30 @@ fn mixed_cluster_of_ferrokv_and_redis_nodes_fails_over_both_ways() {
     // Both kinds agree, checked from each kind.
     assert_check_clean(&a);
     assert_check_clean(&b);
+    // PUBLISH reaches subscribers on every node, over the bus, from either
+    // kind of node to the other.
+    let mut on_redis = b.raw();
+    let mut on_ferrokv = c.raw();
+    for s in [&mut on_redis, &mut on_ferrokv] {
+        s.cmd(&["SUBSCRIBE", "news"]);
+    }
+    for (from, text) in [(&a, "from-ferrokv"), (&ra, "from-redis")] {
+        let mut p = from.client();
+        let _: i64 = redis::cmd("PUBLISH")
+            .arg("news")
+            .arg(text)
+            .query(&mut p)
+            .unwrap();
+        for s in [&mut on_redis, &mut on_ferrokv] {
+            let m = s.read_frame();
+            let expected = ferrokv_resp::Frame::Array(vec![
+                ferrokv_resp::Frame::Bulk(b"message".to_vec()),
+                ferrokv_resp::Frame::Bulk(b"news".to_vec()),
+                ferrokv_resp::Frame::Bulk(text.as_bytes().to_vec()),
+            ]);
+            assert_eq!(m, expected);
+        }
+    }
     write_keys(&a, &all, 40);
 
     // The redis-server master dies: its ferrokv replica is elected.

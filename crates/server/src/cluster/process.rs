@@ -687,6 +687,12 @@ impl Cluster {
 }
 
 impl Server {
+    /// PUBLISH (`shard`: SPUBLISH) over the bus; false outside cluster mode.
+    pub fn cluster_publish(&mut self, channel: &[u8], message: &[u8], shard: bool) -> bool {
+        self.with_cluster(|srv, cl| send_publish(srv, cl, channel, message, shard))
+            .is_some()
+    }
+
     /// Deletes every key of `slot` (`delKeysInSlot`), propagated as DELs.
     pub fn del_keys_in_slot(&mut self, slot: u16) -> usize {
         let keys: Vec<Vec<u8>> = self.keyspace.dbs[0]

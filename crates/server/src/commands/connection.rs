@@ -272,6 +272,9 @@ fn select(ctx: &mut Ctx, args: Args) {
     let Some(v) = super::parse_i32(ctx, args.get(1)) else {
         return;
     };
+    if ctx.srv.cluster.is_some() && v != 0 {
+        return ctx.error("ERR SELECT is not allowed in cluster mode");
+    }
     if v < 0 || v as usize >= ctx.srv.keyspace.dbs.len() {
         ctx.error(err::DB_RANGE);
         return;

@@ -237,6 +237,9 @@ fn copy(ctx: &mut Ctx, args: Args) {
 
 /// MOVE key db
 fn move_(ctx: &mut Ctx, args: Args) {
+    if ctx.srv.cluster.is_some() {
+        return ctx.error("ERR MOVE is not allowed in cluster mode");
+    }
     let src_db = ctx.client.db;
     let Some(dst_db) = parse_db(ctx, args.get(2)) else {
         return;

@@ -262,8 +262,12 @@ fn publish(ctx: &mut Ctx, args: Args) {
     let n = ctx
         .srv
         .publish_kind(Some(ctx.client), Kind::Channel, args.get(1), args.get(2));
-    ctx.srv
-        .repl_feed(ctx.client.db, &[&b"PUBLISH"[..], args.get(1), args.get(2)]);
+    // In cluster mode every node hears it over the bus (replicas too),
+    // not through the replication stream.
+    if !ctx.srv.cluster_publish(args.get(1), args.get(2), false) {
+        ctx.srv
+            .repl_feed(ctx.client.db, &[&b"PUBLISH"[..], args.get(1), args.get(2)]);
+    }
     ctx.client.out.int(n as i64);
 }
 
@@ -272,8 +276,11 @@ fn spublish(ctx: &mut Ctx, args: Args) {
     let n = ctx
         .srv
         .publish_kind(Some(ctx.client), Kind::Shard, args.get(1), args.get(2));
-    ctx.srv
-        .repl_feed(ctx.client.db, &[&b"SPUBLISH"[..], args.get(1), args.get(2)]);
+    // In cluster mode the nodes of our shard hear it over the bus.
+    if !ctx.srv.cluster_publish(args.get(1), args.get(2), true) {
+        ctx.srv
+            .repl_feed(ctx.client.db, &[&b"SPUBLISH"[..], args.get(1), args.get(2)]);
+    }
     ctx.client.out.int(n as i64);
 }
 

@@ -1162,6 +1162,9 @@ fn flushall(ctx: &mut Ctx, args: Args) {
 
 /// SWAPDB index1 index2
 fn swapdb(ctx: &mut Ctx, args: Args) {
+    if ctx.srv.cluster.is_some() {
+        return ctx.error("ERR SWAPDB is not allowed in cluster mode");
+    }
     let n = ctx.srv.keyspace.dbs.len() as i64;
     // Redis's `getIntFromObjectOrReply` with a message of its own: the
     // same text for a non-integer and for one outside the 32-bit range.
