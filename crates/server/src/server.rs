@@ -1800,6 +1800,11 @@ impl Server {
                     data.len() as u64 - r.offset,
                     r.offset
                 );
+                // Kept aside all the same: a companion put there by
+                // mistake would otherwise cost the block's bytes.
+                let aside = path.with_file_name(format!("{name}.corrupt-{}", r.offset));
+                std::fs::write(&aside, &data[r.offset as usize..])
+                    .map_err(|e| format!("Can't write {}: {e}", aside.display()))?;
                 cut_file(r.offset)?;
                 cut_sum(keep_sum)?;
                 st.worsen(VerifyResult::Truncated);

@@ -198,8 +198,8 @@ pub enum Outcome {
     /// the last second with `everysec`, or before the companion's write
     /// with `always`) are not covered.
     Clean,
-    /// The first block that does not match is the last one the file
-    /// holds, cut short or ending the file: a torn write, handled as a
+    /// The first block that does not match is the companion's last one,
+    /// and the file ends inside it or with it: a torn write, handled as a
     /// truncated tail (`aof-load-truncated`).
     TornLastBlock(Record),
     /// A block that does not match, with more of the file after it.
@@ -245,11 +245,14 @@ pub fn verify(data: &[u8], companion: &[u8], incr: &str) -> Verification {
         unverified_len: 0,
         companion_torn_bytes: c.torn_bytes,
     };
-    for r in &c.records {
+    for (i, r) in c.records.iter().enumerate() {
         let end = r.end() as usize;
         let ok = end <= data.len() && crc64(0, &data[r.offset as usize..end]) == r.crc;
         if !ok {
-            v.outcome = if data.len() <= end {
+            // Only the last record can be a torn write: a record is
+            // written after its bytes, and the next one only after both
+            // were synced (`always`) or once they were (`everysec`).
+            v.outcome = if data.len() <= end && i + 1 == c.records.len() {
                 Outcome::TornLastBlock(*r)
             } else {
                 Outcome::Mismatch(*r)
