@@ -199,10 +199,11 @@ pub enum Outcome {
     /// with `always`) are not covered.
     Clean,
     /// The first block that does not match is the companion's last one,
-    /// and the file ends inside it or with it: a torn write, handled as a
-    /// truncated tail (`aof-load-truncated`).
+    /// and the file ends inside it: a torn write, handled as a truncated
+    /// tail (`aof-load-truncated`).
     TornLastBlock(Record),
-    /// A block that does not match, with more of the file after it.
+    /// A block that does not match although its bytes are all there (or
+    /// with later records after it).
     Mismatch(Record),
     /// The companion itself is unusable (another file's, damaged).
     BadCompanion(CompanionError),
@@ -249,10 +250,12 @@ pub fn verify(data: &[u8], companion: &[u8], incr: &str) -> Verification {
         let end = r.end() as usize;
         let ok = end <= data.len() && crc64(0, &data[r.offset as usize..end]) == r.crc;
         if !ok {
-            // Only the last record can be a torn write: a record is
-            // written after its bytes, and the next one only after both
-            // were synced (`always`) or once they were (`everysec`).
-            v.outcome = if data.len() <= end && i + 1 == c.records.len() {
+            // A torn write is the companion's last block with bytes
+            // missing at the end of the file: a record is written after
+            // its bytes, and the next one only once both were synced
+            // (`always`, `everysec`). A block whose bytes are all there
+            // but differ is damage, wherever it is.
+            v.outcome = if data.len() < end && i + 1 == c.records.len() {
                 Outcome::TornLastBlock(*r)
             } else {
                 Outcome::Mismatch(*r)
@@ -296,6 +299,8 @@ pub fn describe_damage(incr: &str, sum: &str, data: &[u8], v: &Verification) -> 
         Outcome::TornLastBlock(r) | Outcome::Mismatch(r) => {
             let kind = if matches!(v.outcome, Outcome::TornLastBlock(_)) {
                 "the last block (a torn write)"
+            } else if r.end() >= data.len() as u64 {
+                "the last block, whole on disk"
             } else {
                 "a block before the end"
             };
@@ -582,9 +587,10 @@ mod tests {
         let last = *recs.last().unwrap();
         let cut = &data[..last.offset as usize + 10];
         assert_eq!(verify(cut, &c, "f").outcome, Outcome::TornLastBlock(last));
+        // Its bytes all there but one changed: damage, not a torn write.
         let mut end = data.clone();
         *end.last_mut().unwrap() ^= 1;
-        assert_eq!(verify(&end, &c, "f").outcome, Outcome::TornLastBlock(last));
+        assert_eq!(verify(&end, &c, "f").outcome, Outcome::Mismatch(last));
         // Another file's companion.
         let other = companion("g", &recs);
         let Outcome::BadCompanion(e) = verify(&data, &other, "f").outcome else {
