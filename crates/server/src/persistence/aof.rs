@@ -182,7 +182,7 @@ impl Manifest {
                 kind: ' ',
                 sum: None,
             };
-            if words.len() < 6 || words.len() % 2 != 0 {
+            if words.len() < 6 || !words.len().is_multiple_of(2) {
                 return Err(format!("invalid manifest line {}: '{line}'", n + 1));
             }
             for kv in words.chunks(2) {

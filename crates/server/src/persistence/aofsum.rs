@@ -166,7 +166,7 @@ pub fn parse(bytes: &[u8], incr: &str) -> Result<Companion, CompanionError> {
         let at = hlen + i * RECORD_LEN;
         let raw = &body[i * RECORD_LEN..(i + 1) * RECORD_LEN];
         let Some(r) = Record::decode(raw) else {
-            if i + 1 == whole && body.len() % RECORD_LEN == 0 {
+            if i + 1 == whole && body.len().is_multiple_of(RECORD_LEN) {
                 // The last record, half written when the server stopped.
                 c.torn_bytes = RECORD_LEN as u64;
                 break;

@@ -68,11 +68,14 @@ impl StorageFile for MemFile {
                 FaultKind::FlipBits(_) => (f.at, f.at + 1),
                 FaultKind::Zero(n) => (f.at, f.at + n),
             };
-            for i in from.max(start)..to.min(end) {
-                data[i] = match f.kind {
-                    FaultKind::FlipBits(m) => data[i] ^ m,
-                    FaultKind::Zero(_) => 0,
-                };
+            let (lo, hi) = (from.max(start), to.min(end));
+            if lo < hi {
+                for b in &mut data[lo..hi] {
+                    *b = match f.kind {
+                        FaultKind::FlipBits(m) => *b ^ m,
+                        FaultKind::Zero(_) => 0,
+                    };
+                }
             }
         }
         Ok(())
