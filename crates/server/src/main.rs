@@ -132,7 +132,7 @@ fn main() {
         }
         Some("-h" | "--help") => usage(),
         // Offline verification of an AOF directory's checksums, beside
-        // redis-check-aof (docs/persistence.md).
+        // redis-check-aof (docs/aof-checksums.md).
         Some("--check-aof") => {
             let Some(manifest) = args.get(1) else {
                 eprintln!(

@@ -39,7 +39,7 @@ const EVERYSEC: &[&str] = &[
 ];
 
 /// A block record of a companion, read by this test's own parser of the
-/// format (docs/persistence.md): offset, length, first command, commands.
+/// format (docs/aof-checksums.md): offset, length, first command, commands.
 #[derive(Debug, Clone, Copy)]
 struct Rec {
     offset: u64,
