@@ -1459,6 +1459,7 @@ impl Server {
         let Some(aof) = self.aof.as_mut() else {
             return Err("ERR AOF is off".into());
         };
+        aof.set_checksums(self.config.aof_checksums);
         let base = aof.begin_rewrite()?;
         match self.start_snapshot_to(crate::persistence::SaveKind::Background, &base, true, false) {
             Ok(()) => {

@@ -759,3 +759,42 @@ fn a_directory_written_by_real_redis_loads_into_ferrokv_unchanged() {
     let r2 = ServerProcess::redis(&["--appendonly", "yes", "--dir", dir.path().to_str().unwrap()]);
     assert_eq!(digest(&mut r2.client()), want);
 }
+
+#[test]
+fn config_set_aof_checksums_applies_to_the_next_incremental_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(dir.path(), EVERYSEC);
+    let mut c = node.client();
+    write_keys(&mut c, 0, 50, 10);
+    let () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("aof-checksums")
+        .arg("no")
+        .query(&mut c)
+        .unwrap();
+    // The file being appended to keeps its companion until it is replaced.
+    assert_eq!(persistence_field(&mut c, "aof_checksums"), "1");
+    let _: String = redis::cmd("BGREWRITEAOF").query(&mut c).unwrap();
+    wait_for("the rewrite", 20, || {
+        (persistence_field(&mut c, "aof_rewrites") == "1").then_some(())
+    });
+    assert_eq!(persistence_field(&mut c, "aof_checksums"), "0");
+    write_keys(&mut c, 50, 100, 10);
+    let want = digest(&mut c);
+    drop(c);
+    stop(node);
+    let (incr, sum) = last_incr(dir.path());
+    assert!(incr.ends_with("appendonly.aof.2.incr.aof"));
+    assert!(sum.is_none(), "the new incr file has no companion");
+    assert!(!dir
+        .path()
+        .join("appendonlydir/appendonly.aof.2.incr.aof.sum")
+        .exists());
+    let node = Node::start(dir.path(), &[EVERYSEC, &["--aof-checksums", "no"]].concat());
+    let mut c = node.client();
+    assert_eq!(digest(&mut c), want);
+    assert_eq!(
+        persistence_field(&mut c, "aof_last_load_verification"),
+        "unverified"
+    );
+}

@@ -726,6 +726,12 @@ impl Aof {
         self.policy
     }
 
+    /// Whether incremental files created from now on (the next rewrite's)
+    /// get a checksum companion (`CONFIG SET aof-checksums`).
+    pub fn set_checksums(&mut self, on: bool) {
+        self.checksums = on;
+    }
+
     /// Whether the file being appended to has a checksum companion.
     pub fn checksummed(&self) -> bool {
         self.sum.is_some()
