@@ -680,39 +680,54 @@ impl Aof {
     }
 
     /// The companion of the existing incremental file `f`, which appends
-    /// go on to: its verified records are kept, and the bytes after them
-    /// (none, a tail a crash left unrecorded, or the whole file when it
-    /// had no companion) get records now. The loader has verified the
-    /// file and cut any torn tail, so what is there is what was loaded.
+    /// go on to: its records are kept, and the bytes after them (none, a
+    /// tail a crash left unrecorded, or the whole file when it had no
+    /// companion) get records now. The loader has verified the file
+    /// against the companion and cut both to agree (a torn block, a
+    /// recovery), so the records are trusted here and the file is read
+    /// only when it has bytes past them.
     fn continue_companion(
         storage: &dyn Storage,
         dir: &Path,
         f: &AofFile,
     ) -> Result<SumWriter, String> {
-        use super::aofsum::{records_for, verify};
         let path = dir.join(&f.name);
-        let data = storage
-            .read(&path)
+        let len = storage
+            .len(&path)
             .map_err(|e| format!("Can't read {}: {e}", path.display()))?;
         let mut records = Vec::new();
         if let Some(sum) = &f.sum {
             if let Ok(bytes) = storage.read(&dir.join(sum)) {
-                // The records that verify (all of them but after a cut).
-                let v = verify(&data, &bytes, &f.name);
-                if let Ok(mut c) = super::aofsum::parse(&bytes, &f.name) {
-                    c.records.truncate(v.verified_blocks as usize);
+                if let Ok(c) = super::aofsum::parse(&bytes, &f.name) {
                     records = c.records;
+                    let inside = records.iter().take_while(|r| r.end() <= len).count();
+                    records.truncate(inside);
                 }
             }
         }
         let (from, first_cmd) = records
             .last()
             .map_or((0, 0), |r| (r.end(), r.first_cmd + r.cmds as u64));
-        let tail = records_for(&data[from as usize..], from, first_cmd);
-        let next = tail.last().map_or((from, first_cmd), |r| {
-            (r.end(), r.first_cmd + r.cmds as u64)
-        });
-        records.extend(tail);
+        let mut next = (from, first_cmd);
+        if from < len {
+            let data = storage
+                .read(&path)
+                .map_err(|e| format!("Can't read {}: {e}", path.display()))?;
+            let tail = super::aofsum::records_for(&data[from as usize..], from, first_cmd);
+            if let Some(r) = tail.last() {
+                next = (r.end(), r.first_cmd + r.cmds as u64);
+            }
+            records.extend(tail);
+            if next.0 < len {
+                // Bytes that are no whole command (the loader cuts those
+                // off, so this is only a safeguard): covered as they are,
+                // so the blocks appended next start at the file's end.
+                let mut b = super::aofsum::OpenBlock::starting(next.0, next.1);
+                b.extend(&data[next.0 as usize..], 0);
+                records.push(b.record());
+                next.0 = len;
+            }
+        }
         SumWriter::create(
             storage,
             dir,

@@ -613,6 +613,29 @@ mod tests {
     }
 
     #[test]
+    fn the_manifest_names_companions_with_a_key_redis_skips_and_skips_unknown_keys() {
+        use crate::persistence::aof::Manifest;
+        let text = "file appendonly.aof.1.base.rdb seq 1 type b\n\
+                    file appendonly.aof.1.incr.aof seq 1 type i ferrokv-sum appendonly.aof.1.incr.aof.sum\n\
+                    file appendonly.aof.2.incr.aof seq 2 type i future-key x\n";
+        let m = Manifest::parse(text).unwrap();
+        assert_eq!(
+            m.incrs[0].sum.as_deref(),
+            Some("appendonly.aof.1.incr.aof.sum")
+        );
+        assert_eq!(m.incrs[1].sum, None);
+        // Rendered back: the companion's key kept, the unknown one not.
+        assert_eq!(
+            m.render(),
+            "file appendonly.aof.1.base.rdb seq 1 type b\n\
+             file appendonly.aof.1.incr.aof seq 1 type i ferrokv-sum appendonly.aof.1.incr.aof.sum\n\
+             file appendonly.aof.2.incr.aof seq 2 type i\n"
+        );
+        assert!(Manifest::parse("file a seq 1 type i ferrokv-sum ../x\n").is_err());
+        assert!(Manifest::parse("file a seq 1\n").is_err());
+    }
+
+    #[test]
     fn the_last_command_of_verified_bytes_is_found() {
         let (data, starts) = cmds(10);
         assert_eq!(last_command(&data[..starts[5]]), Some((starts[4], 4)));
