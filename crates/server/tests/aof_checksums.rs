@@ -798,3 +798,46 @@ fn config_set_aof_checksums_applies_to_the_next_incremental_file() {
         "unverified"
     );
 }
+
+#[test]
+fn a_mismatch_near_the_end_is_cut_within_aof_load_corrupt_tail_max_size() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let node = Node::start(dir.path(), ALWAYS);
+        let mut c = node.client();
+        write_keys(&mut c, 0, 200, 10);
+        stop(node);
+    }
+    let (incr, sum) = last_incr(dir.path());
+    let recs = records(&std::fs::read(sum.unwrap()).unwrap());
+    let mut data = std::fs::read(&incr).unwrap();
+    // A bit of the third block from the end: bytes all there, so damage.
+    let bad = recs[recs.len() - 3];
+    data[bad.offset as usize + 50] ^= 0x01;
+    std::fs::write(&incr, &data).unwrap();
+    let tail = data.len() as u64 - bad.offset;
+    // A limit below the damaged tail: refused.
+    let mut small = ALWAYS.to_vec();
+    let below = (tail - 1).to_string();
+    small.extend(["--aof-load-corrupt-tail-max-size", &below]);
+    let log = Node::try_start(dir.path(), &small).err().expect("refused");
+    assert!(
+        log.contains(&format!(
+            "at offset {} in a block before the end",
+            bad.offset
+        )),
+        "{log}"
+    );
+    // At the limit: cut at the last verified point.
+    let mut enough = ALWAYS.to_vec();
+    let at = tail.to_string();
+    enough.extend(["--aof-load-corrupt-tail-max-size", &at]);
+    let node = Node::start(dir.path(), &enough);
+    let mut c = node.client();
+    assert_eq!(
+        persistence_field(&mut c, "aof_last_load_verification"),
+        "recovered"
+    );
+    assert_eq!(dbsize(&mut c), bad.first_cmd as usize - 1);
+    assert_eq!(std::fs::metadata(&incr).unwrap().len(), bad.offset);
+}
