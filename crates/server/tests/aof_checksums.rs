@@ -841,3 +841,35 @@ fn a_mismatch_near_the_end_is_cut_within_aof_load_corrupt_tail_max_size() {
     assert_eq!(dbsize(&mut c), bad.first_cmd as usize - 1);
     assert_eq!(std::fs::metadata(&incr).unwrap().len(), bad.offset);
 }
+
+#[test]
+fn a_missing_companion_loads_the_file_unverified_and_is_recreated() {
+    let dir = tempfile::tempdir().unwrap();
+    let want;
+    {
+        let node = Node::start(dir.path(), ALWAYS);
+        let mut c = node.client();
+        write_keys(&mut c, 0, 100, 10);
+        want = digest(&mut c);
+        stop(node);
+    }
+    let (incr, sum) = last_incr(dir.path());
+    std::fs::remove_file(sum.unwrap()).unwrap();
+    let len = std::fs::metadata(&incr).unwrap().len();
+    let node = Node::start(dir.path(), ALWAYS);
+    let mut c = node.client();
+    assert_eq!(digest(&mut c), want);
+    assert_eq!(
+        persistence_field(&mut c, "aof_last_load_verification"),
+        "unverified"
+    );
+    assert_eq!(
+        persistence_field(&mut c, "aof_last_load_unverified_bytes"),
+        len.to_string()
+    );
+    drop(c);
+    stop(node);
+    let (code, report) = check_tool(dir.path());
+    assert_eq!(code, 0, "{report}");
+    assert!(report.contains(&format!("ok, {len} bytes in")), "{report}");
+}

@@ -14,8 +14,15 @@
 //! then installs the new manifest: at every moment the manifest on disk
 //! names files that together hold every acknowledged write.
 //!
-//! All file I/O goes through [`Storage`], so tests can inject failing writes
-//! or a power cut that loses whatever was not synced.
+//! Each incremental file has a checksum companion (`aofsum.rs`): the
+//! CRC64 of each block of it, appended after the block's bytes — with
+//! `always` at every flush and synced in the same group commit (on a
+//! helper thread, beside the log's own fsync), with `everysec`/`no` at
+//! 64 KiB or at the cron tick. The manifest names it with a key Redis's
+//! parser skips, so the directory stays one Redis reads.
+//!
+//! All file I/O goes through [`Storage`], so tests can inject failing writes,
+//! silent damage, or a power cut that loses whatever was not synced.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
