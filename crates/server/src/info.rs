@@ -440,6 +440,15 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
                 // A write never waits for an fsync in progress.
                 f!("aof_delayed_fsync:0");
                 f!("aof_fsync_policy:{}", aof.policy().name());
+                // ferrokv's own: the checksum companions (aofsum.rs).
+                let v = &p.aof_verify;
+                f!("aof_checksums:{}", aof.checksummed() as u8);
+                f!("aof_checksum_blocks_written:{}", aof.sum_blocks_written);
+                f!("aof_checksum_bytes_written:{}", aof.sum_bytes_written);
+                f!("aof_last_load_verification:{}", v.result.name());
+                f!("aof_last_load_verified_bytes:{}", v.verified_bytes);
+                f!("aof_last_load_verified_blocks:{}", v.verified_blocks);
+                f!("aof_last_load_unverified_bytes:{}", v.unverified_bytes);
             }
             // ferrokv's own: the loop's share given to a snapshot.
             f!(

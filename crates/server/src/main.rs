@@ -13,7 +13,8 @@ fn usage() -> ! {
     eprintln!(
         "Usage: ./ferrokv-server [/path/to/ferrokv.conf] [options]\n       \
          ./ferrokv-server -v or --version\n       \
-         ./ferrokv-server -h or --help\n\n\
+         ./ferrokv-server -h or --help\n       \
+         ./ferrokv-server --check-aof <appendonlydir/appendonly.aof.manifest>\n\n\
          Examples:\n       \
          ./ferrokv-server (run the server with default conf: 127.0.0.1:6379, data in ./data)\n       \
          ./ferrokv-server /etc/ferrokv/6379.conf\n       \
@@ -130,6 +131,28 @@ fn main() {
             return;
         }
         Some("-h" | "--help") => usage(),
+        // Offline verification of an AOF directory's checksums, beside
+        // redis-check-aof (docs/aof-checksums.md).
+        Some("--check-aof") => {
+            let Some(manifest) = args.get(1) else {
+                eprintln!(
+                    "Usage: ./ferrokv-server --check-aof <appendonlydir/appendonly.aof.manifest>"
+                );
+                std::process::exit(2);
+            };
+            match ferrokv_server::persistence::aofsum::check_manifest(std::path::Path::new(
+                manifest,
+            )) {
+                Ok((report, ok)) => {
+                    print!("{report}");
+                    std::process::exit(if ok { 0 } else { 1 });
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    std::process::exit(2);
+                }
+            }
+        }
         _ => {}
     }
     let mut cfg = match Config::from_args(&args) {

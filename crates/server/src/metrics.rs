@@ -755,6 +755,37 @@ fn collect_persistence(srv: &Server, r: &mut Registry) {
         "AOF rewrites since start.",
         aof.map_or(0, |a| a.rewrites) as f64,
     );
+    r.counter(
+        "ferrokv_aof_checksum_blocks_written_total",
+        "Blocks of the AOF given a checksum record since start.",
+        aof.map_or(0, |a| a.sum_blocks_written) as f64,
+    );
+    r.counter(
+        "ferrokv_aof_checksum_bytes_written_total",
+        "Bytes of the AOF covered by the checksum records written since start.",
+        aof.map_or(0, |a| a.sum_bytes_written) as f64,
+    );
+    let v = &p.aof_verify;
+    r.gauge(
+        "ferrokv_aof_last_load_verified_bytes",
+        "Bytes of the incremental AOF files the last load verified against their checksums.",
+        v.verified_bytes as f64,
+    );
+    r.gauge(
+        "ferrokv_aof_last_load_verified_blocks",
+        "Checksum blocks the last AOF load verified.",
+        v.verified_blocks as f64,
+    );
+    r.gauge(
+        "ferrokv_aof_last_load_unverified_bytes",
+        "Bytes the last AOF load replayed without a checksum.",
+        v.unverified_bytes as f64,
+    );
+    r.gauge(
+        "ferrokv_aof_last_load_verification",
+        "The last AOF load's checksum verification: 0 none, 1 ok, 2 unverified, 3 truncated, 4 recovered.",
+        v.result as u8 as f64,
+    );
 }
 
 /// The loop's handle on the endpoint: where to publish snapshots.

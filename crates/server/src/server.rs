@@ -1081,6 +1081,15 @@ impl Server {
     /// Periodic work (Redis's `serverCron`), `hz` times a second.
     pub fn cron(&mut self) {
         self.cron_loops += 1;
+        // With `everysec`/`no`, the bytes written since the last tick get
+        // their checksum record now (with `always`, every flush does).
+        if let Some(aof) = self.aof.as_mut() {
+            if aof.policy() != crate::persistence::aof::FsyncPolicy::Always {
+                if let Err(e) = aof.close_block() {
+                    tracing::warn!("{e}");
+                }
+            }
+        }
         self.persistence_cron();
         let now = Instant::now();
         self.now_ms = unix_ms();
@@ -1487,6 +1496,7 @@ impl Server {
         let Some(aof) = self.aof.as_mut() else {
             return Err("ERR AOF is off".into());
         };
+        aof.set_checksums(self.config.aof_checksums);
         let base = aof.begin_rewrite()?;
         match self.start_snapshot_to(crate::persistence::SaveKind::Background, &base, true, false) {
             Ok(()) => {
@@ -1591,9 +1601,30 @@ impl Server {
                     .chain(&plan.incrs)
                     .map(|p| file_size(p))
                     .sum();
-                if !self.loading_startup(total, |srv| srv.load_aof_files(&plan))? {
+                if !self.loading_startup(total, |srv| srv.load_aof_files(&plan, true))? {
                     return Ok(());
                 }
+                let mut m = m;
+                let st = &self.persistence.aof_verify;
+                for &i in &st.dropped_sums {
+                    if let Some(f) = m.incrs.get_mut(i) {
+                        f.sum = None;
+                    }
+                }
+                if let Some(i) = st.stopped_at_incr {
+                    let left: Vec<String> = m.incrs.drain(i + 1..).map(|f| f.name).collect();
+                    tracing::warn!(
+                        "Left out of the AOF manifest after the last verified point (kept on disk): {}",
+                        left.join(", ")
+                    );
+                }
+                tracing::info!(
+                    "AOF checksums: {} ({} bytes in {} blocks verified, {} bytes unverified)",
+                    st.result.name(),
+                    st.verified_bytes,
+                    st.verified_blocks,
+                    st.unverified_bytes
+                );
                 (Some(m), Vec::new())
             }
             None => {
@@ -1604,13 +1635,14 @@ impl Server {
                 (None, rdb)
             }
         };
-        let aof = Aof::open(
+        let aof = Aof::open_with(
             storage,
             &dir,
             &self.config.appendfilename,
             self.config.appendfsync,
             manifest,
             &base,
+            self.config.aof_checksums,
         )?;
         self.aof = Some(aof);
         Ok(())
@@ -1697,32 +1729,190 @@ impl Server {
     /// Replays the AOF's files: the base (an RDB, or commands), then each
     /// incremental file. A command cut short at the end of the last file
     /// is cut off with a warning (`aof-load-truncated yes`).
+    ///
+    /// Each incremental file with a checksum companion is verified first
+    /// (`aofsum.rs`): a torn last block is cut like a torn command; a
+    /// mismatch before it, or a damaged companion, stops the load with
+    /// the offset — unless `repair` (start-up) and
+    /// `aof-load-from-last-verified` or `aof-load-corrupt-tail-max-size`
+    /// say to start from the last verified point.
     pub fn load_aof_files(
         &mut self,
         plan: &crate::persistence::aof::LoadPlan,
+        repair: bool,
     ) -> Result<(), String> {
         self.loading_aof = true;
-        let r = self.replay_aof_files(plan);
+        self.persistence.aof_verify = Default::default();
+        let r = self.replay_aof_files(plan, repair);
         self.loading_aof = false;
         r
     }
 
-    fn replay_aof_files(&mut self, plan: &crate::persistence::aof::LoadPlan) -> Result<(), String> {
+    /// Verifies the incremental file `data` (`path`, the `index`-th) against
+    /// its companion `sum`; returns how many of its bytes to load, or
+    /// `None` to load them and stop after this file (the rest is
+    /// damaged). Cuts what a repair leaves out from the file and the
+    /// companion.
+    fn verify_incr(
+        &mut self,
+        path: &std::path::Path,
+        sum: Option<&std::path::Path>,
+        data: &[u8],
+        index: usize,
+        last: bool,
+        repair: bool,
+    ) -> Result<(usize, bool), String> {
+        use crate::persistence::aofsum::{self, Outcome};
+        use crate::persistence::VerifyResult;
+        let st = &mut self.persistence.aof_verify;
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let Some(sum) = sum else {
+            st.unverified_bytes += data.len() as u64;
+            st.worsen(VerifyResult::Unverified);
+            return Ok((data.len(), false));
+        };
+        let sum_name = sum
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let bytes = match std::fs::read(sum) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                tracing::warn!(
+                    "The checksum file {sum_name} of {name} named by the manifest is missing: {name} loads unverified"
+                );
+                st.unverified_bytes += data.len() as u64;
+                st.worsen(VerifyResult::Unverified);
+                return Ok((data.len(), false));
+            }
+            Err(e) => return Err(format!("Can't read {}: {e}", sum.display())),
+        };
+        let v = aofsum::verify(data, &bytes, &name);
+        st.verified_bytes += v.verified_len;
+        st.verified_blocks += v.verified_blocks;
+        let damage = aofsum::describe_damage(&name, &sum_name, data, &v);
+        let keep_sum =
+            (aofsum::header(&name).len() + v.verified_blocks as usize * aofsum::RECORD_LEN) as u64;
+        let cut_sum = |len: u64| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(sum)
+                .and_then(|f| f.set_len(len))
+                .map_err(|e| format!("Can't truncate {sum_name}: {e}"))
+        };
+        let cut_file = |len: u64| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .and_then(|f| f.set_len(len))
+                .map_err(|e| format!("Can't truncate {name}: {e}"))
+        };
+        match &v.outcome {
+            Outcome::Clean => {
+                if v.unverified_len > 0 {
+                    tracing::warn!(
+                        "The last {} bytes of {name} (from offset {}) have no checksum yet (written just before the server stopped): loaded unverified",
+                        v.unverified_len,
+                        v.verified_len
+                    );
+                    st.unverified_bytes += v.unverified_len;
+                    st.worsen(VerifyResult::Unverified);
+                } else {
+                    st.worsen(VerifyResult::Ok);
+                }
+                if v.companion_torn_bytes > 0 && repair {
+                    cut_sum(keep_sum)?;
+                }
+                Ok((data.len(), false))
+            }
+            Outcome::TornLastBlock(r) => {
+                let damage = damage.unwrap_or_default();
+                if !last || !self.config.aof_load_truncated || !repair {
+                    return Err(format!(
+                        "Bad file format reading the append only file {name}: {damage}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."
+                    ));
+                }
+                tracing::warn!(
+                    "!!! Warning: torn write at the end of the AOF file {name}!!! AOF loaded anyway because aof-load-truncated is enabled: {damage}; the last {} bytes are cut off at offset {}",
+                    data.len() as u64 - r.offset,
+                    r.offset
+                );
+                // Kept aside all the same: a companion put there by
+                // mistake would otherwise cost the block's bytes.
+                let aside = path.with_file_name(format!("{name}.corrupt-{}", r.offset));
+                std::fs::write(&aside, &data[r.offset as usize..])
+                    .map_err(|e| format!("Can't write {}: {e}", aside.display()))?;
+                cut_file(r.offset)?;
+                cut_sum(keep_sum)?;
+                st.worsen(VerifyResult::Truncated);
+                Ok((r.offset as usize, false))
+            }
+            Outcome::Mismatch(_) | Outcome::BadCompanion(_) => {
+                let damage = damage.unwrap_or_default();
+                let tail = v.unverified_len;
+                let bad_companion = matches!(v.outcome, Outcome::BadCompanion(_));
+                let allowed = repair
+                    && (self.config.aof_load_from_last_verified
+                        || (!bad_companion
+                            && last
+                            && tail <= self.config.aof_load_corrupt_tail_max_size));
+                if !allowed {
+                    return Err(format!(
+                        "Bad file format reading the append only file {name}: {damage}. You can: 1) run ferrokv-server --check-aof <filename.manifest> to see the damage. 2) set 'aof-load-from-last-verified yes' to start from the last verified point (the bytes after it are moved to {name}.corrupt-<offset>){}.",
+                        if bad_companion {
+                            ", or remove the ferrokv-sum key of its manifest line to load the file unverified"
+                        } else {
+                            ", or 'aof-load-corrupt-tail-max-size' when the damage is near the end of the last file"
+                        }
+                    ));
+                }
+                st.worsen(VerifyResult::Recovered);
+                if bad_companion {
+                    tracing::warn!(
+                        "!!! Warning: {damage}. {name} loads unverified (aof-load-from-last-verified) and the manifest stops naming {sum_name}"
+                    );
+                    st.unverified_bytes += data.len() as u64;
+                    st.dropped_sums.push(index);
+                    return Ok((data.len(), false));
+                }
+                let at = v.verified_len;
+                let aside = path.with_file_name(format!("{name}.corrupt-{at}"));
+                std::fs::write(&aside, &data[at as usize..])
+                    .map_err(|e| format!("Can't write {}: {e}", aside.display()))?;
+                tracing::warn!(
+                    "!!! Warning: {damage}. Starting from the last verified point: the {tail} bytes after offset {at} are moved to {}{}",
+                    aside.display(),
+                    if last { "" } else { ", and the later incremental files are left out of the manifest" }
+                );
+                cut_file(at)?;
+                cut_sum(keep_sum)?;
+                Ok((at as usize, !last))
+            }
+        }
+    }
+
+    fn replay_aof_files(
+        &mut self,
+        plan: &crate::persistence::aof::LoadPlan,
+        repair: bool,
+    ) -> Result<(), String> {
         use crate::persistence::aof::{replay, ReplayEnd};
         let t0 = Instant::now();
         let mut fake = Client::fake(0, &mut self.pool);
-        let mut files: Vec<(&std::path::Path, bool)> = Vec::new();
+        // (path, last, incr index)
+        let mut files: Vec<(&std::path::Path, bool, Option<usize>)> = Vec::new();
         if let Some(b) = &plan.base {
-            files.push((b, false));
+            files.push((b, false, None));
         }
         for (i, f) in plan.incrs.iter().enumerate() {
-            files.push((f, i + 1 == plan.incrs.len()));
+            files.push((f, i + 1 == plan.incrs.len(), Some(i)));
         }
         let mut commands = 0u64;
         // The bytes of the files before this one (the loading progress).
         let mut done = 0u64;
-        for (path, last) in files {
-            let data =
+        for (path, last, incr) in files {
+            let mut data =
                 std::fs::read(path).map_err(|e| format!("Can't read {}: {e}", path.display()))?;
             let file_start = done;
             done += data.len() as u64;
@@ -1737,6 +1927,18 @@ impl Server {
                 }
                 continue;
             }
+            let mut stop_after = false;
+            if let Some(i) = incr {
+                let sum = plan.sums.get(i).and_then(|s| s.as_deref());
+                let (keep, stop) = self.verify_incr(path, sum, &data, i, last, repair)?;
+                data.truncate(keep);
+                if stop {
+                    self.persistence.aof_verify.stopped_at_incr = Some(i);
+                    stop_after = true;
+                }
+            }
+            // The file ends here now (what was cut is not loaded).
+            let last = last || stop_after;
             let name = path.display().to_string();
             // Where the last MULTI began, so that a transaction the file
             // ends inside of is reverted, as Redis does.
@@ -1791,6 +1993,9 @@ impl Server {
                     .open(path)
                     .and_then(|f| f.set_len(valid_len as u64))
                     .map_err(|e| format!("Can't truncate {name}: {e}"))?;
+            }
+            if stop_after {
+                break;
             }
         }
         fake.release(&mut self.pool);

@@ -212,7 +212,12 @@ fn aof_load_serves_loading_clients(kind: &str, rewrite: bool) {
     let file_len: u64 = std::fs::read_dir(&aof_dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|f| !f.to_string_lossy().ends_with(".manifest"))
+        // The AOF's files: not the manifest, nor ferrokv's checksum
+        // companions (`.sum`), which the load reads but does not count.
+        .filter(|f| {
+            let n = f.to_string_lossy();
+            !n.ends_with(".manifest") && !n.ends_with(".sum")
+        })
         .map(|f| std::fs::metadata(f).unwrap().len())
         .sum();
     p.kill_and_restart_no_wait();

@@ -271,13 +271,14 @@ fn enable_aof(ctx: &mut Ctx) -> Result<(), String> {
     let existing = Aof::plan(&OsStorage, &dir, &c.appendfilename)?.map(|(m, _)| m);
     // Files left from an earlier run are history now: start a new layout.
     let _ = existing;
-    let aof = Aof::open(
+    let aof = Aof::open_with(
         std::sync::Arc::new(OsStorage),
         &dir,
         &c.appendfilename,
         c.appendfsync,
         None,
         &crate::server::empty_rdb(),
+        c.aof_checksums,
     )?;
     ctx.srv.aof = Some(aof);
     if ctx.srv.persistence.job.is_some() {
@@ -849,19 +850,11 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
             ctx.error(&format!("ERR {e}"));
             return;
         }
-        let plan = crate::persistence::aof::LoadPlan {
-            base: aof.manifest.base.as_ref().map(|b| aof.dir.join(&b.name)),
-            incrs: aof
-                .manifest
-                .incrs
-                .iter()
-                .map(|f| aof.dir.join(&f.name))
-                .collect(),
-        };
+        let plan = crate::persistence::aof::LoadPlan::of(&aof.dir, &aof.manifest);
         for db in ctx.srv.keyspace.dbs.iter_mut() {
             db.clear();
         }
-        let r = ctx.srv.load_aof_files(&plan);
+        let r = ctx.srv.load_aof_files(&plan, false);
         ctx.srv.aof = Some(aof);
         match r {
             Ok(()) => ctx.client.out.ok(),

@@ -220,6 +220,14 @@ pub struct Config {
     pub appenddirname: String,
     pub appendfilename: String,
     pub aof_load_truncated: bool,
+    /// Incremental AOF files get a checksum companion (`aofsum.rs`).
+    pub aof_checksums: bool,
+    /// A checksum mismatch (or a damaged companion) before the end of the
+    /// AOF: start from the last verified point instead of refusing.
+    pub aof_load_from_last_verified: bool,
+    /// A checksum mismatch in the last incremental file at most this many
+    /// bytes from its end is cut off like a torn tail (0: never).
+    pub aof_load_corrupt_tail_max_size: u64,
     pub auto_aof_rewrite_percentage: u64,
     pub auto_aof_rewrite_min_size: u64,
     /// `SLOWLOG`: µs from which a command is logged (-1: never, 0: always).
@@ -330,6 +338,9 @@ impl Default for Config {
             appenddirname: String::new(),
             appendfilename: String::new(),
             aof_load_truncated: true,
+            aof_checksums: true,
+            aof_load_from_last_verified: false,
+            aof_load_corrupt_tail_max_size: 0,
             auto_aof_rewrite_percentage: 100,
             auto_aof_rewrite_min_size: 0,
             slowlog_log_slower_than: 0,
@@ -1245,6 +1256,37 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| yes_no(c.aof_load_truncated)
+    ),
+    // ferrokv's own (docs/config.md): checksums beside the AOF.
+    opt!(
+        "aof-checksums",
+        "yes",
+        true,
+        |c, a| {
+            c.aof_checksums = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.aof_checksums)
+    ),
+    opt!(
+        "aof-load-from-last-verified",
+        "no",
+        true,
+        |c, a| {
+            c.aof_load_from_last_verified = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.aof_load_from_last_verified)
+    ),
+    opt!(
+        "aof-load-corrupt-tail-max-size",
+        "0",
+        true,
+        |c, a| {
+            c.aof_load_corrupt_tail_max_size = parse_memory(one(a)?)?;
+            Ok(())
+        },
+        |c| c.aof_load_corrupt_tail_max_size.to_string()
     ),
     opt!(
         "auto-aof-rewrite-percentage",

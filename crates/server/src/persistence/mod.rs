@@ -17,6 +17,7 @@
 //! writer thread, which never touches the keyspace.
 
 pub mod aof;
+pub mod aofsum;
 pub mod direct;
 pub mod load;
 pub mod snapshot;
@@ -55,6 +56,60 @@ pub struct PersistenceState {
     pub last_cow_entries: usize,
     /// The same for the last AOF rewrite (`aof_last_cow_size`).
     pub aof_last_cow_entries: usize,
+    /// What the last AOF load's checksum verification found.
+    pub aof_verify: AofVerifyStats,
+}
+
+/// The result of the last AOF load's checksum verification
+/// (`aof_last_load_verification`), from best to worst.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum VerifyResult {
+    /// No AOF was loaded yet.
+    #[default]
+    None,
+    /// Every byte of every incremental file matched its checksum.
+    Ok,
+    /// Some bytes had no checksum (a file without a companion, or a tail
+    /// written after its last record) and loaded unverified.
+    Unverified,
+    /// A torn last block was cut off (`aof-load-truncated`).
+    Truncated,
+    /// A mismatch or a damaged companion was passed over
+    /// (`aof-load-from-last-verified`, `aof-load-corrupt-tail-max-size`).
+    Recovered,
+}
+
+impl VerifyResult {
+    pub fn name(self) -> &'static str {
+        match self {
+            VerifyResult::None => "none",
+            VerifyResult::Ok => "ok",
+            VerifyResult::Unverified => "unverified",
+            VerifyResult::Truncated => "truncated",
+            VerifyResult::Recovered => "recovered",
+        }
+    }
+}
+
+/// What the last AOF load verified.
+#[derive(Debug, Default, Clone)]
+pub struct AofVerifyStats {
+    pub verified_bytes: u64,
+    pub verified_blocks: u64,
+    pub unverified_bytes: u64,
+    pub result: VerifyResult,
+    /// A start-up load stopped at this incremental file (the later ones
+    /// are left out of the manifest).
+    pub stopped_at_incr: Option<usize>,
+    /// Incremental files whose companion was damaged and passed over:
+    /// the manifest stops naming it.
+    pub dropped_sums: Vec<usize>,
+}
+
+impl AofVerifyStats {
+    pub fn worsen(&mut self, r: VerifyResult) {
+        self.result = self.result.max(r);
+    }
 }
 
 impl PersistenceState {
@@ -84,6 +139,7 @@ impl PersistenceState {
             last_error: None,
             last_cow_entries: 0,
             aof_last_cow_entries: 0,
+            aof_verify: AofVerifyStats::default(),
         }
     }
 }

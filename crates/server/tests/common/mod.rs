@@ -12,6 +12,7 @@ pub fn sha1_hex(data: &[u8]) -> String {
         .collect()
 }
 
+pub mod memdisk;
 pub mod node;
 pub mod repl;
 pub mod reply;
