@@ -440,3 +440,73 @@ fn mixed_cluster_of_ferrokv_and_redis_nodes_fails_over_both_ways() {
         || rb.log().contains("Failover auth granted to");
     assert!(granted, "a ferrokv master voted");
 }
+
+#[test]
+fn redis_py_cluster_client_keeps_every_write_through_resharding_both_ways() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // (redis-cli creates clusters of 3 masters at least.)
+    let a = ferrokv_node();
+    let b = redis_node();
+    let c = ferrokv_node();
+    create(&[&a, &b, &c], 0);
+    wait_state_ok(&[&a, &b, &c]);
+    let (ida, idb) = (myid(&a), myid(&b));
+    let stop = a.dir.path().join("resharded");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/clients/redis_py_cluster.py"
+    );
+    let client = Command::new("python3")
+        .arg(script)
+        .arg(a.port.to_string())
+        .arg(&stop)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 with redis-py is required");
+    // The load is running before the first slot moves.
+    wait_for("the client writing", 60, || {
+        let n = |p: &ServerProcess| -> i64 { redis::cmd("DBSIZE").query(&mut p.client()).unwrap() };
+        (n(&a) + n(&b) + n(&c) > 2000).then_some(())
+    });
+    // 4096 slots each way (a quarter of them, three quarters of a
+    // master's): ferrokv → redis, then redis → ferrokv.
+    for (from, to, entry) in [(&ida, &idb, &a), (&idb, &ida, &b)] {
+        let out = cli(&[
+            "--cluster",
+            "reshard",
+            &addr(entry),
+            "--cluster-from",
+            from,
+            "--cluster-to",
+            to,
+            "--cluster-slots",
+            "4096",
+            "--cluster-yes",
+        ]);
+        assert!(
+            !out.contains("[ERR]"),
+            "reshard: {}",
+            &out[out.len().saturating_sub(2000)..]
+        );
+        assert_eq!(
+            out.matches("Moving slot").count(),
+            4096 * 2,
+            "each slot listed, then moved"
+        );
+    }
+    std::fs::write(&stop, b"").unwrap();
+    let out = client.wait_with_output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && text.contains("cluster client: OK"),
+        "{text}"
+    );
+    eprintln!("{text}");
+    assert_check_clean(&a);
+    // Keys moved both ways are counted where they now live.
+    let count_on =
+        |p: &ServerProcess| -> i64 { redis::cmd("DBSIZE").query(&mut p.client()).unwrap() };
+    assert!(count_on(&a) > 0 && count_on(&b) > 0);
+}

@@ -320,12 +320,18 @@ fn migrate(ctx: &mut Ctx, args: Args) {
     }
     let dbid_s = dbid.to_string();
     push(&[b"SELECT", dbid_s.as_bytes()]);
+    // In cluster mode the target takes them into an importing slot.
+    let restore: &[u8] = if ctx.srv.cluster.is_some() {
+        b"RESTORE-ASKING"
+    } else {
+        b"RESTORE"
+    };
     for (key, payload, ttl) in &found {
         let t = ttl.to_string();
         if replace {
-            push(&[b"RESTORE", key, t.as_bytes(), payload, b"REPLACE"]);
+            push(&[restore, key, t.as_bytes(), payload, b"REPLACE"]);
         } else {
-            push(&[b"RESTORE", key, t.as_bytes(), payload]);
+            push(&[restore, key, t.as_bytes(), payload]);
         }
     }
     let replies = match migrate_exchange(
