@@ -247,6 +247,7 @@ pub static COLLECTORS: &[Collector] = &[
     collect_persistence,
     crate::replication::collect_replication,
     crate::replication::rdma::collect_rdma,
+    crate::cluster::collect_cluster,
 ];
 
 /// Runs every collector: the snapshot the endpoint serves.

@@ -28,6 +28,12 @@ fn ferrokv_node() -> ServerProcess {
     ServerProcess::ferrokv(NODE_ARGS)
 }
 
+fn ferrokv_node_with(extra: &[&str]) -> ServerProcess {
+    let mut args = NODE_ARGS.to_vec();
+    args.extend_from_slice(extra);
+    ServerProcess::ferrokv(&args)
+}
+
 fn redis_node() -> ServerProcess {
     ServerProcess::redis(NODE_ARGS)
 }
@@ -175,7 +181,15 @@ fn master_of(p: &ServerProcess) -> Option<String> {
 #[test]
 fn redirections_use_redis_texts_and_slots_are_indexed() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let nodes: Vec<ServerProcess> = (0..3).map(|_| ferrokv_node()).collect();
+    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mp = metrics_port.to_string();
+    let mut nodes = vec![ferrokv_node_with(&["--metrics-port", &mp])];
+    nodes.push(ferrokv_node());
+    nodes.push(ferrokv_node());
     let refs: Vec<&ServerProcess> = nodes.iter().collect();
     create(&refs, 0);
     wait_state_ok(&refs);
@@ -279,6 +293,68 @@ fn redirections_use_redis_texts_and_slots_are_indexed() {
     );
     assert_eq!(cluster_info_field(other, "cluster_known_nodes"), "3");
     assert_eq!(cluster_info_field(other, "cluster_size"), "3");
+    // /metrics says what CLUSTER INFO says.
+    let text = wait_for("cluster metrics", 10, || {
+        let t = common::scrape_metrics(metrics_port);
+        (common::metric_value(&t, "ferrokv_cluster_state_ok").as_deref() == Some("1")).then_some(t)
+    });
+    for (series, value) in [
+        ("ferrokv_cluster_enabled", "1"),
+        ("ferrokv_cluster_known_nodes", "3"),
+        ("ferrokv_cluster_size", "3"),
+        ("ferrokv_cluster_slots{state=\"assigned\"}", "16384"),
+        ("ferrokv_cluster_slots{state=\"fail\"}", "0"),
+    ] {
+        assert_eq!(
+            common::metric_value(&text, series).as_deref(),
+            Some(value),
+            "{series}"
+        );
+    }
+    let pings: f64 = common::metric_value(
+        &text,
+        "ferrokv_cluster_messages_received_total{type=\"ping\"}",
+    )
+    .unwrap()
+    .parse()
+    .unwrap();
+    assert!(pings > 0.0);
+}
+
+#[test]
+fn the_bus_closes_links_that_are_not_the_bus_or_claim_huge_messages() {
+    use std::io::{Read, Write};
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let n = ferrokv_node();
+    let bus = n.free_port.expect("the bus port");
+    let closed = |s: &mut std::net::TcpStream| {
+        s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let mut b = [0u8; 16];
+        match s.read(&mut b) {
+            Ok(0) => true,
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+            Ok(_) => false,
+        }
+    };
+    // Not the bus.
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", bus)).unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    assert!(closed(&mut s));
+    // A stranger announcing a 100 MB message is not buffered for.
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", bus)).unwrap();
+    let mut h = b"RCmb".to_vec();
+    h.extend_from_slice(&(100u32 << 20).to_be_bytes());
+    h.extend_from_slice(&[0u8; 4096]);
+    s.write_all(&h).unwrap();
+    assert!(closed(&mut s));
+    // Nothing else noticed.
+    let pong: String = redis::cmd("PING").query(&mut n.client()).unwrap();
+    assert_eq!(pong, "PONG");
+    assert_eq!(cluster_info_field(&n, "cluster_known_nodes"), "1");
 }
 
 #[test]

@@ -23,6 +23,10 @@ pub const TOKEN_END: usize = crate::net::rdma::PENDING_BASE;
 /// largest bulk, and the header.
 pub const MAX_MESSAGE: usize = 512 * 1024 * 1024 + 64 * 1024;
 
+/// The largest message from a link no known node owns: a MEET or PING
+/// with gossip about 10,000 nodes.
+pub const MAX_UNKNOWN_MESSAGE: usize = bus::HEADER_LEN + 10_000 * bus::GOSSIP_LEN + 64 * 1024;
+
 pub struct Link {
     pub stream: TcpStream,
     /// Outbound: the node we connected to.
@@ -369,6 +373,15 @@ impl Link {
                 None => break,
                 Some(Err(_)) => return false,
                 Some(Ok(len)) if len > MAX_MESSAGE => return false,
+                // A peer that is no known node yet (no MEET taken from it)
+                // sends handshakes only: a small message.
+                Some(Ok(len))
+                    if len > MAX_UNKNOWN_MESSAGE
+                        && self.node.is_none()
+                        && self.inbound_of.is_none() =>
+                {
+                    return false
+                }
                 Some(Ok(len)) => {
                     if rest.len() < len {
                         break;

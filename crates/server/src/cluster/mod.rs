@@ -609,3 +609,82 @@ impl crate::server::Server {
 
 /// The `HashMap` type used for per-node scratch.
 pub type NodeMap<T> = HashMap<Name, T>;
+
+/// `/metrics`: the cluster as `CLUSTER INFO` shows it (docs/metrics.md).
+pub fn collect_cluster(srv: &crate::server::Server, r: &mut crate::metrics::Registry) {
+    use crate::metrics::Kind;
+    r.gauge(
+        "ferrokv_cluster_enabled",
+        "1 in cluster mode (cluster-enabled yes).",
+        srv.cluster.is_some() as u8 as f64,
+    );
+    let Some(cl) = srv.cluster.as_deref() else {
+        return;
+    };
+    r.gauge(
+        "ferrokv_cluster_state_ok",
+        "1 while cluster_state is ok (every slot served, a majority of masters reachable).",
+        cl.ok as u8 as f64,
+    );
+    let (assigned, ok, pfail, fail) = cl.slot_counts();
+    let f = r.family(
+        "ferrokv_cluster_slots",
+        "Slots by state (CLUSTER INFO cluster_slots_*).",
+        Kind::Gauge,
+    );
+    for (state, n) in [
+        ("assigned", assigned),
+        ("ok", ok),
+        ("pfail", pfail),
+        ("fail", fail),
+    ] {
+        f.sample(&[("state", state)], n as f64);
+    }
+    r.gauge(
+        "ferrokv_cluster_known_nodes",
+        "Nodes in the node table, ourselves included.",
+        cl.state.nodes.len() as f64,
+    );
+    r.gauge(
+        "ferrokv_cluster_size",
+        "Masters serving at least one slot.",
+        cl.state.size() as f64,
+    );
+    r.gauge(
+        "ferrokv_cluster_current_epoch",
+        "The cluster's current epoch as this node knows it.",
+        cl.state.current_epoch as f64,
+    );
+    r.gauge(
+        "ferrokv_cluster_links",
+        "Open cluster bus links (outbound and inbound).",
+        cl.links.links.len() as f64,
+    );
+    r.counter(
+        "ferrokv_cluster_failovers_total",
+        "Elections this node won (it took over its master's slots).",
+        cl.failovers as f64,
+    );
+    r.counter(
+        "ferrokv_cluster_links_buffer_limit_exceeded_total",
+        "Bus links freed for passing cluster-link-sendbuf-limit.",
+        cl.links.buffer_limit_exceeded as f64,
+    );
+    for (name, help, counts) in [
+        (
+            "ferrokv_cluster_messages_sent_total",
+            "Bus messages sent, by type.",
+            &cl.sent,
+        ),
+        (
+            "ferrokv_cluster_messages_received_total",
+            "Bus messages received, by type.",
+            &cl.received,
+        ),
+    ] {
+        let f = r.family(name, help, Kind::Counter);
+        for (i, n) in counts.iter().enumerate() {
+            f.sample(&[("type", MESSAGE_NAMES[i])], *n as f64);
+        }
+    }
+}
