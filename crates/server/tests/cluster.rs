@@ -415,6 +415,27 @@ fn ferrokv_cluster_fails_over_on_kill_9_and_the_old_master_rejoins() {
         "its id came from nodes.conf"
     );
     assert_check_clean(&nodes[watcher]);
+    // CLUSTER FAILOVER on it (a manual failover: the master pauses, the
+    // replica catches up, is elected and takes the slots back).
+    let ok: String = redis::cmd("CLUSTER")
+        .arg("FAILOVER")
+        .query(&mut nodes[victim].client())
+        .unwrap();
+    assert_eq!(ok, "OK");
+    wait_for("the manual failover", 30, || {
+        let l = line_of(&nodes[watcher], &victim_id);
+        (l.contains("master") && l.contains("0-5460")).then_some(())
+    });
+    wait_for("the other side follows", 30, || {
+        (master_of(&nodes[replica]).as_deref() == Some(victim_id.as_str())).then_some(())
+    });
+    assert!(nodes[victim]
+        .log()
+        .contains("Manual failover user request accepted."));
+    assert!(nodes[replica]
+        .log()
+        .contains("Manual failover requested by replica"));
+    assert_keys(&nodes[watcher], 60);
 }
 
 #[test]
