@@ -266,6 +266,41 @@ fn redirections_use_redis_texts_and_slots_are_indexed() {
         "{}",
         String::from_utf8_lossy(&e)
     );
+    // Scripts: declared keys of two slots are CROSSSLOT; a key served
+    // elsewhere, or of a second slot, is refused inside the script.
+    let mut oc = owner.client();
+    let eval = |c: &mut redis::Connection, script: &str, keys: &[&str]| -> String {
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(script).arg(keys.len());
+        for k in keys {
+            cmd.arg(*k);
+        }
+        match cmd.query::<redis::Value>(c) {
+            Ok(v) => format!("{v:?}"),
+            Err(e) => e.to_string(),
+        }
+    };
+    assert!(eval(&mut oc, "return 1", &["{foo}a", "bar"]).contains("same slot"));
+    assert!(eval(&mut oc, "return redis.call('get', 'bar')", &[])
+        .contains("Script attempted to access a non local key in a cluster node"));
+    // "a" is slot 15495, served here too, but not the first key's slot.
+    assert!(eval(
+        &mut oc,
+        "redis.call('set', '{foo}a', '1') return redis.call('set', 'a', '1')",
+        &[]
+    )
+    .contains("Script attempted to access keys that do not hash to the same slot"));
+    let r = eval(
+        &mut oc,
+        "#!lua flags=allow-cross-slot-keys\nredis.call('set', '{foo}a', '1') return redis.call('set', 'a', '1')",
+        &[],
+    );
+    assert!(
+        r.to_lowercase().contains("ok") && !r.contains("Script"),
+        "{r}"
+    );
+    assert!(eval(&mut oc, "#!lua flags=no-cluster\nreturn 1", &[])
+        .contains("Can not run script on cluster, 'no-cluster' flag is set."));
     // One database, as in Redis.
     for (cmd, err) in [
         (

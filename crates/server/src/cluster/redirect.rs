@@ -5,7 +5,7 @@
 //! `ASKING`). Replicas serve reads of their master's slots to `READONLY`
 //! clients. The replies are Redis's `clusterRedirectClient` texts.
 
-use super::bus::{node_flags, Name};
+use super::bus::Name;
 use super::Cluster;
 use crate::commands::{flags, CommandSpec};
 use crate::net::client::Client;
@@ -147,6 +147,47 @@ pub fn check(
     Ok(())
 }
 
+/// A command a script runs (`scriptVerifyClusterState`): its keys must be
+/// served here and, unless the script allows cross-slot keys, hash to the
+/// slot of the first key the script touched.
+pub fn script_check(
+    srv: &mut Server,
+    client: &Client,
+    spec: &CommandSpec,
+    args: &Args,
+) -> Result<(), String> {
+    let Some(cl) = srv.cluster.as_deref() else {
+        return Ok(());
+    };
+    if let Err(e) = check(srv, cl, client, spec, spec.flags, args) {
+        return Err(if e == DOWN_RO {
+            "Script attempted to execute a write command while the cluster is down and readonly"
+        } else if e.starts_with("CLUSTERDOWN") {
+            "Script attempted to execute a command while the cluster is down"
+        } else {
+            "Script attempted to access a non local key in a cluster node"
+        }
+        .into());
+    }
+    let Some(slot) = keys_of(spec, args).first().map(|k| key_slot(k)) else {
+        return Ok(());
+    };
+    if let Some(run) = srv.scripting.running.as_mut() {
+        if !run.allow_cross_slot {
+            match run.cluster_slot {
+                None => run.cluster_slot = Some(slot),
+                Some(s) if s != slot => {
+                    return Err(
+                        "Script attempted to access keys that do not hash to the same slot".into(),
+                    )
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `host:port` of a node as clients are told it
 /// (`cluster-preferred-endpoint-type`).
 pub fn endpoint(srv: &Server, cl: &Cluster, n: &Name) -> String {
@@ -158,6 +199,5 @@ pub fn endpoint(srv: &Server, cl: &Cluster, n: &Name) -> String {
         "unknown-endpoint" => "?".into(),
         _ => node.ip.clone(),
     };
-    let _ = node_flags::MASTER;
     format!("{host}:{}", node.port)
 }

@@ -96,6 +96,10 @@ pub struct Running {
     /// `redis.call`s the caller's user was refused: `ACL LOG` entries
     /// added for the caller when the script ends.
     pub acl_denials: Vec<(crate::acl::Denied, Vec<u8>)>,
+    /// Cluster mode: the slot of the first key the script touched (its
+    /// other keys must hash there unless `allow-cross-slot-keys`).
+    pub cluster_slot: Option<u16>,
+    pub allow_cross_slot: bool,
 }
 
 /// Counters of `INFO`.

@@ -94,6 +94,9 @@ fn prepare_refusal(srv: &mut Server, caller: &Client, inv: &Invocation) -> Optio
         }
         return None;
     }
+    if inv.flags & sflags::NO_CLUSTER != 0 && srv.cluster.is_some() {
+        return Some("ERR Can not run script on cluster, 'no-cluster' flag is set.".into());
+    }
     if stale && inv.flags & sflags::ALLOW_STALE == 0 {
         return Some("MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' and 'allow-stale' flag is not set on the script.".into());
     }
@@ -175,6 +178,8 @@ pub fn run(ctx: &mut Ctx, kind: Kind, mut inv: Invocation) {
         start: now,
         caller_id: ctx.client.id,
         acl_denials: Vec::new(),
+        cluster_slot: None,
+        allow_cross_slot: inv.flags & sflags::ALLOW_CROSS_SLOT != 0,
         wrote: false,
         kill: false,
         busy: false,
@@ -748,6 +753,14 @@ fn script_call(srv: &mut Server, client: &mut Client, argv: Args) -> Result<(), 
     }
     if spec.has(flags::NOSCRIPT) {
         return Err("This Redis command is not allowed from script".into());
+    }
+    // Cluster mode: only keys served here, of one slot (Redis's
+    // `scriptVerifyClusterState`); our master's stream and the AOF pass.
+    if srv.cluster.is_some() && !srv.loading_aof {
+        let caller = srv.scripting.running.as_ref().map(|r| r.caller_id);
+        if caller.is_some() && srv.repl.master_client_id() != caller {
+            crate::cluster::redirect::script_check(srv, client, spec, &argv)?;
+        }
     }
     if let Err((why, pos)) = srv.acl.check(client.user, idx, &argv) {
         use crate::acl::Denied;

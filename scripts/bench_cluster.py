@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Cluster mode against Redis's, in one run on one machine (docs/benchmarks.md):
+
+1. `redis-benchmark --cluster` SET/GET at `-P 16` against a cluster of 3
+   ferrokv masters and one of 3 redis-server masters, each made by
+   `redis-cli --cluster create`; rounds alternate which cluster goes first.
+2. The cost of cluster mode on one node: SET/GET `-P 16` against a node
+   with `cluster-enabled yes` serving all 16384 slots, and against the same
+   server with cluster mode off (both ferrokv and redis-server).
+3. The per-slot key index's memory: `used_memory` after 1,000,000 SETs with
+   cluster mode on and off (ferrokv and redis-server).
+
+Figures are medians of the rounds.
+
+  python3 scripts/bench_cluster.py [--rounds 5] [--requests 2000000]
+
+Needs target/release/ferrokv-server, redis-server, redis-cli and
+redis-benchmark.
+"""
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, cli, free_port  # noqa: E402
+
+FERROKV = os.path.join(ROOT, "target", "release", "ferrokv-server")
+
+
+def start(kind, port, cluster, d):
+    bin_ = FERROKV if kind == "ferrokv" else "redis-server"
+    argv = [bin_, "--port", str(port), "--dir", d, "--save", "", "--appendonly", "no"]
+    if cluster:
+        argv += ["--cluster-enabled", "yes", "--cluster-port", str(free_port()),
+                 "--cluster-config-file", f"nodes-{port}.conf"]
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return p
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"{bin_} did not start")
+
+
+def wait_ok(ports):
+    for _ in range(300):
+        if all("cluster_state:ok" in cli(p, "cluster", "info") for p in ports):
+            return
+        time.sleep(0.1)
+    raise SystemExit("cluster did not become ok")
+
+
+def bench(port, test, requests, cluster):
+    argv = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-t", test, "-n", str(requests),
+            "-c", "50", "-P", "16", "-r", "1000000", "-q", "--csv"]
+    if cluster:
+        argv.insert(1, "--cluster")
+    out = subprocess.run(argv, capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        f = [x.strip('"') for x in line.split(",")]
+        if f and f[0].upper() == test.upper():
+            return float(f[1])
+    raise SystemExit(f"no figure from redis-benchmark: {out}")
+
+
+def cluster_of_three(kind, d):
+    ports = [free_port() for _ in range(3)]
+    procs = [start(kind, p, True, d) for p in ports]
+    out = subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{p}" for p in ports],
+                          "--cluster-yes"], capture_output=True, text=True).stdout
+    if "All 16384 slots covered" not in out:
+        raise SystemExit(out)
+    wait_ok(ports)
+    return ports, procs
+
+
+def single(kind, cluster, d):
+    port = free_port()
+    p = start(kind, port, cluster, d)
+    if cluster:
+        cli(port, "cluster", "addslotsrange", "0", "16383")
+        wait_ok([port])
+    return port, p
+
+
+def fill(port, n):
+    cmds = "".join(f"*3\r\n$3\r\nSET\r\n${len(k)}\r\n{k}\r\n$1\r\nv\r\n"
+                   for k in (f"key:{i:08d}" for i in range(n)))
+    subprocess.run(["redis-cli", "-p", str(port), "--pipe"], input=cmds.encode(),
+                   capture_output=True)
+
+
+def used_memory(port):
+    for line in cli(port, "info", "memory").splitlines():
+        if line.startswith("used_memory:"):
+            return int(line.split(":")[1])
+    return 0
+
+
+def stop(procs):
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--requests", type=int, default=2_000_000)
+    ap.add_argument("--keys", type=int, default=1_000_000)
+    a = ap.parse_args()
+    d = tempfile.mkdtemp()
+    try:
+        # 1. Three masters each.
+        res = {(k, t): [] for k in ("ferrokv", "redis") for t in ("set", "get")}
+        clusters = {k: cluster_of_three(k, d) for k in ("ferrokv", "redis")}
+        for r in range(a.rounds):
+            order = ["ferrokv", "redis"] if r % 2 == 0 else ["redis", "ferrokv"]
+            for k in order:
+                for t in ("set", "get"):
+                    res[(k, t)].append(bench(clusters[k][0][0], t, a.requests, True))
+        for k in clusters:
+            stop(clusters[k][1])
+        print("3-master cluster, redis-benchmark --cluster -c 50 -P 16, ops/s (median of"
+              f" {a.rounds}):")
+        for t in ("set", "get"):
+            f, rd = statistics.median(res[("ferrokv", t)]), statistics.median(res[("redis", t)])
+            print(f"  {t.upper()}: ferrokv {f:,.0f}  redis {rd:,.0f}  ratio {f / rd:.2f}")
+
+        # 2. One node, cluster mode on and off.
+        cost = {(k, c, t): [] for k in ("ferrokv", "redis") for c in (True, False)
+                for t in ("set", "get")}
+        nodes = {(k, c): single(k, c, d) for k in ("ferrokv", "redis") for c in (True, False)}
+        for r in range(a.rounds):
+            keys = list(nodes)
+            keys = keys[r % len(keys):] + keys[:r % len(keys)]
+            for k, c in keys:
+                for t in ("set", "get"):
+                    cost[(k, c, t)].append(bench(nodes[(k, c)][0], t, a.requests, False))
+        stop([p for _, p in nodes.values()])
+        print("One node, cluster-enabled yes / no, -c 50 -P 16 (median ratio):")
+        for k in ("ferrokv", "redis"):
+            for t in ("set", "get"):
+                on = statistics.median(cost[(k, True, t)])
+                off = statistics.median(cost[(k, False, t)])
+                print(f"  {k} {t.upper()}: on {on:,.0f}  off {off:,.0f}  on/off {on / off:.3f}")
+
+        # 3. Memory at 1 M keys.
+        print(f"used_memory after {a.keys:,} SETs:")
+        for k in ("ferrokv", "redis"):
+            figs = {}
+            for c in (True, False):
+                port, p = single(k, c, d)
+                fill(port, a.keys)
+                figs[c] = used_memory(port)
+                stop([p])
+            extra = figs[True] - figs[False]
+            print(f"  {k}: cluster {figs[True]:,}  plain {figs[False]:,}  index {extra:,} bytes"
+                  f" ({extra / a.keys:.1f} bytes a key)")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
