@@ -622,16 +622,9 @@ impl Server {
         }
         // Cluster mode: is the command's slot served here (`-MOVED`, ...)?
         if let Some(cl) = self.cluster.as_deref() {
-            let keyless = spec.keys.0 == 0
-                && spec.name != "exec"
-                && !matches!(spec.name, "spublish" | "ssubscribe" | "sunsubscribe")
-                && crate::commands::keyspecs::of(spec.name).is_none_or(|s| {
-                    s.iter()
-                        .all(|k| k.flags & crate::commands::keyspecs::K_NOT_KEY != 0)
-                });
+            let keyless = cl.routes.get(idx) == Some(&crate::cluster::redirect::Route::Keyless);
             if !keyless {
-                if let Err(e) =
-                    crate::cluster::redirect::check(self, cl, client, spec, flags, &args)
+                if let Err(e) = crate::cluster::redirect::check(self, cl, client, idx, flags, &args)
                 {
                     if spec.name == "exec" {
                         crate::commands::multi::discard_transaction(self, client);

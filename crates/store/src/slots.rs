@@ -7,10 +7,11 @@
 //!
 //! # The index
 //! Redis 7.0 threads every key of a slot on a doubly linked list through
-//! its dict entries (16 bytes a key). Here each slot has a small table of
-//! the keys' 64-bit hashes, the same hash the database's own table uses:
-//! about 9–10 bytes a key at the table's load, and 16384 empty tables
-//! (512 KiB) when cluster mode is on. Nothing exists, and nothing is
+//! its dict entries (16 bytes a key). Here each slot keeps its keys' 64-bit
+//! hashes, the same hash the database's own table uses: in a short array
+//! while it has at most [`SMALL_MAX`] keys (8 bytes a key and a quarter of
+//! slack), in a hash table beyond; and 16384 empty arrays (640 KiB) when
+//! cluster mode is on. Nothing exists, and nothing is
 //! done on the write path, when it is off (the database holds `None`).
 //! The keys of a slot are found from their hashes through the database's
 //! table ([`crate::Db::keys_in_slot`]), so the index never copies a key.
@@ -69,15 +70,26 @@ pub fn key_slot(key: &[u8]) -> u16 {
     crc16(hash_tag(key)) & (SLOTS as u16 - 1)
 }
 
+/// A slot's key hashes: a short array while the slot has few keys (a
+/// scan of at most [`SMALL_MAX`] on removal), a hash table beyond, so a
+/// slot holding most of the keys (one hash tag) stays O(1) per change.
+enum SlotKeys {
+    Small(Vec<u64>),
+    Large(HashTable<u64>),
+}
+
+/// Keys a slot holds in its short array before it takes a table.
+pub const SMALL_MAX: usize = 64;
+
 /// The hashes of the keys of each slot.
 pub struct SlotIndex {
-    slots: Vec<HashTable<u64>>,
+    slots: Vec<SlotKeys>,
 }
 
 impl Default for SlotIndex {
     fn default() -> Self {
         SlotIndex {
-            slots: (0..SLOTS).map(|_| HashTable::new()).collect(),
+            slots: (0..SLOTS).map(|_| SlotKeys::Small(Vec::new())).collect(),
         }
     }
 }
@@ -86,50 +98,89 @@ impl SlotIndex {
     /// A key hashing to `h` was added to `slot`.
     #[inline]
     pub fn insert(&mut self, slot: u16, h: u64) {
-        self.slots[slot as usize].insert_unique(h, h, |&x| x);
+        let s = &mut self.slots[slot as usize];
+        match s {
+            SlotKeys::Small(v) if v.len() < SMALL_MAX => {
+                if v.len() == v.capacity() {
+                    // A quarter more at a time: the arrays are the memory.
+                    v.reserve_exact(v.len() / 4 + 4);
+                }
+                v.push(h);
+            }
+            SlotKeys::Small(v) => {
+                let mut t = HashTable::with_capacity(v.len() * 2);
+                for &x in v.iter() {
+                    t.insert_unique(x, x, |&y| y);
+                }
+                t.insert_unique(h, h, |&y| y);
+                *s = SlotKeys::Large(t);
+            }
+            SlotKeys::Large(t) => {
+                t.insert_unique(h, h, |&x| x);
+            }
+        }
     }
 
     /// A key hashing to `h` left `slot`.
     #[inline]
     pub fn remove(&mut self, slot: u16, h: u64) {
-        let t = &mut self.slots[slot as usize];
-        if let Ok(e) = t.find_entry(h, |&x| x == h) {
-            e.remove();
-        }
-        if t.capacity() > 64 && t.len() < t.capacity() / 4 {
-            t.shrink_to(t.len() * 2, |&x| x);
+        let s = &mut self.slots[slot as usize];
+        match s {
+            SlotKeys::Small(v) => {
+                if let Some(i) = v.iter().position(|&x| x == h) {
+                    v.swap_remove(i);
+                }
+                if v.capacity() > 2 * v.len() + 8 {
+                    v.shrink_to(v.len() + v.len() / 4);
+                }
+            }
+            SlotKeys::Large(t) => {
+                if let Ok(e) = t.find_entry(h, |&x| x == h) {
+                    e.remove();
+                }
+                if t.len() < SMALL_MAX / 2 {
+                    let v: Vec<u64> = t.iter().copied().collect();
+                    *s = SlotKeys::Small(v);
+                } else if t.capacity() > 64 && t.len() < t.capacity() / 4 {
+                    t.shrink_to(t.len() * 2, |&x| x);
+                }
+            }
         }
     }
 
     /// Keys in `slot`.
     pub fn count(&self, slot: u16) -> usize {
-        self.slots[slot as usize].len()
+        match &self.slots[slot as usize] {
+            SlotKeys::Small(v) => v.len(),
+            SlotKeys::Large(t) => t.len(),
+        }
     }
 
     /// The hashes of the keys in `slot`, each as often as keys have it.
-    pub fn hashes(&self, slot: u16) -> impl Iterator<Item = u64> + '_ {
-        self.slots[slot as usize].iter().copied()
+    pub fn hashes(&self, slot: u16) -> Box<dyn Iterator<Item = u64> + '_> {
+        match &self.slots[slot as usize] {
+            SlotKeys::Small(v) => Box::new(v.iter().copied()),
+            SlotKeys::Large(t) => Box::new(t.iter().copied()),
+        }
     }
 
-    /// Heap bytes of the index (`MEMORY STATS`, docs/cluster.md).
+    /// Heap bytes of the index (docs/cluster.md).
     pub fn heap_bytes(&self) -> usize {
-        let tables = self.slots.capacity() * std::mem::size_of::<HashTable<u64>>();
-        let buckets: usize = self
+        let fixed = self.slots.capacity() * std::mem::size_of::<SlotKeys>();
+        let parts: usize = self
             .slots
             .iter()
-            .map(|t| {
-                let c = t.capacity();
-                if c == 0 {
-                    0
-                } else {
+            .map(|s| match s {
+                SlotKeys::Small(v) => v.capacity() * 8,
+                SlotKeys::Large(t) => {
                     // Buckets are a power of two at least 8/7 of the
-                    // capacity; each costs the value and one control byte.
-                    let buckets = (c * 8 / 7).next_power_of_two();
+                    // capacity; each costs the value and a control byte.
+                    let buckets = (t.capacity() * 8 / 7).next_power_of_two();
                     buckets * (8 + 1) + 16
                 }
             })
             .sum();
-        tables + buckets
+        fixed + parts
     }
 }
 

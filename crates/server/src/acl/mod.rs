@@ -250,7 +250,7 @@ fn has_keys(spec: &CommandSpec) -> bool {
 
 /// One key spec that starts at an index and takes a range, with flags that
 /// do not vary: the keys a call names follow from its argument count.
-fn fixed_keys(spec: &CommandSpec) -> Option<(i32, i32, i32, u8)> {
+pub(crate) fn fixed_keys(spec: &CommandSpec) -> Option<(i32, i32, i32, u8)> {
     let specs = keyspecs::of(spec.name)?;
     let [s] = specs else { return None };
     let bad = keyspecs::K_NOT_KEY | keyspecs::K_INCOMPLETE | keyspecs::K_VARIABLE_FLAGS;

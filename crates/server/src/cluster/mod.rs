@@ -109,6 +109,8 @@ pub struct Cluster {
     /// nodes.conf could not be written (Redis exits; we keep serving and
     /// report it in INFO and the log).
     pub save_error: Option<String>,
+    /// How each command row's keys are found (`redirect.rs`).
+    pub routes: Vec<redirect::Route>,
     /// `CLUSTER FORGET`: nodes gossip may not add back, until when.
     pub blacklist: HashMap<Name, u64>,
 }
@@ -168,6 +170,7 @@ impl Cluster {
             failovers: 0,
             save_error: None,
             blacklist: HashMap::new(),
+            routes: Vec::new(),
         };
         match std::fs::read_to_string(&cl.conf_path) {
             Ok(text) if !text.trim().is_empty() => {

@@ -19,8 +19,97 @@ pub const DOWN: &str = "CLUSTERDOWN The cluster is down";
 pub const DOWN_RO: &str = "CLUSTERDOWN The cluster is down and only accepts read commands";
 pub const UNBOUND: &str = "CLUSTERDOWN Hash slot not served";
 
+/// How a command's keys are found, decided once per command row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// No keys: served anywhere, nothing to look at.
+    Keyless,
+    /// Keys at fixed positions (first, last — negative from the end —,
+    /// step): read straight from the arguments.
+    Fixed(i32, i32, i32),
+    /// By the key specs and the command's own finder (and EXEC, shard
+    /// channels).
+    General,
+}
+
+/// The route of every row of the command table.
+pub fn routes(table: &crate::commands::CommandTable) -> Vec<Route> {
+    table
+        .specs
+        .iter()
+        .map(|spec| {
+            if spec.name == "exec" || is_shard_pubsub(spec.name) {
+                return Route::General;
+            }
+            let specs = crate::commands::keyspecs::of(spec.name);
+            let keyless = spec.keys.0 == 0
+                && specs.is_none_or(|s| {
+                    s.iter()
+                        .all(|k| k.flags & crate::commands::keyspecs::K_NOT_KEY != 0)
+                });
+            if keyless {
+                return Route::Keyless;
+            }
+            match crate::acl::fixed_keys(spec) {
+                Some((first, last, step, _)) => Route::Fixed(first, last, step),
+                None => Route::General,
+            }
+        })
+        .collect()
+}
+
+/// The keys of one call, without allocating on the fixed route.
+enum Keys<'a> {
+    Fixed {
+        args: Args<'a>,
+        at: usize,
+        last: usize,
+        step: usize,
+    },
+    List(std::vec::IntoIter<&'a [u8]>),
+}
+
+impl<'a> Iterator for Keys<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        match self {
+            Keys::Fixed {
+                args,
+                at,
+                last,
+                step,
+            } => {
+                if *at > *last || *at >= args.len() {
+                    return None;
+                }
+                let k = args.get(*at);
+                *at += *step;
+                Some(k)
+            }
+            Keys::List(it) => it.next(),
+        }
+    }
+}
+
+fn keys_by_route<'a>(route: Route, spec: &CommandSpec, args: Args<'a>) -> Keys<'a> {
+    match route {
+        Route::Fixed(first, last, step) => {
+            let n = args.len() as i32;
+            let last = if last < 0 { n + last } else { last };
+            Keys::Fixed {
+                args,
+                at: first.max(1) as usize,
+                last: last.max(0) as usize,
+                step: step.max(1) as usize,
+            }
+        }
+        Route::Keyless => Keys::List(Vec::new().into_iter()),
+        Route::General => Keys::List(keys_of(spec, &args).into_iter()),
+    }
+}
+
 /// The keys (or shard channels) of one command call.
-fn keys_of<'a>(spec: &CommandSpec, args: &'a Args) -> Vec<&'a [u8]> {
+fn keys_of<'a>(spec: &CommandSpec, args: &Args<'a>) -> Vec<&'a [u8]> {
     let argv: Vec<&[u8]> = args.iter().collect();
     let mut keys: Vec<&[u8]> = crate::commands::server::key_positions(spec, &argv)
         .into_iter()
@@ -44,23 +133,25 @@ pub fn check(
     srv: &Server,
     cl: &Cluster,
     client: &Client,
-    spec: &CommandSpec,
+    idx: usize,
     cmd_flags: u32,
     args: &Args,
 ) -> Result<(), String> {
+    let spec = srv.commands.specs[idx];
     // The whole transaction at EXEC; each command alone when queued.
-    let mut calls: Vec<(&CommandSpec, u32, Args)> = Vec::new();
-    if spec.name == "exec" {
+    let mut queued: Vec<(usize, u32, Args)> = Vec::new();
+    let single = [(idx, cmd_flags, *args)];
+    let calls: &[(usize, u32, Args)] = if spec.name == "exec" {
         let Some(tx) = client.multi.as_ref() else {
             return Ok(());
         };
         for q in &tx.queued {
-            let s = srv.commands.specs[q.idx];
-            calls.push((s, s.flags, q.args()));
+            queued.push((q.idx, srv.commands.specs[q.idx].flags, q.args()));
         }
+        &queued
     } else {
-        calls.push((spec, cmd_flags, *args));
-    }
+        &single
+    };
     let me = cl.state.myself;
     let mut slot: Option<u16> = None;
     let mut owner: Option<Name> = None;
@@ -70,10 +161,12 @@ pub fn check(
     let mut first_key: Option<&[u8]> = None;
     let mut is_write = false;
     let mut shard = false;
-    for (s, f, a) in &calls {
+    for &(i, f, a) in calls {
+        let s = srv.commands.specs[i];
+        let route = cl.routes.get(i).copied().unwrap_or(Route::General);
         is_write |= f & flags::WRITE != 0;
         shard |= is_shard_pubsub(s.name);
-        for key in keys_of(s, a) {
+        for key in keys_by_route(route, s, a) {
             let ks = key_slot(key);
             match slot {
                 None => {
@@ -153,13 +246,14 @@ pub fn check(
 pub fn script_check(
     srv: &mut Server,
     client: &Client,
-    spec: &CommandSpec,
+    idx: usize,
     args: &Args,
 ) -> Result<(), String> {
+    let spec = srv.commands.specs[idx];
     let Some(cl) = srv.cluster.as_deref() else {
         return Ok(());
     };
-    if let Err(e) = check(srv, cl, client, spec, spec.flags, args) {
+    if let Err(e) = check(srv, cl, client, idx, spec.flags, args) {
         return Err(if e == DOWN_RO {
             "Script attempted to execute a write command while the cluster is down and readonly"
         } else if e.starts_with("CLUSTERDOWN") {

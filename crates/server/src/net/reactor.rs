@@ -113,6 +113,7 @@ impl Reactor {
             cl.links.bind(&srv.config.bind, port, poll.registry())?;
             let a = srv.cluster_announce(&cl);
             cl.refresh_myself(&a);
+            cl.routes = crate::cluster::redirect::routes(&srv.commands);
             srv.cluster = Some(Box::new(cl));
         }
         srv.listeners = listeners;

@@ -759,7 +759,7 @@ fn script_call(srv: &mut Server, client: &mut Client, argv: Args) -> Result<(), 
     if srv.cluster.is_some() && !srv.loading_aof {
         let caller = srv.scripting.running.as_ref().map(|r| r.caller_id);
         if caller.is_some() && srv.repl.master_client_id() != caller {
-            crate::cluster::redirect::script_check(srv, client, spec, &argv)?;
+            crate::cluster::redirect::script_check(srv, client, idx, &argv)?;
         }
     }
     if let Err((why, pos)) = srv.acl.check(client.user, idx, &argv) {
