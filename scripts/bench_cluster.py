@@ -115,57 +115,68 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--requests", type=int, default=2_000_000)
     ap.add_argument("--keys", type=int, default=1_000_000)
+    ap.add_argument("--parts", default="1,2,3", help="which of the three to run")
     a = ap.parse_args()
+    parts = {int(x) for x in a.parts.split(",")}
     d = tempfile.mkdtemp()
     try:
         # 1. Three masters each.
-        res = {(k, t): [] for k in ("ferrokv", "redis") for t in ("set", "get")}
-        clusters = {k: cluster_of_three(k, d) for k in ("ferrokv", "redis")}
-        for r in range(a.rounds):
-            order = ["ferrokv", "redis"] if r % 2 == 0 else ["redis", "ferrokv"]
-            for k in order:
-                for t in ("set", "get"):
-                    res[(k, t)].append(bench(clusters[k][0][0], t, a.requests, True))
-        for k in clusters:
-            stop(clusters[k][1])
-        print("3-master cluster, redis-benchmark --cluster -c 50 -P 16, ops/s (median of"
-              f" {a.rounds}):")
-        for t in ("set", "get"):
-            f, rd = statistics.median(res[("ferrokv", t)]), statistics.median(res[("redis", t)])
-            print(f"  {t.upper()}: ferrokv {f:,.0f}  redis {rd:,.0f}  ratio {f / rd:.2f}")
-
-        # 2. One node, cluster mode on and off.
-        cost = {(k, c, t): [] for k in ("ferrokv", "redis") for c in (True, False)
-                for t in ("set", "get")}
-        nodes = {(k, c): single(k, c, d) for k in ("ferrokv", "redis") for c in (True, False)}
-        for r in range(a.rounds):
-            keys = list(nodes)
-            keys = keys[r % len(keys):] + keys[:r % len(keys)]
-            for k, c in keys:
-                for t in ("set", "get"):
-                    cost[(k, c, t)].append(bench(nodes[(k, c)][0], t, a.requests, False))
-        stop([p for _, p in nodes.values()])
-        print("One node, cluster-enabled yes / no, -c 50 -P 16 (median ratio):")
-        for k in ("ferrokv", "redis"):
-            for t in ("set", "get"):
-                on = statistics.median(cost[(k, True, t)])
-                off = statistics.median(cost[(k, False, t)])
-                print(f"  {k} {t.upper()}: on {on:,.0f}  off {off:,.0f}  on/off {on / off:.3f}")
-
-        # 3. Memory at 1 M keys.
-        print(f"used_memory after {a.keys:,} SETs:")
-        for k in ("ferrokv", "redis"):
-            figs = {}
-            for c in (True, False):
-                port, p = single(k, c, d)
-                fill(port, a.keys)
-                figs[c] = used_memory(port)
-                stop([p])
-            extra = figs[True] - figs[False]
-            print(f"  {k}: cluster {figs[True]:,}  plain {figs[False]:,}  index {extra:,} bytes"
-                  f" ({extra / a.keys:.1f} bytes a key)")
+        if 1 in parts:
+            part1(a, d)
+        if 2 in parts:
+            part2(a, d)
+        if 3 in parts:
+            part3(a, d)
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def part1(a, d):
+    res = {(k, t): [] for k in ("ferrokv", "redis") for t in ("set", "get")}
+    clusters = {k: cluster_of_three(k, d) for k in ("ferrokv", "redis")}
+    for r in range(a.rounds):
+        order = ["ferrokv", "redis"] if r % 2 == 0 else ["redis", "ferrokv"]
+        for k in order:
+            for t in ("set", "get"):
+                res[(k, t)].append(bench(clusters[k][0][0], t, a.requests, True))
+    for k in clusters:
+        stop(clusters[k][1])
+    print("3-master cluster, redis-benchmark --cluster -c 50 -P 16, ops/s (median of"
+          f" {a.rounds}):")
+    for t in ("set", "get"):
+        f, rd = statistics.median(res[("ferrokv", t)]), statistics.median(res[("redis", t)])
+        print(f"  {t.upper()}: ferrokv {f:,.0f}  redis {rd:,.0f}  ratio {f / rd:.2f}")
+
+def part2(a, d):
+    cost = {(k, c, t): [] for k in ("ferrokv", "redis") for c in (True, False)
+            for t in ("set", "get")}
+    nodes = {(k, c): single(k, c, d) for k in ("ferrokv", "redis") for c in (True, False)}
+    for r in range(a.rounds):
+        keys = list(nodes)
+        keys = keys[r % len(keys):] + keys[:r % len(keys)]
+        for k, c in keys:
+            for t in ("set", "get"):
+                cost[(k, c, t)].append(bench(nodes[(k, c)][0], t, a.requests, False))
+    stop([p for _, p in nodes.values()])
+    print("One node, cluster-enabled yes / no, -c 50 -P 16 (median ratio):")
+    for k in ("ferrokv", "redis"):
+        for t in ("set", "get"):
+            on = statistics.median(cost[(k, True, t)])
+            off = statistics.median(cost[(k, False, t)])
+            print(f"  {k} {t.upper()}: on {on:,.0f}  off {off:,.0f}  on/off {on / off:.3f}")
+
+def part3(a, d):
+    print(f"used_memory after {a.keys:,} SETs:")
+    for k in ("ferrokv", "redis"):
+        figs = {}
+        for c in (True, False):
+            port, p = single(k, c, d)
+            fill(port, a.keys)
+            figs[c] = used_memory(port)
+            stop([p])
+        extra = figs[True] - figs[False]
+        print(f"  {k}: cluster {figs[True]:,}  plain {figs[False]:,}  index {extra:,} bytes"
+              f" ({extra / a.keys:.1f} bytes a key)")
 
 
 if __name__ == "__main__":

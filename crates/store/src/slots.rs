@@ -79,7 +79,7 @@ enum SlotKeys {
 }
 
 /// Keys a slot holds in its short array before it takes a table.
-pub const SMALL_MAX: usize = 64;
+pub const SMALL_MAX: usize = 256;
 
 /// The hashes of the keys of each slot.
 pub struct SlotIndex {
@@ -108,7 +108,7 @@ impl SlotIndex {
                 v.push(h);
             }
             SlotKeys::Small(v) => {
-                let mut t = HashTable::with_capacity(v.len() * 2);
+                let mut t = HashTable::with_capacity(v.len() + 1);
                 for &x in v.iter() {
                     t.insert_unique(x, x, |&y| y);
                 }
