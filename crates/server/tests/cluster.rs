@@ -248,6 +248,16 @@ fn redirections_use_redis_texts_and_slots_are_indexed() {
         .unwrap();
     assert_eq!(keys.len(), 10);
     assert!(keys.iter().all(|k| k.starts_with("{foo}:")));
+    // MEMORY STATS shows the index's bytes.
+    let stats: redis::Value = redis::cmd("MEMORY").arg("STATS").query(&mut oc).unwrap();
+    let text = format!("{stats:?}");
+    let at = text.find("slot-to-keys").expect("db.0 has slot-to-keys");
+    let after: String = text[at..]
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    assert!(after.parse::<u64>().unwrap() > 0, "{text}");
     // A transaction across slots is refused at EXEC with CROSSSLOT.
     let mut raw = owner.raw();
     raw.cmd(&["MULTI"]);

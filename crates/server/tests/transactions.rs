@@ -501,7 +501,7 @@ fn aof_incr_file(dir: &std::path::Path) -> Vec<u8> {
     let mut names: Vec<_> = std::fs::read_dir(&d)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.contains(".incr."))
+        .filter(|n| n.ends_with(".incr.aof"))
         .collect();
     names.sort();
     std::fs::read(d.join(names.last().expect("an incremental AOF file"))).unwrap()
@@ -598,7 +598,7 @@ fn a_transaction_cut_off_at_the_end_of_the_aof_is_reverted() {
     let incr = std::fs::read_dir(&d)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .find(|p| p.to_string_lossy().contains(".incr."))
+        .find(|p| p.to_string_lossy().ends_with(".incr.aof"))
         .unwrap();
     let complete = std::fs::read(&incr).unwrap().len();
     let mut f = std::fs::OpenOptions::new()

@@ -299,24 +299,13 @@ fn flushslots(ctx: &mut Ctx, _args: Args) {
 }
 
 fn bumpepoch(ctx: &mut Ctx, _args: Args) {
-    with(ctx, |ctx, cl| {
-        // `clusterBumpConfigEpochWithoutConsensus`.
-        let max = cl
-            .state
-            .nodes
-            .values()
-            .map(|n| n.config_epoch)
-            .max()
-            .unwrap_or(0);
-        let mine = cl.me().config_epoch;
-        if mine == 0 || mine != max {
-            cl.state.current_epoch += 1;
-            let e = cl.state.current_epoch;
-            cl.me_mut().config_epoch = e;
-            cl.todo_save = true;
+    with(ctx, |ctx, cl| match cl.bump_epoch_without_consensus() {
+        Some(e) => {
             info!("New configEpoch set to {e}");
             ctx.client.out.simple(&format!("BUMPED {e}"));
-        } else {
+        }
+        None => {
+            let mine = cl.me().config_epoch;
             ctx.client.out.simple(&format!("STILL {mine}"));
         }
     })
@@ -651,22 +640,12 @@ fn setslot(ctx: &mut Ctx, args: Args) {
                 .filter(|n| cl.state.nodes.contains_key(n))
         };
         let owner = cl.state.owners[slot as usize];
-        if is(action, "migrating") && args.len() == 5 {
-            if owner != Some(me) {
+        let migrating = is(action, "migrating");
+        if (migrating || is(action, "importing")) && args.len() == 5 {
+            if migrating && owner != Some(me) {
                 return ctx.error(&format!("ERR I'm not the owner of hash slot {slot}"));
             }
-            let Some(n) = target(cl) else {
-                return ctx.error(&format!(
-                    "ERR I don't know about node {}",
-                    String::from_utf8_lossy(args.get(4))
-                ));
-            };
-            if !cl.state.nodes[&n].is_master() {
-                return ctx.error("ERR Target node is not a master");
-            }
-            cl.migrating.insert(slot, n);
-        } else if is(action, "importing") && args.len() == 5 {
-            if owner == Some(me) {
+            if !migrating && owner == Some(me) {
                 return ctx.error(&format!("ERR I'm already the owner of hash slot {slot}"));
             }
             let Some(n) = target(cl) else {
@@ -678,7 +657,11 @@ fn setslot(ctx: &mut Ctx, args: Args) {
             if !cl.state.nodes[&n].is_master() {
                 return ctx.error("ERR Target node is not a master");
             }
-            cl.importing.insert(slot, n);
+            if migrating {
+                cl.migrating.insert(slot, n);
+            } else {
+                cl.importing.insert(slot, n);
+            }
         } else if is(action, "stable") && args.len() == 4 {
             cl.migrating.remove(&slot);
             cl.importing.remove(&slot);
@@ -709,18 +692,7 @@ fn setslot(ctx: &mut Ctx, args: Args) {
             }
             cl.state.assign(slot, n);
             if bump {
-                let max = cl
-                    .state
-                    .nodes
-                    .values()
-                    .map(|x| x.config_epoch)
-                    .max()
-                    .unwrap_or(0);
-                let mine = cl.me().config_epoch;
-                if mine == 0 || mine != max {
-                    cl.state.current_epoch += 1;
-                    let e = cl.state.current_epoch;
-                    cl.me_mut().config_epoch = e;
+                if let Some(e) = cl.bump_epoch_without_consensus() {
                     info!("configEpoch updated after importing slot {slot}: {e}");
                 }
                 // Everyone hears it at once (`clusterBroadcastPong`).

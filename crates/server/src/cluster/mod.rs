@@ -456,6 +456,27 @@ impl Cluster {
         }
     }
 
+    /// `clusterBumpConfigEpochWithoutConsensus`: a new config epoch of
+    /// our own unless ours is already the greatest (and not 0).
+    pub fn bump_epoch_without_consensus(&mut self) -> Option<u64> {
+        let max = self
+            .state
+            .nodes
+            .values()
+            .map(|n| n.config_epoch)
+            .max()
+            .unwrap_or(0);
+        let mine = self.me().config_epoch;
+        if mine != 0 && mine == max {
+            return None;
+        }
+        self.state.current_epoch += 1;
+        let e = self.state.current_epoch;
+        self.me_mut().config_epoch = e;
+        self.todo_save = true;
+        Some(e)
+    }
+
     /// The replicas of `master`, by id.
     pub fn replicas_of(&self, master: &Name) -> Vec<Name> {
         let mut v: Vec<Name> = self

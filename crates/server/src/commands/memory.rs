@@ -240,7 +240,8 @@ fn memory_stats(ctx: &mut Ctx, _args: Args) {
     int(out, "replication.backlog", m.backlog);
     int(out, "clients.slaves", m.clients_replicas);
     int(out, "clients.normal", m.clients_normal);
-    int(out, "cluster.links", 0);
+    let links = ctx.srv.cluster.as_ref().map_or(0, |c| c.links.memory());
+    int(out, "cluster.links", links as u64);
     int(out, "aof.buffer", m.aof_buffer);
     int(out, "lua.caches", m.eval_caches);
     int(out, "functions.caches", m.functions_caches);
@@ -250,7 +251,11 @@ fn memory_stats(ctx: &mut Ctx, _args: Args) {
         int(out, "overhead.hashtable.main", table);
         // TTLs live in the entries: there is no second table for them.
         int(out, "overhead.hashtable.expires", 0);
-        int(out, "overhead.hashtable.slot-to-keys", 0);
+        // Cluster mode's per-slot key index (crates/store/src/slots.rs).
+        let index = ctx.srv.keyspace.dbs[db]
+            .slot_index()
+            .map_or(0, |ix| ix.heap_bytes());
+        int(out, "overhead.hashtable.slot-to-keys", index as u64);
     }
     int(out, "overhead.total", m.overhead_total);
     int(out, "keys.count", m.keys);
