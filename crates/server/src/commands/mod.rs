@@ -227,11 +227,12 @@ impl CommandTable {
                 specs.extend(spec.subcommands.iter());
             }
         }
-        let index = specs
+        let index: HashMap<&'static [u8], usize> = specs
             .iter()
             .enumerate()
             .map(|(i, s)| (s.name.as_bytes(), i))
             .collect();
+        assert_eq!(index.len(), specs.len(), "a command row is declared twice");
         CommandTable { specs, index }
     }
 

@@ -45,14 +45,6 @@ pub static COMMANDS: &[CommandSpec] = &[
             "Start a coordinated failover between this server and one of its replicas.",
             "[TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]",
         ),
-    cmd("readonly", 1, FAST | LOADING | STALE, cluster_disabled)
-        .since("3.0.0")
-        .group("cluster")
-        .doc("Enables read queries for a connection to a cluster replica node", ""),
-    cmd("readwrite", 1, FAST | LOADING | STALE, cluster_disabled)
-        .since("3.0.0")
-        .group("cluster")
-        .doc("Disables read queries for a connection to a cluster replica node", ""),
     cmd("sync", 1, ADMIN | NO_MULTI | NOSCRIPT, sync)
         .doc("An internal command used in replication.", ""),
 ];
@@ -148,10 +140,3 @@ fn sync(ctx: &mut Ctx, args: Args) {
     srv.psync(client, &argv, true);
 }
 
-/// READONLY / READWRITE
-///
-/// Cluster commands: outside cluster mode Redis 7.0 answers both with this
-/// error (`cluster.c`'s `readonlyCommand` / `readwriteCommand`).
-fn cluster_disabled(ctx: &mut Ctx, _args: Args) {
-    ctx.error("ERR This instance has cluster support disabled");
-}
