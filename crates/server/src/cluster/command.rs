@@ -141,6 +141,10 @@ fn with(ctx: &mut Ctx, f: impl FnOnce(&mut Ctx, &mut Cluster)) {
 }
 
 fn cluster_help(ctx: &mut Ctx, args: Args) {
+    // Redis answers even HELP this way outside cluster mode.
+    if ctx.srv.cluster.is_none() {
+        return ctx.error(DISABLED);
+    }
     if args.len() == 2 && is(args.get(1), "help") {
         return reply_help(ctx, "CLUSTER", HELP);
     }

@@ -139,4 +139,3 @@ fn sync(ctx: &mut Ctx, args: Args) {
     let (srv, client) = (&mut *ctx.srv, &mut *ctx.client);
     srv.psync(client, &argv, true);
 }
-

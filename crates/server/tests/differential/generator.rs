@@ -839,7 +839,25 @@ impl Generator {
                 // and the tracking introspection of a connection that does
                 // not track (CLIENT TRACKING ON would change what the next
                 // replies carry).
-                5 => vec![b(self.pick(&["READONLY", "READWRITE", "readonly"]))],
+                5 => match self.rng.gen_range(0..3) {
+                    0 => vec![b(self.pick(&[
+                        "READONLY",
+                        "READWRITE",
+                        "readonly",
+                        "ASKING",
+                    ]))],
+                    // The CLUSTER family outside cluster mode (both servers
+                    // refuse it the same way; tests/cluster.rs runs it on).
+                    1 => vec![
+                        b("CLUSTER"),
+                        b(self.pick(&["HELP", "INFO", "NODES", "MYID", "SLOTS", "SHARDS"])),
+                    ],
+                    _ => vec![
+                        b("CLUSTER"),
+                        b(self.pick(&["KEYSLOT", "COUNTKEYSINSLOT"])),
+                        src,
+                    ],
+                },
                 6 => {
                     let v = self.pick(&["1", "4", "7", "x", "-1", "4294967297"]);
                     vec![b("LOLWUT"), b("VERSION"), b(v)]
