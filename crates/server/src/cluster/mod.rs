@@ -27,7 +27,7 @@ pub mod redirect;
 pub mod state;
 
 use bus::{node_flags, Name};
-use nodes::{NodeEntry, NodesConf};
+use nodes::NodesConf;
 use rand::Rng;
 use state::{Announce, ClusterState, Node};
 use std::collections::{BTreeMap, HashMap};
@@ -59,8 +59,6 @@ pub struct Election {
     pub auth_sent: bool,
     pub auth_rank: usize,
     pub auth_epoch: u64,
-    /// Why we cannot fail over, last logged.
-    pub cant_failover_reason: u8,
     pub cant_failover_logged_ms: u64,
 }
 
@@ -104,7 +102,7 @@ pub struct Cluster {
     pub cron_loops: u64,
     pub election: Election,
     pub manual: ManualFailover,
-    /// A client-visible log of what happened last (INFO, tests).
+    /// Elections this node won (`/metrics`).
     pub failovers: u64,
     /// nodes.conf could not be written (Redis exits; we keep serving and
     /// report it in INFO and the log).
@@ -566,14 +564,6 @@ impl Cluster {
         s
     }
 
-    /// A node's entry as CLUSTER NODES prints it.
-    pub fn node_entry(&self, name: &Name) -> Option<NodeEntry> {
-        let conf = self.to_conf();
-        conf.nodes
-            .into_iter()
-            .find(|e| e.id.as_bytes() == name.as_slice())
-    }
-
     /// Our master, when we are a replica.
     pub fn my_master(&self) -> Option<&Node> {
         let me = self.me();
@@ -630,9 +620,6 @@ impl crate::server::Server {
         });
     }
 }
-
-/// The `HashMap` type used for per-node scratch.
-pub type NodeMap<T> = HashMap<Name, T>;
 
 /// `/metrics`: the cluster as `CLUSTER INFO` shows it (docs/metrics.md).
 pub fn collect_cluster(srv: &crate::server::Server, r: &mut crate::metrics::Registry) {

@@ -244,7 +244,6 @@ impl Reactor {
             self.before_sleep();
             if self.srv.cluster.is_some() && Instant::now() >= next_cluster_cron {
                 self.srv.cluster_cron();
-                self.srv.cluster_before_sleep();
                 next_cluster_cron = Instant::now() + Duration::from_millis(100);
             }
             if Instant::now() >= next_cron {
