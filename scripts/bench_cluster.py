@@ -6,7 +6,9 @@
    `redis-cli --cluster create`; rounds alternate which cluster goes first.
 2. The cost of cluster mode on one node: SET/GET `-P 16` against a node
    with `cluster-enabled yes` serving all 16384 slots, and against the same
-   server with cluster mode off (both ferrokv and redis-server).
+   server with cluster mode off (both ferrokv and redis-server): the
+   throughput, and the server's CPU time per request (steadier than the
+   throughput on a shared 2-core machine, where the client takes a core).
 3. The per-slot key index's memory: `used_memory` after 1,000,000 SETs with
    cluster mode on and off (ferrokv and redis-server).
 
@@ -28,7 +30,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, cli, free_port  # noqa: E402
+from benchlib import ROOT, cli, cpu_seconds, free_port  # noqa: E402
 
 FERROKV = os.path.join(ROOT, "target", "release", "ferrokv-server")
 
@@ -150,20 +152,28 @@ def part1(a, d):
 def part2(a, d):
     cost = {(k, c, t): [] for k in ("ferrokv", "redis") for c in (True, False)
             for t in ("set", "get")}
+    cpu = {key: [] for key in cost}
     nodes = {(k, c): single(k, c, d) for k in ("ferrokv", "redis") for c in (True, False)}
     for r in range(a.rounds):
         keys = list(nodes)
         keys = keys[r % len(keys):] + keys[:r % len(keys)]
         for k, c in keys:
+            port, proc = nodes[(k, c)]
             for t in ("set", "get"):
-                cost[(k, c, t)].append(bench(nodes[(k, c)][0], t, a.requests, False))
+                before = cpu_seconds(proc.pid)
+                cost[(k, c, t)].append(bench(port, t, a.requests, False))
+                cpu[(k, c, t)].append((cpu_seconds(proc.pid) - before) / a.requests)
     stop([p for _, p in nodes.values()])
-    print("One node, cluster-enabled yes / no, -c 50 -P 16 (median ratio):")
+    print("One node, cluster-enabled yes / no, -c 50 -P 16 (medians of"
+          f" {a.rounds}; CPU = server CPU time per request):")
     for k in ("ferrokv", "redis"):
         for t in ("set", "get"):
             on = statistics.median(cost[(k, True, t)])
             off = statistics.median(cost[(k, False, t)])
-            print(f"  {k} {t.upper()}: on {on:,.0f}  off {off:,.0f}  on/off {on / off:.3f}")
+            con = statistics.median(cpu[(k, True, t)]) * 1e9
+            coff = statistics.median(cpu[(k, False, t)]) * 1e9
+            print(f"  {k} {t.upper()}: on {on:,.0f}  off {off:,.0f}  on/off {on / off:.3f}"
+                  f"   CPU on {con:.0f} ns  off {coff:.0f} ns  on/off {con / coff:.3f}")
 
 def part3(a, d):
     print(f"used_memory after {a.keys:,} SETs:")

@@ -142,14 +142,25 @@ fn write_keys(entry: &ServerProcess, all: &[&ServerProcess], n: usize) {
     }
 }
 
+/// Every key of `write_keys` reads back through the cluster. On a timeout
+/// the panic shows the last reply and how `entry` sees the cluster.
 fn assert_keys(entry: &ServerProcess, n: usize) {
     for i in 0..n {
         let key = format!("key:{i}");
-        let got = wait_for(&format!("GET {key}"), 20, || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
             let out = cli(&["-c", "-p", &entry.port.to_string(), "GET", &key]);
-            (out.trim() == format!("v{i}")).then_some(out)
-        });
-        assert_eq!(got.trim(), format!("v{i}"));
+            if out.trim() == format!("v{i}") {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "GET {key} through port {}: {out:?}\n{}",
+                entry.port,
+                cluster_nodes(entry)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 }
 

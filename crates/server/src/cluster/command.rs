@@ -199,7 +199,7 @@ fn unknown_node(ctx: &mut Ctx, a: &[u8]) {
 fn change_slots(ctx: &mut Ctx, cl: &mut Cluster, slots: Vec<u16>, add: bool) {
     let mut seen = vec![false; SLOTS];
     for &s in &slots {
-        let owned = cl.state.owners[s as usize].is_some();
+        let owned = cl.state.owner(s).is_some();
         if add && owned {
             return ctx.error(&format!("ERR Slot {s} is already busy"));
         }
@@ -218,10 +218,7 @@ fn change_slots(ctx: &mut Ctx, cl: &mut Cluster, slots: Vec<u16>, add: bool) {
             cl.importing.remove(&s);
             cl.state.assign(s, me);
         } else {
-            let owner = cl.state.owners[s as usize].take();
-            if let Some(o) = owner.and_then(|o| cl.state.nodes.get_mut(&o)) {
-                o.slots.set(s, false);
-            }
+            cl.state.unassign(s);
             cl.migrating.remove(&s);
             cl.importing.remove(&s);
         }
@@ -290,12 +287,7 @@ fn flushslots(ctx: &mut Ctx, _args: Args) {
             return ctx.error("ERR DB must be empty to perform CLUSTER FLUSHSLOTS.");
         }
         let me = cl.state.myself;
-        for s in 0..SLOTS {
-            if cl.state.owners[s] == Some(me) {
-                cl.state.owners[s] = None;
-            }
-        }
-        cl.me_mut().slots = Default::default();
+        cl.state.unassign_node(&me);
         cl.todo_save = true;
         cl.todo_update_state = true;
         ctx.client.out.ok();
@@ -597,10 +589,9 @@ fn reset(ctx: &mut Ctx, args: Args) {
         cl.migrating.clear();
         cl.importing.clear();
         reset_manual_failover(ctx.srv, cl);
-        for s in 0..SLOTS {
-            cl.state.owners[s] = None;
+        for s in 0..SLOTS as u16 {
+            cl.state.unassign(s);
         }
-        cl.me_mut().slots = Default::default();
         let others: Vec<Name> = cl
             .state
             .nodes
@@ -618,7 +609,7 @@ fn reset(ctx: &mut Ctx, args: Args) {
             let old = cl.state.myself;
             let new = super::random_name(&mut ctx.srv.rng);
             cl.rename_node(&old, new);
-            cl.state.myself = new;
+            cl.state.rename_myself(new);
             info!("Node hard reset, now I'm {}", name_str(&new));
         }
         cl.todo_save = true;
@@ -643,7 +634,7 @@ fn setslot(ctx: &mut Ctx, args: Args) {
                 .flatten()
                 .filter(|n| cl.state.nodes.contains_key(n))
         };
-        let owner = cl.state.owners[slot as usize];
+        let owner = cl.state.owner(slot);
         let migrating = is(action, "migrating");
         if (migrating || is(action, "importing")) && args.len() == 5 {
             if migrating && owner != Some(me) {
@@ -744,12 +735,12 @@ fn slots(ctx: &mut Ctx, _args: Args) {
         let mut ranges: Vec<(u16, u16, Name)> = Vec::new();
         let mut s = 0usize;
         while s < SLOTS {
-            let Some(o) = cl.state.owners[s] else {
+            let Some(o) = cl.state.owners()[s] else {
                 s += 1;
                 continue;
             };
             let start = s;
-            while s + 1 < SLOTS && cl.state.owners[s + 1] == Some(o) {
+            while s + 1 < SLOTS && cl.state.owners()[s + 1] == Some(o) {
                 s += 1;
             }
             ranges.push((start as u16, s as u16, o));

@@ -199,7 +199,7 @@ pub fn update_state(srv: &mut Server, cl: &mut Cluster) {
     cl.todo_update_state = false;
     let mut ok = true;
     if srv.config.cluster.require_full_coverage {
-        for owner in &cl.state.owners {
+        for owner in cl.state.owners() {
             match owner.and_then(|o| cl.state.nodes.get(&o)) {
                 Some(n) if !n.has(node_flags::FAIL) => {}
                 _ => {
@@ -402,7 +402,7 @@ pub fn replace_my_master(srv: &mut Server, cl: &mut Cluster, old: Name) {
     cl.me_mut().master = None;
     srv.replicaof_no_one();
     for slot in 0..SLOTS as u16 {
-        if cl.state.owners[slot as usize] == Some(old) {
+        if cl.state.owner(slot) == Some(old) {
             cl.state.assign(slot, me);
         }
     }

@@ -428,11 +428,7 @@ impl Cluster {
 
     /// Removes a node and everything about it (`clusterDelNode`).
     pub fn del_node(&mut self, name: &Name, registry: Option<&mio::Registry>) {
-        for owner in self.state.owners.iter_mut() {
-            if owner.as_ref() == Some(name) {
-                *owner = None;
-            }
-        }
+        self.state.unassign_node(name);
         self.migrating.retain(|_, n| n != name);
         self.importing.retain(|_, n| n != name);
         for n in self.state.nodes.values_mut() {
@@ -504,7 +500,7 @@ impl Cluster {
     /// `cluster_slots_assigned` and the slots whose owner is PFAIL / FAIL.
     pub fn slot_counts(&self) -> (usize, usize, usize, usize) {
         let (mut assigned, mut ok, mut pfail, mut fail) = (0, 0, 0, 0);
-        for owner in self.state.owners.iter().flatten() {
+        for owner in self.state.owners().iter().flatten() {
             assigned += 1;
             match self.state.nodes.get(owner) {
                 Some(n) if n.has(node_flags::FAIL) => fail += 1,

@@ -424,12 +424,7 @@ pub fn process_packet(srv: &mut Server, cl: &mut Cluster, id: usize, bytes: &[u8
                     // A master turned replica: it serves no slots now.
                     n.flags = (n.flags & !(node_flags::MASTER | node_flags::MIGRATE_TO))
                         | node_flags::SLAVE;
-                    for slot in 0..SLOTS as u16 {
-                        if cl.state.owners[slot as usize] == Some(s) {
-                            cl.state.owners[slot as usize] = None;
-                        }
-                    }
-                    cl.state.nodes.get_mut(&s).expect("known").slots = SlotBitmap::default();
+                    cl.state.unassign_node(&s);
                     cl.todo_save = true;
                     cl.todo_update_state = true;
                 }
@@ -462,7 +457,7 @@ pub fn process_packet(srv: &mut Server, cl: &mut Cluster, id: usize, bytes: &[u8
                     if !h.slots.get(slot) {
                         continue;
                     }
-                    let Some(owner) = cl.state.owners[slot as usize] else {
+                    let Some(owner) = cl.state.owner(slot) else {
                         continue;
                     };
                     if owner == s {
@@ -631,7 +626,7 @@ pub fn update_slots_config_with(
             continue;
         }
         sender_slots += 1;
-        let owner = cl.state.owners[slot as usize];
+        let owner = cl.state.owner(slot);
         if owner == Some(sender) || cl.importing.contains_key(&slot) {
             continue;
         }

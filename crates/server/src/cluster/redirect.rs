@@ -50,12 +50,53 @@ pub fn routes(table: &crate::commands::CommandTable) -> Vec<Route> {
             if keyless {
                 return Route::Keyless;
             }
-            match crate::acl::fixed_keys(spec) {
-                Some((first, last, step, _)) => Route::Fixed(first, last, step),
-                None => Route::General,
-            }
+            fixed_route(spec).unwrap_or(Route::General)
         })
         .collect()
+}
+
+/// Key positions the command's key specs fix by themselves: each spec
+/// begins at an index and takes a range, as most commands' one spec does;
+/// single keys in consecutive positions (`RENAME`, `LMOVE`, `SMOVE`)
+/// merge into one run. Only where the keys are matters here, not how they
+/// are used (so `SET`'s variable flags do not matter, unlike for ACLs).
+fn fixed_route(spec: &CommandSpec) -> Option<Route> {
+    use crate::commands::keyspecs::{Begin, Find, K_INCOMPLETE, K_NOT_KEY};
+    let mut run: Option<(i32, i32, i32)> = None;
+    for s in crate::commands::keyspecs::of(spec.name)? {
+        if s.flags & (K_NOT_KEY | K_INCOMPLETE) != 0 {
+            return None;
+        }
+        let (
+            Begin::Index(first),
+            Find::Range {
+                lastkey,
+                keystep,
+                limit: 0,
+            },
+        ) = (s.begin, s.find)
+        else {
+            return None;
+        };
+        if first <= 0 || keystep <= 0 {
+            return None;
+        }
+        let last = if lastkey >= 0 {
+            first + lastkey
+        } else {
+            lastkey
+        };
+        run = match run {
+            None => Some((first, last, keystep)),
+            Some((f, l, step))
+                if l >= 0 && lastkey == 0 && first == l + 1 && (step == 1 || f == l) =>
+            {
+                Some((f, first, 1))
+            }
+            _ => return None,
+        };
+    }
+    run.map(|(first, last, step)| Route::Fixed(first, last, step))
 }
 
 /// The keys of one call, without allocating on the fixed route.
@@ -138,6 +179,16 @@ pub fn check(
     args: &Args,
 ) -> Result<(), String> {
     let spec = srv.commands.specs[idx];
+    let route = cl.routes.get(idx).copied().unwrap_or(Route::General);
+    if matches!(route, Route::Fixed(..))
+        && cl.ok
+        && cl.migrating.is_empty()
+        && cl.importing.is_empty()
+    {
+        if let Some(served) = served_here(cl, keys_by_route(route, spec, *args)) {
+            return served;
+        }
+    }
     // The whole transaction at EXEC; each command alone when queued.
     let mut queued: Vec<(usize, u32, Args)> = Vec::new();
     let single = [(idx, cmd_flags, *args)];
@@ -172,7 +223,7 @@ pub fn check(
                 None => {
                     slot = Some(ks);
                     first_key = Some(key);
-                    owner = cl.state.owners[ks as usize];
+                    owner = cl.state.owner(ks);
                     let Some(o) = owner else {
                         // An unserved slot: down, for this key.
                         return Err(UNBOUND.into());
@@ -240,6 +291,27 @@ pub fn check(
     Ok(())
 }
 
+/// The common case, decided without the owners table: the cluster is up,
+/// no slot is moving, and the keys' one slot is ours (when all 16384 are,
+/// a single key is not even hashed). `None` when the full check must
+/// decide (another node's slot).
+fn served_here<'a>(cl: &Cluster, mut keys: Keys<'a>) -> Option<Result<(), String>> {
+    let Some(first) = keys.next() else {
+        return Some(Ok(()));
+    };
+    let Some(second) = keys.next() else {
+        return (cl.state.mine_all() || cl.state.is_mine(key_slot(first))).then_some(Ok(()));
+    };
+    let slot = key_slot(first);
+    if !cl.state.is_mine(slot) {
+        return None;
+    }
+    if key_slot(second) != slot || keys.any(|k| key_slot(k) != slot) {
+        return Some(Err(CROSSSLOT.into()));
+    }
+    Some(Ok(()))
+}
+
 /// A command a script runs (`scriptVerifyClusterState`): its keys must be
 /// served here and, unless the script allows cross-slot keys, hash to the
 /// slot of the first key the script touched.
@@ -294,4 +366,56 @@ pub fn endpoint(srv: &Server, cl: &Cluster, n: &Name) -> String {
         _ => node.ip.clone(),
     };
     format!("{host}:{}", node.port)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::CommandTable;
+
+    /// The fixed route finds exactly the keys the key specs do, for every
+    /// command routed by it and every argument count its arity allows.
+    #[test]
+    fn fixed_routes_agree_with_the_key_specs() {
+        let table = CommandTable::new();
+        let routes = routes(&table);
+        let mut fixed = 0;
+        for (spec, route) in table.specs.iter().zip(&routes) {
+            if !matches!(route, Route::Fixed(..)) {
+                continue;
+            }
+            fixed += 1;
+            for n in 1..=9usize {
+                let ok = if spec.arity > 0 {
+                    n == spec.arity as usize
+                } else {
+                    n >= (-spec.arity) as usize
+                };
+                if !ok {
+                    continue;
+                }
+                let words: Vec<String> = (0..n).map(|i| format!("a{i}")).collect();
+                let mut buf = Vec::new();
+                let mut ranges = Vec::new();
+                for w in &words {
+                    ranges.push((buf.len(), w.len()));
+                    buf.extend_from_slice(w.as_bytes());
+                }
+                let args = Args::new(&buf, &ranges);
+                let mut by_route: Vec<&[u8]> = keys_by_route(*route, spec, args).collect();
+                let mut by_specs = keys_of(spec, &args);
+                by_route.sort();
+                by_route.dedup();
+                by_specs.sort();
+                by_specs.dedup();
+                assert_eq!(by_route, by_specs, "{} with {n} arguments", spec.name);
+            }
+        }
+        // SET (variable flags) and the two-key moves take the fixed route.
+        for name in ["set", "get", "rename", "lmove", "smove", "mset", "del"] {
+            let i = table.specs.iter().position(|s| s.name == name).unwrap();
+            assert!(matches!(routes[i], Route::Fixed(..)), "{name}");
+        }
+        assert!(fixed > 150, "{fixed} commands on the fixed route");
+    }
 }

@@ -126,8 +126,14 @@ pub struct ClusterState {
     pub nodes: HashMap<Name, Node>,
     pub current_epoch: u64,
     pub last_vote_epoch: u64,
-    /// Each slot's owner.
-    pub owners: Vec<Option<Name>>,
+    /// Each slot's owner; changed only through [`ClusterState::assign`]
+    /// and [`ClusterState::unassign`], which keep the nodes' bitmaps and
+    /// `mine` in step.
+    owners: Vec<Option<Name>>,
+    /// The slots myself serves (2 KiB, so the redirect check of every
+    /// command reads it from cache rather than `owners`), and their count.
+    mine: SlotBitmap,
+    mine_count: usize,
     pub node_timeout_ms: u64,
 }
 
@@ -145,6 +151,8 @@ impl ClusterState {
             current_epoch: 0,
             last_vote_epoch: 0,
             owners: vec![None; SLOTS],
+            mine: SlotBitmap::default(),
+            mine_count: 0,
             node_timeout_ms,
         }
     }
@@ -161,15 +169,76 @@ impl ClusterState {
 
     /// Gives `slot` to `owner` (both in the node's bitmap and the map).
     pub fn assign(&mut self, slot: u16, owner: Name) {
-        if let Some(old) = self.owners[slot as usize] {
-            if let Some(n) = self.nodes.get_mut(&old) {
-                n.slots.set(slot, false);
+        if self.nodes.contains_key(&owner) {
+            self.unassign(slot);
+            if let Some(n) = self.nodes.get_mut(&owner) {
+                n.slots.set(slot, true);
+            }
+            self.set_owner(slot, Some(owner));
+        }
+    }
+
+    /// Leaves `slot` unassigned; returns the node that served it.
+    pub fn unassign(&mut self, slot: u16) -> Option<Name> {
+        let old = self.owners[slot as usize]?;
+        if let Some(n) = self.nodes.get_mut(&old) {
+            n.slots.set(slot, false);
+        }
+        self.set_owner(slot, None);
+        Some(old)
+    }
+
+    /// Unassigns every slot `name` serves.
+    pub fn unassign_node(&mut self, name: &Name) {
+        for slot in 0..SLOTS as u16 {
+            if self.owners[slot as usize].as_ref() == Some(name) {
+                self.unassign(slot);
             }
         }
-        if let Some(n) = self.nodes.get_mut(&owner) {
-            n.slots.set(slot, true);
-            self.owners[slot as usize] = Some(owner);
+    }
+
+    fn set_owner(&mut self, slot: u16, owner: Option<Name>) {
+        let was = self.owners[slot as usize] == Some(self.myself);
+        let is = owner == Some(self.myself);
+        self.owners[slot as usize] = owner;
+        if was != is {
+            self.mine.set(slot, is);
+            if is {
+                self.mine_count += 1;
+            } else {
+                self.mine_count -= 1;
+            }
         }
+    }
+
+    /// The node serving `slot`.
+    #[inline]
+    pub fn owner(&self, slot: u16) -> Option<Name> {
+        self.owners[slot as usize]
+    }
+
+    /// Every slot's owner, slot 0 first.
+    pub fn owners(&self) -> &[Option<Name>] {
+        &self.owners
+    }
+
+    /// Does myself serve `slot`?
+    #[inline]
+    pub fn is_mine(&self, slot: u16) -> bool {
+        self.mine.get(slot)
+    }
+
+    /// Does myself serve all 16384 slots (a cluster of one master)?
+    #[inline]
+    pub fn mine_all(&self) -> bool {
+        self.mine_count == SLOTS
+    }
+
+    /// Myself takes a new name (`CLUSTER RESET HARD`, after its slots
+    /// were unassigned).
+    pub fn rename_myself(&mut self, new: Name) {
+        debug_assert_eq!(self.mine_count, 0, "renamed while serving slots");
+        self.myself = new;
     }
 
     /// Masters serving at least one slot (`server.cluster->size`).

@@ -13,6 +13,7 @@ pub fn sha1_hex(data: &[u8]) -> String {
 }
 
 pub mod memdisk;
+pub mod netns;
 pub mod node;
 pub mod repl;
 pub mod reply;
