@@ -2,8 +2,8 @@
 # Runs the whole test suite. Installs what the tests need when it is
 # missing: the real redis-server/redis-cli/redis-benchmark (differential and
 # interop tests), redis-sentinel (tests/sentinel.rs), libfabric (RDMA
-# transport tests, tcp provider), redis-py, promtool (Debian's prometheus:
-# checks the /metrics text).
+# transport tests, tcp provider), iproute2 (network namespaces), redis-py,
+# promtool (Debian's prometheus: checks the /metrics text).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +14,8 @@ command -v redis-benchmark >/dev/null || need_apt+=(redis-tools)
 command -v redis-sentinel >/dev/null || need_apt+=(redis-sentinel)
 ldconfig -p 2>/dev/null | grep -q 'libfabric.so.1 ' || need_apt+=(libfabric1 libfabric-dev)
 command -v python3 >/dev/null || need_apt+=(python3 python3-pip)
+# ip (network namespaces: tests/cluster_partition.rs)
+command -v ip >/dev/null || need_apt+=(iproute2)
 if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
     $SUDO apt-get update

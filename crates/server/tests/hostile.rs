@@ -15,7 +15,7 @@
 //! connections, byte-by-byte requests), the pre-AUTH limits, deep MULTI
 //! queues, never-reading clients, subscribers and monitors, protected configs, and
 //! every command of the server's own table with extreme arguments
-//! (`hostile/table.rs`).
+//! (`hostile/table.rs`), also on a node in cluster mode.
 //!
 //! `FERROKV_TESTS_TARGET=redis` runs the tests where Redis 7.0.15 is the
 //! reference against the real redis-server instead (that is how the
@@ -1062,6 +1062,60 @@ fn every_command_in_the_table_survives_extreme_arguments() {
     assert!(
         failures.is_empty(),
         "{} runs broke their budget (seed {seed}):\n{}",
+        failures.len(),
+        list.join("\n")
+    );
+}
+
+/// The same sweep on a node in cluster mode serving every slot: each
+/// command also goes through the redirect check and the slot index, and
+/// the CLUSTER family (with ASKING, READONLY, READWRITE) gets the
+/// hostile arguments with more cases. The node is given all its slots
+/// back after each run that took them (`claim_all_slots`).
+#[test]
+fn every_command_survives_extreme_arguments_in_cluster_mode() {
+    let seed = std::env::var("FERROKV_HOSTILE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x0C1_5EED_u64);
+    let mut sess = table::Session::new(start(&[
+        "--cluster-enabled",
+        "yes",
+        "--cluster-port",
+        common::FREE_PORT,
+        "--cluster-node-timeout",
+        "2000",
+    ]));
+    let mut failures = Vec::new();
+    for (only, cases) in [
+        (Some("cluster"), 32),
+        (Some("asking"), 8),
+        (Some("readonly"), 8),
+        (Some("readwrite"), 8),
+        (None, 4),
+    ] {
+        let t = Instant::now();
+        let (f, stats) = table::sweep(&mut sess, seed, cases, only);
+        eprintln!(
+            "hostile cluster sweep {}: {} commands, {} runs in {:.1} s; slowest reply {:.2} s ({}); \
+             {} restarts",
+            only.unwrap_or("(all)"),
+            stats.commands,
+            stats.runs,
+            t.elapsed().as_secs_f64(),
+            stats.worst_reply.0.as_secs_f64(),
+            stats.worst_reply.1,
+            stats.restarts
+        );
+        failures.extend(f);
+    }
+    let list: Vec<String> = failures
+        .iter()
+        .map(|f| format!("  {}\n    -> {}", f.command, f.what))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} runs broke their budget in cluster mode (seed {seed}):\n{}",
         failures.len(),
         list.join("\n")
     );

@@ -42,8 +42,9 @@
 //!   as long as asked is the documented behaviour. Commands flagged
 //!   `blocking` may stay silent (they block, as asked) for [`SILENT_WAIT`].
 //!   `CLIENT PAUSE` is followed by `CLIENT UNPAUSE`.
-//! - The host of `REPLICAOF`/`SLAVEOF`/`MIGRATE` is always `127.0.0.1` (no
-//!   DNS lookup of a generated name), and `REPLICAOF NO ONE` follows.
+//! - The host of `REPLICAOF`/`SLAVEOF`/`MIGRATE`/`CLUSTER MEET` is always
+//!   `127.0.0.1` (no DNS lookup of a generated name, no address beyond
+//!   loopback), and `REPLICAOF NO ONE` follows.
 //! - `CLIENT REPLY OFF|SKIP` and `REPLCONF` (from a non-replica) may stay
 //!   silent by design; `SYNC`/`PSYNC` reply with a stream, so their first
 //!   line is the reply.
@@ -666,6 +667,8 @@ fn fix_up(e: &CommandEntry, args: &mut Vec<Vec<u8>>, rng: &mut Rng) {
         "replicaof" | "slaveof" if !(args.len() == 2 && args[0].eq_ignore_ascii_case(b"NO")) => {
             set(args, 0, b"127.0.0.1".to_vec())
         }
+        // The bus connects only to loopback.
+        "cluster|meet" => set(args, 0, b"127.0.0.1".to_vec()),
         "migrate" => {
             set(args, 0, b"127.0.0.1".to_vec());
             set(args, 4, timeout(rng, false));
@@ -746,6 +749,10 @@ pub struct Session {
     base_rss: u64,
     base_used: u64,
     reconnects: u32,
+    /// The server runs in cluster mode: before each run's checks, it is
+    /// made to serve all 16384 slots again (the sweep's `CLUSTER DELSLOTS`,
+    /// `FLUSHSLOTS` and `RESET` take them away).
+    cluster: bool,
 }
 
 impl Session {
@@ -759,7 +766,10 @@ impl Session {
             base_rss: 0,
             base_used: 0,
             reconnects: 0,
+            cluster: false,
         };
+        let info = text(&Conn::open(&s.server).call(&["INFO", "cluster"], "INFO cluster"));
+        s.cluster = info.contains("cluster_enabled:1");
         s.prepare();
         s
     }
@@ -769,6 +779,9 @@ impl Session {
         self.watch = None;
         let mut c = Conn::open(&self.server);
         c.call(&["FLUSHALL"], "FLUSHALL before the sweep");
+        if self.cluster {
+            claim_all_slots(&mut c).unwrap_or_else(|e| panic!("{e}"));
+        }
         let s = c.call(&["SET", &pattern_subject(), "1"], "SET the pattern subject");
         assert_eq!(s, Frame::Simple(b"OK".to_vec()));
         for (k, _) in KEYS {
@@ -802,6 +815,9 @@ impl Session {
     /// shrank, and resets the dataset when it grew past [`DATASET_RESET`].
     fn restore(&mut self) -> Result<(), String> {
         let mut c = Conn::open_port(self.server.port).map_err(|e| e.to_string())?;
+        if self.cluster {
+            claim_all_slots(&mut c)?;
+        }
         let mut req = Vec::new();
         for (k, _) in KEYS {
             req.extend(Frame::command(&["TYPE", k]));
@@ -901,6 +917,97 @@ impl Session {
         self.server.kill_and_restart();
         self.prepare();
     }
+}
+
+/// Makes a cluster-mode server serve every slot, with its cluster up: the
+/// slots it lost are added back; if another node holds some, or adding
+/// fails, the node is emptied and reset (`FLUSHALL`, `CLUSTER RESET
+/// HARD`) and takes them all.
+fn claim_all_slots(c: &mut Conn) -> Result<(), String> {
+    let field = |c: &mut Conn, f: &str| {
+        let info = text(&c.call(&["CLUSTER", "INFO"], "CLUSTER INFO"));
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{f}:")))
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    let me = text(&c.call(&["CLUSTER", "MYID"], "CLUSTER MYID"));
+    let nodes = text(&c.call(&["CLUSTER", "NODES"], "CLUSTER NODES"));
+    let mine = nodes
+        .lines()
+        .find(|l| l.starts_with(&me))
+        .unwrap_or_default()
+        .to_string();
+    let is_master = mine.split(' ').nth(2).is_some_and(|f| f.contains("master"));
+    if is_master && field(c, "cluster_state") == "ok" && field(c, "cluster_slots_ok") == "16384" {
+        return Ok(());
+    }
+    let mut owned = vec![false; 16384];
+    for r in mine.split(' ').skip(8).filter(|r| !r.starts_with('[')) {
+        let (a, b) = r.split_once('-').unwrap_or((r, r));
+        if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+            owned[a..=b.min(16383)].iter_mut().for_each(|o| *o = true);
+        }
+    }
+    let mut added = is_master
+        && field(c, "cluster_slots_assigned") == owned.iter().filter(|&&o| o).count().to_string();
+    if added {
+        let mut s = 0;
+        while s < 16384 {
+            if owned[s] {
+                s += 1;
+                continue;
+            }
+            let start = s;
+            while s < 16384 && !owned[s] {
+                s += 1;
+            }
+            let r = c.call(
+                &[
+                    "CLUSTER",
+                    "ADDSLOTSRANGE",
+                    &start.to_string(),
+                    &(s - 1).to_string(),
+                ],
+                "CLUSTER ADDSLOTSRANGE",
+            );
+            if r != Frame::Simple(b"OK".to_vec()) {
+                added = false;
+                break;
+            }
+        }
+    }
+    eprintln!(
+        "hostile sweep: the node had lost slots; {}",
+        if added {
+            "added back"
+        } else {
+            "reset and given all"
+        }
+    );
+    if !added {
+        c.call(&["FLUSHALL"], "FLUSHALL before CLUSTER RESET");
+        let r = c.call(&["CLUSTER", "RESET", "HARD"], "CLUSTER RESET HARD");
+        if r != Frame::Simple(b"OK".to_vec()) {
+            return Err(format!("CLUSTER RESET HARD: {r:?}"));
+        }
+        let r = c.call(
+            &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"],
+            "CLUSTER ADDSLOTSRANGE",
+        );
+        if r != Frame::Simple(b"OK".to_vec()) {
+            return Err(format!("CLUSTER ADDSLOTSRANGE 0 16383: {r:?}"));
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while field(c, "cluster_state") != "ok" {
+        if Instant::now() > deadline {
+            return Err("the cluster did not come back up with every slot".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
 }
 
 fn used_memory(c: &mut Conn) -> u64 {
