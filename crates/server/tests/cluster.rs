@@ -666,3 +666,112 @@ fn redis_py_cluster_client_keeps_every_write_through_resharding_both_ways() {
         |p: &ServerProcess| -> i64 { redis::cmd("DBSIZE").query(&mut p.client()).unwrap() };
     assert!(count_on(&a) > 0 && count_on(&b) > 0);
 }
+
+/// Replica migration: a master left without a working replica
+/// (orphaned) gets one from the master with the most replicas, once
+/// `cluster-migration-barrier` allows, and not before. The orphaned
+/// master is a redis-server; the replica that moves is ferrokv's (the
+/// smallest id of the two replicas of the first master, as Redis picks).
+#[test]
+fn a_replica_migrates_to_an_orphaned_master_within_the_barrier() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let a = ferrokv_node();
+    let b = redis_node();
+    let c = ferrokv_node();
+    create(&[&a, &b, &c], 0);
+    let metrics_port = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (mp1, mp2) = (metrics_port(), metrics_port());
+    let a1 = ferrokv_node_with(&[
+        "--cluster-migration-barrier",
+        "2",
+        "--metrics-port",
+        &mp1.to_string(),
+    ]);
+    let a2 = ferrokv_node_with(&[
+        "--cluster-migration-barrier",
+        "2",
+        "--metrics-port",
+        &mp2.to_string(),
+    ]);
+    let mut b1 = ferrokv_node();
+    // A redis replica of a master with one replica: it must not move.
+    let c1 = redis_node();
+    for (r, m) in [(&a1, &a), (&a2, &a), (&b1, &b), (&c1, &c)] {
+        let id = myid(m);
+        let out = cli(&[
+            "--cluster",
+            "add-node",
+            &addr(r),
+            &addr(m),
+            "--cluster-slave",
+            "--cluster-master-id",
+            &id,
+        ]);
+        assert!(out.contains("[OK] New node added correctly."), "{out}");
+    }
+    let (a_id, b_id) = (myid(&a), myid(&b));
+    wait_for("replicas attached", 30, || {
+        (master_of(&a1).as_deref() == Some(a_id.as_str())
+            && master_of(&a2).as_deref() == Some(a_id.as_str())
+            && master_of(&b1).as_deref() == Some(b_id.as_str())
+            && master_of(&c1).as_deref() == Some(myid(&c).as_str()))
+        .then_some(())
+    });
+    wait_state_ok(&[&a, &b, &c, &a1, &a2, &b1, &c1]);
+    // B's only replica dies: B is orphaned.
+    let b1_id = myid(&b1);
+    let _ = b1.child.kill();
+    let _ = b1.child.wait();
+    wait_for("the dead replica flagged FAIL", 30, || {
+        line_of(&a1, &b1_id).contains("fail").then_some(())
+    });
+    // With a barrier of 2, A (two replicas) keeps both: past the 5 s the
+    // orphan must last, nobody has moved.
+    std::thread::sleep(std::time::Duration::from_secs(7));
+    for r in [&a1, &a2] {
+        assert_eq!(
+            master_of(r).as_deref(),
+            Some(a_id.as_str()),
+            "moved under barrier 2"
+        );
+    }
+    // Barrier 1: A keeps one, so the replica with the smaller id moves.
+    for r in [&a1, &a2] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("cluster-migration-barrier")
+            .arg("1")
+            .query(&mut r.client())
+            .unwrap();
+    }
+    let (mover, stayer, mover_metrics) = if myid(&a1) < myid(&a2) {
+        (&a1, &a2, mp1)
+    } else {
+        (&a2, &a1, mp2)
+    };
+    wait_for("the migration to the orphaned master", 30, || {
+        (master_of(mover).as_deref() == Some(b_id.as_str())).then_some(())
+    });
+    assert!(mover
+        .log()
+        .contains(&format!("Migrating to orphaned master {b_id}")));
+    assert_eq!(master_of(stayer).as_deref(), Some(a_id.as_str()));
+    assert_eq!(master_of(&c1).as_deref(), Some(myid(&c).as_str()));
+    // The redis master sees its new replica, and every node agrees.
+    wait_for("the redis master has its new replica", 30, || {
+        (b.info_field("replication", "connected_slaves").as_deref() == Some("1")).then_some(())
+    });
+    // (The metrics are a snapshot the loop refreshes.)
+    wait_for("the migration counted in /metrics", 10, || {
+        let m = common::scrape_metrics(mover_metrics);
+        (common::metric_value(&m, "ferrokv_cluster_replica_migrations_total").as_deref()
+            == Some("1"))
+        .then_some(())
+    });
+}

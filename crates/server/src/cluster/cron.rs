@@ -179,6 +179,9 @@ pub fn cron(srv: &mut Server, cl: &mut Cluster) {
     if !cl.i_am_master() {
         manual_failover_check_ready(srv, cl);
         handle_replica_failover(srv, cl, now);
+        if srv.config.cluster.allow_replica_migration {
+            handle_replica_migration(srv, cl, now);
+        }
     }
     if update || !cl.ok {
         update_state(srv, cl);
@@ -239,6 +242,7 @@ pub fn set_my_master(srv: &mut Server, cl: &mut Cluster, master: Name) {
         me.flags = (me.flags & !(node_flags::MASTER | node_flags::MIGRATE_TO)) | node_flags::SLAVE;
     }
     cl.me_mut().master = Some(master);
+    cl.note_replica_of(&master);
     cl.migrating.clear();
     cl.importing.clear();
     if let Some(m) = cl.state.nodes.get(&master) {
@@ -396,6 +400,101 @@ fn handle_replica_failover(srv: &mut Server, cl: &mut Cluster, now: u64) {
 }
 
 /// `clusterFailoverReplaceYourMaster`: we serve our old master's slots.
+/// How long a master must stay orphaned before a replica migrates to it
+/// (`CLUSTER_SLAVE_MIGRATION_DELAY`): the time for its own replicas to
+/// announce that they follow a new master after a failover.
+const MIGRATION_DELAY_MS: u64 = 5000;
+
+/// Replica migration (`clusterHandleSlaveMigration`): when a master that
+/// serves slots and had replicas has none working (orphaned), a replica
+/// of a master with the most working replicas — at least two, and more
+/// than `cluster-migration-barrier` after it leaves — moves to it. Among
+/// the replicas of those masters, the one with the smallest id goes, once
+/// the master has been orphaned for [`MIGRATION_DELAY_MS`].
+fn handle_replica_migration(srv: &mut Server, cl: &mut Cluster, now: u64) {
+    let Some(my_master) = cl.me().master else {
+        return;
+    };
+    // Working replicas of every working master; orphans, oldest first.
+    let masters: Vec<Name> = cl
+        .state
+        .nodes
+        .values()
+        .filter(|n| n.is_master() && !n.has(node_flags::FAIL))
+        .map(|n| n.name)
+        .collect();
+    let mut counts: Vec<(Name, usize)> = Vec::with_capacity(masters.len());
+    for m in &masters {
+        counts.push((*m, cl.working_replicas(m)));
+    }
+    let max = counts.iter().map(|&(_, c)| c).max().unwrap_or(0);
+    let mine = counts
+        .iter()
+        .find(|(m, _)| *m == my_master)
+        .map_or(0, |&(_, c)| c);
+    let mut target: Option<Name> = None;
+    let mut any_orphan = false;
+    let mut names: Vec<Name> = cl.state.nodes.keys().copied().collect();
+    names.sort();
+    for name in names {
+        let working = counts.iter().find(|(m, _)| *m == name).map(|&(_, c)| c);
+        let n = cl.state.nodes.get_mut(&name).expect("listed");
+        let orphaned = working == Some(0) && n.has(node_flags::MIGRATE_TO);
+        if orphaned {
+            if n.slots.count() > 0 {
+                any_orphan = true;
+                if target.is_none() {
+                    target = Some(name);
+                }
+            }
+            if n.orphaned_ms == 0 {
+                n.orphaned_ms = now;
+            }
+        } else {
+            n.orphaned_ms = 0;
+        }
+    }
+    if !any_orphan || max < 2 || mine != max || !cl.ok {
+        return;
+    }
+    // My master keeps more than the barrier without me (replicas neither
+    // FAIL nor PFAIL).
+    let left = cl
+        .state
+        .nodes
+        .values()
+        .filter(|n| {
+            n.master == Some(my_master)
+                && n.has(node_flags::SLAVE)
+                && !n.has(node_flags::FAIL | node_flags::PFAIL)
+        })
+        .count();
+    if left as u64 <= srv.config.cluster.migration_barrier {
+        return;
+    }
+    // The candidate: the smallest id among the replicas of the masters
+    // with the most working replicas (myself included).
+    let me = cl.state.myself;
+    let candidate = counts
+        .iter()
+        .filter(|&&(_, c)| c == max)
+        .flat_map(|(m, _)| cl.replicas_of(m))
+        .chain(std::iter::once(me))
+        .min()
+        .expect("myself at least");
+    let Some(target) = target else {
+        return;
+    };
+    if candidate != me
+        || now.saturating_sub(cl.state.nodes[&target].orphaned_ms) <= MIGRATION_DELAY_MS
+    {
+        return;
+    }
+    info!("Migrating to orphaned master {}", name_str(&target));
+    cl.migrations += 1;
+    set_my_master(srv, cl, target);
+}
+
 pub fn replace_my_master(srv: &mut Server, cl: &mut Cluster, old: Name) {
     let me = cl.state.myself;
     cl.set_node_as_master(&me);

@@ -104,6 +104,8 @@ pub struct Cluster {
     pub manual: ManualFailover,
     /// Elections this node won (`/metrics`).
     pub failovers: u64,
+    /// Replica migrations this node made to orphaned masters.
+    pub migrations: u64,
     /// nodes.conf could not be written (Redis exits; we keep serving and
     /// report it in INFO and the log).
     pub save_error: Option<String>,
@@ -166,6 +168,7 @@ impl Cluster {
             election: Election::default(),
             manual: ManualFailover::default(),
             failovers: 0,
+            migrations: 0,
             save_error: None,
             blacklist: HashMap::new(),
             routes: Vec::new(),
@@ -238,6 +241,13 @@ impl Cluster {
             }
             for (slot, from) in &e.importing {
                 self.importing.insert(*slot, name(from)?);
+            }
+        }
+        // Masters with replicas in the file had them (MIGRATE_TO).
+        let masters: Vec<Name> = st.nodes.values().filter_map(|n| n.master).collect();
+        for m in masters {
+            if let Some(n) = st.nodes.get_mut(&m) {
+                n.flags |= node_flags::MIGRATE_TO;
             }
         }
         for e in &conf.nodes {
@@ -471,6 +481,28 @@ impl Cluster {
         Some(e)
     }
 
+    /// `n` is known as a replica of `master` (`clusterNodeAddSlave`): the
+    /// master is marked as one that had replicas (MIGRATE_TO).
+    pub fn note_replica_of(&mut self, master: &Name) {
+        if let Some(m) = self.state.nodes.get_mut(master) {
+            m.flags |= node_flags::MIGRATE_TO;
+        }
+    }
+
+    /// Replicas of `master` not flagged FAIL
+    /// (`clusterCountNonFailingSlaves`).
+    pub fn working_replicas(&self, master: &Name) -> usize {
+        self.state
+            .nodes
+            .values()
+            .filter(|n| {
+                n.master.as_ref() == Some(master)
+                    && n.has(node_flags::SLAVE)
+                    && !n.has(node_flags::FAIL)
+            })
+            .count()
+    }
+
     /// The replicas of `master`, by id.
     pub fn replicas_of(&self, master: &Name) -> Vec<Name> {
         let mut v: Vec<Name> = self
@@ -484,11 +516,17 @@ impl Cluster {
         v
     }
 
-    /// Makes `n` a master (`clusterSetNodeAsMaster`).
+    /// Makes `n` a master (`clusterSetNodeAsMaster`). Another node that
+    /// was a replica takes the MIGRATE_TO mark: it failed over a master
+    /// that had replicas, so replicas may migrate to it.
     pub fn set_node_as_master(&mut self, n: &Name) {
+        let me = self.state.myself;
         if let Some(node) = self.state.nodes.get_mut(n) {
             if node.is_master() {
                 return;
+            }
+            if node.master.is_some() && *n != me {
+                node.flags |= node_flags::MIGRATE_TO;
             }
             node.flags = (node.flags & !node_flags::SLAVE) | node_flags::MASTER;
             node.master = None;
@@ -671,6 +709,11 @@ pub fn collect_cluster(srv: &crate::server::Server, r: &mut crate::metrics::Regi
         "ferrokv_cluster_failovers_total",
         "Elections this node won (it took over its master's slots).",
         cl.failovers as f64,
+    );
+    r.counter(
+        "ferrokv_cluster_replica_migrations_total",
+        "Times this replica moved to an orphaned master (replica migration).",
+        cl.migrations as f64,
     );
     r.counter(
         "ferrokv_cluster_links_buffer_limit_exceeded_total",

@@ -432,6 +432,7 @@ pub fn process_packet(srv: &mut Server, cl: &mut Cluster, id: usize, bytes: &[u8
                 if let Some(m) = master {
                     if n.master != Some(m) {
                         n.master = Some(m);
+                        cl.note_replica_of(&m);
                         cl.todo_save = true;
                     }
                 }

@@ -55,6 +55,9 @@ pub struct Node {
     pub repl_offset: u64,
     /// Who reported this node as failing, and when.
     pub fail_reports: Vec<(Name, u64)>,
+    /// Since when this master has been orphaned: slots, no working
+    /// replica, and one before (replica migration waits for it to last).
+    pub orphaned_ms: u64,
 }
 
 impl Node {
@@ -78,6 +81,7 @@ impl Node {
             voted_time_ms: 0,
             repl_offset: 0,
             fail_reports: Vec::new(),
+            orphaned_ms: 0,
         }
     }
 
