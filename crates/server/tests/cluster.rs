@@ -651,6 +651,40 @@ fn redis_py_cluster_client_keeps_every_write_through_resharding_both_ways() {
             "each slot listed, then moved"
         );
     }
+    // `--cluster rebalance`: by weight (the first ferrokv master takes
+    // half of all slots from the other two, one of each kind), then even
+    // again; the load still running.
+    let idc = myid(&c);
+    let w = [format!("{ida}=2"), format!("{idb}=1"), format!("{idc}=1")];
+    for weights in [&w[..], &[]] {
+        let entry = addr(&a);
+        let mut args: Vec<&str> = vec!["--cluster", "rebalance", &entry];
+        if !weights.is_empty() {
+            args.push("--cluster-weight");
+            args.extend(weights.iter().map(|s| s.as_str()));
+        }
+        args.push("--cluster-yes");
+        let out = cli(&args);
+        assert!(
+            out.contains("Rebalancing across 3 nodes") && !out.contains("[ERR]"),
+            "rebalance: {}",
+            &out[out.len().saturating_sub(2000)..]
+        );
+        let held = line_of(&a, &ida);
+        let slots: usize = held
+            .split(' ')
+            .skip(8)
+            .filter_map(|r| {
+                let (x, y) = r.split_once('-').unwrap_or((r, r));
+                Some(y.parse::<usize>().ok()? - x.parse::<usize>().ok()? + 1)
+            })
+            .sum();
+        let want = if weights.is_empty() { 5461 } else { 8192 };
+        assert!(
+            slots.abs_diff(want) <= 2,
+            "the first master holds {slots} slots after the rebalance (want about {want})"
+        );
+    }
     std::fs::write(&stop, b"").unwrap();
     let out = client.wait_with_output().unwrap();
     let text =
