@@ -283,7 +283,7 @@ fn collect_server(srv: &Server, r: &mut Registry) {
     for (name, help, v) in [
         (
             "ferrokv_tls_handshakes_total",
-            "TLS handshakes completed (accepted connections and outgoing replication links).",
+            "TLS handshakes completed (accepted connections, outgoing replication links, cluster bus links).",
             &crate::net::tls::HANDSHAKES,
         ),
         (

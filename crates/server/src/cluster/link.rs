@@ -7,12 +7,78 @@
 //! what it could not write; a message larger than [`MAX_MESSAGE`] or a
 //! stream that is not the bus closes the link, and a link whose unsent
 //! bytes pass `cluster-link-sendbuf-limit` is freed as Redis frees it.
+//!
+//! With `tls-cluster yes` every link is TLS, both ways, as Redis's: the
+//! links we open present `tls-client-cert-file` (or the server's pair)
+//! and check the peer's certificate against the CA and the address we
+//! dialled; the links we accept follow `tls-auth-clients`. The
+//! connection layer's `TlsStream` (`net/tls.rs`) carries the bytes.
 
 use super::bus::{self, Name};
+use crate::net::tls::{TlsContext, TlsStream};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry, Token};
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
+
+/// A link's bytes: plain TCP, or TLS (`tls-cluster yes`).
+pub enum BusStream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream>),
+}
+
+impl BusStream {
+    pub fn sock(&self) -> &TcpStream {
+        match self {
+            BusStream::Plain(s) => s,
+            BusStream::Tls(t) => &t.sock,
+        }
+    }
+
+    fn sock_mut(&mut self) -> &mut TcpStream {
+        match self {
+            BusStream::Plain(s) => s,
+            BusStream::Tls(t) => &mut t.sock,
+        }
+    }
+
+    /// Sends the ciphertext TLS still holds; `Ok(true)` when none is left.
+    fn drain(&mut self) -> io::Result<bool> {
+        match self {
+            BusStream::Plain(_) => Ok(true),
+            BusStream::Tls(t) => t.drain(),
+        }
+    }
+
+    pub fn is_tls(&self) -> bool {
+        matches!(self, BusStream::Tls(_))
+    }
+}
+
+impl Read for BusStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            BusStream::Plain(s) => s.read(buf),
+            BusStream::Tls(t) => t.read(buf),
+        }
+    }
+}
+
+impl Write for BusStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            BusStream::Plain(s) => s.write(buf),
+            BusStream::Tls(t) => t.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            BusStream::Plain(s) => s.flush(),
+            BusStream::Tls(t) => t.flush(),
+        }
+    }
+}
 
 /// Tokens of the bus: its listeners first, then the links.
 pub const TOKEN_BASE: usize = crate::net::rdma::PENDING_BASE - 70_000;
@@ -28,7 +94,7 @@ pub const MAX_MESSAGE: usize = 512 * 1024 * 1024 + 64 * 1024;
 pub const MAX_UNKNOWN_MESSAGE: usize = bus::HEADER_LEN + 10_000 * bus::GOSSIP_LEN + 64 * 1024;
 
 pub struct Link {
-    pub stream: TcpStream,
+    pub stream: BusStream,
     /// Outbound: the node we connected to.
     pub node: Option<Name>,
     /// Inbound: the node that announced itself on it.
@@ -55,7 +121,11 @@ impl Link {
 
     /// The local address of the socket (our ip as the peer sees it).
     pub fn local_ip(&self) -> Option<String> {
-        self.stream.local_addr().ok().map(|a| a.ip().to_string())
+        self.stream
+            .sock()
+            .local_addr()
+            .ok()
+            .map(|a| a.ip().to_string())
     }
 }
 
@@ -66,6 +136,8 @@ pub struct Links {
     /// The outbound link of each node.
     pub outbound: std::collections::HashMap<Name, usize>,
     pub buffer_limit_exceeded: u64,
+    /// `tls-cluster yes`: the configurations every link uses.
+    pub tls: Option<TlsContext>,
 }
 
 pub enum Event {
@@ -142,6 +214,16 @@ impl Links {
                     {
                         continue;
                     }
+                    let stream = match self.tls.as_ref().and_then(|t| t.server.clone()) {
+                        None => BusStream::Plain(stream),
+                        Some(cfg) => match TlsStream::accept(stream, cfg) {
+                            Ok(t) => BusStream::Tls(Box::new(t)),
+                            Err(e) => {
+                                tracing::warn!("Error accepting TLS cluster link from {peer}: {e}");
+                                continue;
+                            }
+                        },
+                    };
                     tracing::debug!("Accepting cluster node connection from {peer}");
                     entry.insert(Link::new(stream, None, Some(peer), now, false));
                 }
@@ -163,15 +245,23 @@ impl Links {
         registry: &Registry,
         now: u64,
     ) -> io::Result<usize> {
-        let mut stream = TcpStream::connect(addr)?;
+        let stream = TcpStream::connect(addr)?;
         let _ = stream.set_nodelay(true);
         let entry = self.links.vacant_entry();
         let id = entry.key();
         if TOKEN_BASE + LISTENERS + id >= TOKEN_END {
             return Err(io::Error::other("too many cluster bus links"));
         }
+        let mut stream = match self.tls.as_ref().and_then(|t| t.client.clone()) {
+            None => BusStream::Plain(stream),
+            Some(cfg) => BusStream::Tls(Box::new(TlsStream::connect(
+                stream,
+                &addr.ip().to_string(),
+                cfg,
+            )?)),
+        };
         registry.register(
-            &mut stream,
+            stream.sock_mut(),
             Self::token(id),
             Interest::READABLE | Interest::WRITABLE,
         )?;
@@ -227,11 +317,11 @@ impl Links {
             return Event::Closed;
         }
         if l.connecting && (writable || readable) {
-            match l.stream.take_error() {
+            match l.stream.sock().take_error() {
                 Ok(None) => {}
                 _ => return Event::Closed,
             }
-            match l.stream.peer_addr() {
+            match l.stream.sock().peer_addr() {
                 Ok(_) => l.connecting = false,
                 Err(e) if e.kind() == io::ErrorKind::NotConnected => {
                     return Event::Messages(Vec::new())
@@ -239,7 +329,7 @@ impl Links {
                 Err(_) => return Event::Closed,
             }
         }
-        if writable && l.pending_out() > 0 {
+        if writable && (l.pending_out() > 0 || l.stream.is_tls()) {
             l.flush();
             if l.closed {
                 return Event::Closed;
@@ -290,7 +380,7 @@ impl Links {
         }
         let mut l = self.links.remove(id);
         if let Some(r) = registry {
-            let _ = r.deregister(&mut l.stream);
+            let _ = r.deregister(l.stream.sock_mut());
         }
         if let Some(n) = l.node {
             if self.outbound.get(&n) == Some(&id) {
@@ -342,7 +432,7 @@ impl Links {
 
 impl Link {
     fn new(
-        stream: TcpStream,
+        stream: BusStream,
         node: Option<Name>,
         peer: Option<SocketAddr>,
         now: u64,
@@ -415,6 +505,11 @@ impl Link {
             }
         }
         if self.out_pos == self.out.len() {
+            // What TLS still holds goes when the socket takes it.
+            if self.stream.drain().is_err() {
+                self.closed = true;
+                return;
+            }
             self.out.clear();
             self.out_pos = 0;
             if self.out.capacity() > 256 * 1024 {

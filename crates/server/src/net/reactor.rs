@@ -110,6 +110,9 @@ impl Reactor {
             let mut cl = crate::cluster::Cluster::init(&srv.config, &mut srv.rng, now)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
             let port = cl.bus_port;
+            if srv.config.tls.cluster {
+                cl.links.tls = Some(tls.clone());
+            }
             cl.links.bind(&srv.config.bind, port, poll.registry())?;
             let a = srv.cluster_announce(&cl);
             cl.refresh_myself(&a);

@@ -372,6 +372,24 @@ impl TlsStream {
         })
     }
 
+    /// The client side over a socket whose connect may not have completed
+    /// (a cluster bus link): the handshake runs as the loop reads and
+    /// writes; `host`'s address or name must be in the peer's certificate.
+    pub fn connect(
+        sock: mio::net::TcpStream,
+        host: &str,
+        cfg: Arc<rustls::ClientConfig>,
+    ) -> io::Result<Self> {
+        let name = ServerName::try_from(host.to_string())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("{host}: {e}")))?;
+        let tls = rustls::ClientConnection::new(cfg, name).map_err(io::Error::other)?;
+        Ok(TlsStream {
+            sock,
+            tls: tls.into(),
+            handshaken: false,
+        })
+    }
+
     /// Writes ciphertext rustls holds; `Ok(true)` when none is left.
     fn flush_tls(&mut self) -> io::Result<bool> {
         while self.tls.wants_write() {
