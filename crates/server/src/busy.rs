@@ -51,6 +51,14 @@ pub fn pump(srv: &mut Server, holder: Holder) {
             srv.accept_clients(li, reg);
         }
     }
+    // The io_uring backend: what landed since the loop last looked
+    // (net/uring.rs), and this round's sends submitted at its end.
+    if let Some(u) = srv.uring.as_mut() {
+        if let Err(e) = u.enter(std::time::Duration::ZERO) {
+            tracing::warn!("io_uring: {e}");
+        }
+        srv.uring_reap();
+    }
     let tokens: Vec<usize> = srv.clients.iter().map(|(t, _)| t).collect();
     let master = srv.repl.master_client_id();
     let replicas = srv.repl.master.replica_ids();
@@ -85,6 +93,24 @@ pub fn pump(srv: &mut Server, holder: Holder) {
         }
     }
     srv.repl.registry = registry;
+    if let Some(u) = srv.uring.as_mut() {
+        if let Err(e) = u.submit() {
+            tracing::warn!("io_uring: {e}");
+        }
+        // What a client was given and the pump left unread: the loop reads
+        // it, since no new completion will say it is there.
+        let left: Vec<usize> = srv
+            .clients
+            .iter()
+            .filter(|(_, c)| {
+                c.as_ref()
+                    .and_then(|c| c.stream.as_ref())
+                    .is_some_and(|s| s.has_landed())
+            })
+            .map(|(t, _)| t)
+            .collect();
+        srv.pending_reads.extend(left);
+    }
 }
 
 /// Reads a client's input, answers each complete command, writes.

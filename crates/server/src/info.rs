@@ -155,7 +155,14 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             f!("os:{} {}", std::env::consts::OS, std::env::consts::ARCH);
             f!("arch_bits:{}", usize::BITS);
             f!("monotonic_clock:POSIX clock_gettime");
-            f!("multiplexing_api:epoll");
+            f!(
+                "multiplexing_api:{}",
+                if srv.uring.is_some() {
+                    "io_uring"
+                } else {
+                    "epoll"
+                }
+            );
             f!("atomicvar_api:c11-builtin");
             f!("gcc_version:0.0.0");
             f!("process_id:{}", std::process::id());

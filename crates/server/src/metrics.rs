@@ -462,6 +462,40 @@ fn collect_server(srv: &Server, r: &mut Registry) {
         "Bytes written to our replicas (INFO total_net_repl_output_bytes).",
         s.net_repl_output_bytes as f64,
     );
+    // The io_uring backend (docs/io-uring.md), when the loop runs on it.
+    if let Some(u) = srv.uring.as_ref() {
+        let st = u.stats();
+        r.counter(
+            "ferrokv_io_uring_enters_total",
+            "io_uring_enter calls of the event loop (one per loop turn, more when the submission queue filled).",
+            st.enters as f64,
+        );
+        r.counter(
+            "ferrokv_io_uring_submissions_total",
+            "Operations submitted to the ring (receives, sends, cancellations).",
+            st.submitted as f64,
+        );
+        r.counter(
+            "ferrokv_io_uring_completions_total",
+            "Completions reaped from the ring.",
+            st.completions as f64,
+        );
+        r.counter(
+            "ferrokv_io_uring_recv_nobufs_total",
+            "Receives that found no provided buffer free (the connection then read its socket directly).",
+            st.recv_nobufs as f64,
+        );
+        r.counter(
+            "ferrokv_io_uring_direct_reads_total",
+            "Direct reads of sockets the kernel said had more than one buffer's worth.",
+            st.direct_reads as f64,
+        );
+        r.counter(
+            "ferrokv_io_uring_short_sends_total",
+            "Sends the socket took only in part (the rest resubmitted).",
+            st.short_sends as f64,
+        );
+    }
     {
         use std::sync::atomic::Ordering::Relaxed;
         r.gauge(

@@ -194,6 +194,9 @@ pub struct Server {
     /// The rustls configurations built from the `tls-*` configs
     /// (`net/tls.rs`), replaced whole by a `CONFIG SET` of one of them.
     pub tls: crate::net::tls::TlsContext,
+    /// The io_uring backend's ring (`io-backend`), when the loop runs on
+    /// it: client TCP and Unix connections receive and send through it.
+    pub uring: Option<Box<crate::net::uring::Uring>>,
     /// Cluster mode (`cluster-enabled yes`): the node table, the bus
     /// links (`cluster/`). `None` otherwise.
     pub cluster: Option<Box<crate::cluster::Cluster>>,
@@ -294,6 +297,7 @@ impl Server {
             scripting,
             listeners: Vec::new(),
             tls: Default::default(),
+            uring: None,
             cluster: None,
         };
         if srv.config.cluster.enabled {

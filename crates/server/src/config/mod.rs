@@ -8,6 +8,26 @@
 use ferrokv_resp::request::split_args;
 use std::fmt::Write as _;
 
+/// `io-backend`: the loop's way of talking to the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoBackend {
+    /// io_uring where the kernel allows it, epoll otherwise.
+    Auto,
+    Epoll,
+    /// io_uring, or no start at all.
+    Uring,
+}
+
+impl IoBackend {
+    pub fn name(self) -> &'static str {
+        match self {
+            IoBackend::Auto => "auto",
+            IoBackend::Epoll => "epoll",
+            IoBackend::Uring => "uring",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogLevel {
     Debug,
@@ -165,6 +185,8 @@ pub struct Config {
     pub timeout: u64,
     pub tcp_keepalive: u64,
     pub tcp_backlog: u64,
+    /// `io-backend`: how the loop talks to the kernel (net/uring.rs).
+    pub io_backend: IoBackend,
     pub loglevel: LogLevel,
     pub logfile: String,
     pub databases: u64,
@@ -299,6 +321,7 @@ impl Default for Config {
             timeout: 0,
             tcp_keepalive: 0,
             tcp_backlog: 0,
+            io_backend: IoBackend::Auto,
             loglevel: LogLevel::Notice,
             logfile: String::new(),
             databases: 0,
@@ -816,6 +839,25 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.tcp_keepalive.to_string()
+    ),
+    opt!(
+        "io-backend",
+        "auto",
+        false,
+        |c, a| {
+            c.io_backend = match one(a)?.to_ascii_lowercase().as_str() {
+                "auto" => IoBackend::Auto,
+                "epoll" => IoBackend::Epoll,
+                "uring" | "io_uring" => IoBackend::Uring,
+                _ => {
+                    return Err(
+                        "argument(s) must be one of the following: auto, epoll, uring".into(),
+                    )
+                }
+            };
+            Ok(())
+        },
+        |c| c.io_backend.name().to_string()
     ),
     opt!(
         "tcp-backlog",

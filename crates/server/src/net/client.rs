@@ -326,12 +326,13 @@ impl Client {
         std::mem::size_of::<Client>()
             + self.inbuf.len()
             + self.out.buf.capacity()
+            + self.stream.as_ref().map_or(0, |s| s.held_bytes())
             + crate::commands::multi::queued_mem(self)
     }
 
     /// Bytes of replies not yet written to the socket.
     pub fn pending_output(&self) -> usize {
-        self.out.buf.len() - self.out_sent
+        self.out.buf.len() - self.out_sent + self.stream.as_ref().map_or(0, |s| s.unsent())
     }
 
     /// One read from the socket into the input buffer. Returns the bytes
@@ -402,6 +403,14 @@ impl Client {
 
     /// Writes pending replies. Returns Ok(true) when everything was written.
     pub fn flush(&mut self) -> io::Result<bool> {
+        if let Some(Conn::Uring(u, _)) = self.stream.as_mut() {
+            // The buffer itself goes to the kernel (net/uring.rs).
+            let done = u.flush_from(&mut self.out.buf, &mut self.out_sent)?;
+            if done && self.out.buf.capacity() > 1024 * 1024 {
+                self.out.buf = Vec::with_capacity(READ_CHUNK);
+            }
+            return Ok(done);
+        }
         while self.out_sent < self.out.buf.len() {
             let Some(stream) = self.stream.as_mut() else {
                 // A fake client has nowhere to write: replies are dropped.

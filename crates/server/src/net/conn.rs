@@ -129,6 +129,10 @@ pub enum Conn {
     /// TLS over TCP (`tls-port`, or a replica's link with `tls-replication`):
     /// `net/tls.rs`.
     Tls(Box<crate::net::tls::TlsStream>),
+    /// A TCP or Unix connection whose reads and writes go through the
+    /// io_uring backend (`net/uring.rs`): the transport it reports is the
+    /// socket's.
+    Uring(Box<crate::net::uring::UringConn>, Transport),
 }
 
 impl Conn {
@@ -138,6 +142,32 @@ impl Conn {
             Conn::Unix(_) => Transport::Unix,
             Conn::Rdma(_) => Transport::Rdma,
             Conn::Tls(_) => Transport::Tls,
+            Conn::Uring(_, t) => *t,
+        }
+    }
+
+    /// Reply bytes handed to the kernel and not yet sent (io_uring).
+    #[inline]
+    pub fn unsent(&self) -> usize {
+        match self {
+            Conn::Uring(u, _) => u.unsent(),
+            _ => 0,
+        }
+    }
+
+    /// Received bytes wait on the connection, unread (io_uring).
+    pub fn has_landed(&self) -> bool {
+        match self {
+            Conn::Uring(u, _) => u.has_landed(),
+            _ => false,
+        }
+    }
+
+    /// Buffers the connection holds beyond the client's (io_uring).
+    pub fn held_bytes(&self) -> usize {
+        match self {
+            Conn::Uring(u, _) => u.held_bytes(),
+            _ => 0,
         }
     }
 
@@ -206,25 +236,30 @@ impl Conn {
     }
 
     /// Whether requests can be parsed where they landed
-    /// ([`Conn::peek_in_place`]): an RDMA connection's receive ring.
+    /// ([`Conn::peek_in_place`]): an RDMA connection's receive ring, or the
+    /// io_uring backend's provided buffers.
     #[inline]
     pub fn parses_in_place(&self) -> bool {
-        matches!(self, Conn::Rdma(_))
+        matches!(self, Conn::Rdma(_) | Conn::Uring(..))
     }
 
-    /// The unread bytes of the oldest slot of an RDMA connection's ring, in
-    /// place (`Stream::peek`); `None` for sockets, or when nothing landed.
+    /// The unread bytes of the oldest slot of an RDMA connection's ring (or
+    /// the oldest received buffer of an io_uring connection), in place;
+    /// `None` for sockets, or when nothing landed.
     pub fn peek_in_place(&mut self) -> Option<&[u8]> {
         match self {
             Conn::Rdma(s) => s.peek(),
+            Conn::Uring(u, _) => u.peek(),
             _ => None,
         }
     }
 
-    /// Whether the stream ended or failed (its ordinary `read` says how).
+    /// Whether the ordinary `read` must go on: the stream ended or failed
+    /// (the read says how), or an io_uring socket has more than landed.
     pub fn in_place_ended(&self) -> bool {
         match self {
             Conn::Rdma(s) => s.is_closed(),
+            Conn::Uring(u, _) => u.ended_or_more(),
             _ => false,
         }
     }
@@ -233,6 +268,10 @@ impl Conn {
     pub fn consume_in_place(&mut self, n: usize) -> io::Result<()> {
         match self {
             Conn::Rdma(s) => s.consume(n),
+            Conn::Uring(u, _) => {
+                u.consume(n);
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
@@ -254,6 +293,7 @@ impl Read for Conn {
             Conn::Unix(s) => s.read(buf),
             Conn::Rdma(s) => s.read(buf),
             Conn::Tls(s) => s.read(buf),
+            Conn::Uring(u, _) => u.read(buf),
         }
     }
 }
@@ -266,6 +306,7 @@ impl Write for Conn {
             Conn::Unix(s) => s.write(buf),
             Conn::Rdma(s) => s.write(buf),
             Conn::Tls(s) => s.write(buf),
+            Conn::Uring(u, _) => u.write(buf),
         }
     }
 
@@ -280,6 +321,7 @@ impl AsFd for Conn {
             Conn::Tcp(s) => s.as_fd(),
             Conn::Unix(s) => s.as_fd(),
             Conn::Tls(s) => s.sock.as_fd(),
+            Conn::Uring(u, _) => u.as_fd(),
             // The completion queue's fd (what `CLIENT LIST` shows as `fd=`).
             // SAFETY: the fd is the CQ's, open as long as the stream is.
             Conn::Rdma(s) => unsafe { BorrowedFd::borrow_raw(s.fds()[0]) },
@@ -299,6 +341,12 @@ impl Source for Conn {
             Conn::Tcp(s) => s.register(r, t, i),
             Conn::Unix(s) => s.register(r, t, i),
             Conn::Tls(s) => s.sock.register(r, t, i),
+            // Not in the epoll set: its receives are on the ring, armed
+            // again when the loop takes it back.
+            Conn::Uring(u, _) => {
+                u.park(false);
+                Ok(())
+            }
             // Both queues' fds, readable only (see the module documentation).
             Conn::Rdma(s) => {
                 for fd in s.fds() {
@@ -314,6 +362,8 @@ impl Source for Conn {
             Conn::Tcp(s) => s.reregister(r, t, i),
             Conn::Unix(s) => s.reregister(r, t, i),
             Conn::Tls(s) => s.sock.reregister(r, t, i),
+            // (Writable interest: a send's completion says when it is done.)
+            Conn::Uring(..) => Ok(()),
             Conn::Rdma(s) => {
                 for fd in s.fds() {
                     r.reregister(&mut SourceFd(&fd), t, Interest::READABLE)?;
@@ -328,6 +378,12 @@ impl Source for Conn {
             Conn::Tcp(s) => s.deregister(r),
             Conn::Unix(s) => s.deregister(r),
             Conn::Tls(s) => s.sock.deregister(r),
+            // Out of the loop (a replica's socket lent to its sender):
+            // no receive is armed until it is registered again.
+            Conn::Uring(u, _) => {
+                u.park(true);
+                Ok(())
+            }
             Conn::Rdma(s) => {
                 for fd in s.fds() {
                     r.deregister(&mut SourceFd(&fd))?;

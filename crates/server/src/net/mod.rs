@@ -1,6 +1,6 @@
 //! The network layer: the connection layer (`conn`: TCP and Unix
-//! sockets behind one type), the mio reactor, client connections and their
-//! pooled buffers.
+//! sockets behind one type), the mio reactor, the io_uring backend
+//! (`uring`), client connections and their pooled buffers.
 
 pub mod client;
 pub mod conn;
@@ -8,3 +8,4 @@ pub mod pool;
 pub mod rdma;
 pub mod reactor;
 pub mod tls;
+pub mod uring;

@@ -8,12 +8,14 @@
 //! durability of its write) and close the clients marked for closing.
 
 use crate::net::client::{Client, ReplyMode};
-use crate::net::conn::{Accepted, Listener, TcpOptions};
+use crate::net::conn::{Accepted, Conn, Listener, TcpOptions, Transport};
 use crate::server::{unix_ms, Server};
 use ferrokv_resp::request::Limits;
 use mio::{Events, Interest, Poll, Token};
 use std::io::{self, Write};
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 use tracing::{debug, info, warn};
 
@@ -102,6 +104,7 @@ impl Reactor {
                 .register(l, Token(LISTENER_BASE + i), Interest::READABLE)?;
         }
         let mut srv = srv;
+        srv.uring = open_backend(srv.config.io_backend, poll.as_raw_fd())?;
         srv.tcp_port = if tcp { bound_port } else { 0 };
         srv.repl.registry = Some(poll.registry().try_clone()?);
         if srv.config.cluster.enabled {
@@ -182,10 +185,14 @@ impl Reactor {
                 let now = Instant::now();
                 self.srv.persistence.loop_load.turn(turn_started, now);
             }
-            match self.poll.poll(&mut events, Some(timeout)) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+            if self.srv.uring.is_some() {
+                self.wait_uring(&mut events, timeout)?;
+            } else {
+                match self.poll.poll(&mut events, Some(timeout)) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
             }
             turn_started = Instant::now();
             self.srv.now_ms = unix_ms();
@@ -236,6 +243,18 @@ impl Reactor {
                     }
                 }
             }
+            if let Some(u) = self.srv.uring.as_mut() {
+                let ready = std::mem::take(&mut u.ready);
+                for &t in &ready {
+                    self.handle_readable(t);
+                }
+                if let Some(u) = self.srv.uring.as_mut() {
+                    if u.ready.is_empty() {
+                        u.ready = ready;
+                        u.ready.clear();
+                    }
+                }
+            }
             for t in std::mem::take(&mut self.srv.pending_reads) {
                 self.handle_readable(t);
             }
@@ -268,6 +287,38 @@ impl Reactor {
                 return Ok(());
             }
         }
+    }
+
+    /// The io_uring backend's wait: submit this turn's receives and sends
+    /// and sleep until a completion (or `timeout`) in one `io_uring_enter`;
+    /// the epoll set's events are fetched only when its watch fired.
+    fn wait_uring(&mut self, events: &mut Events, timeout: Duration) -> io::Result<()> {
+        let Some(u) = self.srv.uring.as_mut() else {
+            return Ok(());
+        };
+        let timeout = if u.epoll_more || u.epoll_ready || !u.ready.is_empty() {
+            Duration::ZERO
+        } else {
+            timeout
+        };
+        u.enter(timeout)?;
+        self.srv.uring_reap();
+        let Some(u) = self.srv.uring.as_mut() else {
+            return Ok(());
+        };
+        if std::mem::take(&mut u.epoll_ready) || std::mem::take(&mut u.epoll_more) {
+            match self.poll.poll(events, Some(Duration::ZERO)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+            // A full array may have left events behind, which raise no new
+            // wake-up of the watch: fetch again next turn.
+            u.epoll_more = events.iter().count() == events.capacity();
+        } else {
+            events.clear();
+        }
+        Ok(())
     }
 
     fn accept(&mut self, li: usize) {
@@ -931,8 +982,24 @@ impl Server {
             let entry = self.clients.vacant_entry();
             let token = entry.key();
             debug!("Accepted {addr}");
+            let stream = match (self.uring.as_ref(), stream) {
+                // Plain sockets go on the ring (net/uring.rs); TLS stays on
+                // epoll.
+                (Some(u), Conn::Tcp(s)) => {
+                    Conn::Uring(Box::new(u.adopt(OwnedFd::from(s), token)), Transport::Tcp)
+                }
+                (Some(u), Conn::Unix(s)) => {
+                    Conn::Uring(Box::new(u.adopt(OwnedFd::from(s), token)), Transport::Unix)
+                }
+                (_, s) => s,
+            };
+            let on_ring = matches!(stream, Conn::Uring(..));
             let mut client = Client::new(id, stream, addr, local, &mut self.pool, authenticated);
             client.token = token;
+            if on_ring {
+                entry.insert(Some(Box::new(client)));
+                continue;
+            }
             if let Err(e) = registry.register(
                 client.stream.as_mut().expect("a connection has a socket"),
                 Token(token),
@@ -963,4 +1030,31 @@ fn bind_addr(host: &str, port: u16) -> io::Result<SocketAddr> {
             format!("bad bind address {host}: {e}"),
         )
     })
+}
+
+/// The ring for `io-backend` (net/uring.rs): none for `epoll`; for `auto`,
+/// none with one log line when the kernel (or a container's seccomp
+/// profile) refuses io_uring; for `uring`, refused means no start.
+fn open_backend(
+    backend: crate::config::IoBackend,
+    epoll_fd: std::os::fd::RawFd,
+) -> io::Result<Option<Box<crate::net::uring::Uring>>> {
+    use crate::config::IoBackend;
+    if backend == IoBackend::Epoll {
+        return Ok(None);
+    }
+    match crate::net::uring::Uring::new(epoll_fd) {
+        Ok(u) => {
+            info!("The event loop runs on io_uring");
+            Ok(Some(Box::new(u)))
+        }
+        Err(e) if backend == IoBackend::Auto => {
+            info!("io_uring is not available here ({e}): the event loop runs on epoll");
+            Ok(None)
+        }
+        Err(e) => Err(io::Error::new(
+            e.kind(),
+            format!("io-backend uring: io_uring is not available here: {e}"),
+        )),
+    }
 }

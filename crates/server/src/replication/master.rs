@@ -131,8 +131,8 @@ pub struct MasterSide {
     done_rx: Receiver<(u64, Result<u64, String>)>,
     /// A TLS replica's connection, back from its sender thread (which
     /// wrote the payload through the connection's own TLS session).
-    tls_back_tx: Sender<(u64, crate::net::conn::Conn)>,
-    tls_back_rx: Receiver<(u64, crate::net::conn::Conn)>,
+    tls_back_tx: Sender<(u64, Box<crate::net::tls::TlsStream>)>,
+    tls_back_rx: Receiver<(u64, Box<crate::net::tls::TlsStream>)>,
     last_ping: Instant,
 }
 
@@ -755,9 +755,11 @@ impl Server {
             let _ = reg.deregister(stream);
         }
         c.want_writable = false;
-        if stream.transport() == crate::net::conn::Transport::Tls {
-            let conn = c.stream.take().expect("checked above");
-            self.spawn_tls_sender(id, conn, head, payload, trailer);
+        if let crate::net::conn::Conn::Tls(_) = stream {
+            let Some(crate::net::conn::Conn::Tls(tls)) = c.stream.take() else {
+                unreachable!("checked above");
+            };
+            self.spawn_tls_sender(id, tls, head, payload, trailer);
             return;
         }
         let dup = stream.try_clone_socket();
@@ -794,13 +796,14 @@ impl Server {
     fn spawn_tls_sender(
         &mut self,
         id: u64,
-        mut conn: crate::net::conn::Conn,
+        mut conn: Box<crate::net::tls::TlsStream>,
         head: Vec<u8>,
         payload: Payload,
         trailer: Vec<u8>,
     ) {
         use std::os::fd::AsFd;
         let keep = conn
+            .sock
             .as_fd()
             .try_clone_to_owned()
             .ok()
@@ -815,10 +818,10 @@ impl Server {
         let spawned = std::thread::Builder::new()
             .name("repl-sender".into())
             .spawn(move || {
-                let sock = socket2::SockRef::from(&conn);
+                let sock = socket2::SockRef::from(&conn.sock);
                 let _ = sock.set_nonblocking(false);
                 let _ = sock.set_write_timeout(Some(timeout));
-                let res = write_payload(&mut conn, &head, payload, &trailer).and_then(|n| {
+                let res = write_payload(&mut *conn, &head, payload, &trailer).and_then(|n| {
                     // What rustls still holds goes out before the loop resumes.
                     let deadline = Instant::now() + timeout;
                     while !conn.drain().map_err(|e| e.to_string())? {
@@ -828,7 +831,7 @@ impl Server {
                     }
                     Ok(n)
                 });
-                let sock = socket2::SockRef::from(&conn);
+                let sock = socket2::SockRef::from(&conn.sock);
                 let _ = sock.set_write_timeout(None);
                 let _ = sock.set_nonblocking(true);
                 let _ = back.send((id, conn));
@@ -845,7 +848,7 @@ impl Server {
         while let Ok((cid, conn)) = self.repl.master.tls_back_rx.try_recv() {
             if let Some(t) = token_of(self, cid) {
                 if let Some(Some(c)) = self.clients.get_mut(t) {
-                    c.stream = Some(conn);
+                    c.stream = Some(crate::net::conn::Conn::Tls(conn));
                 }
             }
         }
