@@ -524,6 +524,16 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             f!("total_net_output_bytes:{}", s.net_output_bytes);
             f!("total_net_repl_input_bytes:{}", s.net_repl_input_bytes);
             f!("total_net_repl_output_bytes:{}", s.net_repl_output_bytes);
+            // The io_uring backend's own (docs/io-uring.md), when it runs.
+            if let Some(u) = srv.uring.as_ref() {
+                let st = u.stats();
+                f!("io_uring_enters:{}", st.enters);
+                f!("io_uring_submissions:{}", st.submitted);
+                f!("io_uring_completions:{}", st.completions);
+                f!("io_uring_recv_nobufs:{}", st.recv_nobufs);
+                f!("io_uring_direct_reads:{}", st.direct_reads);
+                f!("io_uring_short_sends:{}", st.short_sends);
+            }
             f!(
                 "instantaneous_input_kbps:{:.2}",
                 srv.net_in_metric.value() / 1024.0

@@ -611,6 +611,16 @@ impl UringConn {
                 self.shared.borrow_mut().recycle(bid);
             }
         }
+        self.drained();
+    }
+
+    /// Everything it was given is read: unless the socket is to be read
+    /// directly first, the next receive is armed now (a reader may stop at
+    /// a short read without asking again, as it may on epoll).
+    fn drained(&mut self) {
+        if self.queue.is_empty() && !self.more {
+            self.arm();
+        }
     }
 
     /// Whether reading must go the ordinary way ([`std::io::Read`]): the
@@ -649,39 +659,58 @@ impl io::Read for UringConn {
     /// receive is in flight that could hold earlier bytes) the socket
     /// itself; `WouldBlock` arms the next receive.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if let Some(&(bid, len, off)) = self.queue.front() {
-            let n = {
+        let mut n = 0;
+        while n < buf.len() {
+            let Some(&(bid, len, off)) = self.queue.front() else {
+                break;
+            };
+            let took = {
                 let s = self.shared.borrow();
                 let bytes = s.bytes(bid, off as usize, len as usize);
-                let n = bytes.len().min(buf.len());
-                buf[..n].copy_from_slice(&bytes[..n]);
-                n
+                let took = bytes.len().min(buf.len() - n);
+                buf[n..n + took].copy_from_slice(&bytes[..took]);
+                took
             };
-            self.consume(n);
+            self.consume(took);
+            n += took;
+        }
+        if n == buf.len() {
             return Ok(n);
         }
-        if let Some(e) = self.error.take() {
-            return Err(e);
+        if n == 0 {
+            if let Some(e) = self.error.take() {
+                return Err(e);
+            }
+            if self.eof {
+                return Ok(0);
+            }
         }
-        if self.eof {
-            return Ok(0);
-        }
-        if self.more && !self.armed && !self.parked {
+        if self.more && !self.armed && !self.parked && !self.eof && self.error.is_none() {
             self.shared.borrow_mut().stats.direct_reads += 1;
-            match self.recv_direct(buf) {
+            match self.recv_direct(&mut buf[n..]) {
                 Ok(0) => {
                     self.eof = true;
-                    return Ok(0);
+                    return Ok(n);
                 }
-                Ok(n) => return Ok(n),
+                Ok(m) => {
+                    n += m;
+                    if n < buf.len() {
+                        // The socket is drained for now.
+                        self.more = false;
+                        self.arm();
+                    }
+                    return Ok(n);
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.more = false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                    return Err(e);
-                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted && n == 0 => return Err(e),
+                Err(_) if n > 0 => return Ok(n),
                 Err(e) => return Err(e),
             }
         }
         self.arm();
+        if n > 0 {
+            return Ok(n);
+        }
         Err(io::ErrorKind::WouldBlock.into())
     }
 }

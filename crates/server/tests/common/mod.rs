@@ -53,6 +53,17 @@ fn transport() -> &'static str {
     }
 }
 
+/// `FERROKV_TESTS_IO_BACKEND=epoll|uring|auto`: the `io-backend` every
+/// ferrokv server the harness starts gets (unset: the server's default,
+/// `auto`). The CI runs the network-facing suites under both backends.
+pub fn io_backend() -> Option<String> {
+    match std::env::var("FERROKV_TESTS_IO_BACKEND").as_deref() {
+        Ok(b @ ("epoll" | "uring" | "auto")) => Some(b.to_string()),
+        Ok(other) => panic!("FERROKV_TESTS_IO_BACKEND={other}: expected epoll, uring or auto"),
+        Err(_) => None,
+    }
+}
+
 /// `flags=<f>` of a `CLIENT LIST` line of a harness connection: over a
 /// Unix socket Redis adds `U` (and `N`, "no flags", gives way to it); an
 /// RDMA connection has no flag of its own.
@@ -142,6 +153,10 @@ impl ServerProcess {
             let rdma = over_rdma() && name == "ferrokv";
             if rdma {
                 args.extend_from_slice(&["--rdma-bind", "127.0.0.1", "--rdma-port", &rdma_port]);
+            }
+            let backend = io_backend().filter(|_| name == "ferrokv");
+            if let Some(b) = &backend {
+                args.extend_from_slice(&["--io-backend", b]);
             }
             let free = free_port();
             let free_s = free.to_string();
