@@ -37,3 +37,18 @@ for transport in unix rdma; do
     FERROKV_TESTS_TRANSPORT=$transport cargo test -p ferrokv-server --test protocol --test commands \
         --test transactions --test pubsub --test blocking --test scripting --test slowlog
 done
+# The suites that drive the network layer again on the io_uring backend
+# (io-backend uring; the default is epoll: docs/io-uring.md), where the
+# kernel allows io_uring: receives, sends, the busy-script and loading
+# pumps, replicas' sockets lent to their sender threads, hostile input.
+# (io_uring_setup(2) is syscall 425 on x86_64 and aarch64 alike.)
+if ! python3 -c 'import ctypes, sys
+b = ctypes.create_string_buffer(120)
+sys.exit(0 if ctypes.CDLL(None).syscall(425, 4, b) >= 0 else 1)'; then
+    echo "io_uring is not available here: the io_uring pass is skipped"
+else
+    FERROKV_TESTS_IO_BACKEND=uring cargo test -p ferrokv-server --test io_backend --test protocol \
+        --test commands --test transactions --test pubsub --test blocking --test scripting \
+        --test scripting_busy --test slowlog --test clients --test limits --test replication \
+        --test hostile --test loading --test rdma_clients
+fi

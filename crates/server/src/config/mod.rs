@@ -321,7 +321,7 @@ impl Default for Config {
             timeout: 0,
             tcp_keepalive: 0,
             tcp_backlog: 0,
-            io_backend: IoBackend::Auto,
+            io_backend: IoBackend::Epoll,
             loglevel: LogLevel::Notice,
             logfile: String::new(),
             databases: 0,
@@ -842,7 +842,7 @@ pub static OPTIONS: &[ConfigOption] = &[
     ),
     opt!(
         "io-backend",
-        "auto",
+        "epoll",
         false,
         |c, a| {
             c.io_backend = match one(a)?.to_ascii_lowercase().as_str() {

@@ -472,8 +472,18 @@ impl Reactor {
             }
             let head = c.in_end - c.in_start;
             if head > 0 && c.decoder.wanted() > RING_COMPLETE_MAX {
-                // A large bulk: the ordinary path sizes the buffer once.
-                return RingPass::Ordinary;
+                // A large bulk: the ordinary path sizes the buffer once, when
+                // there is something to read (sizing it for a peer that
+                // declared a bulk and sent nothing more costs memory).
+                let any = c
+                    .stream
+                    .as_mut()
+                    .is_some_and(|s| s.peek_in_place().is_some() || s.in_place_ended());
+                return if any {
+                    RingPass::Ordinary
+                } else {
+                    RingPass::Empty
+                };
             }
             let Some(view) = c.stream.as_mut().and_then(|s| s.peek_in_place()) else {
                 // Nothing more landed (the peek just read the queues): no

@@ -63,8 +63,11 @@ use std::time::Duration;
 /// most one between loop turns (see the module documentation), so this is
 /// the number of connections whose data can land in one turn before the
 /// rest read their sockets directly.
-pub const BUF_COUNT: u16 = 2048;
+pub const BUF_COUNT: u16 = 1024;
 pub const BUF_SIZE: usize = 4096;
+/// Received bytes a connection may have waiting, unread, before its
+/// multishot receive is cancelled (TCP then holds the client back).
+const MAX_QUEUED: usize = 64 * 1024;
 /// The group id of our provided buffers.
 const BGID: u16 = 1;
 /// Submission queue entries (the completion queue gets twice as many, and
@@ -212,7 +215,11 @@ impl Uring {
         // completion at any time the ring lives, which is the process's life).
         let (entries, bufs) = unsafe {
             let e = std::alloc::alloc_zeroed(layout) as *mut types::BufRingEntry;
-            let b = std::alloc::alloc(buf_layout);
+            // Written, so its pages are touched now: the kernel fills the
+            // buffers in turn, so all of them become resident soon anyway,
+            // and the backend's fixed cost (4 MB) shows at start, not as
+            // growth under the first load.
+            let b = std::alloc::alloc_zeroed(buf_layout);
             if e.is_null() || b.is_null() {
                 return Err(io::Error::new(
                     io::ErrorKind::OutOfMemory,
@@ -275,6 +282,8 @@ impl Uring {
             gen,
             queue: VecDeque::new(),
             armed: false,
+            cancelling: false,
+            queued: 0,
             parked: false,
             more: false,
             eof: false,
@@ -422,8 +431,13 @@ pub struct UringConn {
     gen: u32,
     /// Received buffers not yet read: (buffer id, bytes, read so far).
     queue: VecDeque<(u16, u32, u32)>,
-    /// A `RECV` is in flight.
+    /// The multishot `RECV` is active (until a completion without
+    /// `IORING_CQE_F_MORE`).
     armed: bool,
+    /// Its cancellation is on the way.
+    cancelling: bool,
+    /// Bytes in `queue` not yet read.
+    queued: usize,
     /// Taken out of the loop (a replica's socket lent to its sender
     /// thread): no receive is armed until it is registered again.
     parked: bool,
@@ -450,27 +464,41 @@ impl UringConn {
             return;
         }
         self.armed = true;
-        let e = opcode::Recv::new(
-            types::Fd(self.fd.as_raw_fd()),
-            std::ptr::null_mut(),
-            BUF_SIZE as u32,
-        )
-        .buf_group(BGID)
-        .build()
-        .flags(squeue::Flags::BUFFER_SELECT)
-        .user_data(user_data(KIND_RECV, self.token, self.gen));
+        let e = opcode::RecvMulti::new(types::Fd(self.fd.as_raw_fd()), BGID)
+            .build()
+            .user_data(user_data(KIND_RECV, self.token, self.gen));
         self.shared.borrow_mut().stage(e);
     }
 
-    /// A receive completed.
+    /// A receive completed: a buffer of the multishot receive, or its end
+    /// (no `IORING_CQE_F_MORE`: the stream ended or failed, the buffer ring
+    /// ran dry, or we cancelled it).
     pub fn on_recv(&mut self, res: i32, flags: u32) {
-        self.armed = false;
+        if !cqueue::more(flags) {
+            self.armed = false;
+            self.cancelling = false;
+        }
         let bid = cqueue::buffer_select(flags);
         if res > 0 {
             match bid {
                 Some(bid) => {
                     self.queue.push_back((bid, res as u32, 0));
-                    self.more = cqueue::sock_nonempty(flags);
+                    self.queued += res as usize;
+                    if !self.armed {
+                        // It ended after this buffer: the socket may have more.
+                        self.more = true;
+                    } else if self.queued > MAX_QUEUED && !self.cancelling {
+                        // Not being read as fast as it arrives (a client paused
+                        // on its replies, or a large bulk): stop the receive,
+                        // so TCP holds the client back; the reader goes on
+                        // from the socket itself when it has read this.
+                        self.cancelling = true;
+                        let e =
+                            opcode::AsyncCancel::new(user_data(KIND_RECV, self.token, self.gen))
+                                .build()
+                                .user_data(user_data(KIND_CANCEL, self.token, self.gen));
+                        self.shared.borrow_mut().stage(e);
+                    }
                 }
                 None => self.error = Some(io::Error::other("a receive completed without a buffer")),
             }
@@ -604,6 +632,7 @@ impl UringConn {
             let left = (front.1 - front.2) as usize;
             let take = left.min(n);
             front.2 += take as u32;
+            self.queued -= take;
             n -= take;
             if front.2 == front.1 {
                 let bid = front.0;
@@ -756,6 +785,7 @@ impl Drop for UringConn {
     /// of it).
     fn drop(&mut self) {
         let mut s = self.shared.borrow_mut();
+        self.queued = 0;
         for (bid, _, _) in self.queue.drain(..) {
             s.recycle(bid);
         }
