@@ -82,7 +82,8 @@ fn refuse_io_uring() -> std::io::Result<()> {
 }
 
 /// The server with `args`, io_uring refused to it; its log, and its
-/// process if it started.
+/// process if it started (which the caller kills and waits for).
+#[allow(clippy::zombie_processes)]
 fn start_without_io_uring(args: &[&str]) -> (Option<std::process::Child>, u16, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -109,6 +110,7 @@ fn start_without_io_uring(args: &[&str]) -> (Option<std::process::Child>, u16, t
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {
+            let _ = child.wait();
             return (None, port, dir);
         }
         if TcpStream::connect(("127.0.0.1", port)).is_ok() {
@@ -117,6 +119,7 @@ fn start_without_io_uring(args: &[&str]) -> (Option<std::process::Child>, u16, t
         std::thread::sleep(Duration::from_millis(20));
     }
     let _ = child.kill();
+    let _ = child.wait();
     panic!("the server neither started nor exited");
 }
 
@@ -213,14 +216,14 @@ fn kill_mid_operation(port: u16, round: usize) {
         req.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n");
     }
     // Sometimes cut the request itself in the middle.
-    let cut = if round % 3 == 0 {
+    let cut = if round.is_multiple_of(3) {
         req.len() / 2 + 7
     } else {
         req.len()
     };
     let _ = s.write_all(&req[..cut]);
     let mut buf = vec![0u8; 1 + (round * 7919) % 300_000];
-    if round % 2 == 0 {
+    if round.is_multiple_of(2) {
         let _ = s.read(&mut buf);
     }
     let sock = socket2::SockRef::from(&s);

@@ -808,22 +808,6 @@ impl Drop for UringConn {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn user_data_round_trips() {
-        for (k, t, g) in [
-            (KIND_RECV, 0, 1),
-            (KIND_SEND, 0xff_ffff, u32::MAX),
-            (KIND_EPOLL, 12345, 7),
-        ] {
-            assert_eq!(split(user_data(k, t, g)), (k, t, g));
-        }
-    }
-}
-
 impl crate::server::Server {
     /// Hands the completions the last wait collected to their
     /// connections: received bytes queue on the connection (and its slot
@@ -884,6 +868,22 @@ impl crate::server::Server {
         }
         if let Some(u) = self.uring.as_mut() {
             u.give_completions(cqes);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_data_round_trips() {
+        for (k, t, g) in [
+            (KIND_RECV, 0, 1),
+            (KIND_SEND, 0xff_ffff, u32::MAX),
+            (KIND_EPOLL, 12345, 7),
+        ] {
+            assert_eq!(split(user_data(k, t, g)), (k, t, g));
         }
     }
 }
