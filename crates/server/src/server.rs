@@ -626,8 +626,11 @@ impl Server {
         }
         // Cluster mode: is the command's slot served here (`-MOVED`, ...)?
         if let Some(cl) = self.cluster.as_deref() {
-            let keyless = cl.routes.get(idx) == Some(&crate::cluster::redirect::Route::Keyless);
-            if !keyless {
+            let route = cl.routes.get(idx).copied();
+            let keyless = route == Some(crate::cluster::redirect::Route::Keyless);
+            // (One key while every slot is ours and none moves: served here.)
+            let here = route.is_some_and(|r| r.single_key()) && cl.serves_every_slot_stably();
+            if !keyless && !here {
                 if let Err(e) = crate::cluster::redirect::check(self, cl, client, idx, flags, &args)
                 {
                     if spec.name == "exec" {

@@ -129,6 +129,15 @@ pub fn name_str(n: &Name) -> &str {
 }
 
 impl Cluster {
+    /// The cluster is up, this node serves all 16384 slots and none is
+    /// migrating or importing: a single-key command needs no redirection
+    /// check (the common case of a one-node cluster, the cost of cluster
+    /// mode on a single node).
+    #[inline]
+    pub fn serves_every_slot_stably(&self) -> bool {
+        self.ok && self.state.mine_all() && self.migrating.is_empty() && self.importing.is_empty()
+    }
+
     /// Loads `nodes.conf` or creates a new node (Redis's `clusterInit`).
     pub fn init(
         cfg: &crate::config::Config,
