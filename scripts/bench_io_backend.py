@@ -19,29 +19,16 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
-import time
-import socket
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, cpu_seconds, free_port  # noqa: E402
+from benchlib import ROOT, cpu_seconds, free_port, start_server  # noqa: E402
 
 DIRS = []
 
 
 def start(name, argv, port):
-    d = tempfile.mkdtemp(prefix=f"bench-{name}-")
-    DIRS.append(d)
     extra = ["--save", "", "--appendonly", "no", "--maxclients", "4096"]
-    p = subprocess.Popen(argv + ["--port", str(port), "--dir", d] + extra,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            return p
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"{name} did not start")
+    return start_server(name, argv + extra, port, DIRS)
 
 
 def bench(port, pid, test, clients, pipeline, n):

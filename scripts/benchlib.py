@@ -46,3 +46,22 @@ def cpu_seconds(pid):
 
 def cli(port, *args):
     return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True).stdout.strip()
+
+
+def start_server(name, argv, port, dirs, wait_s=10.0):
+    """Starts a server (`argv` plus --port and a fresh --dir, remembered in
+    `dirs`) and returns its process once the port accepts connections."""
+    import tempfile
+    import time
+    d = tempfile.mkdtemp(prefix=f"bench-{name}-")
+    dirs.append(d)
+    p = subprocess.Popen(argv + ["--port", str(port), "--dir", d],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + wait_s
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return p
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"{name} did not start")
