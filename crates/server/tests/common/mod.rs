@@ -196,6 +196,14 @@ impl ServerProcess {
                     break;
                 }
                 match answers_as(port, p.child.id()) {
+                    // Under FERROKV_TESTS_TRANSPORT=rdma the RDMA port was
+                    // picked free too, and may have been taken meanwhile (the
+                    // server then runs without its RDMA listener): another try.
+                    Some(true) if rdma && p.log().contains("can't listen on") => {
+                        let _ = p.child.kill();
+                        let _ = p.child.wait();
+                        break;
+                    }
                     Some(true) => return p,
                     // Another process holds the port (a free-port race with a
                     // server started at the same moment): try another port.
