@@ -180,16 +180,43 @@ pub struct Uring {
     cqes: Vec<(u64, i32, u32)>,
 }
 
-/// What made the backend unavailable, for the log line `auto` writes.
-pub fn probe() -> Result<(), String> {
-    IoUring::new(8)
-        .map(|_| ())
-        .map_err(|e| format!("io_uring_setup: {e}"))
+/// The running kernel's major and minor version (`uname -r`).
+fn kernel_version() -> Option<(u32, u32)> {
+    // SAFETY: `uname` fills the zeroed struct it is given.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return None;
+    }
+    let release: Vec<u8> = u
+        .release
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    parse_release(std::str::from_utf8(&release).ok()?)
+}
+
+/// `6.18.44-fc-v1147` → (6, 18).
+fn parse_release(r: &str) -> Option<(u32, u32)> {
+    let mut parts = r.split(|c: char| !c.is_ascii_digit());
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
 }
 
 impl Uring {
     /// A ring with its provided buffers registered, watching `epoll_fd`.
     pub fn new(epoll_fd: RawFd) -> io::Result<Uring> {
+        // Multishot receives are 6.0's (provided buffer rings 5.19's): an
+        // older kernel would fail every receive, so it gets no ring at all.
+        if let Some((major, minor)) = kernel_version() {
+            if (major, minor) < (6, 0) {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!("kernel {major}.{minor} has no multishot receive (6.0)"),
+                ));
+            }
+        }
         // One thread submits, and completions are processed only when it
         // enters the kernel to wait: fewer interruptions of the loop. Older
         // kernels without these get a plain ring.
@@ -875,6 +902,14 @@ impl crate::server::Server {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_releases_parse() {
+        assert_eq!(parse_release("6.18.44-fc-v1147"), Some((6, 18)));
+        assert_eq!(parse_release("5.15.0-91-generic"), Some((5, 15)));
+        assert_eq!(parse_release("6.0"), Some((6, 0)));
+        assert_eq!(parse_release("weird"), None);
+    }
 
     #[test]
     fn user_data_round_trips() {
