@@ -74,6 +74,11 @@ pub fn pump(srv: &mut Server, holder: Holder) {
         if !skip {
             serve(srv, &mut c, holder);
         }
+        // What an io_uring connection was given and the pump left unread:
+        // the loop reads it, since no new completion will say it is there.
+        if c.stream.as_ref().is_some_and(|s| s.has_landed()) {
+            srv.pending_reads.push(t);
+        }
         let pending = c.pending_output() > 0;
         let close = c.close_asap || (c.close_after_reply && !pending);
         if pending && !c.pending_write {
@@ -97,19 +102,6 @@ pub fn pump(srv: &mut Server, holder: Holder) {
         if let Err(e) = u.submit() {
             tracing::warn!("io_uring: {e}");
         }
-        // What a client was given and the pump left unread: the loop reads
-        // it, since no new completion will say it is there.
-        let left: Vec<usize> = srv
-            .clients
-            .iter()
-            .filter(|(_, c)| {
-                c.as_ref()
-                    .and_then(|c| c.stream.as_ref())
-                    .is_some_and(|s| s.has_landed())
-            })
-            .map(|(t, _)| t)
-            .collect();
-        srv.pending_reads.extend(left);
     }
 }
 

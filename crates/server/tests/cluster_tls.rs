@@ -11,7 +11,7 @@
 mod common;
 #[path = "common/pki.rs"]
 mod pki;
-use common::{wait_for, ServerProcess, FREE_PORT};
+use common::{free_port, wait_for, ServerProcess, FREE_PORT};
 use pki::{Pair, Pki};
 use std::io::{Read, Write};
 use std::process::Command;
@@ -21,14 +21,6 @@ struct TlsNode {
     tls_port: u16,
     /// ferrokv's /metrics port.
     metrics: u16,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn node(redis: bool, pki: &Pki, pair: &Pair) -> TlsNode {

@@ -86,11 +86,7 @@ fn refuse_io_uring() -> std::io::Result<()> {
 #[allow(clippy::zombie_processes)]
 fn start_without_io_uring(args: &[&str]) -> (Option<std::process::Child>, u16, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ferrokv-server"));
     cmd.args([

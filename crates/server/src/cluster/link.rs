@@ -11,74 +11,16 @@
 //! With `tls-cluster yes` every link is TLS, both ways, as Redis's: the
 //! links we open present `tls-client-cert-file` (or the server's pair)
 //! and check the peer's certificate against the CA and the address we
-//! dialled; the links we accept follow `tls-auth-clients`. The
-//! connection layer's `TlsStream` (`net/tls.rs`) carries the bytes.
+//! dialled; the links we accept follow `tls-auth-clients`. A link's
+//! bytes go through the connection layer's `Conn` (`Tcp` or `Tls`).
 
 use super::bus::{self, Name};
+use crate::net::conn::{Conn, Transport};
 use crate::net::tls::{TlsContext, TlsStream};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Registry, Token};
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
-
-/// A link's bytes: plain TCP, or TLS (`tls-cluster yes`).
-pub enum BusStream {
-    Plain(TcpStream),
-    Tls(Box<TlsStream>),
-}
-
-impl BusStream {
-    pub fn sock(&self) -> &TcpStream {
-        match self {
-            BusStream::Plain(s) => s,
-            BusStream::Tls(t) => &t.sock,
-        }
-    }
-
-    fn sock_mut(&mut self) -> &mut TcpStream {
-        match self {
-            BusStream::Plain(s) => s,
-            BusStream::Tls(t) => &mut t.sock,
-        }
-    }
-
-    /// Sends the ciphertext TLS still holds; `Ok(true)` when none is left.
-    fn drain(&mut self) -> io::Result<bool> {
-        match self {
-            BusStream::Plain(_) => Ok(true),
-            BusStream::Tls(t) => t.drain(),
-        }
-    }
-
-    pub fn is_tls(&self) -> bool {
-        matches!(self, BusStream::Tls(_))
-    }
-}
-
-impl Read for BusStream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            BusStream::Plain(s) => s.read(buf),
-            BusStream::Tls(t) => t.read(buf),
-        }
-    }
-}
-
-impl Write for BusStream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            BusStream::Plain(s) => s.write(buf),
-            BusStream::Tls(t) => t.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            BusStream::Plain(s) => s.flush(),
-            BusStream::Tls(t) => t.flush(),
-        }
-    }
-}
 
 /// Tokens of the bus: its listeners first, then the links.
 pub const TOKEN_BASE: usize = crate::net::rdma::PENDING_BASE - 70_000;
@@ -94,7 +36,7 @@ pub const MAX_MESSAGE: usize = 512 * 1024 * 1024 + 64 * 1024;
 pub const MAX_UNKNOWN_MESSAGE: usize = bus::HEADER_LEN + 10_000 * bus::GOSSIP_LEN + 64 * 1024;
 
 pub struct Link {
-    pub stream: BusStream,
+    pub stream: Conn,
     /// Outbound: the node we connected to.
     pub node: Option<Name>,
     /// Inbound: the node that announced itself on it.
@@ -119,12 +61,17 @@ impl Link {
         self.out.capacity()
     }
 
+    /// The link's socket (addresses, a pending connect's error).
+    pub fn sock(&self) -> socket2::SockRef<'_> {
+        socket2::SockRef::from(&self.stream)
+    }
+
     /// The local address of the socket (our ip as the peer sees it).
     pub fn local_ip(&self) -> Option<String> {
-        self.stream
-            .sock()
+        self.sock()
             .local_addr()
             .ok()
+            .and_then(|a| a.as_socket())
             .map(|a| a.ip().to_string())
     }
 }
@@ -215,9 +162,9 @@ impl Links {
                         continue;
                     }
                     let stream = match self.tls.as_ref().and_then(|t| t.server.clone()) {
-                        None => BusStream::Plain(stream),
+                        None => Conn::Tcp(stream),
                         Some(cfg) => match TlsStream::accept(stream, cfg) {
-                            Ok(t) => BusStream::Tls(Box::new(t)),
+                            Ok(t) => Conn::Tls(Box::new(t)),
                             Err(e) => {
                                 tracing::warn!("Error accepting TLS cluster link from {peer}: {e}");
                                 continue;
@@ -253,15 +200,15 @@ impl Links {
             return Err(io::Error::other("too many cluster bus links"));
         }
         let mut stream = match self.tls.as_ref().and_then(|t| t.client.clone()) {
-            None => BusStream::Plain(stream),
-            Some(cfg) => BusStream::Tls(Box::new(TlsStream::connect(
+            None => Conn::Tcp(stream),
+            Some(cfg) => Conn::Tls(Box::new(TlsStream::connect(
                 stream,
                 &addr.ip().to_string(),
                 cfg,
             )?)),
         };
         registry.register(
-            stream.sock_mut(),
+            &mut stream,
             Self::token(id),
             Interest::READABLE | Interest::WRITABLE,
         )?;
@@ -317,11 +264,11 @@ impl Links {
             return Event::Closed;
         }
         if l.connecting && (writable || readable) {
-            match l.stream.sock().take_error() {
+            match l.sock().take_error() {
                 Ok(None) => {}
                 _ => return Event::Closed,
             }
-            match l.stream.sock().peer_addr() {
+            match l.sock().peer_addr() {
                 Ok(_) => l.connecting = false,
                 Err(e) if e.kind() == io::ErrorKind::NotConnected => {
                     return Event::Messages(Vec::new())
@@ -329,7 +276,7 @@ impl Links {
                 Err(_) => return Event::Closed,
             }
         }
-        if writable && (l.pending_out() > 0 || l.stream.is_tls()) {
+        if writable && (l.pending_out() > 0 || l.stream.transport() == Transport::Tls) {
             l.flush();
             if l.closed {
                 return Event::Closed;
@@ -380,7 +327,7 @@ impl Links {
         }
         let mut l = self.links.remove(id);
         if let Some(r) = registry {
-            let _ = r.deregister(l.stream.sock_mut());
+            let _ = r.deregister(&mut l.stream);
         }
         if let Some(n) = l.node {
             if self.outbound.get(&n) == Some(&id) {
@@ -432,7 +379,7 @@ impl Links {
 
 impl Link {
     fn new(
-        stream: BusStream,
+        stream: Conn,
         node: Option<Name>,
         peer: Option<SocketAddr>,
         now: u64,

@@ -200,7 +200,13 @@ fn sender_ip(cl: &Cluster, id: usize, h: &bus::Header) -> String {
     cl.links
         .links
         .get(id)
-        .and_then(|l| l.stream.sock().peer_addr().ok().or(l.peer))
+        .and_then(|l| {
+            l.sock()
+                .peer_addr()
+                .ok()
+                .and_then(|a| a.as_socket())
+                .or(l.peer)
+        })
         .map(|a| a.ip().to_string())
         .unwrap_or_default()
 }

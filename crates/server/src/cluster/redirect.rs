@@ -193,12 +193,6 @@ pub fn check(
         && cl.migrating.is_empty()
         && cl.importing.is_empty()
     {
-        // One key, and every slot ours: served here whatever the key (no
-        // cross-slot case), so nothing to read or hash. (`Server::execute`
-        // makes this test itself before calling here.)
-        if route.single_key() && cl.state.mine_all() {
-            return Ok(());
-        }
         if let Some(served) = served_here(cl, keys_by_route(route, spec, *args)) {
             return served;
         }
@@ -423,8 +417,8 @@ mod tests {
                 by_specs.sort();
                 by_specs.dedup();
                 assert_eq!(by_route, by_specs, "{} with {n} arguments", spec.name);
-                // The single-key shortcut of `check` holds only for routes
-                // that name one key at most.
+                // The single-key shortcut of `Server::execute` holds only
+                // for routes that name one key at most.
                 if let Route::Fixed(f, l, _) = *route {
                     if f == l && f > 0 {
                         assert!(by_specs.len() <= 1, "{} with {n} arguments", spec.name);

@@ -243,17 +243,14 @@ impl Reactor {
                     }
                 }
             }
-            if let Some(u) = self.srv.uring.as_mut() {
-                let ready = std::mem::take(&mut u.ready);
-                for &t in &ready {
-                    self.handle_readable(t);
-                }
-                if let Some(u) = self.srv.uring.as_mut() {
-                    if u.ready.is_empty() {
-                        u.ready = ready;
-                        u.ready.clear();
-                    }
-                }
+            // io_uring connections whose receives completed.
+            let ready = self
+                .srv
+                .uring
+                .as_mut()
+                .map(|u| std::mem::take(&mut u.ready));
+            for t in ready.into_iter().flatten() {
+                self.handle_readable(t);
             }
             for t in std::mem::take(&mut self.srv.pending_reads) {
                 self.handle_readable(t);
@@ -1003,13 +1000,10 @@ impl Server {
                 }
                 (_, s) => s,
             };
-            let on_ring = matches!(stream, Conn::Uring(..));
             let mut client = Client::new(id, stream, addr, local, &mut self.pool, authenticated);
             client.token = token;
-            if on_ring {
-                entry.insert(Some(Box::new(client)));
-                continue;
-            }
+            // (A connection on the ring registers nothing: its receive is
+            // armed already.)
             if let Err(e) = registry.register(
                 client.stream.as_mut().expect("a connection has a socket"),
                 Token(token),

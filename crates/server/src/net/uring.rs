@@ -85,7 +85,7 @@ fn user_data(kind: u64, token: usize, gen: u32) -> u64 {
 }
 
 /// A completion's parts: (kind, token, generation).
-pub fn split(ud: u64) -> (u64, usize, u32) {
+fn split(ud: u64) -> (u64, usize, u32) {
     (
         ud & 0xff,
         ((ud >> 8) & 0xff_ffff) as usize,
@@ -246,13 +246,14 @@ impl Uring {
             // buffers in turn, so all of them become resident soon anyway,
             // and the backend's fixed cost (4 MB) shows at start, not as
             // growth under the first load.
-            let b = std::alloc::alloc_zeroed(buf_layout);
+            let b = std::alloc::alloc(buf_layout);
             if e.is_null() || b.is_null() {
                 return Err(io::Error::new(
                     io::ErrorKind::OutOfMemory,
                     "io_uring buffers",
                 ));
             }
+            std::ptr::write_bytes(b, 0, buf_layout.size());
             (e, b)
         };
         // SAFETY: `entries` is page aligned, `BUF_COUNT` long, and lives
@@ -310,7 +311,6 @@ impl Uring {
             queue: VecDeque::new(),
             armed: false,
             cancelling: false,
-            queued: 0,
             parked: false,
             more: false,
             eof: false,
@@ -367,7 +367,7 @@ impl Uring {
     }
 
     fn push_staged(&mut self) -> io::Result<()> {
-        let staged = std::mem::take(&mut self.shared.borrow_mut().staged);
+        let mut staged = std::mem::take(&mut self.shared.borrow_mut().staged);
         for e in &staged {
             // SAFETY: every entry's memory (a send's buffer, a receive's
             // provided buffers) outlives its operation, as the module
@@ -378,12 +378,9 @@ impl Uring {
                 self.shared.borrow_mut().stats.enters += 1;
             }
         }
-        let mut s = self.shared.borrow_mut();
-        let mut staged = staged;
+        // (Nothing stages while this runs: the vector is given back.)
         staged.clear();
-        if s.staged.is_empty() {
-            s.staged = staged;
-        }
+        self.shared.borrow_mut().staged = staged;
         Ok(())
     }
 
@@ -403,7 +400,7 @@ impl Uring {
     /// A completion that is not a connection's: the epoll watch, a
     /// cancellation, or the send of a closed connection. True when it was
     /// one of those (handled here).
-    pub fn handle_own(&mut self, ud: u64, res: i32, flags: u32) -> bool {
+    pub fn handle_own(&mut self, ud: u64, flags: u32) -> bool {
         let (kind, _, _) = split(ud);
         match kind {
             KIND_EPOLL => {
@@ -420,10 +417,7 @@ impl Uring {
                 s.graveyard.remove(&ud).is_some()
             }
             KIND_RECV => false,
-            _ => {
-                let _ = res;
-                true
-            }
+            _ => true,
         }
     }
 
@@ -463,8 +457,6 @@ pub struct UringConn {
     armed: bool,
     /// Its cancellation is on the way.
     cancelling: bool,
-    /// Bytes in `queue` not yet read.
-    queued: usize,
     /// Taken out of the loop (a replica's socket lent to its sender
     /// thread): no receive is armed until it is registered again.
     parked: bool,
@@ -497,6 +489,27 @@ impl UringConn {
         self.shared.borrow_mut().stage(e);
     }
 
+    /// Cancels the multishot receive (its last completion, without
+    /// `IORING_CQE_F_MORE`, says when it ended).
+    fn cancel_recv(&mut self) {
+        if !self.armed || self.cancelling {
+            return;
+        }
+        self.cancelling = true;
+        let e = opcode::AsyncCancel::new(user_data(KIND_RECV, self.token, self.gen))
+            .build()
+            .user_data(user_data(KIND_CANCEL, self.token, self.gen));
+        self.shared.borrow_mut().stage(e);
+    }
+
+    /// Received bytes not yet read.
+    fn queued(&self) -> usize {
+        self.queue
+            .iter()
+            .map(|&(_, len, off)| (len - off) as usize)
+            .sum()
+    }
+
     /// A receive completed: a buffer of the multishot receive, or its end
     /// (no `IORING_CQE_F_MORE`: the stream ended or failed, the buffer ring
     /// ran dry, or we cancelled it).
@@ -510,21 +523,15 @@ impl UringConn {
             match bid {
                 Some(bid) => {
                     self.queue.push_back((bid, res as u32, 0));
-                    self.queued += res as usize;
                     if !self.armed {
                         // It ended after this buffer: the socket may have more.
                         self.more = true;
-                    } else if self.queued > MAX_QUEUED && !self.cancelling {
+                    } else if self.queued() > MAX_QUEUED {
                         // Not being read as fast as it arrives (a client paused
                         // on its replies, or a large bulk): stop the receive,
                         // so TCP holds the client back; the reader goes on
                         // from the socket itself when it has read this.
-                        self.cancelling = true;
-                        let e =
-                            opcode::AsyncCancel::new(user_data(KIND_RECV, self.token, self.gen))
-                                .build()
-                                .user_data(user_data(KIND_CANCEL, self.token, self.gen));
-                        self.shared.borrow_mut().stage(e);
+                        self.cancel_recv();
                     }
                 }
                 None => self.error = Some(io::Error::other("a receive completed without a buffer")),
@@ -659,7 +666,6 @@ impl UringConn {
             let left = (front.1 - front.2) as usize;
             let take = left.min(n);
             front.2 += take as u32;
-            self.queued -= take;
             n -= take;
             if front.2 == front.1 {
                 let bid = front.0;
@@ -685,11 +691,17 @@ impl UringConn {
         self.queue.is_empty() && (self.eof || self.error.is_some() || (self.more && !self.armed))
     }
 
-    /// Taken out of the loop (`deregister`), or back in (`register`).
+    /// Taken out of the loop (`deregister`: its receive is cancelled, as
+    /// an epoll socket taken out of the set is no longer read), or back in
+    /// (`register`: armed again once what it holds is read).
     pub fn park(&mut self, parked: bool) {
         self.parked = parked;
-        if !parked && self.queue.is_empty() {
-            self.more = true;
+        if parked {
+            self.cancel_recv();
+        } else {
+            // A receive armed now brings whatever came meanwhile.
+            self.more = false;
+            self.drained();
         }
     }
 
@@ -811,16 +823,10 @@ impl Drop for UringConn {
     /// send's completion (the socket itself closes when the kernel lets go
     /// of it).
     fn drop(&mut self) {
+        self.cancel_recv();
         let mut s = self.shared.borrow_mut();
-        self.queued = 0;
         for (bid, _, _) in self.queue.drain(..) {
             s.recycle(bid);
-        }
-        if self.armed {
-            let e = opcode::AsyncCancel::new(user_data(KIND_RECV, self.token, self.gen))
-                .build()
-                .user_data(user_data(KIND_CANCEL, self.token, self.gen));
-            s.stage(e);
         }
         if let Some((buf, _)) = self.sending.take() {
             let ud = user_data(KIND_SEND, self.token, self.gen);
@@ -849,26 +855,25 @@ impl crate::server::Server {
             let Some(u) = self.uring.as_mut() else {
                 break;
             };
-            if u.handle_own(ud, res, flags) {
+            if u.handle_own(ud, flags) {
                 continue;
             }
             let (kind, token, gen) = split(ud);
-            let conn = match self.clients.get_mut(token) {
+            // Its connection, unless it closed (the slot empty, or another
+            // connection's now).
+            let live = match self.clients.get_mut(token) {
                 Some(Some(c)) => match c.stream.as_mut() {
                     Some(crate::net::conn::Conn::Uring(conn, _)) if conn.generation() == gen => {
-                        Some(c)
+                        Some((c.id, &mut c.pending_write, conn))
                     }
                     _ => None,
                 },
                 _ => None,
             };
-            let Some(c) = conn else {
+            let Some((id, pending_write, conn)) = live else {
                 if kind == KIND_RECV {
                     u.orphan_recv(flags);
                 }
-                continue;
-            };
-            let Some(crate::net::conn::Conn::Uring(conn, _)) = c.stream.as_mut() else {
                 continue;
             };
             if kind == KIND_RECV {
@@ -882,9 +887,8 @@ impl crate::server::Server {
                 // Its next flush reports the error and the client closes.
                 SendDone::Failed => (0, true),
             };
-            let id = c.id;
-            if queue && !c.pending_write {
-                c.pending_write = true;
+            if queue && !*pending_write {
+                *pending_write = true;
                 self.pending_writes.push(token);
             }
             if self.repl.is_replica_client(id) {

@@ -93,7 +93,8 @@ pub struct ServerProcess {
     command: (String, Vec<String>),
 }
 
-fn free_port() -> u16 {
+/// A port free on 127.0.0.1 now (it may be taken again before use).
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
