@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, cpu_seconds, free_port, start_server  # noqa: E402
+from benchlib import ROOT, free_port, redis_benchmark, start_server  # noqa: E402
 
 DIRS = []
 
@@ -29,19 +29,6 @@ DIRS = []
 def start(name, argv, port):
     extra = ["--save", "", "--appendonly", "no", "--maxclients", "4096"]
     return start_server(name, argv + extra, port, DIRS)
-
-
-def bench(port, pid, test, clients, pipeline, n):
-    c0 = cpu_seconds(pid)
-    out = subprocess.run(
-        ["redis-benchmark", "-p", str(port), "-t", test, "-n", str(n), "-r", "100000",
-         "-c", str(clients), "-P", str(pipeline), "-d", "32", "--csv"],
-        capture_output=True, text=True, check=True).stdout
-    c1 = cpu_seconds(pid)
-    line = [l for l in out.splitlines() if l.startswith('"' + test.upper())][0]
-    f = [x.strip('"') for x in line.split(",")]
-    # "test","rps","avg_latency_ms","min_latency_ms","p50","p95","p99","max"
-    return float(f[1]), (c1 - c0) / n * 1e6, float(f[6])
 
 
 def main():
@@ -70,7 +57,7 @@ def main():
                 n = a.requests * (4 if pipeline == 16 else 1)
                 for name in order:
                     port, proc = servers[name]
-                    rps, us, p99 = bench(port, proc.pid, test, clients, pipeline, n)
+                    rps, us, p99 = redis_benchmark(port, proc.pid, test, clients, pipeline, n, 100_000)
                     results.setdefault((clients, pipeline, test, name), []).append((rps, us, p99))
                     print(f"round {rnd} {test} -c {clients} -P {pipeline} {name}: {rps:,.0f} req/s, "
                           f"{us:.3f} us CPU/req, p99 {p99:.3f} ms", file=sys.stderr)

@@ -21,45 +21,26 @@ then the resident set size of each process.
 import argparse
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, cli, cpu_seconds, free_port, rss_bytes  # noqa: E402
+from benchlib import ROOT, cli, free_port, redis_benchmark, rss_bytes, start_server  # noqa: E402
 
 
 DIRS = []
 
 
 def start(name, argv, port):
-    d = tempfile.mkdtemp(prefix=f"bench-{name}-")
-    DIRS.append(d)
-    p = subprocess.Popen(argv + ["--port", str(port), "--dir", d, "--save", "", "--appendonly", "no"]
-                         if name == "redis" else argv + ["--port", str(port), "--dir", d],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            return p
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"{name} did not start")
+    extra = ["--save", "", "--appendonly", "no"] if name == "redis" else []
+    return start_server(name, argv + extra, port, DIRS)
 
 
 def bench(port, pid, test, clients, pipeline, n):
-    c0 = cpu_seconds(pid)
-    out = subprocess.run(
-        ["redis-benchmark", "-p", str(port), "-t", test, "-n", str(n), "-r", "1000000",
-         "-c", str(clients), "-P", str(pipeline), "-d", "32", "--csv"],
-        capture_output=True, text=True, check=True).stdout
-    c1 = cpu_seconds(pid)
-    line = [l for l in out.splitlines() if l.startswith('"' + test.upper())][0]
-    rps = float(line.split(",")[1].strip('"'))
-    return rps, (c1 - c0) / n * 1e6
+    rps, us, _ = redis_benchmark(port, pid, test, clients, pipeline, n, 1_000_000)
+    return rps, us
 
 
 def load_keys(port, n):

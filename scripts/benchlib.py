@@ -65,3 +65,18 @@ def start_server(name, argv, port, dirs, wait_s=10.0):
         except OSError:
             time.sleep(0.05)
     raise SystemExit(f"{name} did not start")
+
+
+def redis_benchmark(port, pid, test, clients, pipeline, n, keyspace, size=32):
+    """One `redis-benchmark --csv` run of `test` against the server `pid`
+    on `port`: (requests/s, the server's CPU µs per request, p99 ms)."""
+    c0 = cpu_seconds(pid)
+    out = subprocess.run(
+        ["redis-benchmark", "-p", str(port), "-t", test, "-n", str(n), "-r", str(keyspace),
+         "-c", str(clients), "-P", str(pipeline), "-d", str(size), "--csv"],
+        capture_output=True, text=True, check=True).stdout
+    c1 = cpu_seconds(pid)
+    line = [l for l in out.splitlines() if l.startswith('"' + test.upper())][0]
+    # "test","rps","avg_latency_ms","min_latency_ms","p50","p95","p99","max"
+    f = [x.strip('"') for x in line.split(",")]
+    return float(f[1]), (c1 - c0) / n * 1e6, float(f[6])
