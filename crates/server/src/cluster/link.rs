@@ -264,16 +264,27 @@ impl Links {
             return Event::Closed;
         }
         if l.connecting && (writable || readable) {
+            // A refused or failed connect is marked closed here, so the
+            // loop frees it and the cron dials again: edge-triggered
+            // readiness reports it once, and a link left "connecting"
+            // would queue every later message (a failover vote among
+            // them) for a peer that never gets it.
             match l.sock().take_error() {
                 Ok(None) => {}
-                _ => return Event::Closed,
+                _ => {
+                    l.closed = true;
+                    return Event::Closed;
+                }
             }
             match l.sock().peer_addr() {
                 Ok(_) => l.connecting = false,
                 Err(e) if e.kind() == io::ErrorKind::NotConnected => {
                     return Event::Messages(Vec::new())
                 }
-                Err(_) => return Event::Closed,
+                Err(_) => {
+                    l.closed = true;
+                    return Event::Closed;
+                }
             }
         }
         if writable && (l.pending_out() > 0 || l.stream.transport() == Transport::Tls) {
@@ -465,5 +476,46 @@ impl Link {
         }
         // (Links are registered for both directions: with edge-triggered
         // readiness, a link with bytes left is woken when room comes.)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A dial to a port nobody listens on is reported once (edge-triggered);
+    /// the link must then be marked closed so that it is freed and dialled
+    /// again, not left "connecting" with every later message queued on it.
+    #[test]
+    fn a_refused_connect_marks_the_link_closed() {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let mut poll = mio::Poll::new().unwrap();
+        let mut links = Links::default();
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        let id = match links.connect([7u8; 40], addr, poll.registry(), 0) {
+            Ok(id) => id,
+            // Refused at once by connect(2): nothing is left to free.
+            Err(_) => return,
+        };
+        links.send(id, b"queued while connecting", 0);
+        let mut events = mio::Events::with_capacity(8);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !links.links[id].closed {
+            assert!(std::time::Instant::now() < deadline, "no event closed it");
+            poll.poll(&mut events, Some(Duration::from_millis(100)))
+                .unwrap();
+            for ev in events.iter() {
+                assert_eq!(Links::id_of(ev.token().0), id);
+                let r = ev.is_readable() || ev.is_read_closed() || ev.is_error();
+                let _ = links.event(id, r, ev.is_writable());
+            }
+        }
+        assert_eq!(links.closed(), vec![id]);
+        links.free(id, Some(poll.registry()));
+        assert_eq!(links.outbound_of(&[7u8; 40]), None);
     }
 }
