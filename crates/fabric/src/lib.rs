@@ -37,6 +37,7 @@
 //! connection     blocking helpers: Listener::accept, connect -> Connection
 //! private_data   RingDescriptor / AcceptDescriptor (≤ 55 bytes)
 //! stream         Stream: a duplex byte stream (rings both ways, cumulative credits)
+//! tune           Tuner: online hill climb with confidence bounds over a grid of RDMA knobs
 //! ```
 //!
 //! # A transfer (replica = connector and ring owner, master = listener and writer)
@@ -76,6 +77,7 @@ mod info;
 mod library;
 pub mod private_data;
 pub mod stream;
+pub mod tune;
 #[allow(clippy::all, clippy::pedantic, unsafe_op_in_unsafe_fn)]
 pub mod sys;
 

@@ -1,0 +1,1 @@
+//! Online tuner (placeholder).
