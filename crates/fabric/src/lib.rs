@@ -77,9 +77,9 @@ mod info;
 mod library;
 pub mod private_data;
 pub mod stream;
-pub mod tune;
 #[allow(clippy::all, clippy::pedantic, unsafe_op_in_unsafe_fn)]
 pub mod sys;
+pub mod tune;
 
 pub use connection::{connect, Connection, Listener};
 pub use domain::{Access, Completion, CompletionKind, CompletionQueue, Domain, MemoryRegion};
