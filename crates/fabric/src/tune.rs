@@ -1350,7 +1350,9 @@ mod tests {
             }
             // One re-check per 16 windows, each at most a trial long.
             assert!(away <= 100 / 16 * 2, "seed {seed}: {away} windows away");
-            assert_eq!(tuner.current(), &settled, "seed {seed}: did not return");
+            // A re-check under way at the end returns within a trial's length.
+            let back = run(&mut tuner, unimodal, &mut rng, 0.08, 4);
+            assert!(back.contains(&settled), "seed {seed}: did not return");
         }
     }
 
@@ -1416,10 +1418,17 @@ mod tests {
             let mut warm = Tuner::load(space(u64::MAX), &text, TunerConfig::default())
                 .expect("own text loads");
             assert_eq!(warm.current(), &best, "seed {seed}");
-            let trace = run(&mut warm, unimodal, &mut rng, 0.08, 3);
+            // Re-confirming may cost a trial of a neighbour measured once before the save.
+            for _ in 0..6 {
+                run(&mut warm, unimodal, &mut rng, 0.08, 1);
+                assert_eq!(incumbent(&warm), best, "seed {seed}");
+            }
             assert!(warm.report().converged, "seed {seed}: {:?}", warm.report());
-            assert!(trace.iter().all(|s| *s == best), "seed {seed}: {trace:?}");
-            assert_eq!(incumbent(&warm), best);
+            assert!(
+                warm.report().explorations <= 3,
+                "seed {seed}: {:?}",
+                warm.report()
+            );
             // The saved text of a loaded tuner loads again.
             assert!(Tuner::load(space(u64::MAX), &warm.save(), TunerConfig::default()).is_ok());
         }
