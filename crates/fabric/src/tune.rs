@@ -1367,8 +1367,11 @@ mod tests {
                 .space()
                 .allowed(&best_allowed(&space(u64::MAX), unimodal)));
             let mut rng = SmallRng::seed_from_u64(seed);
-            // `run` asserts that every proposed setting is allowed.
-            run(&mut tuner, unimodal, &mut rng, 0.08, 150);
+            // `run` asserts `allowed`; check the budget itself as well.
+            for setting in run(&mut tuner, unimodal, &mut rng, 0.08, 150) {
+                let values = tuner.space().values(&setting).expect("on grid");
+                assert!(pinned_bytes(&values) <= budget, "seed {seed}: {values:?}");
+            }
             assert_eq!(incumbent(&tuner), best, "seed {seed}: {:?}", tuner.report());
         }
     }
