@@ -20,18 +20,21 @@
 //! * **Scores in log space.** Everything is compared on ln(objective), so noise is relative
 //!   (±8% is ±8% at any throughput) and margins are ratios. A setting's *optimistic bound* is
 //!   its mean + c·σ/√n (σ: noise pooled over all settings); an unmeasured neighbour's is the
-//!   incumbent's mean plus the model's predicted gain plus a fixed exploration bonus.
+//!   incumbent's mean plus the model's predicted gain (+ c of its standard deviations, so a
+//!   direction never varied stays worth a try) plus a fixed exploration bonus.
 //! * **Hysteresis.** A neighbour is tried only when its optimistic bound beats the incumbent's
 //!   mean by more than the margin (3%), and replaces the incumbent only when its *mean* beats
 //!   the incumbent's by the margin plus z standard errors of the difference. Noise alone then
 //!   rarely moves it, and a setting it left is not re-tried unless it looks clearly better.
+//!   When the incumbent's own few windows are what blocks the test, the trial alternates
+//!   with windows on the incumbent (a race).
 //! * **Convergence.** A trial lasts until the neighbour is adopted, cannot beat the incumbent
 //!   any more, or has `settle_samples` windows. When no neighbour can beat the incumbent the
-//!   tuner is converged: it stays (exploits) and re-checks one neighbour every
+//!   tuner is converged: it stays (exploits) and re-checks the least measured neighbour every
 //!   `recheck_every` windows, so drift (means forget after `memory` windows) is noticed.
 //! * **Guard rail.** A trial window below `guard_ratio` × the defaults' mean sends it back to
 //!   the incumbent at once and rejects that neighbour for `reject_windows` windows; neighbours
-//!   the model predicts below that line are not tried at all. Trials per transfer are capped
+//!   the model is sure are below that line (even optimistically) are not tried at all. Trials per transfer are capped
 //!   by an exploration budget.
 //!
 //! The model is a ridge regression fitted by recursive least squares on ln(objective) over
