@@ -1056,9 +1056,10 @@ impl Saved {
                 space.params.len()
             )));
         }
-        let baseline = baseline.ok_or_else(|| corrupt(0, "no baseline line"))?;
+        let end = text.lines().count();
+        let baseline = baseline.ok_or_else(|| corrupt(end, "no baseline line"))?;
         let (updates, misfit, context, weights) =
-            model.ok_or_else(|| corrupt(0, "no model line"))?;
+            model.ok_or_else(|| corrupt(end, "no model line"))?;
         Ok(Saved {
             baseline,
             stats,
