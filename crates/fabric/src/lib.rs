@@ -37,6 +37,7 @@
 //! connection     blocking helpers: Listener::accept, connect -> Connection
 //! private_data   RingDescriptor / AcceptDescriptor (≤ 55 bytes)
 //! stream         Stream: a duplex byte stream (rings both ways, cumulative credits)
+//! tune           Tuner: online hill climb with confidence bounds over a grid of RDMA knobs
 //! ```
 //!
 //! # A transfer (replica = connector and ring owner, master = listener and writer)
@@ -78,6 +79,7 @@ pub mod private_data;
 pub mod stream;
 #[allow(clippy::all, clippy::pedantic, unsafe_op_in_unsafe_fn)]
 pub mod sys;
+pub mod tune;
 
 pub use connection::{connect, Connection, Listener};
 pub use domain::{Access, Completion, CompletionKind, CompletionQueue, Domain, MemoryRegion};
