@@ -88,7 +88,7 @@ pub use error::{CompletionError, EventError, FabricError, Result};
 pub use fabric::{close_failures, CmEvent, ConnectionRequest, EventQueue, Fabric, Waitable};
 pub use info::{Hints, Info, Requirements, PROVIDER_ENV};
 pub use library::{Library, DEFAULT_LIBRARY, LIBRARY_ENV};
-pub use private_data::{AcceptDescriptor, RingDescriptor, MAX_PRIVATE_DATA};
+pub use private_data::{AcceptDescriptor, RingDescriptor, MAX_LANES, MAX_PRIVATE_DATA};
 pub use stream::{
     PendingStream, RingPool, RingPoolStats, Stream, StreamConfig, StreamStats, WriteLatency,
     STREAM_TOKEN, WRITE_LATENCY_BOUNDS_USEC,

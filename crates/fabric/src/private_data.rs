@@ -6,7 +6,7 @@
 //! a version, stay within [`MAX_PRIVATE_DATA`], and decoding ignores trailing bytes.
 //!
 //! ```text
-//! RingDescriptor (45 bytes)                 AcceptDescriptor (25 bytes)
+//! RingDescriptor (47 bytes)                 AcceptDescriptor (25 bytes)
 //!   0  magic  "FKVR"                          0  magic  "FKVA"
 //!   4  version 1                              4  version 1
 //!   5  addr   u64  remote address of slot 0   5  token  [u8; 16]  echo of the ring's token
@@ -14,10 +14,19 @@
 //!  21  slots  u32  K
 //!  25  slot_size u32  C bytes
 //!  29  token  [u8; 16]  one-time token issued on the TCP link
+//!  45  lane   u8   which of the sync's endpoints this is (0-based)
+//!  46  lanes  u8   how many endpoints the sync uses (1..=MAX_LANES)
 //! ```
+//!
+//! A full sync may run over several endpoints at once (`rdma-sync-endpoints`): each connects
+//! with the same token, its own ring and its index; chunk `g` of the file goes to lane
+//! `g mod lanes`. A stream (one endpoint) is lane 0 of 1.
 
 /// The most connection private data any supported provider carries (verbs: 56 minus one).
 pub const MAX_PRIVATE_DATA: usize = 55;
+
+/// The most endpoints one full sync may use.
+pub const MAX_LANES: u8 = 16;
 
 const RING_MAGIC: &[u8; 4] = b"FKVR";
 const ACCEPT_MAGIC: &[u8; 4] = b"FKVA";
@@ -62,11 +71,15 @@ pub struct RingDescriptor {
     pub slot_size: u32,
     /// One-time token the master issued on the TCP link; it rejects any other.
     pub token: [u8; 16],
+    /// This endpoint's index among the sync's endpoints.
+    pub lane: u8,
+    /// The sync's endpoints (1 for a single connection or a stream).
+    pub lanes: u8,
 }
 
 impl RingDescriptor {
     /// Encoded length.
-    pub const LEN: usize = 45;
+    pub const LEN: usize = 47;
 
     /// Remote address of slot `i`.
     pub fn slot_addr(&self, i: u32) -> u64 {
@@ -83,6 +96,8 @@ impl RingDescriptor {
         out[21..25].copy_from_slice(&self.slots.to_le_bytes());
         out[25..29].copy_from_slice(&self.slot_size.to_le_bytes());
         out[29..45].copy_from_slice(&self.token);
+        out[45] = self.lane;
+        out[46] = self.lanes;
         out
     }
 
@@ -95,7 +110,14 @@ impl RingDescriptor {
             slots: u32::from_le_bytes(data[21..25].try_into().unwrap()),
             slot_size: u32::from_le_bytes(data[25..29].try_into().unwrap()),
             token: data[29..45].try_into().unwrap(),
+            lane: data[45],
+            lanes: data[46],
         };
+        if ring.lanes == 0 || ring.lanes > MAX_LANES || ring.lane >= ring.lanes {
+            return Err(PrivateDataError::InvalidRing(
+                "lane outside the sync's endpoints",
+            ));
+        }
         if ring.slots == 0 {
             return Err(PrivateDataError::InvalidRing("zero slots"));
         }
@@ -172,6 +194,8 @@ mod tests {
             slots: 16,
             slot_size: 1 << 20,
             token: *b"0123456789abcdef",
+            lane: 1,
+            lanes: 3,
         }
     }
 
@@ -205,14 +229,15 @@ mod tests {
         assert_eq!(bytes[5..13], 0x7f12_3456_7000u64.to_le_bytes());
         assert_eq!(bytes[21..25], 16u32.to_le_bytes());
         assert_eq!(&bytes[29..45], b"0123456789abcdef");
+        assert_eq!(bytes[45..47], [1, 3]);
     }
 
     #[test]
     fn truncated_ring_descriptor_is_rejected() {
         let bytes = ring().encode();
         assert_eq!(
-            RingDescriptor::decode(&bytes[..44]),
-            Err(PrivateDataError::TooShort { got: 44, need: 45 })
+            RingDescriptor::decode(&bytes[..46]),
+            Err(PrivateDataError::TooShort { got: 46, need: 47 })
         );
     }
 
@@ -252,6 +277,17 @@ mod tests {
         let mut r = ring();
         r.slot_size = 0;
         assert!(RingDescriptor::decode(&r.encode()).is_err());
+        for (lane, lanes) in [(0, 0), (3, 3), (0, MAX_LANES + 1)] {
+            let mut r = ring();
+            r.lane = lane;
+            r.lanes = lanes;
+            assert_eq!(
+                RingDescriptor::decode(&r.encode()),
+                Err(PrivateDataError::InvalidRing(
+                    "lane outside the sync's endpoints"
+                ))
+            );
+        }
         let mut r = ring();
         r.addr = u64::MAX - 10;
         assert_eq!(

@@ -285,6 +285,8 @@ impl Rings {
             slots: config.slots,
             slot_size: config.slot_size,
             token: STREAM_TOKEN,
+            lane: 0,
+            lanes: 1,
         }
     }
 }

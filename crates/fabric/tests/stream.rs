@@ -263,6 +263,8 @@ fn a_connection_that_is_not_a_stream_is_rejected() {
             slots: 8,
             slot_size: 4096,
             token: *b"one-time-token!!",
+            lane: 0,
+            lanes: 1,
         };
         let a = ferrokv_fabric::connect(&lib2, PROVIDER, addr, &sync.encode(), 64, SETUP_TIMEOUT);
         let b =

@@ -318,6 +318,8 @@ fn connection_with_an_unknown_token_is_rejected() {
         slots: 1,
         slot_size: 4096,
         token: *b"not-a-real-token",
+        lane: 0,
+        lanes: 1,
     };
     let res = ferrokv_fabric::connect(
         &lib,
@@ -652,4 +654,83 @@ fn a_full_sync_over_an_rdma_connection_needs_capa_rdma() {
         .query(&mut tcp)
         .unwrap();
     assert_eq!(endpoint_reply, endpoint);
+}
+
+/// The replica's installed snapshot file (renamed from its temp file).
+fn snapshot_bytes(p: &ServerProcess) -> Vec<u8> {
+    std::fs::read(p.dir.path().join("dump.rdb")).expect("a dump.rdb")
+}
+
+#[test]
+fn a_full_sync_over_one_two_and_four_endpoints_is_byte_exact() {
+    let master = rdma_master(&[]);
+    fill_dataset(&master, 3000, true, types_of(&master));
+    for n in [1, 2, 4] {
+        // 256 KiB chunks: ~220 of them, spread over the endpoints.
+        let replica = rdma_replica(&[
+            "--rdma-sync-endpoints",
+            &n.to_string(),
+            "--rdma-chunk-size",
+            "256kb",
+        ]);
+        replicaof(&replica, &master);
+        wait_converged(&master, &replica, 60);
+        assert_eq!(num(&replica, "rdma", "rdma_syncs_done"), 1, "{n} endpoints");
+        assert_eq!(
+            num(&replica, "rdma", "rdma_fallbacks"),
+            0,
+            "{}",
+            replica.log()
+        );
+        assert_eq!(num(&replica, "rdma", "rdma_last_sync_endpoints"), n);
+        assert_eq!(num(&master, "rdma", "rdma_last_sync_endpoints"), n);
+        // Every byte: the file the replica installed is the master's
+        // snapshot, byte for byte (its CRC64 was checked on the way too).
+        let (mine, theirs) = (snapshot_bytes(&replica), snapshot_bytes(&master));
+        assert_eq!(mine.len(), theirs.len(), "{n} endpoints");
+        assert!(mine == theirs, "{n} endpoints: the files differ");
+        assert!(
+            replica
+                .log()
+                .contains(&format!("over RDMA ({n} endpoint(s)")),
+            "{}",
+            replica.log()
+        );
+        wait_for("the master to release every endpoint", 20, || {
+            (num(&master, "rdma", "rdma_transfers_in_flight") == 0).then_some(())
+        });
+    }
+    assert_eq!(num(&master, "rdma", "rdma_syncs_done"), 3);
+}
+
+#[test]
+fn one_endpoint_dying_mid_transfer_fails_the_whole_sync_and_the_retry_goes_over_tcp() {
+    let master = rdma_master(&[
+        "--rdma-chunk-delay-us",
+        "20000",
+        "--rdma-debug-drop-endpoint",
+        "1",
+    ]);
+    fill_dataset(&master, 100, true, types_of(&master));
+    let replica = rdma_replica(&["--rdma-sync-endpoints", "3"]);
+    let mut c = old_data_then_sync_until_transferring(&replica, &master);
+    wait_for("the sync to fail", 30, || {
+        (num(&replica, "rdma", "rdma_fallbacks") >= 1).then_some(())
+    });
+    // Nothing half-received was installed: until the TCP retry finishes,
+    // the old data serves.
+    let log = replica.log();
+    let failed = log.find("RDMA sync failed").expect("the failure is logged");
+    assert!(!log[..failed].contains("Finished with success"), "{log}");
+    // The master let go of all three endpoints, counted one failure, and
+    // the retry went over TCP.
+    wait_converged(&master, &replica, 60);
+    assert_eq!(num(&replica, "rdma", "rdma_syncs_done"), 0);
+    assert!(num(&replica, "rdma", "rdma_retries") >= 1);
+    assert_eq!(num(&master, "rdma", "rdma_syncs_done"), 0);
+    assert_eq!(num(&master, "rdma", "rdma_fallbacks_fabric_error"), 1);
+    assert_eq!(num(&master, "rdma", "rdma_transfers_in_flight"), 0);
+    assert!(master.log().contains("endpoint 1 of 3"), "{}", master.log());
+    let gone: Option<String> = redis::cmd("GET").arg("old").query(&mut c).unwrap();
+    assert!(gone.is_none());
 }

@@ -256,6 +256,8 @@ impl RingReceiver {
             slots: config.slots,
             slot_size: config.slot_size,
             token,
+            lane: 0,
+            lanes: 1,
         };
         conn.connect(&descriptor.encode(), SETUP_TIMEOUT)?;
         Ok(RingReceiver {

@@ -1883,6 +1883,17 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
         },
         |c| c.repl.rdma.ring_slots.to_string()
     ),
+    opt!(
+        "rdma-sync-endpoints",
+        "1",
+        true,
+        |c, a| {
+            c.repl.rdma.sync_endpoints =
+                parse_int(a, 1, u64::from(ferrokv_fabric::MAX_LANES))? as u32;
+            Ok(())
+        },
+        |c| c.repl.rdma.sync_endpoints.to_string()
+    ),
     // RDMA client connections: each side's receive ring (docs/rdma.md).
     // New connections take the values in force when they connect.
     opt!(
@@ -2013,6 +2024,19 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.repl.rdma.debug_corrupt_chunk.to_string()
+    ),
+    opt!(
+        "rdma-debug-drop-endpoint",
+        "-1",
+        true,
+        |c, a| {
+            let v: i64 = one(a)?
+                .parse()
+                .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            c.repl.rdma.debug_drop_endpoint = v;
+            Ok(())
+        },
+        |c| c.repl.rdma.debug_drop_endpoint.to_string()
     ),
 ];
 

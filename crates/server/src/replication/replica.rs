@@ -281,6 +281,7 @@ impl Server {
                     lib: lib.clone(),
                     provider: cfg.repl.rdma.provider().map(str::to_owned),
                     slots: cfg.repl.rdma.ring_slots,
+                    endpoints: cfg.repl.rdma.sync_endpoints,
                     chunk_size: cfg.repl.rdma.chunk_size,
                     stats: rdma.stats.clone(),
                     fallback: rdma.fallback_pending.clone(),

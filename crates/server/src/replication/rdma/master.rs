@@ -23,6 +23,13 @@
 //! docs/benchmarks.md: on the tcp provider the copy cost ~0.2 s per GiB of
 //! master CPU and halved the transfer rate.
 //!
+//! Endpoints: a replica may connect several endpoints for one sync
+//! (`rdma-sync-endpoints` on the replica): each connection request carries
+//! the offer's token, its index and the count. Each becomes a [`Transfer`]
+//! (a lane) with its own queues, credits and window, writing the file's
+//! chunks `lane`, `lane + N`, …; the sync is finished when every lane is,
+//! and fails as a whole when one lane fails.
+//!
 //! Sequence: snapshot mapped → CRC64 on a helper thread (the loop keeps
 //! serving) → `+RDMAFULLSYNC` with a one-time token (an *offer*) → the
 //! replica's `FI_CONNREQ` carries that token, else `fi_reject` → transfer
@@ -55,16 +62,37 @@ const CREDIT_BYTES: usize = 8;
 /// A ring bigger than this is refused (pinned memory on both sides).
 const MAX_RING_BYTES: u64 = 1 << 30;
 
-/// An `+RDMAFULLSYNC` sent, its token not yet used.
+/// An `+RDMAFULLSYNC` sent, its token not yet used by every endpoint the
+/// replica connects (`rdma-sync-endpoints`).
 struct Offer {
     client_id: u64,
     map: Arc<memmap2::Mmap>,
     issued: Instant,
+    /// The endpoints the replica announced (0 until the first connects),
+    /// and their slot size: chunks are cut alike for every endpoint.
+    lanes: u8,
+    slot_size: u32,
+    /// Which of them connected (bit per lane).
+    lanes_seen: u32,
+    /// The prefetch thread's progress counter, shared by the lanes.
+    posted: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
-/// One replica's transfer in flight.
+/// A sync's endpoints taken together: it is done when every lane is.
+struct Group {
+    lanes: u8,
+    done: u8,
+    started: Instant,
+}
+
+/// One endpoint (lane) of a replica's transfer in flight: it carries the
+/// file's chunks `lane`, `lane + lanes`, `lane + 2 × lanes`, … into its
+/// own ring, with its own credits; `next`, `written` and `credited` count
+/// this lane's chunks.
 struct Transfer {
     client_id: u64,
+    lane: u64,
+    lanes: u64,
     conn: Connection,
     ring: RingDescriptor,
     /// The registered copy ring, only where the provider needs registered
@@ -150,6 +178,7 @@ pub struct RdmaMaster {
     listener_registered: bool,
     offers: HashMap<[u8; 16], Offer>,
     transfers: slab::Slab<Transfer>,
+    groups: HashMap<u64, Group>,
     finished: HashMap<u64, Finished>,
     crc_tx: Sender<CrcDone>,
     crc_rx: Receiver<CrcDone>,
@@ -157,6 +186,7 @@ pub struct RdmaMaster {
     crc_jobs: usize,
     chunk_delay: Duration,
     corrupt_chunk: i64,
+    drop_endpoint: i64,
     /// `rdma-zero-copy`, as of the last connection request.
     zero_copy: bool,
     batch: Vec<Completion>,
@@ -190,20 +220,25 @@ impl RdmaMaster {
             listener_registered: false,
             offers: HashMap::new(),
             transfers: slab::Slab::new(),
+            groups: HashMap::new(),
             finished: HashMap::new(),
             crc_tx,
             crc_rx,
             crc_jobs: 0,
             chunk_delay: Duration::from_micros(cfg.chunk_delay_us),
             corrupt_chunk: cfg.debug_corrupt_chunk,
+            drop_endpoint: cfg.debug_drop_endpoint,
             zero_copy: cfg.zero_copy,
             batch: Vec::with_capacity(64),
         })
     }
 
-    /// Transfers with a connection open.
+    /// Replicas with a transfer open (over one endpoint or several).
     pub fn transfers(&self) -> usize {
-        self.transfers.len()
+        let mut ids: Vec<u64> = self.transfers.iter().map(|(_, t)| t.client_id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.len()
     }
 
     /// Whether the loop must wake soon: a CRC is being computed, or a
@@ -243,7 +278,7 @@ impl RdmaMaster {
                 return Err(format!("RDMA connection refused: {e}"));
             }
         };
-        let Some(offer) = self.offers.remove(&ring.token) else {
+        let Some(offer) = self.offers.get_mut(&ring.token) else {
             let _ = self.listener.pep.reject(req, b"bad token");
             stats.lock().expect("rdma stats").rejected_tokens += 1;
             return Err("RDMA connection refused: unknown token".into());
@@ -253,6 +288,27 @@ impl RdmaMaster {
             let _ = self.listener.pep.reject(req, b"ring too big");
             return Err(format!("RDMA connection refused: ring of {bytes} bytes"));
         }
+        // Every endpoint of a sync names the same count and its own index,
+        // once; each must carry at least one chunk.
+        let total = (offer.map.len() as u64).div_ceil(u64::from(ring.slot_size));
+        let lane_bit = 1u32 << ring.lane;
+        if (offer.lanes != 0 && (offer.lanes != ring.lanes || offer.slot_size != ring.slot_size))
+            || offer.lanes_seen & lane_bit != 0
+            || u64::from(ring.lanes) > total.max(1)
+        {
+            let _ = self.listener.pep.reject(req, b"bad lane");
+            return Err(format!(
+                "RDMA connection refused: endpoint {} of {} for a sync of {total} chunks",
+                ring.lane, ring.lanes
+            ));
+        }
+        let (lane, lanes) = (u64::from(ring.lane), u64::from(ring.lanes));
+        let lane_chunks = total.saturating_sub(lane).div_ceil(lanes);
+        let posted = offer
+            .posted
+            .get_or_insert_with(|| prefetch(offer.map.clone()))
+            .clone();
+        let (client_id, map) = (offer.client_id, offer.map.clone());
         let window = u64::from(ring.slots);
         let zero_copy = self.zero_copy;
         let fabric = self.listener.fabric.clone();
@@ -288,7 +344,9 @@ impl RdmaMaster {
             )?;
             let now = Instant::now();
             Ok(Transfer {
-                client_id: offer.client_id,
+                client_id,
+                lane,
+                lanes,
                 conn: Connection {
                     fabric: fabric.clone(),
                     domain,
@@ -300,9 +358,9 @@ impl RdmaMaster {
                 ring,
                 bounce,
                 credit_rx,
-                map: offer.map.clone(),
+                map: map.clone(),
                 window,
-                chunks: (offer.map.len() as u64).div_ceil(u64::from(ring.slot_size)),
+                chunks: lane_chunks,
                 next: 0,
                 written: 0,
                 credited: 0,
@@ -314,7 +372,7 @@ impl RdmaMaster {
                 next_post: now,
                 registered: false,
                 copy_time: Duration::ZERO,
-                posted: prefetch(offer.map.clone()),
+                posted,
             })
         };
         let mut t = open().map_err(|e| format!("accepting the RDMA connection: {e}"))?;
@@ -333,6 +391,18 @@ impl RdmaMaster {
         }
         set_state(stats, SyncState::Connecting);
         self.transfers.insert(t);
+        let offer = self.offers.get_mut(&ring.token).expect("looked up above");
+        offer.lanes = ring.lanes;
+        offer.slot_size = ring.slot_size;
+        offer.lanes_seen |= lane_bit;
+        if offer.lanes_seen.count_ones() == u32::from(ring.lanes) {
+            self.offers.remove(&ring.token);
+        }
+        self.groups.entry(client_id).or_insert(Group {
+            lanes: ring.lanes,
+            done: 0,
+            started: Instant::now(),
+        });
         Ok(())
     }
 
@@ -341,6 +411,7 @@ impl RdmaMaster {
     fn pump(&mut self, slot: usize, stats: &SharedStats) -> Result<bool, Failure> {
         let delay = self.chunk_delay;
         let corrupt = self.corrupt_chunk;
+        let drop_endpoint = self.drop_endpoint;
         let mut batch = std::mem::take(&mut self.batch);
         let t = &mut self.transfers[slot];
         let res = (|| loop {
@@ -407,6 +478,13 @@ impl RdmaMaster {
             if t.credited == t.chunks {
                 return Ok(true);
             }
+            // The test fault hook: this endpoint dies mid-transfer.
+            if t.lanes > 1 && drop_endpoint == t.lane as i64 && t.credited >= 2 {
+                return Err((
+                    "fabric-error",
+                    format!("endpoint {} closed (rdma-debug-drop-endpoint)", t.lane),
+                ));
+            }
             let mut posted = false;
             let c = u64::from(t.ring.slot_size);
             let slots = u64::from(t.ring.slots);
@@ -416,11 +494,13 @@ impl RdmaMaster {
                 && t.next - t.written < t.window
                 && Instant::now() >= t.next_post
             {
-                let from = (t.next * c) as usize;
+                // This lane's chunk `next` is the file's chunk `global`.
+                let global = t.lane + t.next * t.lanes;
+                let from = (global * c) as usize;
                 let len = (t.map.len() - from).min(c as usize);
                 let imm = t.next & 0xffff_ffff;
                 let remote = t.ring.slot_addr((t.next % slots) as u32);
-                let corrupt_this = corrupt >= 0 && t.next == corrupt as u64;
+                let corrupt_this = corrupt >= 0 && global == corrupt as u64;
                 let ep = &t.conn.endpoint;
                 let res = match t.bounce.as_mut() {
                     Some(bounce) => {
@@ -455,7 +535,7 @@ impl RdmaMaster {
                         t.posted_at.push_back(Instant::now());
                         t.next += 1;
                         t.posted
-                            .store((from + len) as u64, std::sync::atomic::Ordering::Relaxed);
+                            .fetch_max((from + len) as u64, std::sync::atomic::Ordering::Relaxed);
                         posted = true;
                         if !delay.is_zero() {
                             t.next_post = Instant::now() + delay;
@@ -489,10 +569,12 @@ impl RdmaMaster {
         t
     }
 
-    /// Forgets everything about a replica (its connection closed).
+    /// Forgets everything about a replica (its connection closed, or one
+    /// of its endpoints failed: the whole sync fails with it).
     pub fn forget(&mut self, client_id: u64, reg: Option<&mio::Registry>) -> bool {
         self.offers.retain(|_, o| o.client_id != client_id);
         self.finished.remove(&client_id);
+        self.groups.remove(&client_id);
         let slots: Vec<usize> = self
             .transfers
             .iter()
@@ -611,6 +693,10 @@ impl Server {
                 client_id: id,
                 map,
                 issued: Instant::now(),
+                lanes: 0,
+                slot_size: 0,
+                lanes_seen: 0,
+                posted: None,
             },
         );
         tracing::info!(
@@ -701,14 +787,14 @@ impl Server {
         // Test pacing and fault hooks follow CONFIG SET.
         m.chunk_delay = Duration::from_micros(self.config.repl.rdma.chunk_delay_us);
         m.corrupt_chunk = self.config.repl.rdma.debug_corrupt_chunk;
+        m.drop_endpoint = self.config.repl.rdma.debug_drop_endpoint;
         let res = m.pump(slot, &stats);
         let reg = self.repl.registry.as_ref();
         match res {
             Ok(false) => {}
             Ok(true) => {
                 let t = m.release(slot, reg);
-                let bytes = t.map.len() as u64;
-                let secs = t.started.elapsed().as_secs_f64();
+                let id = t.client_id;
                 let source = match t.bounce {
                     Some(_) => format!(
                         "{:.1} ms of it copying into the bounce ring",
@@ -716,19 +802,42 @@ impl Server {
                     ),
                     None => "written from the mapping, no copy".to_string(),
                 };
+                tracing::debug!(
+                    "RDMA endpoint {} of {} to replica id={id} done in {:.3}s ({source})",
+                    t.lane,
+                    t.lanes,
+                    t.started.elapsed().as_secs_f64()
+                );
+                let Some(g) = m.groups.get_mut(&id) else {
+                    return;
+                };
+                g.done += 1;
+                if g.done < g.lanes {
+                    return;
+                }
+                let (lanes, started) = (g.lanes, g.started);
+                m.groups.remove(&id);
+                let bytes = t.map.len() as u64;
+                let secs = started.elapsed().as_secs_f64();
                 tracing::info!(
-                    "RDMA transfer to replica id={} done: {bytes} bytes in {secs:.3}s ({:.1} MB/s, {source}); waiting for rdma-done",
-                    t.client_id,
+                    "RDMA transfer to replica id={id} done: {bytes} bytes over {lanes} endpoint(s) in {secs:.3}s ({:.1} MB/s); waiting for rdma-done",
                     bytes as f64 / 1e6 / secs.max(1e-9),
                 );
-                m.finished.insert(t.client_id, Finished { bytes, secs });
+                m.finished.insert(id, Finished { bytes, secs });
+                stats.lock().expect("rdma stats").last_sync_endpoints = u32::from(lanes);
                 set_state(&stats, SyncState::Verifying);
             }
             Err((reason, detail)) => {
                 let t = m.release(slot, reg);
-                let id = t.client_id;
+                let (id, lane, lanes) = (t.client_id, t.lane, t.lanes);
                 drop(t);
-                record_fallback(&stats, reason, &format!("replica id={id}: {detail}"));
+                // One endpoint failing fails the sync: its other endpoints go too.
+                m.forget(id, reg);
+                record_fallback(
+                    &stats,
+                    reason,
+                    &format!("replica id={id}, endpoint {lane} of {lanes}: {detail}"),
+                );
                 // The replica retries, over TCP (it saw the failure too).
                 self.drop_replica(id);
             }
@@ -847,15 +956,17 @@ impl Server {
             }
             keep
         });
-        let stuck: Vec<usize> = m
+        let mut stuck: Vec<u64> = m
             .transfers
             .iter()
             .filter(|(_, t)| t.last_progress.elapsed() >= timeout)
-            .map(|(s, _)| s)
+            .map(|(_, t)| t.client_id)
             .collect();
-        for s in stuck {
-            let t = m.release(s, reg.as_ref());
-            doomed.push(t.client_id);
+        stuck.sort_unstable();
+        stuck.dedup();
+        for id in stuck {
+            m.forget(id, reg.as_ref());
+            doomed.push(id);
         }
         for id in doomed {
             record_fallback(

@@ -46,8 +46,10 @@ pub struct RdmaConfig {
     pub provider: String,
     /// Replica: offer `REPLCONF capa rdma`.
     pub replica_rdma: bool,
-    /// Replica: ring slots K.
+    /// Replica: ring slots K (of each endpoint's ring).
     pub ring_slots: u32,
+    /// Replica: endpoints a full sync runs over (`rdma-sync-endpoints`).
+    pub sync_endpoints: u32,
     /// Replica: bytes per slot C.
     pub chunk_size: u32,
     /// RDMA client connections: slots K of each side's receive ring, and
@@ -69,6 +71,9 @@ pub struct RdmaConfig {
     pub chunk_delay_us: u64,
     /// Master: flip a byte of this chunk (tests the CRC check); -1 off.
     pub debug_corrupt_chunk: i64,
+    /// Master: close endpoint N of a several-endpoint sync after two of
+    /// its chunks (tests one endpoint dying mid-transfer); -1 off.
+    pub debug_drop_endpoint: i64,
 }
 
 impl Default for RdmaConfig {
@@ -79,6 +84,7 @@ impl Default for RdmaConfig {
             provider: "tcp".into(),
             replica_rdma: false,
             ring_slots: 8,
+            sync_endpoints: 1,
             chunk_size: 2 * 1024 * 1024,
             conn_slots: 16,
             conn_slot_size: 64 * 1024,
@@ -89,6 +95,7 @@ impl Default for RdmaConfig {
             zero_copy: true,
             chunk_delay_us: 0,
             debug_corrupt_chunk: -1,
+            debug_drop_endpoint: -1,
         }
     }
 }
@@ -143,6 +150,8 @@ pub struct RdmaStats {
     /// `O_DIRECT` straight from the ring (`rdb-direct-io`, and a file
     /// system that takes it).
     pub last_sync_direct_io: bool,
+    /// The endpoints the last RDMA sync ran over (`rdma-sync-endpoints`).
+    pub last_sync_endpoints: u32,
     pub credit_stalls: u64,
     pub retries: u64,
     pub rejected_tokens: u64,
@@ -162,6 +171,7 @@ impl Default for RdmaStats {
             last_sync_mbps: 0.0,
             last_sync_secs: 0.0,
             last_sync_direct_io: false,
+            last_sync_endpoints: 0,
             credit_stalls: 0,
             retries: 0,
             rejected_tokens: 0,
@@ -318,6 +328,7 @@ impl Rdma {
         f!("rdma_last_sync_mbps:{:.2}", s.last_sync_mbps);
         f!("rdma_last_sync_seconds:{:.3}", s.last_sync_secs);
         f!("rdma_last_sync_direct_io:{}", s.last_sync_direct_io as u8);
+        f!("rdma_last_sync_endpoints:{}", s.last_sync_endpoints);
         f!("rdma_credit_stalls:{}", s.credit_stalls);
         f!("rdma_retries:{}", s.retries);
         f!("rdma_rejected_tokens:{}", s.rejected_tokens);
@@ -412,6 +423,11 @@ pub fn collect_rdma(srv: &crate::server::Server, r: &mut crate::metrics::Registr
         "ferrokv_rdma_last_sync_direct_io",
         "Replica: 1 when the last RDMA sync's temp file was written with O_DIRECT from the ring (INFO rdma_last_sync_direct_io).",
         s.last_sync_direct_io as u8 as f64,
+    );
+    r.gauge(
+        "ferrokv_rdma_last_sync_endpoints",
+        "The endpoints the last RDMA sync ran over (INFO rdma_last_sync_endpoints).",
+        f64::from(s.last_sync_endpoints),
     );
     r.counter(
         "ferrokv_rdma_credit_stalls_total",

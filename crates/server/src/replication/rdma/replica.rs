@@ -6,7 +6,16 @@
 //! connection's EQ and CQ fds (after `fi_trywait`, never spinning), with a
 //! short timeout only to notice a cancelled sync or a stalled master.
 //!
-//! Ring: K slots × C bytes registered once (`rdma-ring-slots`,
+//! Endpoints: the sync runs over N connections to the master at once
+//! (`rdma-sync-endpoints`, N shrunk to the chunk count), each with its own
+//! ring and credits, all sharing the offer's token: chunk `g` of the file
+//! travels on endpoint `g mod N` as its chunk `g / N`. The receive loop
+//! reads every endpoint's completion queue and hands chunks to the
+//! consumers in the file's order, so the file, its CRC64 and the streaming
+//! load see one sequence whatever N is; one endpoint failing fails the
+//! sync (and the next attempt goes over TCP).
+//!
+//! Ring: K slots × C bytes per endpoint, registered once (`rdma-ring-slots`,
 //! `rdma-chunk-size`, K shrunk for small snapshots). For each write that
 //! lands (immediate = its 32-bit sequence) the slot goes to two consumer
 //! threads: a writer, which writes it to the temp file (`O_DIRECT` from
@@ -39,6 +48,8 @@ pub struct ReplicaRdma {
     pub provider: Option<String>,
     pub slots: u32,
     pub chunk_size: u32,
+    /// Endpoints the sync runs over (`rdma-sync-endpoints`).
+    pub endpoints: u32,
     pub stats: SharedStats,
     /// Set when this attempt fails: the next ones go over TCP.
     pub fallback: Arc<AtomicBool>,
@@ -136,41 +147,21 @@ pub fn receive(
     let started = Instant::now();
     let c = u64::from(rdma.chunk_size);
     let chunks = offer.length.div_ceil(c);
-    let k = u64::from(rdma.slots).min(chunks.max(1)) as u32;
+    // Every endpoint carries at least one chunk; its ring is K slots, K
+    // shrunk for small snapshots.
+    let n = u64::from(
+        rdma.endpoints
+            .clamp(1, u32::from(ferrokv_fabric::MAX_LANES)),
+    )
+    .min(chunks.max(1));
+    let k = u64::from(rdma.slots).min(chunks.div_ceil(n).max(1)) as u32;
     set_state(&rdma.stats, SyncState::Connecting);
-    let cq_size = (k as usize * 4).max(64);
-    let mut conn =
-        Connection::prepare(&rdma.lib, rdma.provider.as_deref(), offer.endpoint, cq_size)
-            .map_err(|e| ("connect", e.to_string()))?;
-    let ring = conn
-        .domain
-        .register(k as usize * c as usize, Access::REMOTE_WRITE)
-        .map_err(|e| ("register", e.to_string()))?;
-    let mut credits = conn
-        .domain
-        .register(2 * k as usize * CREDIT_BYTES, Access::SEND)
-        .map_err(|e| ("register", e.to_string()))?;
-    let prepost = conn.endpoint.requirements().prepost_receives;
-    if prepost {
-        for i in 0..k {
-            conn.endpoint
-                .recv_for_immediate(u64::from(i))
-                .map_err(|e| ("register", e.to_string()))?;
-        }
-    }
-    let desc = RingDescriptor {
-        addr: ring.remote_addr(),
-        key: ring.key(),
-        slots: k,
-        slot_size: rdma.chunk_size,
-        token: offer.token,
-    };
-    conn.connect(&desc.encode(), timeout.min(Duration::from_secs(10)))
-        .map_err(|e| ("connect", e.to_string()))?;
-    match AcceptDescriptor::decode(&conn.peer_data) {
-        Ok(a) if a.token == offer.token => {}
-        Ok(_) => return Err(("protocol", "the master accepted with another token".into())),
-        Err(e) => return Err(("protocol", format!("the master's accept data: {e}"))),
+    let mut lanes: Vec<Lane> = Vec::with_capacity(n as usize);
+    let mut rings: Vec<ferrokv_fabric::MemoryRegion> = Vec::with_capacity(n as usize);
+    for lane in 0..n {
+        let (l, ring) = connect_lane(rdma, offer, k, lane as u8, n as u8, timeout)?;
+        lanes.push(l);
+        rings.push(ring);
     }
     set_state(&rdma.stats, SyncState::Transferring);
     let slots = u64::from(k);
@@ -191,10 +182,10 @@ pub fn receive(
     // Set when the receive fails: the consumers skip what is queued.
     let stop = AtomicBool::new(false);
     let stop = &stop;
-    let ring_ref = &ring;
+    let rings_ref = &rings;
     let (writer, crc, content_crc, load_error) = std::thread::scope(|scope| {
-        let (write_tx, write_rx) = std::sync::mpsc::channel::<(usize, usize)>();
-        let (load_tx, load_rx) = std::sync::mpsc::channel::<(usize, usize)>();
+        let (write_tx, write_rx) = std::sync::mpsc::channel::<Job>();
+        let (load_tx, load_rx) = std::sync::mpsc::channel::<Job>();
         let (done_tx, done_rx) = std::sync::mpsc::channel::<Consumed>();
         let (done_w, wake_w) = (done_tx.clone(), &wake_tx);
         let writer = scope.spawn(move || {
@@ -206,11 +197,11 @@ pub fn receive(
             let mut at_file = 0u64;
             let mut wake = wake_w;
             let (mut write_time, mut crc_time) = (Duration::ZERO, Duration::ZERO);
-            for (at, len) in write_rx {
+            for (lane, at, len) in write_rx {
                 if stop.load(Ordering::Relaxed) {
                     break;
                 }
-                let data = ring_ref.bytes(at..at + len);
+                let data = rings_ref[lane].bytes(at..at + len);
                 let t0 = Instant::now();
                 let res = out
                     .write_all(data)
@@ -253,7 +244,7 @@ pub fn receive(
             let mut error = None;
             let mut wake = wake_l;
             let mut busy = Duration::ZERO;
-            for (at, len) in load_rx {
+            for (lane, at, len) in load_rx {
                 if stop.load(Ordering::Relaxed) {
                     break;
                 }
@@ -262,7 +253,7 @@ pub fn receive(
                 // chunk is reported as such).
                 if error.is_none() {
                     let t0 = Instant::now();
-                    if let Err(e) = load.feed(ring_ref.bytes(at..at + len)) {
+                    if let Err(e) = load.feed(rings_ref[lane].bytes(at..at + len)) {
                         error = Some(e);
                     }
                     busy += t0.elapsed();
@@ -278,13 +269,11 @@ pub fn receive(
             error
         });
         let res = drive(
-            &conn,
-            &mut credits,
+            &mut lanes,
             offer,
             c,
             slots,
             chunks,
-            prepost,
             cancel,
             timeout,
             &[&write_tx, &load_tx],
@@ -305,9 +294,8 @@ pub fn receive(
         Ok::<_, Failure>((out, crc, content_crc, load_error))
     })?;
     // Every chunk is in: release the RDMA side before verifying.
-    drop(ring);
-    drop(credits);
-    drop(conn);
+    drop(lanes);
+    drop(rings);
     set_state(&rdma.stats, SyncState::Verifying);
     let received = progress.read.load(Ordering::Relaxed);
     if received != offer.length {
@@ -327,10 +315,11 @@ pub fn receive(
     }
     let secs = started.elapsed().as_secs_f64();
     tracing::info!(
-        "MASTER <-> REPLICA sync: {} bytes over RDMA in {secs:.3}s ({:.1} MB/s), CRC64 verified",
+        "MASTER <-> REPLICA sync: {} bytes over RDMA ({n} endpoint(s), K = {k}, C = {c}) in {secs:.3}s ({:.1} MB/s), CRC64 verified",
         offer.length,
         offer.length as f64 / 1e6 / secs.max(1e-9)
     );
+    rdma.stats.lock().expect("rdma stats").last_sync_endpoints = n as u32;
     Ok(Received {
         transfer_secs: secs,
         file: writer,
@@ -339,71 +328,164 @@ pub fn receive(
     })
 }
 
-/// The receive loop: each remote write goes to every consumer as a job
-/// (in order, immediates checked); a slot's credit goes back once every
-/// consumer is done with it, until every chunk is consumed and its credit
-/// sent.
+/// A slot handed to the consumers: (lane, offset in its ring, length).
+type Job = (usize, usize, usize);
+
+/// One endpoint of the sync: its connection, its credit buffers (a
+/// credit's buffer is reused only once its previous send completed) and
+/// how many of its chunks landed. Its ring is kept apart, shared with the
+/// consumer threads.
+struct Lane {
+    conn: Connection,
+    credits: ferrokv_fabric::MemoryRegion,
+    prepost: bool,
+    landed: u64,
+    credits_sent: u64,
+    credits_done: u64,
+}
+
+/// Opens endpoint `lane` of `lanes`: registers its ring of K × C and its
+/// credit buffers, and connects with the offer's token.
+fn connect_lane(
+    rdma: &ReplicaRdma,
+    offer: &RdmaOffer,
+    k: u32,
+    lane: u8,
+    lanes: u8,
+    timeout: Duration,
+) -> Result<(Lane, ferrokv_fabric::MemoryRegion), Failure> {
+    let c = rdma.chunk_size as usize;
+    let cq_size = (k as usize * 4).max(64);
+    let mut conn =
+        Connection::prepare(&rdma.lib, rdma.provider.as_deref(), offer.endpoint, cq_size)
+            .map_err(|e| ("connect", e.to_string()))?;
+    let ring = conn
+        .domain
+        .register(k as usize * c, Access::REMOTE_WRITE)
+        .map_err(|e| ("register", e.to_string()))?;
+    let credits = conn
+        .domain
+        .register(2 * k as usize * CREDIT_BYTES, Access::SEND)
+        .map_err(|e| ("register", e.to_string()))?;
+    let prepost = conn.endpoint.requirements().prepost_receives;
+    if prepost {
+        for i in 0..k {
+            conn.endpoint
+                .recv_for_immediate(u64::from(i))
+                .map_err(|e| ("register", e.to_string()))?;
+        }
+    }
+    let desc = RingDescriptor {
+        addr: ring.remote_addr(),
+        key: ring.key(),
+        slots: k,
+        slot_size: rdma.chunk_size,
+        token: offer.token,
+        lane,
+        lanes,
+    };
+    conn.connect(&desc.encode(), timeout.min(Duration::from_secs(10)))
+        .map_err(|e| ("connect", format!("endpoint {lane} of {lanes}: {e}")))?;
+    match AcceptDescriptor::decode(&conn.peer_data) {
+        Ok(a) if a.token == offer.token => {}
+        Ok(_) => return Err(("protocol", "the master accepted with another token".into())),
+        Err(e) => return Err(("protocol", format!("the master's accept data: {e}"))),
+    }
+    let lane = Lane {
+        conn,
+        credits,
+        prepost,
+        landed: 0,
+        credits_sent: 0,
+        credits_done: 0,
+    };
+    Ok((lane, ring))
+}
+
+/// The receive loop. Chunk `g` of the file arrives on lane `g mod n` as
+/// that lane's chunk `g / n` (its immediate), in order within the lane but
+/// in any order across lanes; the consumers get every chunk in the file's
+/// order, as soon as its lane has it. A chunk's credit goes back to its
+/// lane once every consumer is done with it, until every chunk is consumed
+/// and its credit sent.
 #[allow(clippy::too_many_arguments)]
 fn drive(
-    conn: &Connection,
-    credits: &mut ferrokv_fabric::MemoryRegion,
+    lanes: &mut [Lane],
     offer: &RdmaOffer,
     c: u64,
     slots: u64,
     chunks: u64,
-    prepost: bool,
     cancel: &AtomicBool,
     timeout: Duration,
-    consumers: &[&std::sync::mpsc::Sender<(usize, usize)>; 2],
+    consumers: &[&std::sync::mpsc::Sender<Job>; 2],
     done: &std::sync::mpsc::Receiver<Consumed>,
     wake: &std::os::unix::net::UnixStream,
 ) -> Result<(), Failure> {
-    let (mut seq, mut written, mut credits_sent, mut credits_done) = (0u64, 0u64, 0u64, 0u64);
-    // Slots the writer and the loader are done with (each in order).
+    let n = lanes.len() as u64;
+    let lane_chunks = |lane: u64| chunks.saturating_sub(lane).div_ceil(n);
+    // Chunks handed to the consumers, and credited, in the file's order.
+    let (mut dispatched, mut credited) = (0u64, 0u64);
+    // Chunks the writer and the loader are done with (each in order).
     let (mut by_writer, mut by_loader) = (0u64, 0u64);
     let mut batch: Vec<Completion> = Vec::with_capacity(64);
     let mut last_progress = Instant::now();
-    while written < chunks || credits_done < credits_sent {
+    let sends_pending = |lanes: &[Lane]| lanes.iter().any(|l| l.credits_done < l.credits_sent);
+    while credited < chunks || sends_pending(lanes) {
         let mut busy = false;
-        batch.clear();
-        let read = conn.cq.read(&mut batch, 64);
-        if let Err(e) = read {
-            if written == chunks {
-                // Every credit is posted: a late error changes nothing.
-                return Ok(());
+        for (li, lane) in lanes.iter_mut().enumerate() {
+            batch.clear();
+            if let Err(e) = lane.conn.cq.read(&mut batch, 64) {
+                if credited == chunks {
+                    // Every credit is posted: a late error changes nothing.
+                    return Ok(());
+                }
+                return Err(fabric_failure(e));
             }
-            return Err(fabric_failure(e));
+            for comp in batch.drain(..) {
+                busy = true;
+                match comp.kind() {
+                    CompletionKind::Send => lane.credits_done += 1,
+                    CompletionKind::RemoteWrite => {
+                        let imm = comp
+                            .immediate
+                            .ok_or(("protocol", "a write without immediate".to_string()))?;
+                        let seq = lane.landed;
+                        if imm != seq & 0xffff_ffff || seq >= lane_chunks(li as u64) {
+                            return Err((
+                                "protocol",
+                                format!("chunk {imm} arrived on endpoint {li}, expected {seq}"),
+                            ));
+                        }
+                        if lane.prepost {
+                            lane.conn
+                                .endpoint
+                                .recv_for_immediate(comp.tag)
+                                .map_err(fabric_failure)?;
+                        }
+                        lane.landed += 1;
+                        last_progress = Instant::now();
+                    }
+                    other => {
+                        return Err(("protocol", format!("unexpected completion {other:?}")));
+                    }
+                }
+            }
         }
-        for comp in batch.drain(..) {
-            busy = true;
-            match comp.kind() {
-                CompletionKind::Send => credits_done += 1,
-                CompletionKind::RemoteWrite => {
-                    let imm = comp
-                        .immediate
-                        .ok_or(("protocol", "a write without immediate".to_string()))?;
-                    if imm != seq & 0xffff_ffff || seq >= chunks {
-                        return Err(("protocol", format!("chunk {imm} arrived, expected {seq}")));
-                    }
-                    let at = (seq % slots) as usize * c as usize;
-                    let len = (offer.length - seq * c).min(c) as usize;
-                    for consumer in consumers {
-                        consumer
-                            .send((at, len))
-                            .map_err(|_| ("io", "a consumer thread stopped".to_string()))?;
-                    }
-                    if prepost {
-                        conn.endpoint
-                            .recv_for_immediate(comp.tag)
-                            .map_err(fabric_failure)?;
-                    }
-                    seq += 1;
-                    last_progress = Instant::now();
-                }
-                other => {
-                    return Err(("protocol", format!("unexpected completion {other:?}")));
-                }
+        // Hand over, in the file's order, every chunk whose lane has it.
+        while dispatched < chunks {
+            let (li, seq) = ((dispatched % n) as usize, dispatched / n);
+            if lanes[li].landed <= seq {
+                break;
             }
+            let at = (seq % slots) as usize * c as usize;
+            let len = (offer.length - dispatched * c).min(c) as usize;
+            for consumer in consumers {
+                consumer
+                    .send((li, at, len))
+                    .map_err(|_| ("io", "a consumer thread stopped".to_string()))?;
+            }
+            dispatched += 1;
+            busy = true;
         }
         while let Ok(d) = done.try_recv() {
             // A consumer finishing a slot is progress too: decoding a
@@ -418,22 +500,27 @@ fn drive(
                 Consumed::Loaded => by_loader += 1,
             }
         }
-        // Each slot both consumers are done with gets its credit back. A
-        // credit buffer is reused only once its previous send completed.
-        while written < by_writer.min(by_loader) {
-            if credits_sent - credits_done >= 2 * slots {
+        // Each chunk both consumers are done with gets its credit back, on
+        // its lane, numbered as the lane counts.
+        while credited < by_writer.min(by_loader) {
+            let (li, seq) = ((credited % n) as usize, credited / n);
+            let lane = &mut lanes[li];
+            if lane.credits_sent - lane.credits_done >= 2 * slots {
                 break;
             }
-            let s = written;
-            let cat = (credits_sent % (2 * slots)) as usize * CREDIT_BYTES;
-            credits
+            let cat = (lane.credits_sent % (2 * slots)) as usize * CREDIT_BYTES;
+            lane.credits
                 .bytes_mut(cat..cat + CREDIT_BYTES)
                 .expect("owned")
-                .copy_from_slice(&s.to_le_bytes());
-            match conn.endpoint.send(credits, cat..cat + CREDIT_BYTES, s) {
+                .copy_from_slice(&seq.to_le_bytes());
+            match lane
+                .conn
+                .endpoint
+                .send(&lane.credits, cat..cat + CREDIT_BYTES, seq)
+            {
                 Ok(()) => {
-                    credits_sent += 1;
-                    written += 1;
+                    lane.credits_sent += 1;
+                    credited += 1;
                     busy = true;
                     last_progress = Instant::now();
                 }
@@ -444,7 +531,7 @@ fn drive(
         if busy {
             continue;
         }
-        if written == chunks {
+        if credited == chunks {
             // Only the last credits' sends are outstanding: let them leave
             // (an endpoint closed with a send queued may cancel it), within
             // reason — the data is all here.
@@ -452,27 +539,31 @@ fn drive(
                 return Ok(());
             }
         } else {
-            loop {
-                match conn.eq.read().map_err(fabric_failure)? {
-                    None => break,
-                    Some(CmEvent::Shutdown { .. }) => {
-                        return Err((
-                            "peer-shutdown",
-                            format!("the master went away after {seq} of {chunks} chunks"),
-                        ))
+            for (li, lane) in lanes.iter().enumerate() {
+                loop {
+                    match lane.conn.eq.read().map_err(fabric_failure)? {
+                        None => break,
+                        Some(CmEvent::Shutdown { .. }) => {
+                            return Err((
+                                "peer-shutdown",
+                                format!(
+                                    "the master went away (endpoint {li} of {n}) after {dispatched} of {chunks} chunks"
+                                ),
+                            ))
+                        }
+                        Some(_) => {}
                     }
-                    Some(_) => {}
                 }
             }
             if last_progress.elapsed() > timeout {
                 return Err((
                     "timeout",
-                    format!("no chunk within {timeout:?} ({seq} of {chunks} received)"),
+                    format!("no chunk within {timeout:?} ({dispatched} of {chunks} received)"),
                 ));
             }
         }
-        if let Err(e) = sleep(conn, cancel, wake) {
-            if written == chunks {
+        if let Err(e) = sleep(lanes, cancel, wake) {
+            if credited == chunks {
                 return Ok(());
             }
             return Err(e);
@@ -481,40 +572,36 @@ fn drive(
     Ok(())
 }
 
-/// Sleeps on the connection's fds (and the consumers' wake-up) until
+/// Sleeps on every lane's fds (and the consumers' wake-up) until
 /// something may have arrived.
 fn sleep(
-    conn: &Connection,
+    lanes: &[Lane],
     cancel: &AtomicBool,
     wake: &std::os::unix::net::UnixStream,
 ) -> Result<(), Failure> {
     if cancel.load(Ordering::Relaxed) {
         return Err(("cancelled", "the sync was cancelled".into()));
     }
-    match conn.fabric.trywait(&[&conn.cq, &conn.eq]) {
-        Ok(true) => {}
-        Ok(false) => return Ok(()),
-        Err(e) => return Err(("fabric-error", format!("fi_trywait: {e}"))),
+    for lane in lanes {
+        let conn = &lane.conn;
+        match conn.fabric.trywait(&[&conn.cq, &conn.eq]) {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            Err(e) => return Err(("fabric-error", format!("fi_trywait: {e}"))),
+        }
     }
-    let mut fds = [
-        libc::pollfd {
-            fd: conn.cq.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: conn.eq.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: wake.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
-    // SAFETY: three valid pollfds that live across the call.
-    let ret = unsafe { libc::poll(fds.as_mut_ptr(), 3, POLL_SLICE_MS) };
+    let pollfd = |fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let mut fds: Vec<libc::pollfd> = lanes
+        .iter()
+        .flat_map(|l| [pollfd(l.conn.cq.as_raw_fd()), pollfd(l.conn.eq.as_raw_fd())])
+        .collect();
+    fds.push(pollfd(wake.as_raw_fd()));
+    // SAFETY: valid pollfds that live across the call, and their count.
+    let ret = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, POLL_SLICE_MS) };
     // Drain the writer's wake-ups (its results are read after this).
     let mut sink = [0u8; 64];
     let mut w = wake;
