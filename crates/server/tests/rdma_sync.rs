@@ -675,7 +675,13 @@ fn a_full_sync_over_one_two_and_four_endpoints_is_byte_exact() {
         ]);
         replicaof(&replica, &master);
         wait_converged(&master, &replica, 60);
-        assert_eq!(num(&replica, "rdma", "rdma_syncs_done"), 1, "{n} endpoints");
+        assert_eq!(
+            num(&replica, "rdma", "rdma_syncs_done"),
+            1,
+            "{n} endpoints\n--- replica\n{}\n--- master\n{}",
+            replica.log(),
+            master.log()
+        );
         assert_eq!(
             num(&replica, "rdma", "rdma_fallbacks"),
             0,

@@ -83,6 +83,9 @@ struct Group {
     lanes: u8,
     done: u8,
     started: Instant,
+    /// Time the finished lanes spent copying into bounce rings (`None`:
+    /// they wrote straight from the mapping).
+    copy_time: Option<Duration>,
 }
 
 /// One endpoint (lane) of a replica's transfer in flight: it carries the
@@ -402,6 +405,7 @@ impl RdmaMaster {
             lanes: ring.lanes,
             done: 0,
             started: Instant::now(),
+            copy_time: None,
         });
         Ok(())
     }
@@ -795,15 +799,8 @@ impl Server {
             Ok(true) => {
                 let t = m.release(slot, reg);
                 let id = t.client_id;
-                let source = match t.bounce {
-                    Some(_) => format!(
-                        "{:.1} ms of it copying into the bounce ring",
-                        t.copy_time.as_secs_f64() * 1e3
-                    ),
-                    None => "written from the mapping, no copy".to_string(),
-                };
                 tracing::debug!(
-                    "RDMA endpoint {} of {} to replica id={id} done in {:.3}s ({source})",
+                    "RDMA endpoint {} of {} to replica id={id} done in {:.3}s",
                     t.lane,
                     t.lanes,
                     t.started.elapsed().as_secs_f64()
@@ -812,15 +809,25 @@ impl Server {
                     return;
                 };
                 g.done += 1;
+                if t.bounce.is_some() {
+                    *g.copy_time.get_or_insert(Duration::ZERO) += t.copy_time;
+                }
                 if g.done < g.lanes {
                     return;
                 }
                 let (lanes, started) = (g.lanes, g.started);
+                let source = match g.copy_time {
+                    Some(copy) => format!(
+                        "{:.1} ms of it copying into the bounce ring",
+                        copy.as_secs_f64() * 1e3
+                    ),
+                    None => "written from the mapping, no copy".to_string(),
+                };
                 m.groups.remove(&id);
                 let bytes = t.map.len() as u64;
                 let secs = started.elapsed().as_secs_f64();
                 tracing::info!(
-                    "RDMA transfer to replica id={id} done: {bytes} bytes over {lanes} endpoint(s) in {secs:.3}s ({:.1} MB/s); waiting for rdma-done",
+                    "RDMA transfer to replica id={id} done: {bytes} bytes over {lanes} endpoint(s) in {secs:.3}s ({:.1} MB/s, {source}); waiting for rdma-done",
                     bytes as f64 / 1e6 / secs.max(1e-9),
                 );
                 m.finished.insert(id, Finished { bytes, secs });

@@ -342,6 +342,10 @@ struct Lane {
     landed: u64,
     credits_sent: u64,
     credits_done: u64,
+    /// Every credit of this lane is sent and the master closed it (it
+    /// does as soon as its last credit arrives, while other lanes may
+    /// still be moving): nothing more is read from it.
+    closed: bool,
 }
 
 /// Opens endpoint `lane` of `lanes`: registers its ring of K × C and its
@@ -398,6 +402,7 @@ fn connect_lane(
         landed: 0,
         credits_sent: 0,
         credits_done: 0,
+        closed: false,
     };
     Ok((lane, ring))
 }
@@ -433,11 +438,22 @@ fn drive(
     while credited < chunks || sends_pending(lanes) {
         let mut busy = false;
         for (li, lane) in lanes.iter_mut().enumerate() {
+            if lane.closed {
+                continue;
+            }
+            let finished = lane.credits_sent == lane_chunks(li as u64);
             batch.clear();
             if let Err(e) = lane.conn.cq.read(&mut batch, 64) {
                 if credited == chunks {
                     // Every credit is posted: a late error changes nothing.
                     return Ok(());
+                }
+                if finished {
+                    // This lane's credits are all posted: its end (a
+                    // flushed send) changes nothing either.
+                    lane.closed = true;
+                    lane.credits_done = lane.credits_sent;
+                    continue;
                 }
                 return Err(fabric_failure(e));
             }
@@ -539,10 +555,15 @@ fn drive(
                 return Ok(());
             }
         } else {
-            for (li, lane) in lanes.iter().enumerate() {
-                loop {
+            for (li, lane) in lanes.iter_mut().enumerate() {
+                let finished = lane.credits_sent == lane_chunks(li as u64);
+                while !lane.closed {
                     match lane.conn.eq.read().map_err(fabric_failure)? {
                         None => break,
+                        Some(CmEvent::Shutdown { .. }) if finished => {
+                            lane.closed = true;
+                            lane.credits_done = lane.credits_sent;
+                        }
                         Some(CmEvent::Shutdown { .. }) => {
                             return Err((
                                 "peer-shutdown",
@@ -582,7 +603,8 @@ fn sleep(
     if cancel.load(Ordering::Relaxed) {
         return Err(("cancelled", "the sync was cancelled".into()));
     }
-    for lane in lanes {
+    let open = || lanes.iter().filter(|l| !l.closed);
+    for lane in open() {
         let conn = &lane.conn;
         match conn.fabric.trywait(&[&conn.cq, &conn.eq]) {
             Ok(true) => {}
@@ -595,8 +617,7 @@ fn sleep(
         events: libc::POLLIN,
         revents: 0,
     };
-    let mut fds: Vec<libc::pollfd> = lanes
-        .iter()
+    let mut fds: Vec<libc::pollfd> = open()
         .flat_map(|l| [pollfd(l.conn.cq.as_raw_fd()), pollfd(l.conn.eq.as_raw_fd())])
         .collect();
     fds.push(pollfd(wake.as_raw_fd()));
