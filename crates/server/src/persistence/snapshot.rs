@@ -5,6 +5,7 @@ use ferrokv_store::{Keyspace, ValueRef, NO_EXPIRE};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// Chunks are handed to the writer at about this size.
@@ -103,6 +104,9 @@ pub struct SnapshotJob {
     eager: bool,
     /// Chunk buffers the file writer is done with, for reuse.
     spare: Option<Receiver<Vec<u8>>>,
+    /// Set by [`SnapshotJob::abandon`]; the file writer reads it under the
+    /// lock just before its rename (see [`write_file`]).
+    abandoned: Option<Arc<Mutex<bool>>>,
     /// A background step may not start before this (the duty cycle).
     next_step_at: Instant,
     pub path: PathBuf,
@@ -174,12 +178,22 @@ impl SnapshotJob {
             inflight: inflight.clone(),
         };
         let (spare_tx, spare_rx) = std::sync::mpsc::channel();
+        let abandoned = Arc::new(Mutex::new(false));
+        let abandoned_w = abandoned.clone();
         std::thread::Builder::new()
             .name("rdb-writer".into())
             .spawn(move || {
                 lower_priority();
                 let file = super::direct::SnapshotWriter::new(file, direct_io);
-                let r = write_file(file, &tmp, &final_path, &dir, writer, spare_tx);
+                let r = write_file(
+                    file,
+                    &tmp,
+                    &final_path,
+                    &dir,
+                    writer,
+                    spare_tx,
+                    &abandoned_w,
+                );
                 if r.is_err() {
                     let _ = std::fs::remove_file(&tmp);
                 }
@@ -188,6 +202,7 @@ impl SnapshotJob {
         let mut job = Self::begin(ks, path, kind, dirty, meta, vec![tx], result, None);
         job.subscriber_inflight.push(inflight);
         job.spare = Some(spare_rx);
+        job.abandoned = Some(abandoned);
         Ok(job)
     }
 
@@ -267,6 +282,7 @@ impl SnapshotJob {
             finished_producing: false,
             eager: false,
             spare: None,
+            abandoned: None,
             next_step_at: Instant::now(),
             path: path.to_path_buf(),
             peak_cow_entries: 0,
@@ -551,7 +567,13 @@ impl SnapshotJob {
     }
 
     /// Stops producing and releases the keyspace's copy-on-write state.
+    /// A file writer that has not renamed its file yet never will: a save
+    /// made after this (SHUTDOWN's, DEBUG RELOAD's) is not replaced by
+    /// this older snapshot when a slow writer finishes later.
     pub fn abandon(mut self, ks: &mut Keyspace) {
+        if let Some(a) = &self.abandoned {
+            *a.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        }
         for &(idx, ..) in &self.dbs[self.cur.min(self.dbs.len())..] {
             ks.dbs[idx].end_snapshot();
         }
@@ -574,7 +596,10 @@ fn lower_priority() {
 /// The writer thread: chunks to the temp file (writeback started every
 /// 8 MiB, see `writeback.rs`), then fsync, rename, and fsync of the
 /// directory so the rename itself is durable. Any failure leaves the
-/// previous file in place.
+/// previous file in place, and so does a job abandoned before the rename:
+/// the flag is read and the rename made under one lock, so either the
+/// rename happened before `abandon` returned (and any later save replaces
+/// it) or it never happens.
 fn write_file(
     mut file: super::direct::SnapshotWriter,
     tmp: &Path,
@@ -582,6 +607,7 @@ fn write_file(
     dir: &Path,
     rx: Subscription,
     spare: std::sync::mpsc::Sender<Vec<u8>>,
+    abandoned: &Mutex<bool>,
 ) -> Result<u64, String> {
     let ctx = |what: &str, e: std::io::Error| format!("{what} {}: {e}", tmp.display());
     loop {
@@ -602,6 +628,10 @@ fn write_file(
         }
     }
     let written = file.finish().map_err(|e| ctx("Failed to fsync", e))?;
+    let abandoned = abandoned.lock().unwrap_or_else(|e| e.into_inner());
+    if *abandoned {
+        return Err("snapshot abandoned".into());
+    }
     std::fs::rename(tmp, dest).map_err(|e| {
         format!(
             "Error moving temp DB file {} on the final destination {}: {e}",
@@ -609,6 +639,7 @@ fn write_file(
             dest.display()
         )
     })?;
+    drop(abandoned);
     if let Ok(d) = File::open(dir) {
         d.sync_all()
             .map_err(|e| format!("Failed to fsync directory {}: {e}", dir.display()))?;
@@ -661,6 +692,46 @@ pub(crate) mod tests {
             key_delay_us: 0,
             direct_io: true,
             functions: Vec::new(),
+        }
+    }
+
+    /// A writer whose job was abandoned after its last chunk (SHUTDOWN or
+    /// DEBUG RELOAD abandon a running BGSAVE, then save themselves) must not
+    /// rename its older snapshot over the file saved after it.
+    #[test]
+    fn an_abandoned_writer_never_renames_its_file_into_place() {
+        for abandoned in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let (tmp, dest) = (dir.path().join("temp.rdb"), dir.path().join("dump.rdb"));
+            std::fs::write(&dest, b"the newer save").unwrap();
+            let (tx, rx) = sync_channel(4);
+            tx.send(Msg::Data(bytes::Bytes::from_static(b"the older snapshot")))
+                .unwrap();
+            tx.send(Msg::End).unwrap();
+            let sub = Subscription {
+                rx,
+                inflight: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            };
+            let file =
+                super::super::direct::SnapshotWriter::new(File::create(&tmp).unwrap(), false);
+            let (spare, _spare_rx) = std::sync::mpsc::channel();
+            let r = write_file(
+                file,
+                &tmp,
+                &dest,
+                dir.path(),
+                sub,
+                spare,
+                &Mutex::new(abandoned),
+            );
+            let now = std::fs::read(&dest).unwrap();
+            if abandoned {
+                assert_eq!(r, Err("snapshot abandoned".to_string()));
+                assert_eq!(now, b"the newer save");
+            } else {
+                assert!(r.is_ok(), "{r:?}");
+                assert_eq!(now, b"the older snapshot");
+            }
         }
     }
 
