@@ -706,6 +706,13 @@ impl Tuner {
         self.current = self.incumbent.clone();
     }
 
+    /// A new transfer whose windows continue the last one's (a tuner whose window is a
+    /// whole transfer): the exploration budget is available again, and a trial in progress
+    /// goes on.
+    pub fn renew_budget(&mut self) {
+        self.budget_used = 0;
+    }
+
     /// Records the window just run under [`Tuner::current`] and decides the next one.
     pub fn record(&mut self, features: &Features) -> Decision {
         let Some(outcome) = Outcome::of(features, self.cfg.objective) else {

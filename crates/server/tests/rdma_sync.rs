@@ -740,3 +740,122 @@ fn one_endpoint_dying_mid_transfer_fails_the_whole_sync_and_the_retry_goes_over_
     let gone: Option<String> = redis::cmd("GET").arg("old").query(&mut c).unwrap();
     assert!(gone.is_none());
 }
+
+/// What `INFO rdma` names as the tuner's next setting (N, K, C).
+fn tuned_setting(p: &ServerProcess) -> (i64, i64, i64) {
+    (
+        num(p, "rdma", "rdma_tune_endpoints"),
+        num(p, "rdma", "rdma_tune_slots"),
+        num(p, "rdma", "rdma_tune_chunk"),
+    )
+}
+
+/// Makes `replica` need a full sync from `master`: it leaves, diverges
+/// with a write of its own, and comes back.
+fn full_sync_again(replica: &ServerProcess, master: &ServerProcess) {
+    let mut c = replica.client();
+    let _: String = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("diverged")
+        .arg("1")
+        .query(&mut c)
+        .unwrap();
+    replicaof(replica, master);
+}
+
+#[test]
+fn autotune_starts_cold_keeps_what_it_learned_per_master_and_starts_warm_after_a_restart() {
+    let master = rdma_master(&[]);
+    fill_dataset(&master, 2000, true, types_of(&master));
+    let mut replica = rdma_replica(&[
+        "--rdma-autotune",
+        "yes",
+        "--rdma-sync-endpoints",
+        "2",
+        "--metrics-port",
+        common::FREE_PORT,
+    ]);
+    assert_eq!(
+        num(&replica, "rdma", "rdma_autotune"),
+        0,
+        "no sync chose yet"
+    );
+    replicaof(&replica, &master);
+    wait_converged(&master, &replica, 60);
+    assert_eq!(
+        num(&replica, "rdma", "rdma_syncs_done"),
+        1,
+        "{}",
+        replica.log()
+    );
+    assert_eq!(num(&replica, "rdma", "rdma_autotune"), 1);
+    assert_eq!(info(&replica, "rdma", "rdma_tune_start"), "cold");
+    assert_eq!(
+        info(&replica, "rdma", "rdma_tune_peer"),
+        format!("127.0.0.1:{}", master.port)
+    );
+    assert_eq!(num(&replica, "rdma", "rdma_tune_windows"), 1);
+    // The cold start ran the configured setting (2 endpoints, 4 slots of
+    // 1 MiB) and measured it.
+    assert_eq!(num(&replica, "rdma", "rdma_last_sync_endpoints"), 2);
+    assert!(replica
+        .log()
+        .contains("RDMA autotune (cold start) for 127.0.0.1:"));
+    let measured: f64 = info(&replica, "rdma", "rdma_tune_measured_mbps")
+        .parse()
+        .unwrap();
+    assert!(measured > 0.0);
+    let file = replica
+        .dir
+        .path()
+        .join(format!("rdma-tune-127-0-0-1-{}.txt", master.port));
+    assert!(
+        file.exists(),
+        "the tuner's state is kept in the data directory"
+    );
+    // The next sync's setting (a neighbour it wants to try, or the same).
+    let next = tuned_setting(&replica);
+    assert!(
+        next.0 >= 1 && next.1 >= 2 && next.2 >= 256 * 1024,
+        "{next:?}"
+    );
+    // /metrics shows the same setting.
+    let metrics = common::scrape_metrics(replica.free_port.expect("a metrics port"));
+    assert!(
+        metrics.contains(&format!(
+            "ferrokv_rdma_tune_setting{{param=\"endpoints\",peer=\"127.0.0.1:{}\"}} {}",
+            master.port, next.0
+        )),
+        "{metrics}"
+    );
+    assert!(metrics.contains("ferrokv_rdma_autotune 1"), "{metrics}");
+    replica.kill_and_restart();
+    full_sync_again(&replica, &master);
+    wait_converged(&master, &replica, 60);
+    assert_eq!(
+        num(&replica, "rdma", "rdma_syncs_done"),
+        1,
+        "{}",
+        replica.log()
+    );
+    // A restarted replica starts warm, from the best setting it measured:
+    // the only one so far, the configured 2 × 4 × 1 MiB.
+    assert_eq!(info(&replica, "rdma", "rdma_tune_start"), "warm");
+    let log = replica.log();
+    assert!(
+        log.contains(&format!(
+            "RDMA autotune (warm start) for 127.0.0.1:{}: endpoints 2, slots 4, chunk 1048576",
+            master.port
+        )),
+        "{log}"
+    );
+    assert_eq!(num(&replica, "rdma", "rdma_last_sync_endpoints"), 2);
+    // And learns on from there: the file keeps both syncs' outcomes.
+    assert_eq!(num(&replica, "rdma", "rdma_tune_windows"), 1);
+    let saved = std::fs::read_to_string(&file).unwrap();
+    assert!(saved.starts_with("ferrokv-tune "), "{saved}");
+}

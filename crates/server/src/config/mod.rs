@@ -1884,6 +1884,26 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
         |c| c.repl.rdma.ring_slots.to_string()
     ),
     opt!(
+        "rdma-autotune",
+        "no",
+        true,
+        |c, a| {
+            c.repl.rdma.autotune = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.repl.rdma.autotune)
+    ),
+    opt!(
+        "rdma-autotune-memory",
+        "64mb",
+        true,
+        |c, a| {
+            c.repl.rdma.autotune_memory = parse_memory(one(a)?)?;
+            Ok(())
+        },
+        |c| c.repl.rdma.autotune_memory.to_string()
+    ),
+    opt!(
         "rdma-sync-endpoints",
         "1",
         true,

@@ -267,6 +267,18 @@ impl Server {
             },
         };
         let mut req = req;
+        let peer = format!("{}:{}", req.host, req.port);
+        let tuning = (cfg.repl.rdma.autotune && cfg.repl.rdma.replica_rdma).then(|| {
+            let budget = cfg.repl.rdma.autotune_memory;
+            let dir = std::path::Path::new(&cfg.dir);
+            let t = self.repl.rdma.tuning.get_or_insert_with(|| {
+                Arc::new(std::sync::Mutex::new(super::rdma::tune::SyncTuning::new(
+                    dir, budget,
+                )))
+            });
+            t.lock().expect("rdma tuning").set_budget(budget);
+            t.clone()
+        });
         let rdma = &self.repl.rdma;
         if let (true, Some(lib)) = (cfg.repl.rdma.replica_rdma, rdma.lib.as_ref()) {
             if rdma
@@ -283,6 +295,8 @@ impl Server {
                     slots: cfg.repl.rdma.ring_slots,
                     endpoints: cfg.repl.rdma.sync_endpoints,
                     chunk_size: cfg.repl.rdma.chunk_size,
+                    peer,
+                    tuning,
                     stats: rdma.stats.clone(),
                     fallback: rdma.fallback_pending.clone(),
                     link: link_config,

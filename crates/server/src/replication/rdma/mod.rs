@@ -28,6 +28,7 @@
 
 pub mod master;
 pub mod replica;
+pub mod tune;
 
 use crate::metrics::LatencyHistogram;
 use ferrokv_fabric::{Hints, Info, Library};
@@ -50,6 +51,10 @@ pub struct RdmaConfig {
     pub ring_slots: u32,
     /// Replica: endpoints a full sync runs over (`rdma-sync-endpoints`).
     pub sync_endpoints: u32,
+    /// Replica: learn N, K and C per master (`rdma-autotune`), within
+    /// this much pinned memory (`rdma-autotune-memory`).
+    pub autotune: bool,
+    pub autotune_memory: u64,
     /// Replica: bytes per slot C.
     pub chunk_size: u32,
     /// RDMA client connections: slots K of each side's receive ring, and
@@ -85,6 +90,8 @@ impl Default for RdmaConfig {
             replica_rdma: false,
             ring_slots: 8,
             sync_endpoints: 1,
+            autotune: false,
+            autotune_memory: 64 << 20,
             chunk_size: 2 * 1024 * 1024,
             conn_slots: 16,
             conn_slot_size: 64 * 1024,
@@ -221,6 +228,8 @@ pub struct Rdma {
     /// Replica: the last sync over RDMA failed, the next ones go over TCP
     /// until one succeeds.
     pub fallback_pending: Arc<std::sync::atomic::AtomicBool>,
+    /// Replica with `rdma-autotune yes`: what it learned per master.
+    pub tuning: Option<Arc<Mutex<tune::SyncTuning>>>,
 }
 
 impl Rdma {
@@ -235,6 +244,7 @@ impl Rdma {
             stats: Arc::new(Mutex::new(RdmaStats::default())),
             master: None,
             fallback_pending: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            tuning: None,
         };
         if cfg.bind.is_empty() && !cfg.replica_rdma {
             r.unavailable_reason = Some("not configured (rdma-bind empty, replica-rdma no)".into());
@@ -341,6 +351,37 @@ impl Rdma {
         for (reason, n) in &s.fallbacks {
             f!("rdma_fallbacks_{}:{n}", reason.replace('-', "_"));
         }
+        drop(s);
+        self.tune_info(o);
+    }
+
+    /// `INFO rdma`'s autotune fields (replica): the setting of the next
+    /// sync from the last master, the tuner's prediction for it and the
+    /// last sync's measured throughput.
+    fn tune_info(&self, o: &mut String) {
+        macro_rules! f {
+            ($($arg:tt)*) => {{ let _ = write!(o, $($arg)*); o.push_str("\r\n"); }};
+        }
+        let report = self
+            .tuning
+            .as_ref()
+            .and_then(|t| t.lock().expect("rdma tuning").report());
+        f!("rdma_autotune:{}", report.is_some() as u8);
+        let Some((peer, start, r, measured)) = report else {
+            return;
+        };
+        let mbps = |v: Option<f64>| v.map_or(String::new(), |v| format!("{:.2}", v / 1e6));
+        f!("rdma_tune_peer:{peer}");
+        f!("rdma_tune_start:{}", start.name());
+        for (name, value) in &r.current {
+            f!("rdma_tune_{name}:{value}");
+        }
+        f!("rdma_tune_predicted_mbps:{}", mbps(r.predicted));
+        f!("rdma_tune_measured_mbps:{}", mbps(measured));
+        f!("rdma_tune_windows:{}", r.windows);
+        f!("rdma_tune_explorations:{}", r.explorations);
+        f!("rdma_tune_rejections:{}", r.rejections);
+        f!("rdma_tune_converged:{}", r.converged as u8);
     }
 }
 
@@ -467,4 +508,73 @@ pub fn collect_rdma(srv: &crate::server::Server, r: &mut crate::metrics::Registr
         "Master: a chunk's fi_writedata post to the return of its credit (rdma_write_latency).",
         &s.write_latency,
     );
+    drop(s);
+    collect_tune(rdma, r);
+}
+
+/// The autotune series (replica, `rdma-autotune yes`, once a sync chose).
+fn collect_tune(rdma: &Rdma, r: &mut crate::metrics::Registry) {
+    use crate::metrics::Kind;
+    let report = rdma
+        .tuning
+        .as_ref()
+        .and_then(|t| t.lock().expect("rdma tuning").report());
+    r.gauge(
+        "ferrokv_rdma_autotune",
+        "Replica: 1 while the full sync's endpoints, slots and chunk size are tuned online (INFO rdma_autotune).",
+        report.is_some() as u8 as f64,
+    );
+    let Some((peer, _, rep, measured)) = report else {
+        return;
+    };
+    let setting = r.family(
+        "ferrokv_rdma_tune_setting",
+        "Replica: the setting of the next RDMA sync from the last master, by parameter (INFO rdma_tune_<param>).",
+        Kind::Gauge,
+    );
+    for (name, value) in &rep.current {
+        setting.sample(&[("param", name), ("peer", &peer)], *value as f64);
+    }
+    if let Some(p) = rep.predicted {
+        r.family(
+            "ferrokv_rdma_tune_predicted_bytes_per_second",
+            "Replica: the tuner's prediction for that setting (INFO rdma_tune_predicted_mbps × 10^6).",
+            Kind::Gauge,
+        )
+        .sample(&[("peer", &peer)], p);
+    }
+    if let Some(m) = measured {
+        r.family(
+            "ferrokv_rdma_tune_measured_bytes_per_second",
+            "Replica: the last RDMA sync's measured throughput (INFO rdma_tune_measured_mbps × 10^6).",
+            Kind::Gauge,
+        )
+        .sample(&[("peer", &peer)], m);
+    }
+    for (name, help, value) in [
+        (
+            "ferrokv_rdma_tune_windows_total",
+            "Replica: syncs the tuner has learned from since it started (INFO rdma_tune_windows).",
+            rep.windows,
+        ),
+        (
+            "ferrokv_rdma_tune_explorations_total",
+            "Replica: syncs run on a setting being tried (INFO rdma_tune_explorations).",
+            rep.explorations,
+        ),
+        (
+            "ferrokv_rdma_tune_rejections_total",
+            "Replica: tried settings dropped below 0.9x the defaults (INFO rdma_tune_rejections).",
+            rep.rejections,
+        ),
+    ] {
+        r.family(name, help, Kind::Counter)
+            .sample(&[("peer", &peer)], value as f64);
+    }
+    r.family(
+        "ferrokv_rdma_tune_converged",
+        "Replica: 1 when no neighbouring setting can beat the current one (INFO rdma_tune_converged).",
+        Kind::Gauge,
+    )
+    .sample(&[("peer", &peer)], rep.converged as u8 as f64);
 }

@@ -50,6 +50,12 @@ pub struct ReplicaRdma {
     pub chunk_size: u32,
     /// Endpoints the sync runs over (`rdma-sync-endpoints`).
     pub endpoints: u32,
+    /// The master as the replica dials it (`host:port`): the key of what
+    /// the tuner learns.
+    pub peer: String,
+    /// `rdma-autotune yes`: N, K and C come from the tuner, which learns
+    /// from the sync's outcome.
+    pub tuning: Option<Arc<std::sync::Mutex<super::tune::SyncTuning>>>,
     pub stats: SharedStats,
     /// Set when this attempt fails: the next ones go over TCP.
     pub fallback: Arc<AtomicBool>,
@@ -145,21 +151,25 @@ pub fn receive(
     load: &mut StreamLoad<'_>,
 ) -> Result<Received, Failure> {
     let started = Instant::now();
-    let c = u64::from(rdma.chunk_size);
+    let defaults = (rdma.endpoints, rdma.slots, rdma.chunk_size);
+    let choice = rdma
+        .tuning
+        .as_ref()
+        .map(|t| t.lock().expect("rdma tuning").choose(&rdma.peer, defaults));
+    let (endpoints, slots, chunk_size) = choice
+        .as_ref()
+        .map_or(defaults, |c| (c.endpoints, c.slots, c.chunk_size));
+    let c = u64::from(chunk_size);
     let chunks = offer.length.div_ceil(c);
     // Every endpoint carries at least one chunk; its ring is K slots, K
     // shrunk for small snapshots.
-    let n = u64::from(
-        rdma.endpoints
-            .clamp(1, u32::from(ferrokv_fabric::MAX_LANES)),
-    )
-    .min(chunks.max(1));
-    let k = u64::from(rdma.slots).min(chunks.div_ceil(n).max(1)) as u32;
+    let n = u64::from(endpoints.clamp(1, u32::from(ferrokv_fabric::MAX_LANES))).min(chunks.max(1));
+    let k = u64::from(slots).min(chunks.div_ceil(n).max(1)) as u32;
     set_state(&rdma.stats, SyncState::Connecting);
     let mut lanes: Vec<Lane> = Vec::with_capacity(n as usize);
     let mut rings: Vec<ferrokv_fabric::MemoryRegion> = Vec::with_capacity(n as usize);
     for lane in 0..n {
-        let (l, ring) = connect_lane(rdma, offer, k, lane as u8, n as u8, timeout)?;
+        let (l, ring) = connect_lane(rdma, offer, (k, chunk_size), lane as u8, n as u8, timeout)?;
         lanes.push(l);
         rings.push(ring);
     }
@@ -320,6 +330,11 @@ pub fn receive(
         offer.length as f64 / 1e6 / secs.max(1e-9)
     );
     rdma.stats.lock().expect("rdma stats").last_sync_endpoints = n as u32;
+    if let (Some(t), Some(choice)) = (rdma.tuning.as_ref(), choice.as_ref()) {
+        t.lock()
+            .expect("rdma tuning")
+            .record(choice, offer.length, secs);
+    }
     Ok(Received {
         transfer_secs: secs,
         file: writer,
@@ -353,12 +368,12 @@ struct Lane {
 fn connect_lane(
     rdma: &ReplicaRdma,
     offer: &RdmaOffer,
-    k: u32,
+    (k, chunk_size): (u32, u32),
     lane: u8,
     lanes: u8,
     timeout: Duration,
 ) -> Result<(Lane, ferrokv_fabric::MemoryRegion), Failure> {
-    let c = rdma.chunk_size as usize;
+    let c = chunk_size as usize;
     let cq_size = (k as usize * 4).max(64);
     let mut conn =
         Connection::prepare(&rdma.lib, rdma.provider.as_deref(), offer.endpoint, cq_size)
@@ -383,7 +398,7 @@ fn connect_lane(
         addr: ring.remote_addr(),
         key: ring.key(),
         slots: k,
-        slot_size: rdma.chunk_size,
+        slot_size: chunk_size,
         token: offer.token,
         lane,
         lanes,
