@@ -31,6 +31,7 @@ pub mod replica;
 pub mod tune;
 
 use crate::metrics::LatencyHistogram;
+use ferrokv_fabric::tune::Report;
 use ferrokv_fabric::{Hints, Info, Library};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -512,7 +513,9 @@ pub fn collect_rdma(srv: &crate::server::Server, r: &mut crate::metrics::Registr
     collect_tune(rdma, r);
 }
 
-/// The autotune series (replica, `rdma-autotune yes`, once a sync chose).
+/// The autotune series (replica, `rdma-autotune yes`). Every family is
+/// always declared, with samples once a tuned sync chose its setting, so
+/// dashboards and alerts can name them on any server.
 fn collect_tune(rdma: &Rdma, r: &mut crate::metrics::Registry) {
     use crate::metrics::Kind;
     let report = rdma
@@ -524,57 +527,61 @@ fn collect_tune(rdma: &Rdma, r: &mut crate::metrics::Registry) {
         "Replica: 1 while the full sync's endpoints, slots and chunk size are tuned online (INFO rdma_autotune).",
         report.is_some() as u8 as f64,
     );
-    let Some((peer, _, rep, measured)) = report else {
-        return;
-    };
+    let report = report.as_ref();
+    let peer = report.map_or("", |(p, ..)| p.as_str());
     let setting = r.family(
         "ferrokv_rdma_tune_setting",
         "Replica: the setting of the next RDMA sync from the last master, by parameter (INFO rdma_tune_<param>).",
         Kind::Gauge,
     );
-    for (name, value) in &rep.current {
-        setting.sample(&[("param", name), ("peer", &peer)], *value as f64);
+    for (name, value) in report.map_or(&[][..], |(_, _, rep, _)| &rep.current[..]) {
+        setting.sample(&[("param", name), ("peer", peer)], *value as f64);
     }
-    if let Some(p) = rep.predicted {
-        r.family(
-            "ferrokv_rdma_tune_predicted_bytes_per_second",
-            "Replica: the tuner's prediction for that setting (INFO rdma_tune_predicted_mbps × 10^6).",
-            Kind::Gauge,
-        )
-        .sample(&[("peer", &peer)], p);
+    let predicted = r.family(
+        "ferrokv_rdma_tune_predicted_bytes_per_second",
+        "Replica: the tuner's prediction for that setting (INFO rdma_tune_predicted_mbps × 10^6).",
+        Kind::Gauge,
+    );
+    if let Some(p) = report.and_then(|(_, _, rep, _)| rep.predicted) {
+        predicted.sample(&[("peer", peer)], p);
     }
-    if let Some(m) = measured {
-        r.family(
-            "ferrokv_rdma_tune_measured_bytes_per_second",
-            "Replica: the last RDMA sync's measured throughput (INFO rdma_tune_measured_mbps × 10^6).",
-            Kind::Gauge,
-        )
-        .sample(&[("peer", &peer)], m);
+    let measured = r.family(
+        "ferrokv_rdma_tune_measured_bytes_per_second",
+        "Replica: the last RDMA sync's measured throughput (INFO rdma_tune_measured_mbps × 10^6).",
+        Kind::Gauge,
+    );
+    if let Some(m) = report.and_then(|(_, _, _, m)| *m) {
+        measured.sample(&[("peer", peer)], m);
     }
-    for (name, help, value) in [
+    let counters: [(&'static str, &'static str, fn(&Report) -> u64); 3] = [
         (
             "ferrokv_rdma_tune_windows_total",
             "Replica: syncs the tuner has learned from since it started (INFO rdma_tune_windows).",
-            rep.windows,
+            |r| r.windows,
         ),
         (
             "ferrokv_rdma_tune_explorations_total",
             "Replica: syncs run on a setting being tried (INFO rdma_tune_explorations).",
-            rep.explorations,
+            |r| r.explorations,
         ),
         (
             "ferrokv_rdma_tune_rejections_total",
             "Replica: tried settings dropped below 0.9x the defaults (INFO rdma_tune_rejections).",
-            rep.rejections,
+            |r| r.rejections,
         ),
-    ] {
-        r.family(name, help, Kind::Counter)
-            .sample(&[("peer", &peer)], value as f64);
+    ];
+    for (name, help, value) in counters {
+        let f = r.family(name, help, Kind::Counter);
+        if let Some((_, _, rep, _)) = report {
+            f.sample(&[("peer", peer)], value(rep) as f64);
+        }
     }
-    r.family(
+    let converged = r.family(
         "ferrokv_rdma_tune_converged",
         "Replica: 1 when no neighbouring setting can beat the current one (INFO rdma_tune_converged).",
         Kind::Gauge,
-    )
-    .sample(&[("peer", &peer)], rep.converged as u8 as f64);
+    );
+    if let Some((_, _, rep, _)) = report {
+        converged.sample(&[("peer", peer)], rep.converged as u8 as f64);
+    }
 }
