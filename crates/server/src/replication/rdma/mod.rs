@@ -553,7 +553,9 @@ fn collect_tune(rdma: &Rdma, r: &mut crate::metrics::Registry) {
     if let Some(m) = report.and_then(|(_, _, _, m)| *m) {
         measured.sample(&[("peer", peer)], m);
     }
-    let counters: [(&'static str, &'static str, fn(&Report) -> u64); 3] = [
+    /// A counter's name, help and value in the report.
+    type Counter = (&'static str, &'static str, fn(&Report) -> u64);
+    let counters: [Counter; 3] = [
         (
             "ferrokv_rdma_tune_windows_total",
             "Replica: syncs the tuner has learned from since it started (INFO rdma_tune_windows).",
