@@ -859,3 +859,35 @@ fn autotune_starts_cold_keeps_what_it_learned_per_master_and_starts_warm_after_a
     let saved = std::fs::read_to_string(&file).unwrap();
     assert!(saved.starts_with("ferrokv-tune "), "{saved}");
 }
+
+#[test]
+fn a_master_with_autotune_tunes_writes_in_flight_within_a_transfer() {
+    let master = rdma_master(&["--rdma-autotune", "yes"]);
+    fill_dataset(&master, 3000, true, types_of(&master));
+    // ~850 chunks of 64 KiB over two endpoints of 8 slots: ~26 windows.
+    let replica = rdma_replica(&[
+        "--rdma-chunk-size",
+        "64kb",
+        "--rdma-ring-slots",
+        "8",
+        "--rdma-sync-endpoints",
+        "2",
+    ]);
+    replicaof(&replica, &master);
+    wait_converged(&master, &replica, 60);
+    assert_eq!(
+        num(&replica, "rdma", "rdma_syncs_done"),
+        1,
+        "{}",
+        replica.log()
+    );
+    assert_eq!(num(&replica, "rdma", "rdma_fallbacks"), 0);
+    let windows = num(&master, "rdma", "rdma_tune_transfer_windows");
+    assert!(windows >= 20, "{windows} windows");
+    // The tuner moved W within 1..=K and the data arrived whole (the
+    // digests above; the CRC64 on the way).
+    let w = num(&master, "rdma", "rdma_tune_writes_in_flight");
+    assert!((1..=8).contains(&w), "writes in flight {w}");
+    let (mine, theirs) = (snapshot_bytes(&replica), snapshot_bytes(&master));
+    assert!(mine == theirs, "the files differ");
+}

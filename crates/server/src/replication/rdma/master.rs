@@ -83,6 +83,9 @@ struct Group {
     lanes: u8,
     done: u8,
     started: Instant,
+    /// `rdma-autotune yes`: the writes in flight of every lane, tuned
+    /// within the transfer (see [`RdmaMaster::tune_group`]).
+    tuning: Option<WindowTuning>,
     /// Time the finished lanes spent copying into bounce rings (`None`:
     /// they wrote straight from the mapping).
     copy_time: Option<Duration>,
@@ -121,6 +124,52 @@ struct Transfer {
     copy_time: Duration,
     /// Bytes posted so far, for the prefetch thread (see [`prefetch`]).
     posted: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// Chunks credited across a transfer's lanes per window of its tuner.
+const TUNE_WINDOW_CHUNKS: u64 = 32;
+
+/// The tuning of one transfer's writes in flight W (1, 2, 4, … up to the
+/// ring's K): the one knob the master holds that changes within a
+/// transfer (the replica fixed N, K and C when it connected). Every
+/// [`TUNE_WINDOW_CHUNKS`] credited chunks are a window of
+/// `ferrokv_fabric::tune`; its decision applies to the next window, so a
+/// 1 GiB sync in 2 MiB chunks gives it 16 windows to climb in.
+struct WindowTuning {
+    tuner: ferrokv_fabric::tune::Tuner,
+    chunk: u32,
+    started: Instant,
+    credited_at_start: u64,
+}
+
+impl WindowTuning {
+    fn new(slots: u32, chunk: u32) -> WindowTuning {
+        use ferrokv_fabric::tune::{Limit, Param, Setting, Space, Tuner, TunerConfig};
+        let mut values = vec![1u64];
+        while values.last().is_some_and(|&w| w * 2 <= u64::from(slots)) {
+            values.push(values.last().expect("non-empty") * 2);
+        }
+        if values.last() != Some(&u64::from(slots)) {
+            values.push(u64::from(slots));
+        }
+        let top = values.len() - 1;
+        let space = Space::new(
+            vec![Param {
+                name: "writes-in-flight",
+                values,
+            }],
+            Limit::unlimited(),
+        )
+        .expect("a valid grid");
+        WindowTuning {
+            // It starts where an untuned transfer runs: W = K.
+            tuner: Tuner::new(space, Setting(vec![top]), TunerConfig::default())
+                .expect("the top of an unlimited grid"),
+            chunk,
+            started: Instant::now(),
+            credited_at_start: 0,
+        }
+    }
 }
 
 /// A transfer's last credit came back; waiting for `REPLCONF rdma-done`.
@@ -190,6 +239,8 @@ pub struct RdmaMaster {
     chunk_delay: Duration,
     corrupt_chunk: i64,
     drop_endpoint: i64,
+    /// `rdma-autotune`: tune each transfer's writes in flight.
+    autotune: bool,
     /// `rdma-zero-copy`, as of the last connection request.
     zero_copy: bool,
     batch: Vec<Completion>,
@@ -231,6 +282,7 @@ impl RdmaMaster {
             chunk_delay: Duration::from_micros(cfg.chunk_delay_us),
             corrupt_chunk: cfg.debug_corrupt_chunk,
             drop_endpoint: cfg.debug_drop_endpoint,
+            autotune: cfg.autotune,
             zero_copy: cfg.zero_copy,
             batch: Vec::with_capacity(64),
         })
@@ -406,6 +458,9 @@ impl RdmaMaster {
             done: 0,
             started: Instant::now(),
             copy_time: None,
+            tuning: self
+                .autotune
+                .then(|| WindowTuning::new(ring.slots, ring.slot_size)),
         });
         Ok(())
     }
@@ -508,7 +563,10 @@ impl RdmaMaster {
                 let ep = &t.conn.endpoint;
                 let res = match t.bounce.as_mut() {
                     Some(bounce) => {
-                        let src = (t.next % t.window) as usize * c as usize;
+                        // By the ring's K, which the bounce ring was sized
+                        // for: the tuner may lower the window mid-transfer,
+                        // and at most that many writes are in flight.
+                        let src = (t.next % slots) as usize * c as usize;
                         let dst = bounce.bytes_mut(src..src + len).expect("an owned region");
                         let copy_started = Instant::now();
                         dst.copy_from_slice(&t.map[from..from + len]);
@@ -571,6 +629,49 @@ impl RdmaMaster {
         let mut t = self.transfers.remove(slot);
         Self::registry_remove(reg, &mut t);
         t
+    }
+
+    /// `rdma-autotune`: when a window of credits is complete across the
+    /// transfer's lanes, the tuner learns its throughput and sets every
+    /// lane's writes in flight for the next one.
+    fn tune_group(&mut self, client_id: u64, stats: &SharedStats) {
+        let Some(tuning) = self
+            .groups
+            .get_mut(&client_id)
+            .and_then(|g| g.tuning.as_mut())
+        else {
+            return;
+        };
+        let credited: u64 = self
+            .transfers
+            .iter()
+            .filter(|(_, t)| t.client_id == client_id)
+            .map(|(_, t)| t.credited)
+            .sum();
+        let chunks = credited.saturating_sub(tuning.credited_at_start);
+        if chunks < TUNE_WINDOW_CHUNKS {
+            return;
+        }
+        let secs = tuning.started.elapsed().as_secs_f64();
+        let chunk = u64::from(tuning.chunk);
+        tuning.tuner.record(&ferrokv_fabric::tune::Features {
+            bytes: chunks * chunk,
+            ops: chunks,
+            seconds: secs,
+            mean_payload: chunk as f64,
+            ..Default::default()
+        });
+        tuning.started = Instant::now();
+        tuning.credited_at_start = credited;
+        let w = tuning.tuner.current_values()[0];
+        for (_, t) in self.transfers.iter_mut() {
+            if t.client_id == client_id {
+                t.window = w.min(u64::from(t.ring.slots));
+            }
+        }
+        let mut s = stats.lock().expect("rdma stats");
+        s.tune_transfer_windows += 1;
+        s.tune_writes_in_flight = w;
     }
 
     /// Forgets everything about a replica (its connection closed, or one
@@ -730,10 +831,12 @@ impl Server {
         let stats = self.repl.rdma.stats.clone();
         let reg = self.repl.registry.as_ref().and_then(|r| r.try_clone().ok());
         let zero_copy = self.config.repl.rdma.zero_copy;
+        let autotune = self.config.repl.rdma.autotune;
         let Some(m) = self.repl.rdma.master.as_mut() else {
             return;
         };
         m.zero_copy = zero_copy;
+        m.autotune = autotune;
         if token == LISTENER_TOKEN {
             // Client connections (a stream's token) go to the connection layer.
             let mut streams = Vec::new();
@@ -792,7 +895,12 @@ impl Server {
         m.chunk_delay = Duration::from_micros(self.config.repl.rdma.chunk_delay_us);
         m.corrupt_chunk = self.config.repl.rdma.debug_corrupt_chunk;
         m.drop_endpoint = self.config.repl.rdma.debug_drop_endpoint;
+        m.autotune = self.config.repl.rdma.autotune;
         let res = m.pump(slot, &stats);
+        if res.is_ok() {
+            let id = m.transfers[slot].client_id;
+            m.tune_group(id, &stats);
+        }
         let reg = self.repl.registry.as_ref();
         match res {
             Ok(false) => {}
@@ -816,6 +924,17 @@ impl Server {
                     return;
                 }
                 let (lanes, started) = (g.lanes, g.started);
+                if let Some(t) = g.tuning.as_ref() {
+                    let r = t.tuner.report();
+                    tracing::info!(
+                        "RDMA writes in flight for replica id={id}: {} at the end, after {} windows ({} explorations, {} rejected, converged: {})",
+                        t.tuner.current_values()[0],
+                        r.windows,
+                        r.explorations,
+                        r.rejections,
+                        r.converged
+                    );
+                }
                 let source = match g.copy_time {
                     Some(copy) => format!(
                         "{:.1} ms of it copying into the bounce ring",

@@ -160,6 +160,10 @@ pub struct RdmaStats {
     pub last_sync_direct_io: bool,
     /// The endpoints the last RDMA sync ran over (`rdma-sync-endpoints`).
     pub last_sync_endpoints: u32,
+    /// Master with `rdma-autotune yes`: windows of credits its tuner has
+    /// learned from, and the writes in flight it set last.
+    pub tune_transfer_windows: u64,
+    pub tune_writes_in_flight: u64,
     pub credit_stalls: u64,
     pub retries: u64,
     pub rejected_tokens: u64,
@@ -180,6 +184,8 @@ impl Default for RdmaStats {
             last_sync_secs: 0.0,
             last_sync_direct_io: false,
             last_sync_endpoints: 0,
+            tune_transfer_windows: 0,
+            tune_writes_in_flight: 0,
             credit_stalls: 0,
             retries: 0,
             rejected_tokens: 0,
@@ -340,6 +346,8 @@ impl Rdma {
         f!("rdma_last_sync_seconds:{:.3}", s.last_sync_secs);
         f!("rdma_last_sync_direct_io:{}", s.last_sync_direct_io as u8);
         f!("rdma_last_sync_endpoints:{}", s.last_sync_endpoints);
+        f!("rdma_tune_transfer_windows:{}", s.tune_transfer_windows);
+        f!("rdma_tune_writes_in_flight:{}", s.tune_writes_in_flight);
         f!("rdma_credit_stalls:{}", s.credit_stalls);
         f!("rdma_retries:{}", s.retries);
         f!("rdma_rejected_tokens:{}", s.rejected_tokens);
@@ -465,6 +473,16 @@ pub fn collect_rdma(srv: &crate::server::Server, r: &mut crate::metrics::Registr
         "ferrokv_rdma_last_sync_direct_io",
         "Replica: 1 when the last RDMA sync's temp file was written with O_DIRECT from the ring (INFO rdma_last_sync_direct_io).",
         s.last_sync_direct_io as u8 as f64,
+    );
+    r.counter(
+        "ferrokv_rdma_tune_transfer_windows_total",
+        "Master with rdma-autotune yes: windows of credits its writes-in-flight tuner learned from (INFO rdma_tune_transfer_windows).",
+        s.tune_transfer_windows as f64,
+    );
+    r.gauge(
+        "ferrokv_rdma_tune_writes_in_flight",
+        "Master with rdma-autotune yes: the writes in flight it set last (INFO rdma_tune_writes_in_flight).",
+        s.tune_writes_in_flight as f64,
     );
     r.gauge(
         "ferrokv_rdma_last_sync_endpoints",
