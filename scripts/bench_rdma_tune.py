@@ -5,7 +5,7 @@
     python3 scripts/bench_rdma_tune.py [--bin target/release/ferrokv-server]
         [--mib 256] [--endpoints 1,2,3,4] [--slots 2,8,32]
         [--chunks 256kb,1mb,2mb,4mb] [--rounds 2] [--syncs 24]
-        [--parts endpoints,grid,tuner]
+        [--parts endpoints,grid,tuner,window] [--window-chunk 512kb]
 
 1. Endpoints: N = 1..4 at the defaults (K 8, C 2 MiB), `--rounds` rounds
    interleaved.
@@ -14,6 +14,8 @@
 3. The tuner: a replica with `rdma-autotune yes`, cold (starting from the
    defaults), `--syncs` full syncs in a row; then the same replica
    restarted (a warm start from its state file) and `--syncs` more.
+4. (`window`) The master's tuning of writes in flight within each
+   transfer, off and on, rounds interleaved.
 
 Every figure is the replica's own: the snapshot's bytes over the seconds
 from the first connect to the last byte verified (its log line "MASTER <->
@@ -90,7 +92,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--syncs", type=int, default=24)
     ap.add_argument("--parts", default="endpoints,grid,tuner",
-                    help="which of the three parts to run")
+                    help="which parts to run: endpoints, grid, tuner, window")
+    ap.add_argument("--window-chunk", default="512kb",
+                    help="chunk size of the 'window' part (more chunks, more windows)")
     a = ap.parse_args()
     root = tempfile.mkdtemp(prefix="bench-rdma-tune-")
     procs = []
@@ -123,6 +127,8 @@ def main():
         # 1. Endpoints at the defaults.
         if "endpoints" in parts:
             endpoints_part(a, ns, replica_run)
+        if "window" in parts:
+            window_part(a, master, replica_run)
         if "grid" not in parts and "tuner" not in parts:
             return
         # 2. The grid.
@@ -157,6 +163,29 @@ def endpoints_part(a, ns, replica_run):
     for n in ns:
         xs = per_n[n]
         print(f"| {n} | {', '.join(f'{x:.0f}' for x in xs)} | {statistics.median(xs):.0f} |")
+
+
+def window_part(a, master, replica_run):
+    """The master's writes-in-flight tuner within each transfer, off and on
+    (`CONFIG SET rdma-autotune` on the master), rounds interleaved."""
+    print(f"\n## Writes in flight tuned within the transfer (master rdma-autotune), "
+          f"K 8, C {a.window_chunk}\n")
+    print("| master rdma-autotune | MB/s per round | median | W at the end (last round) |")
+    print("|---|---|---|---|")
+    runs = {"no": [], "yes": []}
+    last_w = {}
+    for rnd in range(a.rounds):
+        for mode in (("no", "yes") if rnd % 2 == 0 else ("yes", "no")):
+            cmd(master.port, "CONFIG", "SET", "rdma-autotune", mode)
+            got = replica_run(f"w{mode}-{rnd}", ["--rdma-chunk-size", a.window_chunk])
+            runs[mode].append(got[3] if got else float("nan"))
+            last_w[mode] = info_field(master.port, "rdma", "rdma_tune_writes_in_flight")
+    for mode in ("no", "yes"):
+        xs = runs[mode]
+        w = last_w.get(mode, "") if mode == "yes" else "8 (K)"
+        print(f"| {mode} | {', '.join(f'{x:.0f}' for x in xs)} | {statistics.median(xs):.0f} | {w} |")
+    cmd(master.port, "CONFIG", "SET", "rdma-autotune", "no")
+    print("\nwindows learned over the run:", info_field(master.port, "rdma", "rdma_tune_transfer_windows"))
 
 
 def grid_part(a, cells, replica_run):
