@@ -155,11 +155,6 @@ impl Space {
         &self.params
     }
 
-    /// The hard limit.
-    pub fn limit(&self) -> &Limit {
-        &self.limit
-    }
-
     /// The values a setting stands for, or `None` when an index is outside the grid.
     pub fn values(&self, setting: &Setting) -> Option<Vec<u64>> {
         if setting.0.len() != self.params.len() {
@@ -374,7 +369,7 @@ pub struct TunerConfig {
     pub guard_ratio: f64,
     /// Windows a neighbour that tripped the guard rail is not tried again.
     pub reject_windows: u64,
-    /// Trial windows per transfer ([`Tuner::begin_transfer`] resets it).
+    /// Trial windows per transfer ([`Tuner::renew_budget`] resets it).
     pub exploration_budget: u64,
     /// Per-setting statistics weigh about this many recent windows, so old results fade.
     pub memory: u64,
@@ -699,16 +694,9 @@ impl Tuner {
         &self.space
     }
 
-    /// A new transfer: the exploration budget is available again, and it starts on the
-    /// incumbent.
-    pub fn begin_transfer(&mut self) {
-        self.budget_used = 0;
-        self.current = self.incumbent.clone();
-    }
-
-    /// A new transfer whose windows continue the last one's (a tuner whose window is a
-    /// whole transfer): the exploration budget is available again, and a trial in progress
-    /// goes on.
+    /// A new transfer: the exploration budget (`exploration_budget` trial windows per
+    /// transfer) is available again. The setting is kept: a trial in progress goes on, so a
+    /// tuner whose window is a whole transfer keeps climbing across transfers.
     pub fn renew_budget(&mut self) {
         self.budget_used = 0;
     }
@@ -1642,7 +1630,7 @@ mod tests {
         let mut rng = SmallRng::seed_from_u64(1);
         run(&mut tuner, unimodal, &mut rng, 0.08, 50);
         assert_eq!(tuner.report().explorations, 5);
-        tuner.begin_transfer();
+        tuner.renew_budget();
         run(&mut tuner, unimodal, &mut rng, 0.08, 50);
         assert_eq!(tuner.report().explorations, 10);
     }

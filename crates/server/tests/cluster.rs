@@ -9,10 +9,9 @@
 //! timeout of 2 s. The scenarios run one at a time (elections are timing
 //! sensitive on two cores).
 mod common;
-use common::{wait_for, ServerProcess, FREE_PORT};
+use common::{wait_for, wait_for_or, ServerProcess, FREE_PORT};
 use std::process::Command;
 use std::sync::Mutex;
-use std::time::Duration;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -479,27 +478,27 @@ fn ferrokv_cluster_fails_over_on_kill_9_and_the_old_master_rejoins() {
         .query(&mut nodes[victim].client())
         .unwrap();
     assert_eq!(ok, "OK");
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let l = line_of(&nodes[watcher], &victim_id);
-        if l.contains("master") && l.contains("0-5460") {
-            break;
-        }
-        if std::time::Instant::now() > deadline {
-            panic!(
-                "timed out waiting for the manual failover\n{}",
-                nodes
-                    .iter()
-                    .enumerate()
-                    .map(|(i, n)| format!(
-                        "--- node {i} (old master {victim}, its master {replica}):\n{}",
-                        n.log()
-                    ))
-                    .collect::<String>()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let logs = || {
+        nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                format!(
+                    "--- node {i} (old master {victim}, its master {replica}):\n{}",
+                    n.log()
+                )
+            })
+            .collect::<String>()
+    };
+    wait_for_or(
+        "the manual failover",
+        30,
+        || {
+            let l = line_of(&nodes[watcher], &victim_id);
+            (l.contains("master") && l.contains("0-5460")).then_some(())
+        },
+        logs,
+    );
     wait_for("the other side follows", 30, || {
         (master_of(&nodes[replica]).as_deref() == Some(victim_id.as_str())).then_some(())
     });

@@ -420,7 +420,7 @@ fn acl_save(ctx: &mut Ctx, _args: Args) {
         return;
     };
     let body = super::file::render(&ctx.srv.acl);
-    match super::file::write_atomically(&path, &body) {
+    match crate::persistence::write_atomically(&path, &body) {
         Ok(()) => ctx.client.out.ok(),
         Err(e) => {
             tracing::warn!("Failed saving ACLs to {path}: {e}");

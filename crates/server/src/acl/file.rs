@@ -11,7 +11,6 @@
 
 use super::user::{bad_name, merge_selector_args, RuleError, User};
 use super::Catalog;
-use std::io::Write;
 
 /// Parses an ACL file's text into users (`filename` for the messages).
 pub fn parse(
@@ -112,32 +111,6 @@ pub fn render(acl: &super::Acl) -> Vec<u8> {
         out.push(b'\n');
     }
     out
-}
-
-/// Writes `body` to `path` through a synced temporary file and a rename.
-pub fn write_atomically(path: &str, body: &[u8]) -> std::io::Result<()> {
-    let tmp = format!("{path}.tmp-{}", std::process::id());
-    let r = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(body)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        if let Some(dir) = std::path::Path::new(path).parent() {
-            let dir = if dir.as_os_str().is_empty() {
-                std::path::Path::new(".")
-            } else {
-                dir
-            };
-            if let Ok(d) = std::fs::File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
-        Ok(())
-    })();
-    if r.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    r
 }
 
 /// Applies the config file's `user` lines (each the words after `user`)

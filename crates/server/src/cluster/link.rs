@@ -269,19 +269,13 @@ impl Links {
             // readiness reports it once, and a link left "connecting"
             // would queue every later message (a failover vote among
             // them) for a peer that never gets it.
-            match l.sock().take_error() {
-                Ok(None) => {}
-                _ => {
-                    l.closed = true;
-                    return Event::Closed;
-                }
-            }
+            let failed = !matches!(l.sock().take_error(), Ok(None));
             match l.sock().peer_addr() {
-                Ok(_) => l.connecting = false,
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => {
+                Ok(_) if !failed => l.connecting = false,
+                Err(e) if !failed && e.kind() == io::ErrorKind::NotConnected => {
                     return Event::Messages(Vec::new())
                 }
-                Err(_) => {
+                _ => {
                     l.closed = true;
                     return Event::Closed;
                 }

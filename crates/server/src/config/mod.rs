@@ -507,6 +507,13 @@ fn parse_int(args: &[String], min: u64, max: u64) -> Result<u64, String> {
     Ok(v as u64)
 }
 
+/// A signed integer option, any i64 (the `rdma-debug-*` hooks: -1 is off).
+fn parse_i64(args: &[String]) -> Result<i64, String> {
+    one(args)?
+        .parse()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())
+}
+
 /// An octal option (Redis's `OCTAL_CONFIG`: `unixsocketperm 700`).
 fn parse_octal(args: &[String], max: u32) -> Result<u32, String> {
     let s = one(args)?;
@@ -2037,10 +2044,7 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
         "-1",
         true,
         |c, a| {
-            let v: i64 = one(a)?
-                .parse()
-                .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
-            c.repl.rdma.debug_corrupt_chunk = v;
+            c.repl.rdma.debug_corrupt_chunk = parse_i64(a)?;
             Ok(())
         },
         |c| c.repl.rdma.debug_corrupt_chunk.to_string()
@@ -2050,10 +2054,7 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
         "-1",
         true,
         |c, a| {
-            let v: i64 = one(a)?
-                .parse()
-                .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
-            c.repl.rdma.debug_drop_endpoint = v;
+            c.repl.rdma.debug_drop_endpoint = parse_i64(a)?;
             Ok(())
         },
         |c| c.repl.rdma.debug_drop_endpoint.to_string()

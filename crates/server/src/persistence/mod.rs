@@ -223,6 +223,35 @@ pub fn save_loop_share(base: u32, used_at_start: usize, used_now: usize, utiliza
 }
 
 /// Parses the `save` option: pairs of `<seconds> <changes>`, or "" for none.
+/// Writes `body` to `path` through a synced temporary file beside it, a
+/// rename and a sync of the directory: a crash leaves the old file or the
+/// new one, never part of one (ACL SAVE, the RDMA tuner's state).
+pub fn write_atomically(path: impl AsRef<std::path::Path>, body: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let path = path.as_ref();
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp-{}", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
+    let r = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(body)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
+}
+
 pub fn parse_save_rules(args: &[String]) -> Result<Vec<(u64, u64)>, String> {
     let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
     if !words.len().is_multiple_of(2) {

@@ -16,12 +16,14 @@
 //! the next `REPLICAOF`.
 
 use super::handshake::{self, Progress, SyncOutcome, SyncRequest};
+use super::rdma::tune::SyncTuning;
 use crate::net::client::Client;
 use crate::server::Server;
 use ferrokv_resp::request::Limits;
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{channel, Receiver};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub enum LinkState {
@@ -267,19 +269,7 @@ impl Server {
             },
         };
         let mut req = req;
-        let peer = format!("{}:{}", req.host, req.port);
-        let tuning = (cfg.repl.rdma.autotune && cfg.repl.rdma.replica_rdma).then(|| {
-            let budget = cfg.repl.rdma.autotune_memory;
-            let dir = std::path::Path::new(&cfg.dir);
-            let t = self.repl.rdma.tuning.get_or_insert_with(|| {
-                Arc::new(std::sync::Mutex::new(super::rdma::tune::SyncTuning::new(
-                    dir, budget,
-                )))
-            });
-            t.lock().expect("rdma tuning").set_budget(budget);
-            t.clone()
-        });
-        let rdma = &self.repl.rdma;
+        let rdma = &mut self.repl.rdma;
         if let (true, Some(lib)) = (cfg.repl.rdma.replica_rdma, rdma.lib.as_ref()) {
             if rdma
                 .fallback_pending
@@ -289,13 +279,21 @@ impl Server {
                 rdma.stats.lock().expect("rdma stats").retries += 1;
                 tracing::info!("Retrying the sync over TCP after an RDMA failure");
             } else {
+                let tuning = cfg.repl.rdma.autotune.then(|| {
+                    let (dir, budget) = (Path::new(&cfg.dir), cfg.repl.rdma.autotune_memory);
+                    let t = rdma
+                        .tuning
+                        .get_or_insert_with(|| Arc::new(Mutex::new(SyncTuning::new(dir, budget))));
+                    t.lock().expect("rdma tuning").configure(dir, budget);
+                    t.clone()
+                });
                 req.rdma = Some(super::rdma::replica::ReplicaRdma {
                     lib: lib.clone(),
                     provider: cfg.repl.rdma.provider().map(str::to_owned),
                     slots: cfg.repl.rdma.ring_slots,
                     endpoints: cfg.repl.rdma.sync_endpoints,
                     chunk_size: cfg.repl.rdma.chunk_size,
-                    peer,
+                    peer: format!("{}:{}", req.host, req.port),
                     tuning,
                     stats: rdma.stats.clone(),
                     fallback: rdma.fallback_pending.clone(),

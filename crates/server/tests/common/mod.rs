@@ -531,13 +531,26 @@ impl Raw {
 /// Polls `check` until it returns `Some` or `deadline_secs` pass; panics
 /// with `what` on timeout. Tests wait for asynchronous effects (expiry,
 /// disconnection) this way instead of sleeping a fixed time.
-pub fn wait_for<T>(what: &str, deadline_secs: u64, mut check: impl FnMut() -> Option<T>) -> T {
+pub fn wait_for<T>(what: &str, deadline_secs: u64, check: impl FnMut() -> Option<T>) -> T {
+    wait_for_or(what, deadline_secs, check, String::new)
+}
+
+/// [`wait_for`], with what `explain` tells (the servers' logs, say) in
+/// the panic on timeout.
+pub fn wait_for_or<T>(
+    what: &str,
+    deadline_secs: u64,
+    mut check: impl FnMut() -> Option<T>,
+    explain: impl FnOnce() -> String,
+) -> T {
     let deadline = Instant::now() + Duration::from_secs(deadline_secs);
     loop {
         if let Some(v) = check() {
             return v;
         }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        if Instant::now() >= deadline {
+            panic!("timed out waiting for {what}\n{}", explain());
+        }
         std::thread::sleep(Duration::from_millis(10));
     }
 }

@@ -63,26 +63,27 @@ const CREDIT_BYTES: usize = 8;
 const MAX_RING_BYTES: u64 = 1 << 30;
 
 /// An `+RDMAFULLSYNC` sent, its token not yet used by every endpoint the
-/// replica connects (`rdma-sync-endpoints`).
+/// replica connects (`rdma-sync-endpoints`; what connected so far is in
+/// its [`Group`]).
 struct Offer {
     client_id: u64,
     map: Arc<memmap2::Mmap>,
     issued: Instant,
-    /// The endpoints the replica announced (0 until the first connects),
-    /// and their slot size: chunks are cut alike for every endpoint.
+}
+
+/// A sync's endpoints taken together, from the first one's connection
+/// request: it is done when every lane is, and fails with any of them.
+struct Group {
+    /// The endpoints the replica announced, and their slot size: chunks
+    /// are cut alike for every endpoint.
     lanes: u8,
     slot_size: u32,
     /// Which of them connected (bit per lane).
-    lanes_seen: u32,
-    /// The prefetch thread's progress counter, shared by the lanes.
-    posted: Option<Arc<std::sync::atomic::AtomicU64>>,
-}
-
-/// A sync's endpoints taken together: it is done when every lane is.
-struct Group {
-    lanes: u8,
+    seen: u32,
     done: u8,
     started: Instant,
+    /// The prefetch thread's progress counter, shared by the lanes.
+    posted: Arc<std::sync::atomic::AtomicU64>,
     /// `rdma-autotune yes`: the writes in flight of every lane, tuned
     /// within the transfer (see [`RdmaMaster::tune_group`]).
     tuning: Option<WindowTuning>,
@@ -290,10 +291,7 @@ impl RdmaMaster {
 
     /// Replicas with a transfer open (over one endpoint or several).
     pub fn transfers(&self) -> usize {
-        let mut ids: Vec<u64> = self.transfers.iter().map(|(_, t)| t.client_id).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        ids.len()
+        self.groups.len()
     }
 
     /// Whether the loop must wake soon: a CRC is being computed, or a
@@ -333,7 +331,7 @@ impl RdmaMaster {
                 return Err(format!("RDMA connection refused: {e}"));
             }
         };
-        let Some(offer) = self.offers.get_mut(&ring.token) else {
+        let Some(offer) = self.offers.get(&ring.token) else {
             let _ = self.listener.pep.reject(req, b"bad token");
             stats.lock().expect("rdma stats").rejected_tokens += 1;
             return Err("RDMA connection refused: unknown token".into());
@@ -347,9 +345,10 @@ impl RdmaMaster {
         // once; each must carry at least one chunk.
         let total = (offer.map.len() as u64).div_ceil(u64::from(ring.slot_size));
         let lane_bit = 1u32 << ring.lane;
-        if (offer.lanes != 0 && (offer.lanes != ring.lanes || offer.slot_size != ring.slot_size))
-            || offer.lanes_seen & lane_bit != 0
-            || u64::from(ring.lanes) > total.max(1)
+        let group = self.groups.get(&offer.client_id);
+        if group.is_some_and(|g| {
+            g.lanes != ring.lanes || g.slot_size != ring.slot_size || g.seen & lane_bit != 0
+        }) || u64::from(ring.lanes) > total.max(1)
         {
             let _ = self.listener.pep.reject(req, b"bad lane");
             return Err(format!(
@@ -359,10 +358,7 @@ impl RdmaMaster {
         }
         let (lane, lanes) = (u64::from(ring.lane), u64::from(ring.lanes));
         let lane_chunks = total.saturating_sub(lane).div_ceil(lanes);
-        let posted = offer
-            .posted
-            .get_or_insert_with(|| prefetch(offer.map.clone()))
-            .clone();
+        let posted = group.map_or_else(|| prefetch(offer.map.clone()), |g| g.posted.clone());
         let (client_id, map) = (offer.client_id, offer.map.clone());
         let window = u64::from(ring.slots);
         let zero_copy = self.zero_copy;
@@ -427,7 +423,7 @@ impl RdmaMaster {
                 next_post: now,
                 registered: false,
                 copy_time: Duration::ZERO,
-                posted,
+                posted: posted.clone(),
             })
         };
         let mut t = open().map_err(|e| format!("accepting the RDMA connection: {e}"))?;
@@ -446,22 +442,22 @@ impl RdmaMaster {
         }
         set_state(stats, SyncState::Connecting);
         self.transfers.insert(t);
-        let offer = self.offers.get_mut(&ring.token).expect("looked up above");
-        offer.lanes = ring.lanes;
-        offer.slot_size = ring.slot_size;
-        offer.lanes_seen |= lane_bit;
-        if offer.lanes_seen.count_ones() == u32::from(ring.lanes) {
-            self.offers.remove(&ring.token);
-        }
-        self.groups.entry(client_id).or_insert(Group {
+        let autotune = self.autotune;
+        let group = self.groups.entry(client_id).or_insert_with(|| Group {
             lanes: ring.lanes,
+            slot_size: ring.slot_size,
+            seen: 0,
             done: 0,
             started: Instant::now(),
+            posted,
             copy_time: None,
-            tuning: self
-                .autotune
-                .then(|| WindowTuning::new(ring.slots, ring.slot_size)),
+            tuning: autotune.then(|| WindowTuning::new(ring.slots, ring.slot_size)),
         });
+        group.seen |= lane_bit;
+        if group.seen.count_ones() == u32::from(ring.lanes) {
+            // Every endpoint is here: the token is spent.
+            self.offers.remove(&ring.token);
+        }
         Ok(())
     }
 
@@ -798,10 +794,6 @@ impl Server {
                 client_id: id,
                 map,
                 issued: Instant::now(),
-                lanes: 0,
-                slot_size: 0,
-                lanes_seen: 0,
-                posted: None,
             },
         );
         tracing::info!(
@@ -895,7 +887,6 @@ impl Server {
         m.chunk_delay = Duration::from_micros(self.config.repl.rdma.chunk_delay_us);
         m.corrupt_chunk = self.config.repl.rdma.debug_corrupt_chunk;
         m.drop_endpoint = self.config.repl.rdma.debug_drop_endpoint;
-        m.autotune = self.config.repl.rdma.autotune;
         let res = m.pump(slot, &stats);
         if res.is_ok() {
             let id = m.transfers[slot].client_id;

@@ -331,9 +331,11 @@ pub fn receive(
     );
     rdma.stats.lock().expect("rdma stats").last_sync_endpoints = n as u32;
     if let (Some(t), Some(choice)) = (rdma.tuning.as_ref(), choice.as_ref()) {
-        t.lock()
+        let state = t
+            .lock()
             .expect("rdma tuning")
             .record(choice, offer.length, secs);
+        state.write();
     }
     Ok(Received {
         transfer_secs: secs,

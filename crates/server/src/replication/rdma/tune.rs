@@ -11,8 +11,9 @@
 //! and the seconds from the first connect to the last byte verified. Each
 //! master has its own tuner (its host and port as the replica dials it),
 //! saved after every sync in the data directory as
-//! `rdma-tune-<host>-<port>.txt` (written to a temp file, fsynced and
-//! renamed), so a restarted replica starts from the best setting it knows
+//! `rdma-tune-<host>-<port>.txt` (`persistence::write_atomically`, by the
+//! sync thread after it let go of the lock the loop's INFO takes), so a
+//! restarted replica starts from the best setting it knows
 //! (a warm start) and a text that does not parse or was written for
 //! another grid starts it cold, with a warning.
 //!
@@ -23,11 +24,8 @@
 //! `rdma-ring-slots` and `rdma-chunk-size`, moved to the nearest cell of
 //! the grid.
 
-use ferrokv_fabric::tune::{
-    Decision, Features, Limit, Param, Report, Setting, Space, Tuner, TunerConfig,
-};
+use ferrokv_fabric::tune::{Features, Limit, Param, Report, Setting, Space, Tuner, TunerConfig};
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 const ENDPOINTS: [u64; 4] = [1, 2, 3, 4];
@@ -116,10 +114,12 @@ impl SyncTuning {
         }
     }
 
-    /// `rdma-autotune-memory` changed: tuners are rebuilt at their next
-    /// sync under the new budget (from their saved state).
-    pub fn set_budget(&mut self, budget: u64) {
-        if budget != self.budget {
+    /// `dir` or `rdma-autotune-memory` changed: tuners are rebuilt at
+    /// their next sync, from their state in the directory and under the
+    /// budget now in force.
+    pub fn configure(&mut self, dir: &Path, budget: u64) {
+        if budget != self.budget || dir != self.dir {
+            self.dir = dir.to_path_buf();
             self.budget = budget;
             self.tuners.clear();
         }
@@ -214,9 +214,10 @@ impl SyncTuning {
         }
     }
 
-    /// A sync with `choice` moved `bytes` in `secs`: the tuner learns it
-    /// and its state is saved.
-    pub fn record(&mut self, choice: &Choice, bytes: u64, secs: f64) {
+    /// A sync with `choice` moved `bytes` in `secs`: the tuner learns it.
+    /// Its new state is returned to be written once the caller has let go
+    /// of the lock ([`StateToSave::write`]).
+    pub fn record(&mut self, choice: &Choice, bytes: u64, secs: f64) -> StateToSave {
         let defaults = (choice.endpoints, choice.slots, choice.chunk_size);
         let (tuner, _) = self.tuner(&choice.peer, defaults);
         let chunks = bytes.div_ceil(u64::from(choice.chunk_size.max(1)));
@@ -236,13 +237,12 @@ impl SyncTuning {
             next[0],
             next[1],
             next[2],
-            match decision {
-                Decision::Stay(r) | Decision::Move(_, r) => r,
-            }
+            decision.reason()
         );
         self.last_measured = (secs > 0.0).then(|| bytes as f64 / secs);
-        if let Err(e) = write_atomically(&self.path(&choice.peer), text.as_bytes()) {
-            tracing::warn!("RDMA autotune: can't save what it learned: {e}");
+        StateToSave {
+            path: self.path(&choice.peer),
+            text,
         }
     }
 
@@ -254,14 +254,24 @@ impl SyncTuning {
     }
 }
 
-/// Writes `bytes` to `path` through a temp file, fsync and rename: a crash
-/// leaves the old state or the new, never half of one.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)
+/// A tuner's state, to be written to its file.
+#[must_use = "what the tuner learned is lost unless it is written"]
+pub struct StateToSave {
+    path: PathBuf,
+    text: String,
+}
+
+impl StateToSave {
+    /// Writes it (temp file, fsync, rename); a failure is logged: the
+    /// tuner keeps it in memory and the next sync saves again.
+    pub fn write(self) {
+        if let Err(e) = crate::persistence::write_atomically(&self.path, self.text.as_bytes()) {
+            tracing::warn!(
+                "RDMA autotune: can't save what it learned to {}: {e}",
+                self.path.display()
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -288,10 +298,9 @@ mod tests {
         let peer = "10.0.0.1:6379";
         let mut t = SyncTuning::new(dir.path(), 64 << 20);
         let c = t.choose(peer, (1, 8, 2 << 20));
-        t.record(&c, 1 << 30, 1.0);
+        t.record(&c, 1 << 30, 1.0).write();
         let saved = t.path(peer);
         assert!(saved.exists());
-        let next = t.choose(peer, (1, 8, 2 << 20));
         // A new process: the state comes from the file.
         let mut warm = SyncTuning::new(dir.path(), 64 << 20);
         let again = warm.choose(peer, (1, 8, 2 << 20));
@@ -301,7 +310,6 @@ mod tests {
             (again.endpoints, again.slots, again.chunk_size),
             (1, 8, 2 << 20)
         );
-        let _ = next;
         std::fs::write(&saved, "not a tuner").unwrap();
         let mut cold = SyncTuning::new(dir.path(), 64 << 20);
         cold.choose(peer, (1, 8, 2 << 20));
@@ -325,7 +333,8 @@ mod tests {
             let c = t.choose(peer, (1, 8, 2 << 20));
             let pinned = u64::from(c.endpoints) * u64::from(c.slots) * u64::from(c.chunk_size);
             assert!(pinned <= budget, "{c:?} pins {pinned}");
-            t.record(&c, 1 << 30, (1u64 << 30) as f64 / rate(&c));
+            t.record(&c, 1 << 30, (1u64 << 30) as f64 / rate(&c))
+                .write();
         }
         // The next sync runs the incumbent: the peak.
         let c = t.choose(peer, (1, 8, 2 << 20));
