@@ -464,6 +464,31 @@ impl Stream {
         self.config
     }
 
+    /// Changes, on a live stream, how many ring writes share one local completion (clamped
+    /// to 1..=K). Safe at any point: a signalled write's completion frees every write posted
+    /// before it whatever the interval was. Without selective completions (a stream that
+    /// connected with 1) every write completes anyway.
+    pub fn set_signal_every(&mut self, n: u32) {
+        self.config.signal_every = n.clamp(1, self.config.slots);
+    }
+
+    /// Changes, on a live stream, the largest write injected (`fi_inject_writedata`: no copy
+    /// into the send ring, no local completion): at most the provider's `inject_size`, and
+    /// none while the stream's `inject` is off. Returns the threshold now in force.
+    pub fn set_inline_threshold(&mut self, bytes: usize) -> usize {
+        self.inject_max = if self.config.inject {
+            bytes.min(self.conn.endpoint.requirements().inject_size)
+        } else {
+            0
+        };
+        self.inject_max
+    }
+
+    /// The largest write injected now (0: none).
+    pub fn inline_threshold(&self) -> usize {
+        self.inject_max
+    }
+
     /// The fds an event loop watches for readability: the CQ's and the EQ's.
     pub fn fds(&self) -> [RawFd; 2] {
         [self.conn.cq.as_raw_fd(), self.conn.eq.as_raw_fd()]

@@ -507,6 +507,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
                     p.hits as f64 / served as f64
                 }
             );
+            srv.rdma_conn_tune_info(o);
         }
         "stats" => {
             let s = &srv.stats;

@@ -381,6 +381,7 @@ fn collect_server(srv: &Server, r: &mut Registry) {
             p.hits as f64 / (p.hits + p.misses) as f64
         },
     );
+    srv.rdma_conn_tune_metrics(r);
     r.counter(
         "ferrokv_connections_received_total",
         "Connections accepted since start (INFO total_connections_received).",

@@ -806,9 +806,19 @@ fn a_replica_migrates_to_an_orphaned_master_within_the_barrier() {
     } else {
         (&a2, &a1, mp2)
     };
-    wait_for("the migration to the orphaned master", 30, || {
-        (master_of(mover).as_deref() == Some(b_id.as_str())).then_some(())
-    });
+    wait_for_or(
+        "the migration to the orphaned master",
+        30,
+        || (master_of(mover).as_deref() == Some(b_id.as_str())).then_some(()),
+        || {
+            format!(
+                "mover's view:\n{}\nstayer's view:\n{}\nmover's log:\n{}",
+                cluster_nodes(mover),
+                cluster_nodes(stayer),
+                mover.log()
+            )
+        },
+    );
     assert!(mover
         .log()
         .contains(&format!("Migrating to orphaned master {b_id}")));

@@ -1985,6 +1985,31 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
         },
         |c| c.repl.rdma.conn_signal_every.to_string()
     ),
+    // How long the loop keeps polling RDMA clients' completion queues
+    // before it sleeps on their fds (0: it sleeps at once; more trades
+    // CPU for latency on idle hardware; docs/rdma.md).
+    opt!(
+        "rdma-conn-poll-usec",
+        "0",
+        true,
+        |c, a| {
+            c.repl.rdma.conn_poll_usec = parse_int(a, 0, 1_000_000)?;
+            Ok(())
+        },
+        |c| c.repl.rdma.conn_poll_usec.to_string()
+    ),
+    // `rdma-autotune yes`: one measurement window of the RDMA connections'
+    // tuner, in milliseconds.
+    opt!(
+        "rdma-autotune-window-ms",
+        "250",
+        true,
+        |c, a| {
+            c.repl.rdma.tune_window_ms = parse_int(a, 20, 60_000)?;
+            Ok(())
+        },
+        |c| c.repl.rdma.tune_window_ms.to_string()
+    ),
     // RDMA has no keepalive of its own: an RDMA client silent for this
     // many seconds gets an empty write (0: none), as `tcp-keepalive` does
     // for TCP; a dead peer fails it and the client is closed.

@@ -276,6 +276,14 @@ impl Conn {
         }
     }
 
+    /// The RDMA stream, to change its live knobs (autotune).
+    pub fn rdma_stream_mut(&mut self) -> Option<&mut ferrokv_fabric::Stream> {
+        match self {
+            Conn::Rdma(s) => Some(s),
+            _ => None,
+        }
+    }
+
     /// The RDMA stream's counters.
     pub fn rdma_stats(&self) -> Option<ferrokv_fabric::StreamStats> {
         match self {

@@ -187,7 +187,7 @@ impl Reactor {
             }
             if self.srv.uring.is_some() {
                 self.wait_uring(&mut events, timeout)?;
-            } else {
+            } else if !self.poll_rdma_before_sleeping(&mut events, timeout)? {
                 match self.poll.poll(&mut events, Some(timeout)) {
                     Ok(()) => {}
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -894,6 +894,45 @@ impl Reactor {
         }
     }
 
+    /// `rdma-conn-poll-usec` (or the autotuner's choice): with RDMA
+    /// clients, before the loop sleeps it keeps looking — at the poll set
+    /// without waiting and at the RDMA clients' completion queues — for up
+    /// to that long. Whether it found work (the caller then skips the
+    /// sleep); a loop with no RDMA client, or nothing to wait for, does not
+    /// poll.
+    fn poll_rdma_before_sleeping(
+        &mut self,
+        events: &mut Events,
+        timeout: Duration,
+    ) -> io::Result<bool> {
+        let usec = self.srv.rdma_poll_usec();
+        if usec == 0 || timeout.is_zero() {
+            return Ok(false);
+        }
+        let until = Instant::now() + Duration::from_micros(usec);
+        loop {
+            match self.poll.poll(events, Some(Duration::ZERO)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+            if !events.is_empty() {
+                self.srv.rdma_conns.poll_found += 1;
+                return Ok(true);
+            }
+            self.srv.rearm_rdma_clients();
+            if !self.srv.pending_reads.is_empty() {
+                self.srv.rdma_conns.poll_found += 1;
+                return Ok(true);
+            }
+            if Instant::now() >= until {
+                self.srv.rdma_conns.poll_slept += 1;
+                return Ok(false);
+            }
+            std::hint::spin_loop();
+        }
+    }
+
     /// Per-cron client checks: idle timeouts and soft output limits.
     fn client_cron(&mut self) {
         let timeout = self.srv.config.timeout;
@@ -912,6 +951,7 @@ impl Reactor {
         // RDMA has no keepalive of its own (`rdma-keepalive`): an idle RDMA
         // client gets an empty write; one that fails closes the client.
         doomed.extend(self.srv.rdma_keepalives());
+        self.srv.rdma_conn_tune_tick();
         for t in doomed {
             self.close_client(t);
         }

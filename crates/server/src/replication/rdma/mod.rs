@@ -68,6 +68,12 @@ pub struct RdmaConfig {
     pub conn_inject: bool,
     /// `rdma-conn-signal-every`.
     pub conn_signal_every: u32,
+    /// Microseconds the loop polls RDMA clients' completion queues before
+    /// it sleeps on their fds (`rdma-conn-poll-usec`, 0: it sleeps at once).
+    pub conn_poll_usec: u64,
+    /// RDMA connections' autotune: the length of one measurement window
+    /// (`rdma-autotune-window-ms`).
+    pub tune_window_ms: u64,
     /// Seconds of silence before an RDMA client gets a keepalive
     /// (`rdma-keepalive`, 0: none).
     pub conn_keepalive: u64,
@@ -99,6 +105,8 @@ impl Default for RdmaConfig {
             conn_pool: 8,
             conn_inject: true,
             conn_signal_every: 4,
+            conn_poll_usec: 0,
+            tune_window_ms: 250,
             conn_keepalive: 60,
             zero_copy: true,
             chunk_delay_us: 0,
