@@ -362,3 +362,108 @@ fn requests_cut_anywhere_by_small_slots_run_exactly_once_and_in_order() {
         Frame::Bulk(ctr.to_string().into_bytes())
     );
 }
+
+fn info_text(s: &ServerProcess, field: &str) -> Option<String> {
+    let text = tcp(s).cmd(&["INFO", "rdma"]);
+    let text = String::from_utf8_lossy(text.as_bytes().unwrap()).into_owned();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .map(|v| v.trim().to_string())
+}
+
+/// Unpipelined SET / GET pairs over one RDMA connection for `secs`; every
+/// reply checked (the knobs change under it).
+fn closed_loop(r: &mut Raw, secs: f64, tag: &str) -> u64 {
+    let t0 = Instant::now();
+    let mut n = 0u64;
+    while t0.elapsed().as_secs_f64() < secs {
+        let key = format!("{tag}:{}", n % 512);
+        let value = format!("{n:0>100}");
+        assert_eq!(r.cmd(&["SET", &key, &value]), Frame::Simple(b"OK".to_vec()));
+        assert_eq!(r.cmd(&["GET", &key]), Frame::Bulk(value.into_bytes()));
+        n += 1;
+    }
+    n
+}
+
+/// `rdma-autotune yes` on the server: the host's tuner records windows of
+/// a live connection's traffic, changes its knobs within the grid while
+/// every reply stays right, saves what it learned in the data directory,
+/// and a restarted server starts that host warm.
+#[test]
+fn connection_autotune_tunes_live_knobs_per_host_and_starts_warm_after_a_restart() {
+    let (mut s, ep) = server(&["--rdma-autotune", "yes", "--rdma-autotune-window-ms", "100"]);
+    let mut r = Raw {
+        s: Stream::rdma(ep),
+    };
+    let pairs = closed_loop(&mut r, 5.0, "a");
+    let windows = info(&s, "rdma_conn_tune_windows");
+    assert!(windows >= 10, "{windows} windows in {pairs} request pairs");
+    assert_eq!(info(&s, "rdma_conn_autotune"), 1);
+    assert_eq!(
+        info_text(&s, "rdma_conn_tune_host").as_deref(),
+        Some("127.0.0.1")
+    );
+    assert_eq!(
+        info_text(&s, "rdma_conn_tune_start").as_deref(),
+        Some("cold")
+    );
+    let in_grid = |field: &str, grid: &[i64]| {
+        let v = info(&s, field);
+        assert!(grid.contains(&v), "{field} {v} not in {grid:?}");
+        v
+    };
+    in_grid("rdma_conn_tune_signal_every", &[1, 2, 4, 8, 16]);
+    in_grid("rdma_conn_tune_inline", &[1, 64, 256]);
+    let poll = in_grid("rdma_conn_tune_poll_usec", &[1, 16, 64, 256]);
+    // The loop polls for what the tuner chose, while the host is active.
+    assert_eq!(info(&s, "rdma_conn_poll_usec"), poll);
+    assert!(info(&s, "rdma_conn_polls_found") + info(&s, "rdma_conn_polls_slept") > 0);
+    let measured: f64 = info_text(&s, "rdma_conn_tune_measured_mbps")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(measured > 0.0);
+    // Saved (the incumbent's first measurement, then every 32 windows).
+    let state = s.dir.path().join("rdma-conn-tune-127-0-0-1.txt");
+    wait_for("the host's tuner saved", 10, || {
+        state.exists().then_some(())
+    });
+    drop(r);
+    s.kill_and_restart();
+    let mut r = Raw {
+        s: Stream::rdma(ep),
+    };
+    closed_loop(&mut r, 1.5, "b");
+    assert_eq!(
+        info_text(&s, "rdma_conn_tune_start").as_deref(),
+        Some("warm")
+    );
+    assert!(info(&s, "rdma_conn_tune_windows") >= 1);
+    // Turned off: the connection goes back to the configured knobs and
+    // the loop to rdma-conn-poll-usec (0).
+    tcp(&s).cmd(&["CONFIG", "SET", "rdma-autotune", "no"]);
+    closed_loop(&mut r, 0.5, "c");
+    assert_eq!(info(&s, "rdma_conn_autotune"), 0);
+    assert_eq!(info(&s, "rdma_conn_poll_usec"), 0);
+    assert_eq!(info_text(&s, "rdma_conn_tune_windows"), None);
+}
+
+/// `rdma-conn-poll-usec`: the loop polls RDMA clients before sleeping, and
+/// replies stay right.
+#[test]
+fn the_loop_polls_rdma_clients_before_it_sleeps_when_asked() {
+    let (s, ep) = server(&["--rdma-conn-poll-usec", "200"]);
+    let mut r = Raw {
+        s: Stream::rdma(ep),
+    };
+    closed_loop(&mut r, 1.0, "p");
+    assert_eq!(info(&s, "rdma_conn_poll_usec"), 200);
+    assert!(info(&s, "rdma_conn_polls_found") > 0);
+    // With no RDMA client, nothing polls.
+    drop(r);
+    wait_for("the RDMA client gone", 10, || {
+        (info(&s, "rdma_connections") == 0).then_some(())
+    });
+    assert_eq!(info(&s, "rdma_conn_poll_usec"), 0);
+}
