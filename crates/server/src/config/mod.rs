@@ -1998,6 +1998,19 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
         },
         |c| c.repl.rdma.conn_poll_usec.to_string()
     ),
+    // The largest reply injected (with `rdma-conn-inject yes`), capped at
+    // the provider's `inject_size` (128 bytes on tcp); applies to new
+    // connections.
+    opt!(
+        "rdma-conn-inline-bytes",
+        "256",
+        true,
+        |c, a| {
+            c.repl.rdma.conn_inline_bytes = parse_int(a, 0, 1 << 20)?;
+            Ok(())
+        },
+        |c| c.repl.rdma.conn_inline_bytes.to_string()
+    ),
     // `rdma-autotune yes`: one measurement window of the RDMA connections'
     // tuner, in milliseconds.
     opt!(

@@ -26,7 +26,7 @@ errors = 0
 wrong_reads = 0
 after_stop = 0
 i = 0
-deadline = time.time() + 240
+deadline = time.time() + 900
 while time.time() < deadline:
     key = f"key:{i}"
     try:

@@ -146,16 +146,16 @@ impl Server {
             .map(Addr::Ip)
             .unwrap_or_else(|_| Addr::none());
         let mut stream = stream;
+        let mut knobs = self.rdma_conn_knobs();
         if let (true, Addr::Ip(ip)) = (self.config.repl.rdma.autotune, &peer) {
-            let defaults = self.rdma_conn_knobs();
             let dir = std::path::PathBuf::from(&self.config.dir);
-            let knobs = self
+            knobs = self
                 .rdma_conns
                 .tuning
                 .get_or_insert_with(|| tune::ConnTuning::new(&dir))
-                .admit(ip.ip(), defaults, std::time::Instant::now());
-            apply_knobs(&mut stream, knobs);
+                .admit(ip.ip(), knobs, std::time::Instant::now());
         }
+        apply_knobs(&mut stream, knobs);
         let mut conn = Conn::Rdma(Box::new(stream));
         self.stats.total_connections_received += 1;
         if let Some(refusal) = self.admission_refusal(&peer) {
@@ -217,7 +217,11 @@ impl Server {
         let c = &self.config.repl.rdma;
         tune::Knobs {
             signal_every: c.conn_signal_every.min(c.conn_slots),
-            inline: if c.conn_inject { usize::MAX } else { 0 },
+            inline: if c.conn_inject {
+                c.conn_inline_bytes as usize
+            } else {
+                0
+            },
             poll_usec: c.conn_poll_usec,
         }
     }

@@ -71,6 +71,9 @@ pub struct RdmaConfig {
     /// Microseconds the loop polls RDMA clients' completion queues before
     /// it sleeps on their fds (`rdma-conn-poll-usec`, 0: it sleeps at once).
     pub conn_poll_usec: u64,
+    /// The largest write injected (`rdma-conn-inline-bytes`, capped at the
+    /// provider's `inject_size`).
+    pub conn_inline_bytes: u64,
     /// RDMA connections' autotune: the length of one measurement window
     /// (`rdma-autotune-window-ms`).
     pub tune_window_ms: u64,
@@ -106,6 +109,7 @@ impl Default for RdmaConfig {
             conn_inject: true,
             conn_signal_every: 4,
             conn_poll_usec: 0,
+            conn_inline_bytes: 256,
             tune_window_ms: 250,
             conn_keepalive: 60,
             zero_copy: true,
