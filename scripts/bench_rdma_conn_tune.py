@@ -65,7 +65,7 @@ def run(a, d, pid, transport, addr, workload, size, ops):
          "--phase", "run", "-w", workload, "--records", str(a.records),
          "--operations", str(ops), "--value-size", str(size), "--fields", "1",
          "--data-model", "string", "-c", str(a.connections), "-P", "1",
-         "--no-progress", "--out", out],
+         "--no-progress", "--no-plots", "--out", out],
         check=True, capture_output=True)
     cpu = cpu_seconds(pid) - c0
     doc = json.load(open(os.path.join(out, "results.json")))
