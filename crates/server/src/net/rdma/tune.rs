@@ -36,7 +36,8 @@
 //! saved in the data directory as `rdma-conn-tune-<host>.txt` when its
 //! incumbent changes and every [`SAVE_EVERY`] windows, by a short-lived
 //! thread (temp file, fsync, rename), so the loop never waits on the disk,
-//! and a restarted server starts each host warm.
+//! and a restarted server starts each host warm. A host with no connection
+//! for [`FORGET_AFTER`] is saved and dropped from memory.
 
 use crate::replication::rdma::tune::Start;
 use ferrokv_fabric::stream::{StreamStats, WRITE_LATENCY_BOUNDS_USEC};
@@ -58,6 +59,11 @@ pub const MIN_WINDOW_WRITES: u64 = 200;
 /// Windows between two saves of a host's tuner (besides every change of
 /// its incumbent).
 pub const SAVE_EVERY: u64 = 32;
+
+/// A host with no connection left for this long is saved and dropped
+/// from memory (it comes back warm from its file): the table grows with
+/// the hosts connected, never with every host that ever connected.
+pub const FORGET_AFTER: Duration = Duration::from_secs(300);
 
 /// The connections' grid (no hard limit: none of these knobs pins memory).
 pub fn space() -> Space {
@@ -164,6 +170,8 @@ struct Host {
     /// Whether the last window of this host was recorded (not idle).
     active: bool,
     since_save: u64,
+    /// When it last had a connection open.
+    last_connected: Instant,
 }
 
 /// The per-host tuners of RDMA client connections (owned by the loop).
@@ -314,6 +322,7 @@ impl ConnTuning {
                     last: None,
                     active: false,
                     since_save: 0,
+                    last_connected: now,
                 },
             );
         }
@@ -347,6 +356,19 @@ impl ConnTuning {
             // Connections gone since the last tick.
             h.seen
                 .retain(|slot, _| conns.iter().any(|&(s, host, _)| s == *slot && host == ip));
+            if !h.seen.is_empty() {
+                h.last_connected = now;
+            } else if now.saturating_duration_since(h.last_connected) >= FORGET_AFTER {
+                saves.push(StateToSave {
+                    path,
+                    text: h.tuner.save(),
+                });
+                self.hosts.remove(&ip);
+                if self.last_host == Some(ip) {
+                    self.last_host = None;
+                }
+                continue;
+            }
             let elapsed = now.saturating_duration_since(h.began);
             if elapsed < window {
                 continue;
@@ -500,6 +522,10 @@ mod tests {
         // A connection that went away leaves the host's table.
         t.tick(&[], w, DEFAULTS, t0 + 3 * w);
         assert!(t.hosts[&ip].seen.is_empty());
+        // A host with no connection for FORGET_AFTER is saved and dropped.
+        let (_, saves) = t.tick(&[], w, DEFAULTS, t0 + 3 * w + FORGET_AFTER);
+        assert_eq!(saves.len(), 1);
+        assert!(t.hosts.is_empty() && t.report().is_none());
     }
 
     /// Synthetic hosts: the tuner, driven through `tick` with counters
