@@ -447,6 +447,15 @@ fn connection_autotune_tunes_live_knobs_per_host_and_starts_warm_after_a_restart
     assert_eq!(info(&s, "rdma_conn_autotune"), 0);
     assert_eq!(info(&s, "rdma_conn_poll_usec"), 0);
     assert_eq!(info_text(&s, "rdma_conn_tune_windows"), None);
+    // On again, under the same open connection: its host's tuner comes
+    // back from its file and learns from this connection's traffic.
+    tcp(&s).cmd(&["CONFIG", "SET", "rdma-autotune", "yes"]);
+    closed_loop(&mut r, 1.5, "d");
+    assert!(info(&s, "rdma_conn_tune_windows") >= 1);
+    assert_eq!(
+        info_text(&s, "rdma_conn_tune_start").as_deref(),
+        Some("warm")
+    );
 }
 
 /// `rdma-conn-poll-usec`: the loop polls RDMA clients before sleeping, and

@@ -279,14 +279,26 @@ impl Server {
         let defaults = self.rdma_conn_knobs();
         let window = std::time::Duration::from_millis(self.config.repl.rdma.tune_window_ms);
         let dir = std::path::PathBuf::from(&self.config.dir);
+        // Autotune just turned on: the connections already open run on the
+        // configured knobs until their host's tuner sets its own.
+        let fresh = self.rdma_conns.tuning.is_none();
         let tuning = self
             .rdma_conns
             .tuning
             .get_or_insert_with(|| tune::ConnTuning::new(&dir));
         tuning.configure(&dir);
-        let (changed, saves) = tuning.tick(&conns, window, defaults, std::time::Instant::now());
+        let (mut changed, saves) = tuning.tick(&conns, window, defaults, std::time::Instant::now());
         for s in saves {
             s.write_in_background();
+        }
+        if fresh {
+            let mut hosts: Vec<std::net::IpAddr> = conns.iter().map(|&(_, ip, _)| ip).collect();
+            hosts.sort();
+            hosts.dedup();
+            changed = hosts
+                .into_iter()
+                .filter_map(|ip| Some((ip, tuning.knobs(&ip)?)))
+                .collect();
         }
         for (host, knobs) in changed {
             for &(t, ip, _) in &conns {
