@@ -186,8 +186,13 @@ impl Reactor {
                 self.srv.persistence.loop_load.turn(turn_started, now);
             }
             if self.srv.uring.is_some() {
+                // (The poll looks at the RDMA clients' queues only: the
+                // ring's own completions are reaped by the wait, at once
+                // when the poll found work.)
+                let found = self.poll_rdma_before_sleeping(None, timeout)?;
+                let timeout = if found { Duration::ZERO } else { timeout };
                 self.wait_uring(&mut events, timeout)?;
-            } else if !self.poll_rdma_before_sleeping(&mut events, timeout)? {
+            } else if !self.poll_rdma_before_sleeping(Some(&mut events), timeout)? {
                 match self.poll.poll(&mut events, Some(timeout)) {
                     Ok(()) => {}
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -895,14 +900,14 @@ impl Reactor {
     }
 
     /// `rdma-conn-poll-usec` (or the autotuner's choice): with RDMA
-    /// clients, before the loop sleeps it keeps looking — at the poll set
-    /// without waiting and at the RDMA clients' completion queues — for up
-    /// to that long. Whether it found work (the caller then skips the
-    /// sleep); a loop with no RDMA client, or nothing to wait for, does not
-    /// poll.
+    /// clients, before the loop sleeps it keeps looking — at the RDMA
+    /// clients' completion queues, and with `events` at the poll set
+    /// without waiting (epoll backend) — for up to that long. Whether it
+    /// found work (the caller then skips the sleep); a loop with no RDMA
+    /// client, or nothing to wait for, does not poll.
     fn poll_rdma_before_sleeping(
         &mut self,
-        events: &mut Events,
+        mut events: Option<&mut Events>,
         timeout: Duration,
     ) -> io::Result<bool> {
         let usec = self.srv.rdma_poll_usec();
@@ -911,14 +916,16 @@ impl Reactor {
         }
         let until = Instant::now() + Duration::from_micros(usec);
         loop {
-            match self.poll.poll(events, Some(Duration::ZERO)) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-            if !events.is_empty() {
-                self.srv.rdma_conns.poll_found += 1;
-                return Ok(true);
+            if let Some(events) = events.as_deref_mut() {
+                match self.poll.poll(events, Some(Duration::ZERO)) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+                if !events.is_empty() {
+                    self.srv.rdma_conns.poll_found += 1;
+                    return Ok(true);
+                }
             }
             self.srv.rearm_rdma_clients();
             if !self.srv.pending_reads.is_empty() {
