@@ -1484,6 +1484,12 @@ impl Server {
             self.save_now()
                 .map_err(|e| format!("Error trying to save the DB, can't exit: {e}"))?;
         }
+        // What the RDMA connections' tuners learned since their last save.
+        if let Some(t) = &self.rdma_conns.tuning {
+            for s in t.states() {
+                s.write_now();
+            }
+        }
         Ok(())
     }
 

@@ -398,7 +398,7 @@ fn connection_autotune_tunes_live_knobs_per_host_and_starts_warm_after_a_restart
     };
     let pairs = closed_loop(&mut r, 5.0, "a");
     let windows = info(&s, "rdma_conn_tune_windows");
-    assert!(windows >= 10, "{windows} windows in {pairs} request pairs");
+    assert!(windows >= 5, "{windows} windows in {pairs} request pairs");
     assert_eq!(info(&s, "rdma_conn_autotune"), 1);
     assert_eq!(
         info_text(&s, "rdma_conn_tune_host").as_deref(),
@@ -408,16 +408,27 @@ fn connection_autotune_tunes_live_knobs_per_host_and_starts_warm_after_a_restart
         info_text(&s, "rdma_conn_tune_start").as_deref(),
         Some("cold")
     );
-    let in_grid = |field: &str, grid: &[i64]| {
-        let v = info(&s, field);
-        assert!(grid.contains(&v), "{field} {v} not in {grid:?}");
+    // One snapshot: the setting, and the poll time in force, which is the
+    // host's own while it has a connection open.
+    let text = tcp(&s).cmd(&["INFO", "rdma"]);
+    let text = String::from_utf8_lossy(text.as_bytes().unwrap()).into_owned();
+    let field = |name: &str| -> i64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let in_grid = |name: &str, grid: &[i64]| {
+        let v = field(name);
+        assert!(grid.contains(&v), "{name} {v} not in {grid:?}");
         v
     };
     in_grid("rdma_conn_tune_signal_every", &[1, 2, 4, 8, 16]);
     in_grid("rdma_conn_tune_inline", &[1, 64, 256]);
     let poll = in_grid("rdma_conn_tune_poll_usec", &[1, 16, 64, 256]);
-    // The loop polls for what the tuner chose, while the host is active.
-    assert_eq!(info(&s, "rdma_conn_poll_usec"), poll);
+    assert_eq!(field("rdma_conn_poll_usec"), poll);
     // (A loop that always has work never reaches the poll; an idle
     // connection lets it sleep, so it polls first.)
     wait_for("the loop polling before it sleeps", 10, || {

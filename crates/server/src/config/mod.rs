@@ -1993,7 +1993,7 @@ pub static REPL_OPTIONS: &[ConfigOption] = &[
         "0",
         true,
         |c, a| {
-            c.repl.rdma.conn_poll_usec = parse_int(a, 0, 1_000_000)?;
+            c.repl.rdma.conn_poll_usec = parse_int(a, 0, 100_000)?;
             Ok(())
         },
         |c| c.repl.rdma.conn_poll_usec.to_string()

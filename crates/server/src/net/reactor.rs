@@ -186,12 +186,23 @@ impl Reactor {
                 self.srv.persistence.loop_load.turn(turn_started, now);
             }
             if self.srv.uring.is_some() {
-                // (The poll looks at the RDMA clients' queues only: the
-                // ring's own completions are reaped by the wait, at once
-                // when the poll found work.)
-                let found = self.poll_rdma_before_sleeping(None, timeout)?;
-                let timeout = if found { Duration::ZERO } else { timeout };
-                self.wait_uring(&mut events, timeout)?;
+                if self.srv.rdma_poll_usec() > 0 && !timeout.is_zero() {
+                    // This turn's sends go out and the ring is looked at
+                    // first, without waiting; only a loop with nothing to
+                    // do polls the RDMA clients' queues before it sleeps.
+                    self.wait_uring(&mut events, Duration::ZERO)?;
+                    let busy =
+                        !events.is_empty()
+                            || !self.srv.pending_reads.is_empty()
+                            || self.srv.uring.as_ref().is_some_and(|u| {
+                                !u.ready.is_empty() || u.epoll_more || u.epoll_ready
+                            });
+                    if !busy && !self.poll_rdma_before_sleeping(None, timeout)? {
+                        self.wait_uring(&mut events, timeout)?;
+                    }
+                } else {
+                    self.wait_uring(&mut events, timeout)?;
+                }
             } else if !self.poll_rdma_before_sleeping(Some(&mut events), timeout)? {
                 match self.poll.poll(&mut events, Some(timeout)) {
                     Ok(()) => {}
@@ -914,7 +925,8 @@ impl Reactor {
         if usec == 0 || timeout.is_zero() {
             return Ok(false);
         }
-        let until = Instant::now() + Duration::from_micros(usec);
+        // Never past the loop's own deadline (cron, blocked clients).
+        let until = Instant::now() + Duration::from_micros(usec).min(timeout);
         loop {
             if let Some(events) = events.as_deref_mut() {
                 match self.poll.poll(events, Some(Duration::ZERO)) {

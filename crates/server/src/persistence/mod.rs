@@ -229,8 +229,12 @@ pub fn save_loop_share(base: u32, used_at_start: usize, used_now: usize, utiliza
 pub fn write_atomically(path: impl AsRef<std::path::Path>, body: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let path = path.as_ref();
+    // Unique per call: two writers of one path (two saves of a tuner's
+    // state from their threads) never share a temporary file.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp-{}", std::process::id()));
+    tmp.push(format!(".tmp-{}-{n}", std::process::id()));
     let tmp = std::path::PathBuf::from(tmp);
     let r = (|| {
         let mut f = std::fs::File::create(&tmp)?;

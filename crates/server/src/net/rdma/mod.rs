@@ -60,7 +60,15 @@ pub fn stream_config(srv: &Server) -> StreamConfig {
         slot_size: c.conn_slot_size,
         credit_every: (c.conn_slots / 4).max(1),
         inject: c.conn_inject,
-        signal_every: c.conn_signal_every.min(c.conn_slots),
+        // With autotune the interval changes live, which needs an endpoint
+        // made for selective completions (interval > 1 at accept); the
+        // tuner's value is set right after.
+        signal_every: if c.autotune {
+            c.conn_signal_every.max(2)
+        } else {
+            c.conn_signal_every
+        }
+        .min(c.conn_slots),
     }
 }
 
@@ -274,7 +282,7 @@ impl Server {
             else {
                 continue;
             };
-            conns.push((t, ip.ip(), stats));
+            conns.push((t, c.id, ip.ip(), stats));
         }
         let defaults = self.rdma_conn_knobs();
         let window = std::time::Duration::from_millis(self.config.repl.rdma.tune_window_ms);
@@ -287,12 +295,17 @@ impl Server {
             .tuning
             .get_or_insert_with(|| tune::ConnTuning::new(&dir));
         tuning.configure(&dir);
-        let (mut changed, saves) = tuning.tick(&conns, window, defaults, std::time::Instant::now());
+        let ticked: Vec<(u64, std::net::IpAddr, ferrokv_fabric::StreamStats)> = conns
+            .iter()
+            .map(|&(_, id, ip, stats)| (id, ip, stats))
+            .collect();
+        let (mut changed, saves) =
+            tuning.tick(&ticked, window, defaults, std::time::Instant::now());
         for s in saves {
             s.write_in_background();
         }
         if fresh {
-            let mut hosts: Vec<std::net::IpAddr> = conns.iter().map(|&(_, ip, _)| ip).collect();
+            let mut hosts: Vec<std::net::IpAddr> = conns.iter().map(|&(_, _, ip, _)| ip).collect();
             hosts.sort();
             hosts.dedup();
             changed = hosts
@@ -301,7 +314,7 @@ impl Server {
                 .collect();
         }
         for (host, knobs) in changed {
-            for &(t, ip, _) in &conns {
+            for &(t, _, ip, _) in &conns {
                 if ip == host {
                     if let Some(s) = self.rdma_stream_mut(t) {
                         apply_knobs(s, knobs);
@@ -494,26 +507,29 @@ impl Server {
                 f.sample(&labels, v);
             }
         }
+        let windows = r.family(
+            "ferrokv_rdma_conn_tune_windows_total",
+            "Windows of RDMA connections' traffic the tuners learned from (INFO rdma_conn_tune_windows).",
+            Kind::Counter,
+        );
+        if let Some(t) = t {
+            windows.sample(&[], t.windows as f64);
+        }
         for (name, help, value) in [
             (
-                "ferrokv_rdma_conn_tune_windows_total",
-                "Windows of RDMA connections' traffic the tuners learned from (INFO rdma_conn_tune_windows).",
-                t.map(|t| t.windows),
-            ),
-            (
                 "ferrokv_rdma_conn_tune_explorations_total",
-                "The last host's windows run on a setting being tried (INFO rdma_conn_tune_explorations).",
+                "The host's windows run on a setting being tried (INFO rdma_conn_tune_explorations, the last tuned host).",
                 report.as_ref().map(|(_, _, rep, _)| rep.explorations),
             ),
             (
                 "ferrokv_rdma_conn_tune_rejections_total",
-                "The last host's tried settings dropped below 0.9x its defaults (INFO rdma_conn_tune_rejections).",
+                "The host's tried settings dropped below 0.9x its defaults (INFO rdma_conn_tune_rejections, the last tuned host).",
                 report.as_ref().map(|(_, _, rep, _)| rep.rejections),
             ),
         ] {
             let f = r.family(name, help, Kind::Counter);
             if let Some(v) = value {
-                f.sample(&[], v as f64);
+                f.sample(&labels, v as f64);
             }
         }
     }

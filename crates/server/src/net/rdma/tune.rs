@@ -28,8 +28,8 @@
 //!   (128 on tcp); 1 means none in practice;
 //! * `poll_usec` 1, 16, 64, 256 — how long the loop keeps polling the
 //!   completion queues before it sleeps on their fds (1: one look). The loop
-//!   is shared by every host, so the longest poll of the hosts active in
-//!   their last window is the one in force.
+//!   is shared by every host, so the longest poll of the hosts with a
+//!   connection open is the one in force.
 //!
 //! The ring's slots (`rdma-conn-slots`) are fixed when a connection is
 //! made and are not tuned: they stay the operator's. Each host's tuner is
@@ -163,8 +163,10 @@ struct Host {
     began: Instant,
     cpu_at_start: Duration,
     window: Window,
-    /// Each connection's counters at the last tick, by client slot.
-    seen: HashMap<usize, StreamStats>,
+    /// Each connection's counters at the last tick, by client id (a slot
+    /// of the client table is reused by the next connection; an id never
+    /// is).
+    seen: HashMap<u64, StreamStats>,
     /// The last recorded window's features.
     last: Option<Features>,
     /// Whether the last window of this host was recorded (not idle).
@@ -192,21 +194,23 @@ pub struct StateToSave {
 }
 
 impl StateToSave {
-    /// Writes it from a short-lived thread (temp file, fsync, rename); a
-    /// failure is logged, and the next save tries again.
+    /// Writes it now (temp file, fsync, rename): at shutdown. A failure is
+    /// logged.
+    pub fn write_now(self) {
+        if let Err(e) = crate::persistence::write_atomically(&self.path, self.text.as_bytes()) {
+            tracing::warn!(
+                "RDMA autotune: can't save what it learned to {}: {e}",
+                self.path.display()
+            );
+        }
+    }
+
+    /// Writes it from a short-lived thread, so the loop never waits on the
+    /// disk; a failure is logged, and the next save tries again.
     pub fn write_in_background(self) {
         let spawned = std::thread::Builder::new()
             .name("rdma-tune-save".into())
-            .spawn(move || {
-                if let Err(e) =
-                    crate::persistence::write_atomically(&self.path, self.text.as_bytes())
-                {
-                    tracing::warn!(
-                        "RDMA autotune: can't save what it learned to {}: {e}",
-                        self.path.display()
-                    );
-                }
-            });
+            .spawn(move || self.write_now());
         if let Err(e) = spawned {
             tracing::warn!("RDMA autotune: can't start the thread that saves: {e}");
         }
@@ -329,22 +333,26 @@ impl ConnTuning {
         self.hosts.get_mut(&host).expect("inserted above")
     }
 
-    /// A cron tick: `conns` are the open RDMA clients (slot, host, their
-    /// counters now). Each host's window takes what its connections did
-    /// since the last tick; a host whose window is over records it, and
+    /// A cron tick: `conns` are the open RDMA clients (client id, host,
+    /// their counters now). Each host's window takes what its connections
+    /// did since the last tick — a connection seen for the first time only
+    /// gives its starting point, so traffic from before the tuner knew it
+    /// (autotune just turned on, a new data directory) is never credited
+    /// to the current setting; a host whose window is over records it, and
     /// the hosts whose setting changed are returned with their new knobs
     /// (to apply to their connections), with the states to save.
     pub fn tick(
         &mut self,
-        conns: &[(usize, IpAddr, StreamStats)],
+        conns: &[(u64, IpAddr, StreamStats)],
         window: Duration,
         defaults: Knobs,
         now: Instant,
     ) -> (Vec<(IpAddr, Knobs)>, Vec<StateToSave>) {
-        for &(slot, host, stats) in conns {
+        for &(id, host, stats) in conns {
             let h = self.host(host, defaults, now);
-            let before = h.seen.insert(slot, stats).unwrap_or_default();
-            h.window.add(&before, &stats);
+            if let Some(before) = h.seen.insert(id, stats) {
+                h.window.add(&before, &stats);
+            }
         }
         let mut changed = Vec::new();
         let mut saves = Vec::new();
@@ -355,7 +363,7 @@ impl ConnTuning {
             let h = self.hosts.get_mut(&ip).expect("listed");
             // Connections gone since the last tick.
             h.seen
-                .retain(|slot, _| conns.iter().any(|&(s, host, _)| s == *slot && host == ip));
+                .retain(|id, _| conns.iter().any(|&(c, host, _)| c == *id && host == ip));
             if !h.seen.is_empty() {
                 h.last_connected = now;
             } else if now.saturating_duration_since(h.last_connected) >= FORGET_AFTER {
@@ -417,12 +425,12 @@ impl ConnTuning {
         (changed, saves)
     }
 
-    /// The poll time in force: the longest of the hosts active in their
-    /// last window (none active: `fallback`).
+    /// The poll time in force: the longest of the hosts with a connection
+    /// open or active in their last window (none: `fallback`).
     pub fn poll_usec(&self, fallback: u64) -> u64 {
         self.hosts
             .values()
-            .filter(|h| h.active)
+            .filter(|h| h.active || !h.seen.is_empty())
             .map(|h| h.tuner.current_values()[2])
             .max()
             .unwrap_or(fallback)
@@ -435,7 +443,8 @@ impl ConnTuning {
             .map(|h| Knobs::of(&h.tuner.current_values()))
     }
 
-    /// Every host's state, to save (at shutdown).
+    /// Every host's state, to save (at shutdown, and when autotune is
+    /// turned off).
     pub fn states(&self) -> Vec<StateToSave> {
         self.hosts
             .iter()
@@ -500,8 +509,13 @@ mod tests {
         let t0 = Instant::now();
         t.admit(ip, DEFAULTS, t0);
         let w = Duration::from_millis(100);
-        // Too few replies: idle.
-        let (_, saves) = t.tick(&[(3, ip, stats(1000, 10, 2))], w, DEFAULTS, t0 + w);
+        // A connection's first sighting is only its starting point: what
+        // it did before counts for no window.
+        let (_, saves) = t.tick(&[(3, ip, stats(1000, 10, 2))], w, DEFAULTS, t0 + w / 2);
+        assert!(saves.is_empty());
+        assert_eq!(t.hosts[&ip].window.writes, 0);
+        // Too few replies since: idle.
+        let (_, saves) = t.tick(&[(3, ip, stats(1000, 20, 2))], w, DEFAULTS, t0 + w);
         assert!(saves.is_empty());
         assert_eq!((t.windows, t.idle_windows), (0, 1));
         // A busy window: recorded, with its latency quantiles.
@@ -516,7 +530,7 @@ mod tests {
         assert_eq!((host, start), (ip, Start::Cold));
         assert_eq!(report.windows, 1);
         let f = last.unwrap();
-        assert_eq!(f.ops, 5_000);
+        assert_eq!(f.ops, 4_990);
         assert_eq!(f.bytes, 999_000);
         assert_eq!(f.p99_us, WRITE_LATENCY_BOUNDS_USEC[3] as f64);
         // A connection that went away leaves the host's table.
@@ -549,7 +563,7 @@ mod tests {
         let mut knobs = t.admit(ip, DEFAULTS, now);
         let mut total = StreamStats::default();
         let mut last_saves = Vec::new();
-        for _ in 0..150 {
+        for _ in 0..300 {
             now += w;
             let bytes = (rate(knobs) * w.as_secs_f64()) as u64;
             total.bytes_written += bytes;
