@@ -1487,7 +1487,7 @@ impl Server {
         // What the RDMA connections' tuners learned since their last save.
         if let Some(t) = &self.rdma_conns.tuning {
             for s in t.states() {
-                s.write_now();
+                s.write();
             }
         }
         Ok(())

@@ -32,6 +32,14 @@ fn tcp(s: &ServerProcess) -> Raw {
 }
 
 fn info(s: &ServerProcess, field: &str) -> i64 {
+    info_text(s, field)
+        .unwrap_or_else(|| panic!("no {field} in INFO"))
+        .parse()
+        .unwrap()
+}
+
+/// A field of `INFO rdma` (`rdma_*`) or `INFO clients`, as text.
+fn info_text(s: &ServerProcess, field: &str) -> Option<String> {
     let section = if field.starts_with("rdma_") {
         "rdma"
     } else {
@@ -41,10 +49,7 @@ fn info(s: &ServerProcess, field: &str) -> i64 {
     let text = String::from_utf8_lossy(text.as_bytes().unwrap()).into_owned();
     text.lines()
         .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("no {field} in {text}"))
-        .trim()
-        .parse()
-        .unwrap()
+        .map(|v| v.trim().to_string())
 }
 
 #[test]
@@ -361,14 +366,6 @@ fn requests_cut_anywhere_by_small_slots_run_exactly_once_and_in_order() {
         tcp(&s).cmd(&["GET", "ctr"]),
         Frame::Bulk(ctr.to_string().into_bytes())
     );
-}
-
-fn info_text(s: &ServerProcess, field: &str) -> Option<String> {
-    let text = tcp(s).cmd(&["INFO", "rdma"]);
-    let text = String::from_utf8_lossy(text.as_bytes().unwrap()).into_owned();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .map(|v| v.trim().to_string())
 }
 
 /// Unpipelined SET / GET pairs over one RDMA connection for `secs`; every

@@ -39,7 +39,7 @@
 //! and a restarted server starts each host warm. A host with no connection
 //! for [`FORGET_AFTER`] is saved and dropped from memory.
 
-use crate::replication::rdma::tune::Start;
+use crate::replication::rdma::tune::{load_saved, nearest, state_path, Start, StateToSave};
 use ferrokv_fabric::stream::{StreamStats, WRITE_LATENCY_BOUNDS_USEC};
 use ferrokv_fabric::tune::{
     Decision, Features, Limit, Param, Reason, Report, Setting, Space, Tuner, TunerConfig,
@@ -98,13 +98,6 @@ impl Knobs {
             poll_usec: v[2],
         }
     }
-}
-
-fn nearest(values: &[u64], v: u64) -> usize {
-    let distance = |x: u64| ((x as f64).ln() - (v.max(1) as f64).ln()).abs();
-    (0..values.len())
-        .min_by(|&a, &b| distance(values[a]).total_cmp(&distance(values[b])))
-        .unwrap_or(0)
 }
 
 /// What a window has added up so far, over a host's connections.
@@ -186,37 +179,6 @@ pub struct ConnTuning {
     pub idle_windows: u64,
 }
 
-/// A tuner's state, to be written to its file off the loop.
-#[must_use = "what the tuner learned is lost unless it is written"]
-pub struct StateToSave {
-    pub path: PathBuf,
-    pub text: String,
-}
-
-impl StateToSave {
-    /// Writes it now (temp file, fsync, rename): at shutdown. A failure is
-    /// logged.
-    pub fn write_now(self) {
-        if let Err(e) = crate::persistence::write_atomically(&self.path, self.text.as_bytes()) {
-            tracing::warn!(
-                "RDMA autotune: can't save what it learned to {}: {e}",
-                self.path.display()
-            );
-        }
-    }
-
-    /// Writes it from a short-lived thread, so the loop never waits on the
-    /// disk; a failure is logged, and the next save tries again.
-    pub fn write_in_background(self) {
-        let spawned = std::thread::Builder::new()
-            .name("rdma-tune-save".into())
-            .spawn(move || self.write_now());
-        if let Err(e) = spawned {
-            tracing::warn!("RDMA autotune: can't start the thread that saves: {e}");
-        }
-    }
-}
-
 /// The CPU time the calling thread has used.
 pub fn thread_cpu() -> Duration {
     // SAFETY: getrusage writes the struct it is given, which lives for the call.
@@ -253,12 +215,7 @@ impl ConnTuning {
     }
 
     pub fn path(&self, host: &IpAddr) -> PathBuf {
-        let safe: String = host
-            .to_string()
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
-        self.dir.join(format!("rdma-conn-tune-{safe}.txt"))
+        state_path(&self.dir, "rdma-conn-tune", &host.to_string())
     }
 
     /// The knobs a new connection from `host` starts with: its tuner's
@@ -273,27 +230,7 @@ impl ConnTuning {
     fn host(&mut self, host: IpAddr, defaults: Knobs, now: Instant) -> &mut Host {
         if !self.hosts.contains_key(&host) {
             let path = self.path(&host);
-            let cfg = TunerConfig::default();
-            let warm = match std::fs::read_to_string(&path) {
-                Ok(text) => match Tuner::load(space(), &text, cfg) {
-                    Ok(t) => Some(t),
-                    Err(e) => {
-                        tracing::warn!(
-                            "RDMA autotune: {} not used ({e}); starting cold",
-                            path.display()
-                        );
-                        None
-                    }
-                },
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(e) => {
-                    tracing::warn!(
-                        "RDMA autotune: can't read {} ({e}); starting cold",
-                        path.display()
-                    );
-                    None
-                }
-            };
+            let warm = load_saved(&path, space());
             let (tuner, start) = match warm {
                 Some(t) => (t, Start::Warm),
                 None => {
@@ -302,7 +239,8 @@ impl ConnTuning {
                         nearest(&INLINE, defaults.inline as u64),
                         nearest(&POLL_USEC, defaults.poll_usec),
                     ]);
-                    let t = Tuner::new(space(), near, cfg).expect("every cell is allowed");
+                    let t = Tuner::new(space(), near, TunerConfig::default())
+                        .expect("every cell is allowed");
                     (t, Start::Cold)
                 }
             };

@@ -59,7 +59,7 @@ fn space(budget: u64) -> Space {
 }
 
 /// The grid's index nearest to `v` (in log terms: the grid is geometric).
-fn nearest(values: &[u64], v: u64) -> usize {
+pub fn nearest(values: &[u64], v: u64) -> usize {
     let distance = |x: u64| ((x as f64).ln() - (v.max(1) as f64).ln()).abs();
     (0..values.len())
         .min_by(|&a, &b| distance(values[a]).total_cmp(&distance(values[b])))
@@ -126,11 +126,7 @@ impl SyncTuning {
     }
 
     fn path(&self, peer: &str) -> PathBuf {
-        let safe: String = peer
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
-        self.dir.join(format!("rdma-tune-{safe}.txt"))
+        state_path(&self.dir, "rdma-tune", peer)
     }
 
     /// The tuner of `peer`: kept, else loaded from its file, else cold
@@ -138,27 +134,7 @@ impl SyncTuning {
     fn tuner(&mut self, peer: &str, defaults: (u32, u32, u32)) -> &mut (Tuner, Start) {
         if !self.tuners.contains_key(peer) {
             let path = self.path(peer);
-            let cfg = TunerConfig::default();
-            let warm = match std::fs::read_to_string(&path) {
-                Ok(text) => match Tuner::load(space(self.budget), &text, cfg) {
-                    Ok(t) => Some(t),
-                    Err(e) => {
-                        tracing::warn!(
-                            "RDMA autotune: {} not used ({e}); starting cold",
-                            path.display()
-                        );
-                        None
-                    }
-                },
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(e) => {
-                    tracing::warn!(
-                        "RDMA autotune: can't read {} ({e}); starting cold",
-                        path.display()
-                    );
-                    None
-                }
-            };
+            let warm = load_saved(&path, space(self.budget));
             let entry = match warm {
                 Some(t) => (t, Start::Warm),
                 None => (self.cold(defaults), Start::Cold),
@@ -254,22 +230,69 @@ impl SyncTuning {
     }
 }
 
+/// `<dir>/<prefix>-<peer>.txt`, the peer's characters other than ASCII
+/// letters and digits as `-`: where a peer's tuner is kept.
+pub fn state_path(dir: &Path, prefix: &str, peer: &str) -> PathBuf {
+    let safe: String = peer
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    dir.join(format!("{prefix}-{safe}.txt"))
+}
+
+/// The tuner saved at `path` over `space` (a warm start), or `None` with a
+/// warning when the file cannot be read or was written for another grid
+/// (no file: `None`, quietly): the caller starts cold.
+pub fn load_saved(path: &Path, space: Space) -> Option<Tuner> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => match Tuner::load(space, &text, TunerConfig::default()) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::warn!(
+                    "RDMA autotune: {} not used ({e}); starting cold",
+                    path.display()
+                );
+                None
+            }
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            tracing::warn!(
+                "RDMA autotune: can't read {} ({e}); starting cold",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
 /// A tuner's state, to be written to its file.
 #[must_use = "what the tuner learned is lost unless it is written"]
 pub struct StateToSave {
-    path: PathBuf,
-    text: String,
+    pub path: PathBuf,
+    pub text: String,
 }
 
 impl StateToSave {
     /// Writes it (temp file, fsync, rename); a failure is logged: the
-    /// tuner keeps it in memory and the next sync saves again.
+    /// tuner keeps it in memory and the next save tries again.
     pub fn write(self) {
         if let Err(e) = crate::persistence::write_atomically(&self.path, self.text.as_bytes()) {
             tracing::warn!(
                 "RDMA autotune: can't save what it learned to {}: {e}",
                 self.path.display()
             );
+        }
+    }
+
+    /// [`StateToSave::write`] from a short-lived thread, so the event loop
+    /// never waits on the disk.
+    pub fn write_in_background(self) {
+        let spawned = std::thread::Builder::new()
+            .name("rdma-tune-save".into())
+            .spawn(move || self.write());
+        if let Err(e) = spawned {
+            tracing::warn!("RDMA autotune: can't start the thread that saves: {e}");
         }
     }
 }
