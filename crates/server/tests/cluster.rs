@@ -779,8 +779,16 @@ fn a_replica_migrates_to_an_orphaned_master_within_the_barrier() {
     let b1_id = myid(&b1);
     let _ = b1.child.kill();
     let _ = b1.child.wait();
+    // Both replicas of A must see it FAIL (not only `fail?`): either may
+    // be the one that moves, and a PFAIL replica still counts as working.
+    let failed = |r: &ServerProcess| {
+        line_of(r, &b1_id)
+            .split(' ')
+            .nth(2)
+            .is_some_and(|flags| flags.split(',').any(|f| f == "fail"))
+    };
     wait_for("the dead replica flagged FAIL", 30, || {
-        line_of(&a1, &b1_id).contains("fail").then_some(())
+        (failed(&a1) && failed(&a2)).then_some(())
     });
     // With a barrier of 2, A (two replicas) keeps both: past the 5 s the
     // orphan must last, nobody has moved.
@@ -806,9 +814,11 @@ fn a_replica_migrates_to_an_orphaned_master_within_the_barrier() {
     } else {
         (&a2, &a1, mp2)
     };
+    // (60 s: the mover must also have seen the dead replica flagged FAIL,
+    // which the check above asked of one node only.)
     wait_for_or(
         "the migration to the orphaned master",
-        30,
+        60,
         || (master_of(mover).as_deref() == Some(b_id.as_str())).then_some(()),
         || {
             format!(
