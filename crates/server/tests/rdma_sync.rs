@@ -657,6 +657,24 @@ fn a_full_sync_over_an_rdma_connection_needs_capa_rdma() {
 }
 
 /// The replica's installed snapshot file (renamed from its temp file).
+/// The replica's one full sync went over RDMA, with no fallback to TCP
+/// (both logs in the message when it did not).
+fn assert_one_rdma_sync(replica: &ServerProcess, master: &ServerProcess, what: &str) {
+    assert_eq!(
+        num(replica, "rdma", "rdma_syncs_done"),
+        1,
+        "{what}\n--- replica\n{}\n--- master\n{}",
+        replica.log(),
+        master.log()
+    );
+    assert_eq!(
+        num(replica, "rdma", "rdma_fallbacks"),
+        0,
+        "{what}\n{}",
+        replica.log()
+    );
+}
+
 fn snapshot_bytes(p: &ServerProcess) -> Vec<u8> {
     std::fs::read(p.dir.path().join("dump.rdb")).expect("a dump.rdb")
 }
@@ -675,19 +693,7 @@ fn a_full_sync_over_one_two_and_four_endpoints_is_byte_exact() {
         ]);
         replicaof(&replica, &master);
         wait_converged(&master, &replica, 60);
-        assert_eq!(
-            num(&replica, "rdma", "rdma_syncs_done"),
-            1,
-            "{n} endpoints\n--- replica\n{}\n--- master\n{}",
-            replica.log(),
-            master.log()
-        );
-        assert_eq!(
-            num(&replica, "rdma", "rdma_fallbacks"),
-            0,
-            "{}",
-            replica.log()
-        );
+        assert_one_rdma_sync(&replica, &master, &format!("{n} endpoints"));
         assert_eq!(num(&replica, "rdma", "rdma_last_sync_endpoints"), n);
         assert_eq!(num(&master, "rdma", "rdma_last_sync_endpoints"), n);
         // Every byte: the file the replica installed is the master's
@@ -875,13 +881,7 @@ fn a_master_with_autotune_tunes_writes_in_flight_within_a_transfer() {
     ]);
     replicaof(&replica, &master);
     wait_converged(&master, &replica, 60);
-    assert_eq!(
-        num(&replica, "rdma", "rdma_syncs_done"),
-        1,
-        "{}",
-        replica.log()
-    );
-    assert_eq!(num(&replica, "rdma", "rdma_fallbacks"), 0);
+    assert_one_rdma_sync(&replica, &master, "writes in flight tuned");
     let windows = num(&master, "rdma", "rdma_tune_transfer_windows");
     assert!(windows >= 20, "{windows} windows");
     // The tuner moved W within 1..=K and the data arrived whole (the

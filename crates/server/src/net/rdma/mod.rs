@@ -272,7 +272,9 @@ impl Server {
         if self.rdma_conns.tokens.is_empty() && self.rdma_conns.tuning.is_none() {
             return;
         }
+        // (client id, host, counters) for the tuner, and each one's slot.
         let mut conns = Vec::with_capacity(self.rdma_conns.tokens.len());
+        let mut slots = Vec::with_capacity(self.rdma_conns.tokens.len());
         for &t in &self.rdma_conns.tokens {
             let Some(Some(c)) = self.clients.get(t) else {
                 continue;
@@ -282,7 +284,8 @@ impl Server {
             else {
                 continue;
             };
-            conns.push((t, c.id, ip.ip(), stats));
+            conns.push((c.id, ip.ip(), stats));
+            slots.push(t);
         }
         let defaults = self.rdma_conn_knobs();
         let window = std::time::Duration::from_millis(self.config.repl.rdma.tune_window_ms);
@@ -295,17 +298,12 @@ impl Server {
             .tuning
             .get_or_insert_with(|| tune::ConnTuning::new(&dir));
         tuning.configure(&dir);
-        let ticked: Vec<(u64, std::net::IpAddr, ferrokv_fabric::StreamStats)> = conns
-            .iter()
-            .map(|&(_, id, ip, stats)| (id, ip, stats))
-            .collect();
-        let (mut changed, saves) =
-            tuning.tick(&ticked, window, defaults, std::time::Instant::now());
+        let (mut changed, saves) = tuning.tick(&conns, window, defaults, std::time::Instant::now());
         for s in saves {
             s.write_in_background();
         }
         if fresh {
-            let mut hosts: Vec<std::net::IpAddr> = conns.iter().map(|&(_, _, ip, _)| ip).collect();
+            let mut hosts: Vec<std::net::IpAddr> = conns.iter().map(|&(_, ip, _)| ip).collect();
             hosts.sort();
             hosts.dedup();
             changed = hosts
@@ -314,7 +312,7 @@ impl Server {
                 .collect();
         }
         for (host, knobs) in changed {
-            for &(t, _, ip, _) in &conns {
+            for (&t, &(_, ip, _)) in slots.iter().zip(&conns) {
                 if ip == host {
                     if let Some(s) = self.rdma_stream_mut(t) {
                         apply_knobs(s, knobs);
