@@ -480,6 +480,17 @@ fn the_loop_polls_rdma_clients_before_it_sleeps_when_asked() {
     };
     closed_loop(&mut r, 1.0, "p");
     assert_eq!(info(&s, "rdma_conn_poll_usec"), 200);
+    // Out-of-range values of the new options are refused, the old value kept.
+    for (name, bad) in [
+        ("rdma-conn-poll-usec", "100001"),
+        ("rdma-conn-poll-usec", "-1"),
+        ("rdma-conn-inline-bytes", "x"),
+        ("rdma-autotune-window-ms", "5"),
+    ] {
+        let reply = tcp(&s).cmd(&["CONFIG", "SET", name, bad]);
+        assert!(matches!(reply, Frame::Error(_)), "{name} {bad}: {reply:?}");
+    }
+    assert_eq!(info(&s, "rdma_conn_poll_usec"), 200);
     // A request that lands while the loop polls is found there (on a
     // loaded machine the loop may have had work at every turn so far:
     // more load until one is).
