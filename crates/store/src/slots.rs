@@ -47,9 +47,18 @@ static CRC16: [u16; 256] = table();
 
 /// CRC16-XMODEM of `data`.
 pub fn crc16(data: &[u8]) -> u16 {
-    data.iter().fold(0u16, |crc, &b| {
-        (crc << 8) ^ CRC16[(((crc >> 8) as u8) ^ b) as usize]
-    })
+    crc16_on(0, data)
+}
+
+/// CRC16-XMODEM of `data` continued from `crc`.
+#[inline]
+fn crc16_on(crc: u16, data: &[u8]) -> u16 {
+    data.iter().fold(crc, |crc, &b| crc16_step(crc, b))
+}
+
+#[inline(always)]
+fn crc16_step(crc: u16, b: u8) -> u16 {
+    (crc << 8) ^ CRC16[(((crc >> 8) as u8) ^ b) as usize]
 }
 
 /// The part of `key` that is hashed: its hash tag when it has a non-empty
@@ -65,9 +74,25 @@ pub fn hash_tag(key: &[u8]) -> &[u8] {
     key
 }
 
-/// The hash slot of `key` (Redis's `keyHashSlot`).
+/// The hash slot of `key` (Redis's `keyHashSlot`): `crc16(hash_tag(key))`
+/// in one pass, the CRC of the whole key run while looking for the `{`
+/// (every write of a new key in cluster mode computes it).
+#[inline]
 pub fn key_slot(key: &[u8]) -> u16 {
-    crc16(hash_tag(key)) & (SLOTS as u16 - 1)
+    const MASK: u16 = SLOTS as u16 - 1;
+    let mut crc = 0u16;
+    for (i, &b) in key.iter().enumerate() {
+        if b == b'{' {
+            let rest = &key[i + 1..];
+            return match memchr::memchr(b'}', rest) {
+                Some(len) if len > 0 => crc16(&rest[..len]) & MASK,
+                // No tag: the whole key, and no later `{` counts.
+                _ => crc16_on(crc, &key[i..]) & MASK,
+            };
+        }
+        crc = crc16_step(crc, b);
+    }
+    crc & MASK
 }
 
 /// A slot's key hashes: a short array while the slot has few keys (a
@@ -210,5 +235,14 @@ mod tests {
         assert_eq!(hash_tag(b"foo{{bar}}zap"), b"{bar");
         assert_eq!(hash_tag(b"foo{bar}{zap}"), b"bar");
         assert_eq!(hash_tag(b"{abc"), b"{abc");
+    }
+
+    proptest::proptest! {
+        /// The one-pass slot is the CRC of the hash tag, braces or not.
+        #[test]
+        fn one_pass_slot_is_the_tags_crc(key in proptest::collection::vec(
+            proptest::sample::select(vec![b'{', b'}', b'a', b'b', 0u8, 0xff]), 0..24)) {
+            proptest::prop_assert_eq!(key_slot(&key), crc16(hash_tag(&key)) & 16383);
+        }
     }
 }
