@@ -199,11 +199,17 @@ impl RequestDecoder {
             if first != b'*' {
                 return self.decode_inline(buf);
             }
-            let Some(nl) = memchr(b'\r', buf) else {
-                if buf.len() > INLINE_MAX {
-                    return Err(ProtocolError::new("too big mbulk count string"));
+            let (nl, parsed) = match short_header(buf, b'*') {
+                Some((nl, n)) => (nl, Some(n as i64)),
+                None => {
+                    let Some(nl) = memchr(b'\r', buf) else {
+                        if buf.len() > INLINE_MAX {
+                            return Err(ProtocolError::new("too big mbulk count string"));
+                        }
+                        return Ok(None);
+                    };
+                    (nl, None)
                 }
-                return Ok(None);
             };
             if nl > INLINE_MAX {
                 return Err(ProtocolError::new("too big mbulk count string"));
@@ -211,7 +217,7 @@ impl RequestDecoder {
             if buf.len() < nl + 2 {
                 return Ok(None);
             }
-            let n = match parse_i64(&buf[1..nl]) {
+            let n = match parsed.or_else(|| parse_i64(&buf[1..nl])) {
                 Some(n) if n <= i32::MAX as i64 => n,
                 _ => return Err(ProtocolError::new("invalid multibulk length")),
             };
@@ -240,16 +246,24 @@ impl RequestDecoder {
                 self.state = State::Multibulk { remaining };
                 return Ok(None);
             };
+            // Most headers are `$` and a few digits: read them in one pass.
+            let (nl, parsed) = match short_header(rest, b'$') {
+                Some((nl, len)) => (nl, Some(len as i64)),
+                None => match memchr(b'\r', rest) {
+                    Some(nl) => (nl, None),
+                    None => (usize::MAX, None),
+                },
+            };
             // As Redis: the header line must be complete (or too long)
             // before its first byte is judged.
-            let Some(nl) = memchr(b'\r', rest) else {
+            if nl == usize::MAX {
                 if rest.len() > INLINE_MAX {
                     self.state = State::Idle;
                     return Err(ProtocolError::new("too big bulk count string"));
                 }
                 self.state = State::Multibulk { remaining };
                 return Ok(None);
-            };
+            }
             if first != b'$' {
                 self.state = State::Idle;
                 return Err(ProtocolError(format!(
@@ -261,7 +275,7 @@ impl RequestDecoder {
                 self.state = State::Idle;
                 return Err(ProtocolError::new("too big bulk count string"));
             }
-            let len = match parse_i64(&rest[1..nl]) {
+            let len = match parsed.or_else(|| parse_i64(&rest[1..nl])) {
                 Some(l) if l >= 0 && (l as u64) <= limits.max_bulk_len as u64 => l as usize,
                 _ => {
                     self.state = State::Idle;
@@ -320,6 +334,26 @@ impl RequestDecoder {
             consumed: nl + 1,
         }))
     }
+}
+
+/// A header line `<kind><digits>\r` with 1 to 9 digits and no leading
+/// zero (what [`parse_i64`] accepts of them): the position of its `\r`
+/// and its number. `None` for anything else, which the general path then
+/// reads (and judges).
+#[inline]
+fn short_header(rest: &[u8], kind: u8) -> Option<(usize, usize)> {
+    if rest.first() != Some(&kind) {
+        return None;
+    }
+    let mut n = 0usize;
+    for (i, &c) in rest.iter().enumerate().skip(1).take(10) {
+        match c {
+            b'0'..=b'9' if !(i == 2 && n == 0) => n = n * 10 + (c - b'0') as usize,
+            b'\r' if i > 1 => return Some((i, n)),
+            _ => return None,
+        }
+    }
+    None
 }
 
 fn hex_val(c: u8) -> Option<u8> {
@@ -528,6 +562,95 @@ mod tests {
             authenticated: true,
         };
         assert!(d.decode(b"*1\r\n$11\r\n", lim).is_err());
+    }
+
+    #[test]
+    fn headers_read_in_one_pass_or_the_general_way_agree() {
+        let e = |i: &[u8]| decode_all(i).unwrap_err().0;
+        // Leading zeros, signs and spaces are not numbers to Redis.
+        assert_eq!(
+            e(b"*1\r\n$01\r\nx\r\n"),
+            "Protocol error: invalid bulk length"
+        );
+        assert_eq!(
+            e(b"*1\r\n$+1\r\nx\r\n"),
+            "Protocol error: invalid bulk length"
+        );
+        assert_eq!(
+            e(b"*1\r\n$ 1\r\nx\r\n"),
+            "Protocol error: invalid bulk length"
+        );
+        assert_eq!(
+            e(b"*1\r\n$\r\nx\r\n"),
+            "Protocol error: invalid bulk length"
+        );
+        assert_eq!(
+            e(b"*01\r\n$1\r\nx\r\n"),
+            "Protocol error: invalid multibulk length"
+        );
+        assert_eq!(e(b"*\r\n"), "Protocol error: invalid multibulk length");
+        // An empty bulk, and lengths past nine digits (the general way).
+        assert_eq!(
+            decode_all(b"*1\r\n$0\r\n\r\n").unwrap(),
+            vec![vec![Vec::new()]]
+        );
+        let mut d = RequestDecoder::new();
+        let lim = Limits {
+            max_bulk_len: 2_000_000_000,
+            authenticated: true,
+        };
+        assert!(d.decode(b"*1\r\n$1000000000\r\n", lim).unwrap().is_none());
+        assert_eq!(d.wanted(), 4 + 13 + 1_000_000_000 + 2);
+    }
+
+    proptest::proptest! {
+        /// Commands come back as they were sent, however the stream is cut.
+        #[test]
+        fn pipelines_decode_whatever_the_cuts(
+            cmds in proptest::collection::vec(
+                proptest::collection::vec(
+                    proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40), 1..12),
+                1..6),
+            cuts in proptest::collection::vec(0usize..2000, 0..6),
+        ) {
+            let mut wire = Vec::new();
+            for c in &cmds {
+                wire.extend(format!("*{}\r\n", c.len()).bytes());
+                for a in c {
+                    wire.extend(format!("${}\r\n", a.len()).bytes());
+                    wire.extend(a);
+                    wire.extend(b"\r\n");
+                }
+            }
+            // Feed it in pieces, as reads would.
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (wire.len() + 1)).collect();
+            cuts.push(wire.len());
+            cuts.sort_unstable();
+            let mut d = RequestDecoder::new();
+            let (mut start, mut got) = (0, Vec::new());
+            for avail in cuts {
+                while let Some(c) = d.decode(&wire[start..avail], Limits::default()).unwrap() {
+                    got.push(c.args.to_vecs());
+                    start += c.consumed;
+                }
+            }
+            proptest::prop_assert_eq!(got, cmds);
+        }
+
+        /// A bulk header is read as `parse_i64` reads it, or refused.
+        #[test]
+        fn bulk_headers_are_parse_i64s(h in "[-+0-9 a]{0,12}") {
+            let wire = format!("*1\r\n${h}\r\n");
+            let mut d = RequestDecoder::new();
+            let r = d.decode(wire.as_bytes(), Limits::default());
+            match crate::parse_i64(h.as_bytes()) {
+                Some(n) if n >= 0 && n <= 512 * 1024 * 1024 => {
+                    proptest::prop_assert!(matches!(r, Ok(None)));
+                    proptest::prop_assert_eq!(d.wanted(), wire.len() + n as usize + 2);
+                }
+                _ => proptest::prop_assert!(r.is_err()),
+            }
+        }
     }
 
     #[test]
