@@ -644,7 +644,7 @@ mod tests {
             let mut d = RequestDecoder::new();
             let r = d.decode(wire.as_bytes(), Limits::default());
             match crate::parse_i64(h.as_bytes()) {
-                Some(n) if n >= 0 && n <= 512 * 1024 * 1024 => {
+                Some(n) if (0..=512 * 1024 * 1024).contains(&n) => {
                     proptest::prop_assert!(matches!(r, Ok(None)));
                     proptest::prop_assert_eq!(d.wanted(), wire.len() + n as usize + 2);
                 }
