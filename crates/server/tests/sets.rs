@@ -223,7 +223,7 @@ fn smove_moves_one_member() {
 fn spop_and_srandmember_counts() {
     let s = server();
     let mut r = s.raw();
-    r.cmd(&["DEL", "s:r", "s:p", "s:str"]);
+    r.cmd(&["DEL", "s:r", "s:p", "s:pstr"]);
     r.cmd(&["SADD", "s:r", "a", "b", "c", "d", "e"]);
     let all = set_of(&["a", "b", "c", "d", "e"]);
     let got = r.cmd(&["SRANDMEMBER", "s:r", "3"]);
@@ -253,7 +253,7 @@ fn spop_and_srandmember_counts() {
     };
     assert!(rest.contains(&one));
     assert_eq!(members(r.cmd(&["SPOP", "s:p", "10"])).len(), 3);
-    r.cmd(&["SET", "s:str", "v"]);
+    r.cmd(&["SET", "s:pstr", "v"]);
     check(
         &mut r,
         &[
@@ -264,8 +264,8 @@ fn spop_and_srandmember_counts() {
             (&["SPOP", "s:r", "-1"], err("ERR value is out of range, must be positive")),
             (&["SPOP", "s:r", "x"], err("ERR value is out of range, must be positive")),
             (&["SPOP", "s:r", "1", "2"], err("ERR syntax error")),
-            (&["SPOP", "s:str"], err(WRONGTYPE)),
-            (&["SPOP", "s:str", "0"], err(WRONGTYPE)),
+            (&["SPOP", "s:pstr"], err(WRONGTYPE)),
+            (&["SPOP", "s:pstr", "0"], err(WRONGTYPE)),
             (&["SRANDMEMBER", "s:nokey"], Frame::Null),
             (&["SRANDMEMBER", "s:nokey", "3"], arr(vec![])),
             (&["SRANDMEMBER", "s:r", "0"], arr(vec![])),
@@ -274,7 +274,7 @@ fn spop_and_srandmember_counts() {
                 &["SRANDMEMBER", "s:r", "-9223372036854775808"],
                 err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"),
             ),
-            (&["SRANDMEMBER", "s:str", "1"], err(WRONGTYPE)),
+            (&["SRANDMEMBER", "s:pstr", "1"], err(WRONGTYPE)),
         ],
     );
     // RESP3: SMEMBERS and SPOP with a count answer sets, SRANDMEMBER an array.
