@@ -1250,6 +1250,22 @@ mod tests {
     }
 
     #[test]
+    fn prefetch_changes_nothing() {
+        let mut db = Db::new();
+        db.prefetch(b"nothing yet");
+        for i in 0..10_000 {
+            db.set_str(format!("k{i}").as_bytes(), b"v", NO_EXPIRE, 0);
+        }
+        let before = (db.len(), db.segment_count());
+        for i in 0..20_000 {
+            db.prefetch(format!("k{i}").as_bytes());
+        }
+        assert_eq!((db.len(), db.segment_count()), before);
+        assert!((0..10_000).all(|i| db.get(format!("k{i}").as_bytes()).is_some()));
+        assert!(db.get(b"k10000").is_none());
+    }
+
+    #[test]
     fn entry_is_one_cache_line() {
         assert_eq!(std::mem::size_of::<Entry>(), 64);
         assert_eq!(std::mem::align_of::<Entry>(), 64);

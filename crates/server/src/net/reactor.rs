@@ -702,6 +702,8 @@ impl Reactor {
                 return end;
             }
             if d.args.len() >= 2 {
+                // Kept as a place in `buf`: the slice also borrows the
+                // decoder, which the next command needs.
                 let key = d.args.get(1);
                 keys[n] = (key.as_ptr() as usize - buf.as_ptr() as usize, key.len());
                 n += 1;
