@@ -43,9 +43,15 @@ from benchlib import ROOT, cli, cpu_seconds, free_port  # noqa: E402
 FERROKV = os.path.join(ROOT, "target", "release", "ferrokv-server")
 
 
-def start(kind, port, cluster, d):
+# `--pin`: part 2's servers run on CPU 1 and redis-benchmark on CPU 0, so
+# neither takes the other's core (less noise on a shared 2-core machine).
+PIN = {"server": [], "client": []}
+
+
+def start(kind, port, cluster, d, pin=False):
     bin_ = FERROKV if kind == "ferrokv" else "redis-server"
-    argv = [bin_, "--port", str(port), "--dir", d, "--save", "", "--appendonly", "no"]
+    argv = ([*PIN["server"]] if pin else []) + [
+        bin_, "--port", str(port), "--dir", d, "--save", "", "--appendonly", "no"]
     if cluster:
         argv += ["--cluster-enabled", "yes", "--cluster-port", str(free_port()),
                  "--cluster-config-file", f"nodes-{port}.conf"]
@@ -72,6 +78,8 @@ def bench(port, test, requests, cluster):
             "-c", "50", "-P", "16", "-r", "1000000", "-q", "--csv"]
     if cluster:
         argv.insert(1, "--cluster")
+    else:
+        argv = PIN["client"] + argv
     out = subprocess.run(argv, capture_output=True, text=True).stdout
     for line in out.splitlines():
         f = [x.strip('"') for x in line.split(",")]
@@ -93,7 +101,7 @@ def cluster_of_three(kind, d):
 
 def single(kind, cluster, d):
     port = free_port()
-    p = start(kind, port, cluster, d)
+    p = start(kind, port, cluster, d, pin=True)
     if cluster:
         cli(port, "cluster", "addslotsrange", "0", "16383")
         wait_ok([port])
@@ -128,7 +136,12 @@ def main():
                     help="requests per run of part 1 (see the note on 250 ms steps)")
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--parts", default="1,2,3", help="which of the three to run")
+    ap.add_argument("--pin", action="store_true",
+                    help="part 2: servers on CPU 1, redis-benchmark on CPU 0")
     a = ap.parse_args()
+    if a.pin:
+        PIN["server"] = ["taskset", "-c", "1"]
+        PIN["client"] = ["taskset", "-c", "0"]
     parts = {int(x) for x in a.parts.split(",")}
     d = tempfile.mkdtemp()
     try:
@@ -191,8 +204,14 @@ def part2(a, d):
             off = statistics.median(cost[(k, False, t)])
             con = statistics.median(cpu[(k, True, t)]) * 1e9
             coff = statistics.median(cpu[(k, False, t)]) * 1e9
+            # Round by round (the two ran within seconds of each other):
+            # steadier than the ratio of medians when the machine's load drifts.
+            paired = sorted(x / y for x, y in zip(cpu[(k, True, t)], cpu[(k, False, t)]))
+            q = len(paired) // 4
             print(f"  {k} {t.upper()}: on {on:,.0f}  off {off:,.0f}  on/off {on / off:.3f}"
-                  f"   CPU on {con:.0f} ns  off {coff:.0f} ns  on/off {con / coff:.3f}")
+                  f"   CPU on {con:.0f} ns  off {coff:.0f} ns  on/off {con / coff:.3f}"
+                  f"   CPU on/off by round: median {statistics.median(paired):.3f}"
+                  f" (quartiles {paired[q]:.3f}-{paired[-1 - q]:.3f})")
 
 def part3(a, d):
     print(f"used_memory after {a.keys:,} SETs:")
