@@ -444,6 +444,18 @@ impl Raw {
         self.s.write_all(bytes).unwrap();
     }
 
+    /// One read, again after a signal interrupted it (a test that starts
+    /// processes gets SIGCHLD; `read` alone does not retry on EINTR).
+    fn read_some(&mut self, chunk: &mut [u8]) -> usize {
+        loop {
+            match self.s.read(chunk) {
+                Ok(n) => return n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => panic!("read failed: {e}"),
+            }
+        }
+    }
+
     /// Reads until exactly `n` bytes arrived.
     pub fn recv_exact(&mut self, n: usize) -> Vec<u8> {
         let mut buf = vec![0u8; n];
@@ -473,7 +485,7 @@ impl Raw {
                 Err(ferrokv_resp::frame::FrameError::Incomplete) => {}
                 Err(e) => panic!("bad frame {e:?}: {:?}", String::from_utf8_lossy(&buf)),
             }
-            let n = self.s.read(&mut chunk).unwrap();
+            let n = self.read_some(&mut chunk);
             assert!(n > 0, "connection closed");
             buf.extend_from_slice(&chunk[..n]);
         }
@@ -619,7 +631,7 @@ impl Raw {
                 Err(ferrokv_resp::frame::FrameError::Incomplete) => {}
                 Err(e) => panic!("bad frame {e:?}"),
             }
-            let got = self.s.read(&mut chunk).unwrap();
+            let got = self.read_some(&mut chunk);
             assert!(
                 got > 0,
                 "connection closed after {} of {n} replies",
