@@ -247,23 +247,20 @@ impl RequestDecoder {
                 return Ok(None);
             };
             // Most headers are `$` and a few digits: read them in one pass.
-            let (nl, parsed) = match short_header(rest, b'$') {
-                Some((nl, len)) => (nl, Some(len as i64)),
-                None => match memchr(b'\r', rest) {
-                    Some(nl) => (nl, None),
-                    None => (usize::MAX, None),
-                },
+            let header = match short_header(rest, b'$') {
+                Some((nl, len)) => Some((nl, Some(len as i64))),
+                None => memchr(b'\r', rest).map(|nl| (nl, None)),
             };
             // As Redis: the header line must be complete (or too long)
             // before its first byte is judged.
-            if nl == usize::MAX {
+            let Some((nl, parsed)) = header else {
                 if rest.len() > INLINE_MAX {
                     self.state = State::Idle;
                     return Err(ProtocolError::new("too big bulk count string"));
                 }
                 self.state = State::Multibulk { remaining };
                 return Ok(None);
-            }
+            };
             if first != b'$' {
                 self.state = State::Idle;
                 return Err(ProtocolError(format!(

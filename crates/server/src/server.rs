@@ -785,6 +785,17 @@ impl Server {
         }
     }
 
+    /// Starts the lookups of `keys` in database `db` without waiting for
+    /// them ([`ferrokv_store::Db::prefetch`]): the reactor warms the keys
+    /// of a pipeline before it runs (`Reactor::warm_keys`).
+    pub fn prefetch_keys<'k>(&self, db: usize, keys: impl Iterator<Item = &'k [u8]>) {
+        if let Some(db) = self.keyspace.dbs.get(db) {
+            for k in keys {
+                db.prefetch(k);
+            }
+        }
+    }
+
     /// Runs one command and does its accounting (Redis's `call`): the
     /// handler, keyspace events it left pending, propagation, WATCH
     /// invalidation of its keys, statistics, slow log. EXEC calls it for

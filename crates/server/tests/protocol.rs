@@ -96,6 +96,61 @@ fn pipeline_in_one_write_gets_every_reply_in_order() {
     );
 }
 
+/// A pipeline longer than one of the reactor's warming runs (16
+/// commands): a SELECT inside a run, a command past nine arguments (which
+/// ends a run), an inline command and key-less ones. Its replies are those
+/// of the same commands sent one at a time (which are never warmed).
+#[test]
+fn a_long_mixed_pipeline_replies_as_its_commands_one_by_one() {
+    let s = server();
+    let commands = |p: &str| -> Vec<Vec<u8>> {
+        let mut cmds: Vec<Vec<String>> = Vec::new();
+        for i in 0..10 {
+            cmds.push(vec!["SET".into(), format!("{p}:k{i}"), i.to_string()]);
+            cmds.push(vec!["INCR".into(), format!("{p}:k{i}")]);
+        }
+        for c in [
+            "SELECT 1",
+            "SET {p}:k0 x",
+            "GET {p}:k0",
+            "SELECT 0",
+            "GET {p}:k0",
+            "PING",
+            "MSET {p}:a 1 {p}:b 2 {p}:c 3 {p}:d 4 {p}:e 5 {p}:f 6",
+            "MGET {p}:a {p}:f {p}:k3",
+            "SELECT 1",
+            "DEL {p}:k0",
+            "SELECT 0",
+        ] {
+            cmds.push(c.replace("{p}", p).split(' ').map(String::from).collect());
+        }
+        let mut wire: Vec<Vec<u8>> = cmds
+            .iter()
+            .map(|c| ferrokv_resp::Frame::command(c))
+            .collect();
+        wire.insert(25, format!("GET {p}:k7\r\n").into_bytes());
+        wire
+    };
+    let mut one = s.raw();
+    let singly: Vec<ferrokv_resp::Frame> = commands("proto:w1")
+        .iter()
+        .map(|c| {
+            one.send(c);
+            one.read_frame()
+        })
+        .collect();
+    let mut all = s.raw();
+    let wire = commands("proto:w2");
+    all.send(&wire.concat());
+    let piped = all.read_frames(wire.len());
+    assert_eq!(piped, singly);
+    use ferrokv_resp::Frame;
+    // Database 1's key, then database 0's, within one run.
+    assert_eq!(piped[22], Frame::Bulk(b"x".to_vec()));
+    assert_eq!(piped[24], Frame::Bulk(b"1".to_vec()));
+    assert_eq!(piped[25], Frame::Bulk(b"8".to_vec()));
+}
+
 #[test]
 fn request_split_across_many_writes_is_reassembled() {
     let s = server();

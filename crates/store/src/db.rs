@@ -1249,6 +1249,8 @@ mod tests {
         assert_eq!(db.count_keys_in_slot(tag), 0);
     }
 
+    /// `prefetch` takes `&self`, so what can go wrong is a panic: an
+    /// empty table, keys that are missing, a table through its splits.
     #[test]
     fn prefetch_changes_nothing() {
         let mut db = Db::new();

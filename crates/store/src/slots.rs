@@ -25,7 +25,7 @@ pub const SLOTS: usize = 16384;
 
 /// `TABLES[k][i]`: the CRC register after byte `i` and then `k` zero
 /// bytes, from a zero register. `TABLES[0]` is the usual byte table; the
-/// others let [`crc16_on`] take eight bytes a step (slicing-by-8: the CRC
+/// others let [`crc16`] take eight bytes a step (slicing-by-8: the CRC
 /// is linear, so a block's CRC is the XOR of each byte's own).
 const fn tables() -> [[u16; 256]; 8] {
     let mut t = [[0u16; 256]; 8];
@@ -59,42 +59,27 @@ const fn tables() -> [[u16; 256]; 8] {
 
 static TABLES: [[u16; 256]; 8] = tables();
 
-/// CRC16-XMODEM of `data`.
-pub fn crc16(data: &[u8]) -> u16 {
-    crc16_on(0, data)
-}
-
-/// CRC16-XMODEM of `data` continued from `crc`: eight bytes a step, then
-/// a byte a step.
+/// CRC16-XMODEM of `data`: eight bytes a step, then a byte a step.
 #[inline]
-fn crc16_on(mut crc: u16, data: &[u8]) -> u16 {
+pub fn crc16(data: &[u8]) -> u16 {
+    let t = &TABLES;
+    let mut crc = 0u16;
     let mut blocks = data.chunks_exact(8);
     for b in &mut blocks {
-        crc = crc16_block(crc, b.try_into().expect("eight bytes"));
+        let b: &[u8; 8] = b.try_into().expect("eight bytes");
+        let hi = (crc >> 8) as u8 ^ b[0];
+        let lo = crc as u8 ^ b[1];
+        crc = t[7][hi as usize]
+            ^ t[6][lo as usize]
+            ^ t[5][b[2] as usize]
+            ^ t[4][b[3] as usize]
+            ^ t[3][b[4] as usize]
+            ^ t[2][b[5] as usize]
+            ^ t[1][b[6] as usize]
+            ^ t[0][b[7] as usize];
     }
-    crc16_bytes(crc, blocks.remainder())
-}
-
-/// One step of eight bytes.
-#[inline(always)]
-fn crc16_block(crc: u16, b: &[u8; 8]) -> u16 {
-    let t = &TABLES;
-    let hi = (crc >> 8) as u8 ^ b[0];
-    let lo = crc as u8 ^ b[1];
-    t[7][hi as usize]
-        ^ t[6][lo as usize]
-        ^ t[5][b[2] as usize]
-        ^ t[4][b[3] as usize]
-        ^ t[3][b[4] as usize]
-        ^ t[2][b[5] as usize]
-        ^ t[1][b[6] as usize]
-        ^ t[0][b[7] as usize]
-}
-
-#[inline(always)]
-fn crc16_bytes(crc: u16, data: &[u8]) -> u16 {
-    data.iter().fold(crc, |crc, &b| {
-        (crc << 8) ^ TABLES[0][(((crc >> 8) as u8) ^ b) as usize]
+    blocks.remainder().iter().fold(crc, |crc, &b| {
+        (crc << 8) ^ t[0][(((crc >> 8) as u8) ^ b) as usize]
     })
 }
 

@@ -732,20 +732,11 @@ fn slots_node(ctx: &mut Ctx, cl: &Cluster, n: &Name) {
 
 fn slots(ctx: &mut Ctx, _args: Args) {
     with(ctx, |ctx, cl| {
-        let mut ranges: Vec<(u16, u16, Name)> = Vec::new();
-        let mut s = 0usize;
-        while s < SLOTS {
-            let Some(o) = cl.state.owners()[s] else {
-                s += 1;
-                continue;
-            };
-            let start = s;
-            while s + 1 < SLOTS && cl.state.owners()[s + 1] == Some(o) {
-                s += 1;
-            }
-            ranges.push((start as u16, s as u16, o));
-            s += 1;
-        }
+        let ranges: Vec<(u16, u16, Name)> = cl
+            .state
+            .owner_runs()
+            .filter_map(|(at, n, o)| Some((at as u16, (at + n - 1) as u16, o?)))
+            .collect();
         ctx.client.out.array(ranges.len());
         for (a, b, o) in ranges {
             let reps: Vec<Name> = cl

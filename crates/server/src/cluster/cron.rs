@@ -202,14 +202,9 @@ pub fn update_state(srv: &mut Server, cl: &mut Cluster) {
     cl.todo_update_state = false;
     let mut ok = true;
     if srv.config.cluster.require_full_coverage {
-        // Owners come in runs: one node lookup a run, not a slot.
-        let mut served: Option<super::bus::Name> = None;
-        for owner in cl.state.owners() {
-            if owner.is_some() && *owner == served {
-                continue;
-            }
+        for (_, _, owner) in cl.state.owner_runs() {
             match owner.and_then(|o| cl.state.nodes.get(&o)) {
-                Some(n) if !n.has(node_flags::FAIL) => served = *owner,
+                Some(n) if !n.has(node_flags::FAIL) => {}
                 _ => {
                     ok = false;
                     break;

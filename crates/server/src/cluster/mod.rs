@@ -547,26 +547,15 @@ impl Cluster {
     /// `cluster_slots_assigned` and the slots whose owner is PFAIL / FAIL.
     pub fn slot_counts(&self) -> (usize, usize, usize, usize) {
         let (mut assigned, mut ok, mut pfail, mut fail) = (0, 0, 0, 0);
-        // Owners come in runs: one node lookup a run, not a slot.
-        let mut last: Option<(&Name, u8)> = None;
-        for owner in self.state.owners().iter().flatten() {
-            assigned += 1;
-            let verdict = match last {
-                Some((o, v)) if o == owner => v,
-                _ => {
-                    let v = match self.state.nodes.get(owner) {
-                        Some(n) if n.has(node_flags::FAIL) => 2,
-                        Some(n) if n.has(node_flags::PFAIL) => 1,
-                        _ => 0,
-                    };
-                    last = Some((owner, v));
-                    v
-                }
+        for (_, n, owner) in self.state.owner_runs() {
+            let Some(owner) = owner else {
+                continue;
             };
-            match verdict {
-                2 => fail += 1,
-                1 => pfail += 1,
-                _ => ok += 1,
+            assigned += n;
+            match self.state.nodes.get(&owner) {
+                Some(node) if node.has(node_flags::FAIL) => fail += n,
+                Some(node) if node.has(node_flags::PFAIL) => pfail += n,
+                _ => ok += n,
             }
         }
         (assigned, ok, pfail, fail)

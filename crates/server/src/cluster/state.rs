@@ -221,9 +221,16 @@ impl ClusterState {
         self.owners[slot as usize]
     }
 
-    /// Every slot's owner, slot 0 first.
-    pub fn owners(&self) -> &[Option<Name>] {
-        &self.owners
+    /// The slots' owners as runs of consecutive slots with one owner, slot
+    /// 0 first: the first slot of a run, its length and its owner. A
+    /// cluster has a few runs, so a walk over the slots that looks their
+    /// owner up does it once a run, not 16384 times.
+    pub fn owner_runs(&self) -> impl Iterator<Item = (usize, usize, Option<Name>)> + '_ {
+        self.owners.chunk_by(|a, b| a == b).scan(0, |first, run| {
+            let at = *first;
+            *first += run.len();
+            Some((at, run.len(), run[0]))
+        })
     }
 
     /// Does myself serve `slot`?

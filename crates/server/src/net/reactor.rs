@@ -689,11 +689,12 @@ impl Reactor {
         let mut n = 0;
         let mut pos = from;
         let mut commands = 0;
+        // A previous use may have stopped inside an incomplete command.
+        self.lookahead.reset();
         while commands < WARM_AHEAD && pos < end {
             if !matches!(buf[pos..], [b'*', b'1'..=b'9', b'\r', ..]) {
                 break;
             }
-            self.lookahead.reset();
             let Ok(Some(d)) = self.lookahead.decode(&buf[pos..], limits) else {
                 // Incomplete or malformed: the real decode deals with it.
                 break;
@@ -711,11 +712,8 @@ impl Reactor {
             pos += d.consumed;
             commands += 1;
         }
-        if let Some(db) = self.srv.keyspace.dbs.get(db) {
-            for &(s, l) in &keys[..n] {
-                db.prefetch(&buf[s..s + l]);
-            }
-        }
+        self.srv
+            .prefetch_keys(db, keys[..n].iter().map(|&(s, l)| &buf[s..s + l]));
         // A full run with more after it: the next is warmed when it comes.
         if commands == WARM_AHEAD && pos < end {
             pos
