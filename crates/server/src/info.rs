@@ -19,10 +19,10 @@ pub const DEFAULT_SECTIONS: &[&str] = &[
     "keyspace",
 ];
 /// Sections `INFO all` / `INFO everything` add.
-pub const EXTRA_SECTIONS: &[&str] = &["commandstats", "latencystats", "rdma"];
+pub const EXTRA_SECTIONS: &[&str] = &["commandstats", "latencystats", "rdma", "threads"];
 
 /// Redis 7.0's order of every section (`genRedisInfoString`); ferrokv's
-/// own `rdma` comes last.
+/// own `rdma` and `threads` come last.
 const ORDER: &[&str] = &[
     "server",
     "clients",
@@ -38,6 +38,7 @@ const ORDER: &[&str] = &[
     "cluster",
     "keyspace",
     "rdma",
+    "threads",
 ];
 
 pub fn human_bytes(n: u64) -> String {
@@ -191,7 +192,10 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
                         .unwrap_or(p.to_string()))
                     .unwrap_or_default()
             );
-            f!("io_threads_active:0");
+            f!(
+                "io_threads_active:{}",
+                u8::from(srv.io_threads.as_ref().is_some_and(|io| io.active))
+            );
         }
         "clients" => {
             let max_in = srv
@@ -610,9 +614,13 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             );
             f!("total_reads_processed:{}", s.total_reads_processed);
             f!("total_writes_processed:{}", s.total_writes_processed);
-            // One thread does all the I/O.
-            f!("io_threaded_reads_processed:0");
-            f!("io_threaded_writes_processed:0");
+            // Reads and writes the I/O threads made (`io-threads`).
+            let (tr, tw) = srv
+                .io_threads
+                .as_ref()
+                .map_or((0, 0), |io| (io.threaded_reads, io.threaded_writes));
+            f!("io_threaded_reads_processed:{tr}");
+            f!("io_threaded_writes_processed:{tw}");
             // Reply buffers come from a pool and go back to it whole.
             f!("reply_buffer_shrinks:0");
             f!("reply_buffer_expands:0");
@@ -646,6 +654,52 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             f!("used_cpu_user_children:0.000000");
             f!("used_cpu_sys_main_thread:{ms:.6}");
             f!("used_cpu_user_main_thread:{mu:.6}");
+        }
+        "threads" => {
+            // ferrokv's own: the I/O threads (net/io_threads.rs). Thread 0
+            // is the execution thread, with the reads and writes it made
+            // itself.
+            f!("# Threads");
+            let io = srv.io_threads.as_deref();
+            f!("io_threads:{}", srv.config.io_threads);
+            f!(
+                "io_threads_do_reads:{}",
+                u8::from(srv.config.io_threads_do_reads)
+            );
+            f!("io_threads_allowed:{}", io.map_or(0, |io| io.allowed()));
+            f!(
+                "io_threads_active:{}",
+                u8::from(io.is_some_and(|io| io.active))
+            );
+            f!("io_threaded_batches:{}", io.map_or(0, |io| io.batches));
+            f!(
+                "io_threaded_batch_jobs:{}",
+                io.map_or(0, |io| io.batch_jobs)
+            );
+            let s = &srv.stats;
+            let (tr, tw) = io.map_or((0, 0), |io| (io.threaded_reads, io.threaded_writes));
+            let (mu, ms) = cpu_times().1;
+            f!(
+                "io_thread_0:name=execution,reads={},writes={},cpu_sec={:.6}",
+                s.total_reads_processed.saturating_sub(tr),
+                s.total_writes_processed.saturating_sub(tw),
+                mu + ms
+            );
+            for (i, t) in io.into_iter().flat_map(|io| io.thread_stats()).enumerate() {
+                use std::sync::atomic::Ordering::Relaxed;
+                let tid = t.tid.load(Relaxed);
+                let cpu = crate::net::io_threads::thread_cpu_seconds(tid).unwrap_or(0.0);
+                f!(
+                    "io_thread_{}:name=io-thread-{},reads={},writes={},read_bytes={},write_bytes={},batches={},cpu_sec={cpu:.6}",
+                    i + 1,
+                    i + 1,
+                    t.reads.load(Relaxed),
+                    t.writes.load(Relaxed),
+                    t.read_bytes.load(Relaxed),
+                    t.write_bytes.load(Relaxed),
+                    t.batches.load(Relaxed),
+                );
+            }
         }
         // No modules can be loaded: the header alone, as Redis prints it
         // with none loaded.

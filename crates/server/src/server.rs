@@ -197,6 +197,8 @@ pub struct Server {
     /// The io_uring backend's ring (`io-backend`), when the loop runs on
     /// it: client TCP and Unix connections receive and send through it.
     pub uring: Option<Box<crate::net::uring::Uring>>,
+    /// `io-threads` > 1: the I/O threads (net/io_threads.rs).
+    pub io_threads: Option<Box<crate::net::io_threads::IoThreads>>,
     /// Cluster mode (`cluster-enabled yes`): the node table, the bus
     /// links (`cluster/`). `None` otherwise.
     pub cluster: Option<Box<crate::cluster::Cluster>>,
@@ -298,6 +300,7 @@ impl Server {
             listeners: Vec::new(),
             tls: Default::default(),
             uring: None,
+            io_threads: None,
             cluster: None,
         };
         if srv.config.cluster.enabled {

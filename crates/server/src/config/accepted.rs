@@ -151,8 +151,6 @@ pub static ACCEPTED: &[ConfigOption] = &[
     accepted!("disable-thp", "yes", false, B),
     accepted!("dynamic-hz", "yes", true, B),
     accepted!("ignore-warnings", "", true, Kind::Str),
-    accepted!("io-threads", "1", false, Kind::Int(1, 128)),
-    accepted!("io-threads-do-reads", "no", false, B),
     accepted!("jemalloc-bg-thread", "yes", true, B),
     accepted!("lazyfree-lazy-expire", "no", true, B),
     accepted!("lazyfree-lazy-server-del", "no", true, B),

@@ -187,6 +187,15 @@ pub struct Config {
     pub tcp_backlog: u64,
     /// `io-backend`: how the loop talks to the kernel (net/uring.rs).
     pub io_backend: IoBackend,
+    /// `io-threads`: the execution thread and this many minus one I/O
+    /// threads (net/io_threads.rs).
+    pub io_threads: usize,
+    /// `io-threads-do-reads`: as Redis 7.0, the I/O threads write replies
+    /// only unless this is on.
+    pub io_threads_do_reads: bool,
+    /// `events-per-io-thread` (Valkey's): a batch goes to the threads when
+    /// each gets at least this many jobs; 0 always uses them.
+    pub events_per_io_thread: usize,
     pub loglevel: LogLevel,
     pub logfile: String,
     pub databases: u64,
@@ -322,6 +331,9 @@ impl Default for Config {
             tcp_keepalive: 0,
             tcp_backlog: 0,
             io_backend: IoBackend::Epoll,
+            io_threads: 1,
+            io_threads_do_reads: false,
+            events_per_io_thread: 2,
             loglevel: LogLevel::Notice,
             logfile: String::new(),
             databases: 0,
@@ -865,6 +877,36 @@ pub static OPTIONS: &[ConfigOption] = &[
             Ok(())
         },
         |c| c.io_backend.name().to_string()
+    ),
+    opt!(
+        "io-threads",
+        "1",
+        false,
+        |c, a| {
+            c.io_threads = parse_int(a, 1, 128)? as usize;
+            Ok(())
+        },
+        |c| c.io_threads.to_string()
+    ),
+    opt!(
+        "io-threads-do-reads",
+        "no",
+        false,
+        |c, a| {
+            c.io_threads_do_reads = parse_bool(a)?;
+            Ok(())
+        },
+        |c| yes_no(c.io_threads_do_reads)
+    ),
+    opt!(
+        "events-per-io-thread",
+        "2",
+        true,
+        |c, a| {
+            c.events_per_io_thread = parse_int(a, 0, i32::MAX as u64)? as usize;
+            Ok(())
+        },
+        |c| c.events_per_io_thread.to_string()
     ),
     opt!(
         "tcp-backlog",

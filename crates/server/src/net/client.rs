@@ -347,42 +347,17 @@ impl Client {
     /// arrived: a peer that declares `$536870912` and sends nothing costs
     /// address space, not resident memory.
     pub fn read_once(&mut self) -> io::Result<(usize, bool)> {
-        if self.in_start == self.in_end {
-            self.in_start = 0;
-            self.in_end = 0;
-        }
-        let pending = self.in_end - self.in_start;
-        // What the buffer must hold from the command's start: a large bulk
-        // in progress needs its full size; otherwise a chunk more.
-        let need = self.decoder.wanted().max(pending + READ_CHUNK);
-        if self.in_start > 0 && self.in_start + need > self.inbuf.len() {
-            self.inbuf.copy_within(self.in_start..self.in_end, 0);
-            self.in_start = 0;
-            self.in_end = pending;
-        }
-        let need_end = self.in_start + need;
-        if need_end > self.inbuf.capacity() {
-            self.inbuf.reserve_exact(need_end - self.inbuf.len());
-        }
-        let window_end = need_end.min(self.in_end + READ_WINDOW);
-        if window_end > self.inbuf.len() {
-            self.inbuf.resize(window_end, 0);
-        }
-        let space = self.inbuf.len() - self.in_end;
-        loop {
-            let Some(stream) = self.stream.as_mut() else {
-                return Ok((usize::MAX, false));
-            };
-            match stream.read(&mut self.inbuf[self.in_end..]) {
-                Ok(n) => {
-                    self.in_end += n;
-                    return Ok((n, n > 0 && n == space));
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok((usize::MAX, false)),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
+        let Some(stream) = self.stream.as_mut() else {
+            return Ok((usize::MAX, false));
+        };
+        let wanted = self.decoder.wanted();
+        read_into(
+            stream,
+            &mut self.inbuf,
+            &mut self.in_start,
+            &mut self.in_end,
+            wanted,
+        )
     }
 
     /// Appends `bytes` to the unparsed input: the head of a request that an
@@ -411,33 +386,15 @@ impl Client {
             }
             return Ok(done);
         }
-        while self.out_sent < self.out.buf.len() {
-            let Some(stream) = self.stream.as_mut() else {
+        match self.stream.as_mut() {
+            Some(stream) => flush_from(stream, &mut self.out.buf, &mut self.out_sent),
+            None => {
                 // A fake client has nowhere to write: replies are dropped.
-                self.out_sent = self.out.buf.len();
-                break;
-            };
-            match stream.write(&self.out.buf[self.out_sent..]) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => self.out_sent += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
+                self.out.buf.clear();
+                self.out_sent = 0;
+                Ok(true)
             }
         }
-        // TLS: the last of the ciphertext may still wait for the socket.
-        if let Some(stream) = self.stream.as_mut() {
-            if !stream.drain()? {
-                return Ok(false);
-            }
-        }
-        self.out.buf.clear();
-        self.out_sent = 0;
-        // Do not keep a huge buffer after one huge reply.
-        if self.out.buf.capacity() > 1024 * 1024 {
-            self.out.buf = Vec::with_capacity(READ_CHUNK);
-        }
-        Ok(true)
     }
 
     /// After processing: give back an oversized input buffer.
@@ -448,4 +405,97 @@ impl Client {
             self.in_end = 0;
         }
     }
+}
+
+/// A byte stream replies are written to: a [`Conn`], or the part of one an
+/// I/O thread holds (`net/io_threads.rs`).
+pub trait Transfer: Read + Write {
+    /// After a write took everything: whether the transport sent it all
+    /// too (TLS may keep ciphertext the socket did not take yet).
+    fn drain(&mut self) -> io::Result<bool>;
+}
+
+impl Transfer for Conn {
+    #[inline]
+    fn drain(&mut self) -> io::Result<bool> {
+        Conn::drain(self)
+    }
+}
+
+/// One read from `stream` into `inbuf` (the received and unprocessed bytes
+/// are `inbuf[*in_start..*in_end]`; `wanted` is what the decoder needs
+/// buffered from the command's start). Returns the bytes read (0 at EOF,
+/// `usize::MAX` when nothing was there) and whether the read filled all the
+/// free space (so more may be waiting: edge-triggered epoll raises no new
+/// event for it). See [`Client::read_once`] for how the buffer is sized.
+pub fn read_into<S: Read + ?Sized>(
+    stream: &mut S,
+    inbuf: &mut Vec<u8>,
+    in_start: &mut usize,
+    in_end: &mut usize,
+    wanted: usize,
+) -> io::Result<(usize, bool)> {
+    if *in_start == *in_end {
+        *in_start = 0;
+        *in_end = 0;
+    }
+    let pending = *in_end - *in_start;
+    // What the buffer must hold from the command's start: a large bulk
+    // in progress needs its full size; otherwise a chunk more.
+    let need = wanted.max(pending + READ_CHUNK);
+    if *in_start > 0 && *in_start + need > inbuf.len() {
+        inbuf.copy_within(*in_start..*in_end, 0);
+        *in_start = 0;
+        *in_end = pending;
+    }
+    let need_end = *in_start + need;
+    if need_end > inbuf.capacity() {
+        inbuf.reserve_exact(need_end - inbuf.len());
+    }
+    let window_end = need_end.min(*in_end + READ_WINDOW);
+    if window_end > inbuf.len() {
+        inbuf.resize(window_end, 0);
+    }
+    let space = inbuf.len() - *in_end;
+    loop {
+        match stream.read(&mut inbuf[*in_end..]) {
+            Ok(n) => {
+                *in_end += n;
+                return Ok((n, n > 0 && n == space));
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok((usize::MAX, false)),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Writes `buf[*sent..]` to `stream`. Returns Ok(true) when everything was
+/// written (the buffer is then emptied, and given back when one huge reply
+/// left it large), Ok(false) when the socket is full.
+pub fn flush_from<S: Transfer + ?Sized>(
+    stream: &mut S,
+    buf: &mut Vec<u8>,
+    sent: &mut usize,
+) -> io::Result<bool> {
+    while *sent < buf.len() {
+        match stream.write(&buf[*sent..]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => *sent += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    // TLS: the last of the ciphertext may still wait for the socket.
+    if !stream.drain()? {
+        return Ok(false);
+    }
+    buf.clear();
+    *sent = 0;
+    // Do not keep a huge buffer after one huge reply.
+    if buf.capacity() > 1024 * 1024 {
+        *buf = Vec::with_capacity(READ_CHUNK);
+    }
+    Ok(true)
 }

@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod conn;
+pub mod io_threads;
 pub mod pool;
 pub mod rdma;
 pub mod reactor;

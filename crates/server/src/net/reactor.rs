@@ -9,6 +9,7 @@
 
 use crate::net::client::{Client, ReplyMode};
 use crate::net::conn::{Accepted, Conn, Listener, TcpOptions, Transport};
+use crate::net::io_threads::{Done, IoThreads, Job, Movable, ReadJob, WriteJob};
 use crate::server::{unix_ms, Server};
 use ferrokv_resp::request::{Limits, RequestDecoder};
 use mio::{Events, Interest, Poll, Token};
@@ -113,6 +114,23 @@ impl Reactor {
         }
         let mut srv = srv;
         srv.uring = open_backend(srv.config.io_backend, poll.as_raw_fd())?;
+        srv.io_threads = IoThreads::start(
+            srv.config.io_threads,
+            srv.config.events_per_io_thread,
+            srv.config.io_threads_do_reads,
+        )?
+        .map(Box::new);
+        if srv.config.io_threads > 1 {
+            info!(
+                "{} I/O threads started ({})",
+                srv.config.io_threads - 1,
+                if srv.config.io_threads_do_reads {
+                    "reads and writes"
+                } else {
+                    "writes"
+                }
+            );
+        }
         srv.tcp_port = if tcp { bound_port } else { 0 };
         srv.repl.registry = Some(poll.registry().try_clone()?);
         if srv.config.cluster.enabled {
@@ -224,6 +242,10 @@ impl Reactor {
             }
             turn_started = Instant::now();
             self.srv.now_ms = unix_ms();
+            // With I/O threads doing reads, this turn's readable clients
+            // are read as one batch (`read_batch`).
+            let batch_reads = self.srv.io_threads.as_ref().is_some_and(|io| io.do_reads);
+            let mut readable = Vec::new();
             for ev in events.iter() {
                 let t = ev.token().0;
                 if t >= LISTENER_BASE {
@@ -249,7 +271,11 @@ impl Reactor {
                     continue;
                 }
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                    self.handle_readable(t);
+                    if batch_reads {
+                        readable.push(t);
+                    } else {
+                        self.handle_readable(t);
+                    }
                 }
                 // One event for reads and writes (an RDMA connection's queues):
                 // a reply waiting for room is retried on it.
@@ -280,8 +306,13 @@ impl Reactor {
             for t in ready.into_iter().flatten() {
                 self.handle_readable(t);
             }
-            for t in std::mem::take(&mut self.srv.pending_reads) {
-                self.handle_readable(t);
+            if batch_reads {
+                readable.append(&mut self.srv.pending_reads);
+                self.read_batch(readable);
+            } else {
+                for t in std::mem::take(&mut self.srv.pending_reads) {
+                    self.handle_readable(t);
+                }
             }
             crate::blocking::expire_timeouts(&mut self.srv, unix_ms());
             if self.srv.pause.active() {
@@ -358,6 +389,12 @@ impl Reactor {
             return;
         };
         let keep = self.read_and_process(&mut c, t);
+        self.after_input(t, c, keep);
+    }
+
+    /// After a client's input was read and run: its output limits, its
+    /// place in the write queue, or its closing.
+    fn after_input(&mut self, t: usize, mut c: Box<Client>, keep: bool) {
         let out_limit_hit = self.check_output_limits(&mut c);
         let pending = c.pending_output() > 0;
         let queue = pending && !c.pending_write;
@@ -378,6 +415,133 @@ impl Reactor {
             }
             self.srv.pending_writes.push(t);
         }
+    }
+
+    /// Whether a client's socket may go to an I/O thread: a TCP, Unix or
+    /// TLS connection of an ordinary client (the master link and replicas,
+    /// whose sockets the replication code lends to its own threads, stay
+    /// here, as do RDMA and io_uring connections: net/io_threads.rs).
+    fn movable(&self, c: &Client) -> bool {
+        Movable::can_take(c.stream.as_ref())
+            && self.srv.repl.master_client_id() != Some(c.id)
+            && !self.srv.repl.is_replica_client(c.id)
+    }
+
+    /// The readable clients of a turn, read by the I/O threads when the
+    /// batch is large enough (`IoThreads::threads_for`), then run here in
+    /// turn. A client with work left from an earlier pass (paused on its
+    /// replies, or deferred for fairness) is served here as one thread
+    /// would serve it.
+    fn read_batch(&mut self, mut tokens: Vec<usize>) {
+        tokens.sort_unstable();
+        tokens.dedup();
+        let (jobs, direct): (Vec<usize>, Vec<usize>) = tokens.into_iter().partition(|&t| {
+            self.srv.clients.get(t).is_some_and(|c| {
+                c.as_ref()
+                    .is_some_and(|c| !c.output_paused && !c.input_deferred && self.movable(c))
+            })
+        });
+        let threads = self
+            .srv
+            .io_threads
+            .as_mut()
+            .map_or(0, |io| io.threads_for(jobs.len()));
+        if threads == 0 {
+            for t in jobs.into_iter().chain(direct) {
+                self.handle_readable(t);
+            }
+            return;
+        }
+        let mut work = Vec::with_capacity(jobs.len());
+        for t in jobs {
+            let Some(Some(c)) = self.srv.clients.get_mut(t) else {
+                continue;
+            };
+            let Some(stream) = Movable::take(&mut c.stream) else {
+                continue;
+            };
+            work.push(Job::Read(ReadJob {
+                token: t,
+                stream,
+                inbuf: std::mem::take(&mut c.inbuf),
+                in_start: c.in_start,
+                in_end: c.in_end,
+                wanted: c.decoder.wanted(),
+                budget: READ_BUDGET,
+            }));
+        }
+        let Some(io) = self.srv.io_threads.as_mut() else {
+            return;
+        };
+        let done = io.run(work, threads);
+        // Every socket and buffer back in its client before anything runs.
+        let mut results = Vec::with_capacity(done.len());
+        for d in done {
+            let Done::Read(r) = d else { continue };
+            let j = r.job;
+            if let Some(Some(c)) = self.srv.clients.get_mut(j.token) {
+                c.stream = Some(j.stream.into_conn());
+                c.inbuf = j.inbuf;
+                c.in_start = j.in_start;
+                c.in_end = j.in_end;
+            }
+            results.push((j.token, r.reads, r.bytes, r.eof, r.more, r.error));
+        }
+        for (t, reads, bytes, eof, more, error) in results {
+            let Some(Some(mut c)) = self.srv.clients.get_mut(t).map(|s| s.take()) else {
+                continue;
+            };
+            let keep = self.run_read(&mut c, t, reads, bytes, eof, more, error);
+            self.after_input(t, c, keep);
+        }
+        for t in direct {
+            self.handle_readable(t);
+        }
+    }
+
+    /// Runs what an I/O thread read for a client, as `read_and_process`
+    /// runs what it reads itself. Returns false when the connection must
+    /// close now.
+    #[allow(clippy::too_many_arguments)]
+    fn run_read(
+        &mut self,
+        c: &mut Client,
+        t: usize,
+        reads: u64,
+        bytes: usize,
+        eof: bool,
+        more: bool,
+        error: Option<io::Error>,
+    ) -> bool {
+        if let Some(e) = error {
+            debug!("Reading from client: {e}");
+            return false;
+        }
+        if bytes > 0 {
+            self.srv.stats.total_reads_processed += reads;
+            self.srv.stats.net_input_bytes += bytes as u64;
+            c.last_interaction = Instant::now();
+            self.process_input(c);
+            let limit = self.srv.config.client_query_buffer_limit as usize;
+            if c.in_end - c.in_start > limit {
+                warn!(
+                    "Closing client that reached max query buffer length: id={} addr={} qbuf={}",
+                    c.id,
+                    c.addr,
+                    c.in_end - c.in_start
+                );
+                self.srv.stats.client_qbuf_limit_disconnections += 1;
+                return false;
+            }
+        }
+        if eof {
+            return false;
+        }
+        if more && !(c.close_after_reply || c.close_asap || c.input_deferred || c.output_paused) {
+            self.srv.pending_reads.push(t);
+        }
+        c.shrink_input();
+        true
     }
 
     /// Reads and runs commands, one read at a time so the input buffer
@@ -894,64 +1058,156 @@ impl Reactor {
     /// Flushes the clients with queued replies (those waiting for the AOF
     /// stay queued while it is failing).
     fn write_pending(&mut self, aof_ok: bool) {
-        let pending = std::mem::take(&mut self.srv.pending_writes);
-        let backpressure = self.srv.config.client_reply_backpressure as usize;
+        let mut pending = std::mem::take(&mut self.srv.pending_writes);
+        let clients = &mut self.srv.clients;
+        let held = &mut self.srv.pending_writes;
+        pending.retain(|&t| match clients.get_mut(t) {
+            Some(Some(c)) if c.awaiting_aof => {
+                if !aof_ok {
+                    // Held until the disk takes the write.
+                    held.push(t);
+                    return false;
+                }
+                c.awaiting_aof = false;
+                true
+            }
+            Some(Some(_)) => true,
+            _ => false,
+        });
         // Clients paused on output whose replies drained: read and run again.
         let mut resumed = Vec::new();
+        for (t, before, res) in self.threaded_writes(&mut pending) {
+            self.after_flush(t, before, res, &mut resumed);
+        }
         for t in pending {
             let Some(Some(c)) = self.srv.clients.get_mut(t) else {
                 continue;
             };
-            if c.awaiting_aof {
-                if !aof_ok {
-                    // Held until the disk takes the write.
-                    self.srv.pending_writes.push(t);
-                    continue;
-                }
-                c.awaiting_aof = false;
-            }
-            c.pending_write = false;
             let before = c.pending_output();
             let res = c.flush();
-            let written = before - c.pending_output();
-            let done = matches!(res, Ok(true));
-            let close = res.is_err() || (done && c.close_after_reply) || c.close_asap;
-            self.srv.stats.total_writes_processed += 1;
-            if self.srv.repl.is_replica_client(c.id) {
-                self.srv.stats.net_repl_output_bytes += written as u64;
-            } else {
-                self.srv.stats.net_output_bytes += written as u64;
-            }
-            if close {
-                self.close_client(t);
+            self.after_flush(t, before, res, &mut resumed);
+        }
+        self.srv.pending_reads.extend(resumed);
+    }
+
+    /// The replies of `pending`'s movable clients written by the I/O
+    /// threads, when there are enough of them (`IoThreads::threads_for`):
+    /// those clients leave `pending`, and come back with what their flush
+    /// returned and their pending output before it.
+    fn threaded_writes(
+        &mut self,
+        pending: &mut Vec<usize>,
+    ) -> Vec<(usize, usize, io::Result<bool>)> {
+        if self.srv.io_threads.is_none() {
+            return Vec::new();
+        }
+        let (jobs, rest): (Vec<usize>, Vec<usize>) = pending.iter().partition(|&&t| {
+            self.srv.clients.get(t).is_some_and(|c| {
+                c.as_ref()
+                    .is_some_and(|c| c.pending_output() > 0 && self.movable(c))
+            })
+        });
+        let threads = self
+            .srv
+            .io_threads
+            .as_mut()
+            .map_or(0, |io| io.threads_for(jobs.len()));
+        if threads == 0 {
+            return Vec::new();
+        }
+        *pending = rest;
+        let mut work = Vec::with_capacity(jobs.len());
+        let mut before = Vec::with_capacity(jobs.len());
+        for t in jobs {
+            let Some(Some(c)) = self.srv.clients.get_mut(t) else {
                 continue;
+            };
+            let pending_output = c.pending_output();
+            let Some(stream) = Movable::take(&mut c.stream) else {
+                continue;
+            };
+            before.push((t, pending_output));
+            work.push(Job::Write(WriteJob {
+                token: t,
+                stream,
+                buf: std::mem::take(&mut c.out.buf),
+                sent: c.out_sent,
+            }));
+        }
+        let Some(io) = self.srv.io_threads.as_mut() else {
+            return Vec::new();
+        };
+        let done = io.run(work, threads);
+        let mut out = Vec::with_capacity(done.len());
+        for d in done {
+            let Done::Write(w) = d else { continue };
+            let j = w.job;
+            if let Some(Some(c)) = self.srv.clients.get_mut(j.token) {
+                c.stream = Some(j.stream.into_conn());
+                c.out.buf = j.buf;
+                c.out_sent = j.sent;
             }
-            if c.output_paused && c.pending_output() <= backpressure / 2 {
-                c.output_paused = false;
-                resumed.push(t);
-            }
-            // Writable readiness is asked for only while a reply is stuck
-            // behind a full socket buffer: with it always on, every ACK that
-            // drains the buffer would wake the loop (an edge per reply).
-            if done == c.want_writable {
-                let interest = if done {
-                    Interest::READABLE
-                } else {
-                    Interest::READABLE | Interest::WRITABLE
-                };
-                if let Some(stream) = c.stream.as_mut() {
-                    if self
-                        .poll
-                        .registry()
-                        .reregister(stream, Token(t), interest)
-                        .is_ok()
-                    {
-                        c.want_writable = !done;
-                    }
+            let b = before
+                .iter()
+                .find(|(t, _)| *t == j.token)
+                .map_or(0, |&(_, b)| b);
+            out.push((j.token, b, w.result));
+        }
+        out
+    }
+
+    /// After a client's replies were written (here or by an I/O thread):
+    /// the counters, its closing, its pause on output, its interest in
+    /// writable events.
+    fn after_flush(
+        &mut self,
+        t: usize,
+        before: usize,
+        res: io::Result<bool>,
+        resumed: &mut Vec<usize>,
+    ) {
+        let backpressure = self.srv.config.client_reply_backpressure as usize;
+        let Some(Some(c)) = self.srv.clients.get_mut(t) else {
+            return;
+        };
+        c.pending_write = false;
+        let written = before.saturating_sub(c.pending_output());
+        let done = matches!(res, Ok(true));
+        let close = res.is_err() || (done && c.close_after_reply) || c.close_asap;
+        self.srv.stats.total_writes_processed += 1;
+        if self.srv.repl.is_replica_client(c.id) {
+            self.srv.stats.net_repl_output_bytes += written as u64;
+        } else {
+            self.srv.stats.net_output_bytes += written as u64;
+        }
+        if close {
+            self.close_client(t);
+            return;
+        }
+        if c.output_paused && c.pending_output() <= backpressure / 2 {
+            c.output_paused = false;
+            resumed.push(t);
+        }
+        // Writable readiness is asked for only while a reply is stuck
+        // behind a full socket buffer: with it always on, every ACK that
+        // drains the buffer would wake the loop (an edge per reply).
+        if done == c.want_writable {
+            let interest = if done {
+                Interest::READABLE
+            } else {
+                Interest::READABLE | Interest::WRITABLE
+            };
+            if let Some(stream) = c.stream.as_mut() {
+                if self
+                    .poll
+                    .registry()
+                    .reregister(stream, Token(t), interest)
+                    .is_ok()
+                {
+                    c.want_writable = !done;
                 }
             }
         }
-        self.srv.pending_reads.extend(resumed);
     }
 
     /// Processes input a client already has buffered (released from
@@ -1020,6 +1276,10 @@ impl Reactor {
 
     /// Per-cron client checks: idle timeouts and soft output limits.
     fn client_cron(&mut self) {
+        if let Some(io) = self.srv.io_threads.as_mut() {
+            io.events_per_thread = self.srv.config.events_per_io_thread;
+            io.tick(Instant::now());
+        }
         let timeout = self.srv.config.timeout;
         let mut doomed = Vec::new();
         for (t, c) in self.srv.clients.iter() {
