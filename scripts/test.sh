@@ -37,6 +37,15 @@ for transport in unix rdma; do
     FERROKV_TESTS_TRANSPORT=$transport cargo test -p ferrokv-server --test protocol --test commands \
         --test transactions --test pubsub --test blocking --test scripting --test slowlog
 done
+# The suites that drive the network layer again with I/O threads
+# (io-threads 4, reads threaded, every batch handed to the threads:
+# docs/io-threads.md): sockets and buffers moving between the execution
+# thread and the threads under pipelines, TLS, replication, blocking,
+# scripts, client limits and hostile input.
+FERROKV_TESTS_IO_THREADS=4 cargo test -p ferrokv-server --test protocol --test commands \
+    --test transactions --test pubsub --test blocking --test scripting --test scripting_busy \
+    --test slowlog --test clients --test limits --test replication --test hostile --test tls \
+    --test tracking --test monitor --test client_memory --test client_pause
 # The suites that drive the network layer again on the io_uring backend
 # (io-backend uring; the default is epoll: docs/io-uring.md), where the
 # kernel allows io_uring: receives, sends, the busy-script and loading

@@ -2,11 +2,13 @@
 //!
 //! ```text
 //!   TCP ─┐  net::conn: one Conn / Listener / Addr     timers (cron, hz), every loop turn
-//!  Unix ─┤
-//!  RDMA ─┴─► reactor (mio, epoll) ──► RESP decode ──► command table ──► keyspace (owned, no locks)
-//!               ▲                                          │   │
-//!               │ replies (RESP2/3 encode)                 │   └─► scripting (Lua, same thread)
-//!               └──────────────────────────────────────────┘
+//!  Unix ─┤  (TLS over TCP: net::tls)
+//!  RDMA ─┴─► reactor (mio, epoll or io_uring) ──► RESP decode ──► command table ──► keyspace (owned, no locks)
+//!            │   ▲                                       │   │
+//!            │   │ replies (RESP2/3 encode)              │   └─► scripting (Lua, same thread)
+//!            │   └───────────────────────────────────────┘
+//!            └─► net::io_threads (io-threads N): a turn's socket reads and reply
+//!                writes, moved to N-1 threads and back, in one batch each
 //!                                                          │ every change (propagate)
 //!                              ┌───────────────────────────┼──────────────────────────┐
 //!                              ▼                           ▼                          ▼
@@ -16,7 +18,9 @@
 //! ```
 //!
 //! One execution thread owns the keyspace and runs the event loop: accept,
-//! read, decode, execute, encode, write. No lock is taken on the data path
+//! read, decode, execute, encode, write (with `io-threads` > 1, the reads
+//! and writes of a busy turn go to I/O threads and come back before the
+//! commands run). No lock is taken on the data path
 //! and every write has a single total order. Helper threads, when a part
 //! needs one, never touch the keyspace (the snapshot writer reads a
 //! frozen view; replica senders and the lazy-free thread own what they
@@ -27,13 +31,17 @@
 //! - [`net`]: the connection layer (`net::conn`: TCP, Unix sockets and RDMA
 //!   connections as one `Conn`, their listeners and addresses; `net::rdma`:
 //!   accepting RDMA connections), the reactor, client connections and their
-//!   pooled buffers. Nothing above it knows the
+//!   pooled buffers; `net::io_threads`: the I/O threads (`io-threads`,
+//!   docs/io-threads.md). Nothing above it knows the
 //!   transport, except where a command reports it (`CLIENT LIST`'s `U`
 //!   flag, `INFO`'s per-transport counts).
 //! - [`acl`]: users, permissions and the per-command check (`ACL`, `AUTH`).
 //! - [`server`]: the state the thread owns and the command pipeline.
 //! - [`commands`]: the command table, one file per command family.
 //! - [`blocking`]: clients blocked on keys (BLPOP and friends).
+//! - [`pause`]: `CLIENT PAUSE` and the failover pause (writes held, reads served).
+//! - [`cluster`]: Redis Cluster (the bus, node table, slots, redirections,
+//!   failover; docs/cluster.md).
 //! - [`busy`]: serving clients while the thread is held by a long script or
 //!   by loading the data set (`-BUSY`, `-LOADING`).
 //! - [`propagate`]: the one stream of changes that feeds the AOF and replicas.

@@ -248,6 +248,7 @@ pub static COLLECTORS: &[Collector] = &[
     crate::replication::collect_replication,
     crate::replication::rdma::collect_rdma,
     crate::cluster::collect_cluster,
+    collect_io_threads,
 ];
 
 /// Runs every collector: the snapshot the endpoint serves.
@@ -257,6 +258,67 @@ pub fn capture(srv: &Server) -> Registry {
         c(srv, &mut r);
     }
     r
+}
+
+/// The I/O threads (`io-threads`, net/io_threads.rs; INFO threads).
+fn collect_io_threads(srv: &Server, r: &mut Registry) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let io = srv.io_threads.as_deref();
+    r.gauge(
+        "ferrokv_io_threads",
+        "The io-threads setting: the execution thread and io-threads - 1 I/O threads.",
+        srv.config.io_threads as f64,
+    );
+    r.gauge(
+        "ferrokv_io_threads_allowed",
+        "I/O threads the CPU check allows now (cores free of other processes).",
+        io.map_or(0, |io| io.allowed()) as f64,
+    );
+    r.gauge(
+        "ferrokv_io_threads_active",
+        "1 when the last batch of reads or writes went to the I/O threads.",
+        f64::from(u8::from(io.is_some_and(|io| io.active))),
+    );
+    r.counter(
+        "ferrokv_io_threaded_reads_total",
+        "Socket reads the I/O threads made (INFO io_threaded_reads_processed).",
+        io.map_or(0, |io| io.threaded_reads) as f64,
+    );
+    r.counter(
+        "ferrokv_io_threaded_writes_total",
+        "Reply flushes the I/O threads made (INFO io_threaded_writes_processed).",
+        io.map_or(0, |io| io.threaded_writes) as f64,
+    );
+    let stats: Vec<_> = io.into_iter().flat_map(|io| io.thread_stats()).collect();
+    let names: Vec<String> = (1..=stats.len()).map(|i| i.to_string()).collect();
+    for (name, help, field) in [
+        (
+            "ferrokv_io_thread_reads_total",
+            "Socket reads, by I/O thread.",
+            (|t| &t.reads)
+                as fn(&crate::net::io_threads::ThreadStats) -> &std::sync::atomic::AtomicU64,
+        ),
+        (
+            "ferrokv_io_thread_writes_total",
+            "Reply flushes, by I/O thread.",
+            |t| &t.writes,
+        ),
+        (
+            "ferrokv_io_thread_read_bytes_total",
+            "Bytes read, by I/O thread.",
+            |t| &t.read_bytes,
+        ),
+        (
+            "ferrokv_io_thread_write_bytes_total",
+            "Bytes written, by I/O thread.",
+            |t| &t.write_bytes,
+        ),
+    ] {
+        let f = r.family(name, help, Kind::Counter);
+        for (t, n) in stats.iter().zip(&names) {
+            f.sample(&[("thread", n.as_str())], field(t).load(Relaxed) as f64);
+        }
+    }
 }
 
 fn collect_server(srv: &Server, r: &mut Registry) {

@@ -533,7 +533,6 @@ pub fn thread_cpu_seconds(tid: u64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write as _;
 
     fn pair() -> (mio::net::UnixStream, mio::net::UnixStream) {
         mio::net::UnixStream::pair().unwrap()
@@ -601,17 +600,25 @@ mod tests {
         let (a, mut b) = pair();
         b.write_all(b"last").unwrap();
         drop(b);
-        let r = read_job(ReadJob {
+        let job = |stream, inbuf, in_end| ReadJob {
             token: 0,
-            stream: Movable::Unix(a),
-            inbuf: Vec::new(),
+            stream,
+            inbuf,
             in_start: 0,
-            in_end: 0,
+            in_end,
             wanted: 0,
             budget: 1 << 20,
-        });
-        assert!(r.eof);
+        };
+        // A short read empties the socket and ends the job, as on the
+        // execution thread; the end is what the next readiness event reads.
+        let r = read_job(job(Movable::Unix(a), Vec::new(), 0));
         assert_eq!(r.bytes, 4);
+        assert!(!r.more && r.error.is_none());
+        assert_eq!(&r.job.inbuf[..r.job.in_end], b"last");
+        let j = r.job;
+        let r = read_job(job(j.stream, j.inbuf, j.in_end));
+        assert!(r.eof);
+        assert_eq!(r.bytes, 0);
         assert_eq!(&r.job.inbuf[..r.job.in_end], b"last");
     }
 

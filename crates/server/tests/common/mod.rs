@@ -64,6 +64,18 @@ pub fn io_backend() -> Option<String> {
     }
 }
 
+/// `FERROKV_TESTS_IO_THREADS=N`: every ferrokv server the harness starts
+/// runs `io-threads N` with reads threaded too and the threads used for
+/// every batch (`events-per-io-thread 0`), so that the suites drive the
+/// hand-off to the I/O threads whatever the load (net/io_threads.rs).
+pub fn io_threads() -> Option<String> {
+    match std::env::var("FERROKV_TESTS_IO_THREADS") {
+        Ok(n) if n.parse::<u32>().is_ok_and(|n| n >= 1) => Some(n),
+        Ok(other) => panic!("FERROKV_TESTS_IO_THREADS={other}: expected a number of threads"),
+        Err(_) => None,
+    }
+}
+
 /// `flags=<f>` of a `CLIENT LIST` line of a harness connection: over a
 /// Unix socket Redis adds `U` (and `N`, "no flags", gives way to it); an
 /// RDMA connection has no flag of its own.
@@ -156,6 +168,17 @@ impl ServerProcess {
                 args.extend_from_slice(&["--rdma-bind", "127.0.0.1", "--rdma-port", &rdma_port]);
             }
             let backend = io_backend().filter(|_| name == "ferrokv");
+            let threads = io_threads().filter(|_| name == "ferrokv");
+            if let Some(n) = &threads {
+                args.extend_from_slice(&[
+                    "--io-threads",
+                    n,
+                    "--io-threads-do-reads",
+                    "yes",
+                    "--events-per-io-thread",
+                    "0",
+                ]);
+            }
             if let Some(b) = &backend {
                 args.extend_from_slice(&["--io-backend", b]);
             }
