@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""I/O threads (`io-threads N`, net/io_threads.rs): ferrokv, Redis 7.0.15
+"""I/O threads (`io-threads N`, crates/net/src/io_threads.rs): ferrokv, Redis 7.0.15
 and Valkey 8.0.1 side by side with 1, 2 and 4 I/O threads, in one run on
 this machine (docs/benchmarks.md, "I/O threads").
 

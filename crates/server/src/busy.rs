@@ -52,7 +52,7 @@ pub fn pump(srv: &mut Server, holder: Holder) {
         }
     }
     // The io_uring backend: what landed since the loop last looked
-    // (net/uring.rs), and this round's sends submitted at its end.
+    // (crates/net/src/uring.rs), and this round's sends submitted at its end.
     if let Some(u) = srv.uring.as_mut() {
         if let Err(e) = u.enter(std::time::Duration::ZERO) {
             tracing::warn!("io_uring: {e}");

@@ -656,7 +656,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             f!("used_cpu_user_main_thread:{mu:.6}");
         }
         "threads" => {
-            // ferrokv's own: the I/O threads (net/io_threads.rs). Thread 0
+            // ferrokv's own: the I/O threads (crates/net/src/io_threads.rs). Thread 0
             // is the execution thread, with the reads and writes it made
             // itself.
             f!("# Threads");

@@ -28,11 +28,12 @@
 //!
 //! # Layout
 //! - [`config`]: redis.conf-style configuration and `CONFIG`.
-//! - [`net`]: the connection layer (`net::conn`: TCP, Unix sockets and RDMA
-//!   connections as one `Conn`, their listeners and addresses; `net::rdma`:
-//!   accepting RDMA connections), the reactor, client connections and their
-//!   pooled buffers; `net::io_threads`: the I/O threads (`io-threads`,
-//!   docs/io-threads.md). Nothing above it knows the
+//! - [`net`]: the reactor (the event loop), client connections, accepting
+//!   RDMA connections (`net::rdma`). The connection layer below it is the
+//!   `ferrokv-net` crate, re-exported as `net::conn` (TCP, Unix sockets,
+//!   TLS and RDMA connections as one `Conn`, their listeners and
+//!   addresses), `net::tls`, `net::uring`, `net::pool`, `net::buffer` and
+//!   `net::io_threads` (the I/O threads: `io-threads`, docs/io-threads.md). Nothing above it knows the
 //!   transport, except where a command reports it (`CLIENT LIST`'s `U`
 //!   flag, `INFO`'s per-transport counts).
 //! - [`acl`]: users, permissions and the per-command check (`ACL`, `AUTH`).

@@ -260,7 +260,7 @@ pub fn capture(srv: &Server) -> Registry {
     r
 }
 
-/// The I/O threads (`io-threads`, net/io_threads.rs; INFO threads).
+/// The I/O threads (`io-threads`, crates/net/src/io_threads.rs; INFO threads).
 fn collect_io_threads(srv: &Server, r: &mut Registry) {
     use std::sync::atomic::Ordering::Relaxed;
     let io = srv.io_threads.as_deref();
@@ -341,7 +341,7 @@ fn collect_server(srv: &Server, r: &mut Registry) {
     for t in crate::net::conn::Transport::ALL {
         f.sample(&[("transport", t.name())], srv.clients_on(t) as f64);
     }
-    // TLS handshakes (net/tls.rs counts them as they end).
+    // TLS handshakes (crates/net/src/tls.rs counts them as they end).
     for (name, help, v) in [
         (
             "ferrokv_tls_handshakes_total",

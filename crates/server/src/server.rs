@@ -192,12 +192,12 @@ pub struct Server {
     /// script's pump).
     pub listeners: Vec<crate::net::conn::Listener>,
     /// The rustls configurations built from the `tls-*` configs
-    /// (`net/tls.rs`), replaced whole by a `CONFIG SET` of one of them.
+    /// (`crates/net/src/tls.rs`), replaced whole by a `CONFIG SET` of one of them.
     pub tls: crate::net::tls::TlsContext,
     /// The io_uring backend's ring (`io-backend`), when the loop runs on
     /// it: client TCP and Unix connections receive and send through it.
     pub uring: Option<Box<crate::net::uring::Uring>>,
-    /// `io-threads` > 1: the I/O threads (net/io_threads.rs).
+    /// `io-threads` > 1: the I/O threads (crates/net/src/io_threads.rs).
     pub io_threads: Option<Box<crate::net::io_threads::IoThreads>>,
     /// Cluster mode (`cluster-enabled yes`): the node table, the bus
     /// links (`cluster/`). `None` otherwise.

@@ -1,4 +1,4 @@
-//! I/O threads (`io-threads N`, net/io_threads.rs): what handing a turn's
+//! I/O threads (`io-threads N`, crates/net/src/io_threads.rs): what handing a turn's
 //! socket reads and reply writes to other threads could break. Each server
 //! here runs `io-threads 4` with reads threaded and the threads used for
 //! every batch (`events-per-io-thread 0`), so every client's socket goes

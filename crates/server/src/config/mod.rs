@@ -185,10 +185,10 @@ pub struct Config {
     pub timeout: u64,
     pub tcp_keepalive: u64,
     pub tcp_backlog: u64,
-    /// `io-backend`: how the loop talks to the kernel (net/uring.rs).
+    /// `io-backend`: how the loop talks to the kernel (crates/net/src/uring.rs).
     pub io_backend: IoBackend,
     /// `io-threads`: the execution thread and this many minus one I/O
-    /// threads (net/io_threads.rs).
+    /// threads (crates/net/src/io_threads.rs).
     pub io_threads: usize,
     /// `io-threads-do-reads`: as Redis 7.0, the I/O threads write replies
     /// only unless this is on.

@@ -1,6 +1,6 @@
 //! The `tls-*` configs (Redis 7.0's names, defaults and checks; docs/tls.md).
 //! The setters only store and check a value; the rustls configurations are
-//! built from all of them together (`net/tls.rs`, `TlsContext::build`) at
+//! built from all of them together (`crates/net/src/tls.rs`, `TlsContext::build`) at
 //! start-up and after a `CONFIG SET` of any of them, which the server
 //! undoes when the build fails (Redis: "Unable to update TLS
 //! configuration").

@@ -420,7 +420,7 @@ impl Reactor {
     /// Whether a client's socket may go to an I/O thread: a TCP, Unix or
     /// TLS connection of an ordinary client (the master link and replicas,
     /// whose sockets the replication code lends to its own threads, stay
-    /// here, as do RDMA and io_uring connections: net/io_threads.rs).
+    /// here, as do RDMA and io_uring connections: crates/net/src/io_threads.rs).
     fn movable(&self, c: &Client) -> bool {
         Movable::can_take(c.stream.as_ref())
             && self.srv.repl.master_client_id() != Some(c.id)
@@ -1375,7 +1375,7 @@ impl Server {
             let token = entry.key();
             debug!("Accepted {addr}");
             let stream = match (self.uring.as_ref(), stream) {
-                // Plain sockets go on the ring (net/uring.rs); TLS stays on
+                // Plain sockets go on the ring (crates/net/src/uring.rs); TLS stays on
                 // epoll.
                 (Some(u), Conn::Tcp(s)) => {
                     Conn::Uring(Box::new(u.adopt(OwnedFd::from(s), token)), Transport::Tcp)
@@ -1421,7 +1421,7 @@ fn bind_addr(host: &str, port: u16) -> io::Result<SocketAddr> {
     })
 }
 
-/// The ring for `io-backend` (net/uring.rs): none for `epoll`; for `auto`,
+/// The ring for `io-backend` (crates/net/src/uring.rs): none for `epoll`; for `auto`,
 /// none with one log line when the kernel (or a container's seccomp
 /// profile) refuses io_uring; for `uring`, refused means no start.
 fn open_backend(

@@ -67,7 +67,7 @@ pub fn io_backend() -> Option<String> {
 /// `FERROKV_TESTS_IO_THREADS=N`: every ferrokv server the harness starts
 /// runs `io-threads N` with reads threaded too and the threads used for
 /// every batch (`events-per-io-thread 0`), so that the suites drive the
-/// hand-off to the I/O threads whatever the load (net/io_threads.rs).
+/// hand-off to the I/O threads whatever the load (crates/net/src/io_threads.rs).
 pub fn io_threads() -> Option<String> {
     match std::env::var("FERROKV_TESTS_IO_THREADS") {
         Ok(n) if n.parse::<u32>().is_ok_and(|n| n >= 1) => Some(n),

@@ -40,9 +40,9 @@
 //!
 //! A thread with nothing to do sleeps on its channel.
 
-use crate::net::client::{flush_from, read_into, Transfer};
-use crate::net::conn::Conn;
-use crate::net::tls::TlsStream;
+use crate::buffer::{flush_from, read_into, Transfer};
+use crate::conn::Conn;
+use crate::tls::TlsStream;
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -159,7 +159,7 @@ pub struct WriteJob {
 
 pub struct WriteDone {
     pub job: WriteJob,
-    /// As [`crate::net::client::Client::flush`]: all written, or not.
+    /// As ferrokv-server's `Client::flush`: all written, or not.
     pub result: io::Result<bool>,
 }
 

@@ -2,7 +2,7 @@
 //! service opens one per request); reusing their buffers spares the
 //! allocator a 16 KB allocation and a page fault or two per connection.
 
-use crate::net::client::READ_CHUNK;
+use crate::buffer::READ_CHUNK;
 
 pub struct BufferPool {
     free: Vec<Vec<u8>>,

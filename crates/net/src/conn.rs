@@ -9,7 +9,7 @@
 //! written with `fi_writedata`, accepted on the `rdma-bind` listener; see
 //! `net/rdma.rs` and docs/rdma.md). Each is a variant of an enum rather than
 //! a trait object, so a TCP read or write costs one predictable branch over
-//! calling the socket directly. TLS (`net/tls.rs`) is one more variant:
+//! calling the socket directly. TLS (`tls.rs`) is one more variant:
 //! a rustls session over the TCP socket, registered as the socket is, with
 //! [`Conn::drain`] telling a flush whether rustls still holds ciphertext.
 //!
@@ -127,12 +127,12 @@ pub enum Conn {
     Unix(mio::net::UnixStream),
     Rdma(Box<ferrokv_fabric::Stream>),
     /// TLS over TCP (`tls-port`, or a replica's link with `tls-replication`):
-    /// `net/tls.rs`.
-    Tls(Box<crate::net::tls::TlsStream>),
+    /// `tls.rs`.
+    Tls(Box<crate::tls::TlsStream>),
     /// A TCP or Unix connection whose reads and writes go through the
-    /// io_uring backend (`net/uring.rs`): the transport it reports is the
+    /// io_uring backend (`uring.rs`): the transport it reports is the
     /// socket's.
-    Uring(Box<crate::net::uring::UringConn>, Transport),
+    Uring(Box<crate::uring::UringConn>, Transport),
 }
 
 impl Conn {
@@ -441,7 +441,7 @@ impl BlockingConn {
         let _ = s.set_nodelay(true);
         s.set_read_timeout(Some(poll))?;
         s.set_write_timeout(Some(timeout))?;
-        let s = crate::net::tls::connect_blocking(s, host, cfg, timeout)?;
+        let s = crate::tls::connect_blocking(s, host, cfg, timeout)?;
         Ok(BlockingConn::Tls(Box::new(s)))
     }
 
@@ -522,7 +522,7 @@ impl BlockingConn {
             BlockingConn::Tls(s) => {
                 let peer = s.sock.peer_addr()?;
                 let local = s.sock.local_addr().unwrap_or(peer);
-                let s = crate::net::tls::from_blocking(*s)?;
+                let s = crate::tls::from_blocking(*s)?;
                 Ok((Conn::Tls(Box::new(s)), Addr::Ip(peer), Addr::Ip(local)))
             }
             BlockingConn::Rdma(s) => {
@@ -665,7 +665,7 @@ impl Listener {
                         let cfg = opts.tls.clone().ok_or_else(|| {
                             io::Error::other("a TLS connection arrived with TLS not configured")
                         })?;
-                        Conn::Tls(Box::new(crate::net::tls::TlsStream::accept(s, cfg)?))
+                        Conn::Tls(Box::new(crate::tls::TlsStream::accept(s, cfg)?))
                     }
                     _ => Conn::Tcp(s),
                 };

@@ -1,7 +1,7 @@
 //! TLS (rustls with the `ring` provider; nothing of OpenSSL at build time):
 //! the settings Redis 7.0 names `tls-*`, the rustls configurations built
 //! from them, and the non-blocking stream the connection layer wraps as
-//! [`crate::net::conn::Conn::Tls`].
+//! [`crate::conn::Conn::Tls`].
 //!
 //! The stream never blocks the loop: a read pulls what the socket has into
 //! rustls, answers the handshake's flights as they complete and hands back

@@ -9,7 +9,7 @@
 //! docs/io-uring.md has the design and the measurements.
 //!
 //! A connection on the ring is a [`UringConn`], one more variant of the
-//! connection layer's [`crate::net::conn::Conn`]; above `net/` nothing
+//! connection layer's [`crate::conn::Conn`]; above `net/` nothing
 //! changes:
 //! - **Receive**: one single-shot `RECV` at a time per connection, with the
 //!   buffer chosen by the kernel from a ring of provided buffers (so an idle
@@ -75,7 +75,7 @@ const BGID: u16 = 1;
 const SQ_ENTRIES: u32 = 4096;
 
 /// What a completion is for (the low byte of its `user_data`).
-const KIND_RECV: u64 = 1;
+pub const KIND_RECV: u64 = 1;
 const KIND_SEND: u64 = 2;
 const KIND_EPOLL: u64 = 3;
 const KIND_CANCEL: u64 = 4;
@@ -85,7 +85,7 @@ fn user_data(kind: u64, token: usize, gen: u32) -> u64 {
 }
 
 /// A completion's parts: (kind, token, generation).
-fn split(ud: u64) -> (u64, usize, u32) {
+pub fn split(ud: u64) -> (u64, usize, u32) {
     (
         ud & 0xff,
         ((ud >> 8) & 0xff_ffff) as usize,
@@ -612,7 +612,7 @@ impl UringConn {
         }
         let mut next = std::mem::take(&mut self.spare);
         if next.capacity() == 0 {
-            next = Vec::with_capacity(crate::net::client::READ_CHUNK);
+            next = Vec::with_capacity(crate::buffer::READ_CHUNK);
         }
         let out = std::mem::replace(buf, next);
         self.sending = Some((out, *sent));
@@ -837,68 +837,6 @@ impl Drop for UringConn {
                 self.gen,
             ));
             s.stage(e);
-        }
-    }
-}
-
-impl crate::server::Server {
-    /// Hands the completions the last wait collected to their
-    /// connections: received bytes queue on the connection (and its slot
-    /// goes on the ready list), a finished send puts the client back on the
-    /// write list, whatever names a closed connection is let go.
-    pub fn uring_reap(&mut self) {
-        let Some(u) = self.uring.as_mut() else {
-            return;
-        };
-        let cqes = u.take_completions();
-        for &(ud, res, flags) in &cqes {
-            let Some(u) = self.uring.as_mut() else {
-                break;
-            };
-            if u.handle_own(ud, flags) {
-                continue;
-            }
-            let (kind, token, gen) = split(ud);
-            // Its connection, unless it closed (the slot empty, or another
-            // connection's now).
-            let live = match self.clients.get_mut(token) {
-                Some(Some(c)) => match c.stream.as_mut() {
-                    Some(crate::net::conn::Conn::Uring(conn, _)) if conn.generation() == gen => {
-                        Some((c.id, &mut c.pending_write, conn))
-                    }
-                    _ => None,
-                },
-                _ => None,
-            };
-            let Some((id, pending_write, conn)) = live else {
-                if kind == KIND_RECV {
-                    u.orphan_recv(flags);
-                }
-                continue;
-            };
-            if kind == KIND_RECV {
-                conn.on_recv(res, flags);
-                u.ready.push(token);
-                continue;
-            }
-            let (written, queue) = match conn.on_send(res) {
-                SendDone::Done(n) => (n, true),
-                SendDone::Partial(n) => (n, false),
-                // Its next flush reports the error and the client closes.
-                SendDone::Failed => (0, true),
-            };
-            if queue && !*pending_write {
-                *pending_write = true;
-                self.pending_writes.push(token);
-            }
-            if self.repl.is_replica_client(id) {
-                self.stats.net_repl_output_bytes += written as u64;
-            } else {
-                self.stats.net_output_bytes += written as u64;
-            }
-        }
-        if let Some(u) = self.uring.as_mut() {
-            u.give_completions(cqes);
         }
     }
 }
