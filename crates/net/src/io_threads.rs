@@ -43,6 +43,7 @@
 use crate::buffer::{flush_from, read_into, Transfer};
 use crate::conn::Conn;
 use crate::tls::TlsStream;
+use ferrokv_resp::request::{Args, Limits, RequestDecoder};
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -123,6 +124,83 @@ impl Transfer for Movable {
     }
 }
 
+/// Whole commands an I/O thread decoded from what it read, so that the
+/// execution thread runs them without decoding: each a place in the input
+/// buffer and its arguments. Multibulk commands only, from the start of
+/// the unprocessed input, up to the first one that is incomplete, inline,
+/// or malformed (the execution thread decodes those itself, and reports
+/// the error as it always does). Kept by the client between reads so its
+/// vectors are reused.
+#[derive(Default, Debug)]
+pub struct Parsed {
+    pub cmds: Vec<ParsedCmd>,
+    /// Arguments as (start, length), relative to their command's start.
+    pub ranges: Vec<(usize, usize)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParsedCmd {
+    /// Where the command starts in the input buffer, and its length.
+    pub start: usize,
+    pub len: usize,
+    /// Its arguments: `ranges[args.0..args.0 + args.1]`.
+    pub args: (usize, usize),
+}
+
+impl Parsed {
+    pub fn clear(&mut self) {
+        self.cmds.clear();
+        self.ranges.clear();
+    }
+
+    /// The arguments of `cmd` over the input buffer `buf`.
+    pub fn args<'a>(&'a self, buf: &'a [u8], cmd: &ParsedCmd) -> Args<'a> {
+        Args::new(
+            &buf[cmd.start..cmd.start + cmd.len],
+            &self.ranges[cmd.args.0..cmd.args.0 + cmd.args.1],
+        )
+    }
+}
+
+/// At most this many commands are decoded ahead for one client: what the
+/// execution thread runs of one client in a pass (its fairness bound).
+pub const PARSE_AHEAD: usize = 1024;
+
+/// Decodes whole multibulk commands from `buf[from..]` into `out` (see
+/// [`Parsed`]). `decoder` is a scratch decoder; `max_bulk_len` is
+/// `proto-max-bulk-len` (only authenticated clients' input is decoded
+/// ahead: the pre-AUTH limits stay with the execution thread).
+pub fn parse_ahead(
+    decoder: &mut RequestDecoder,
+    buf: &[u8],
+    from: usize,
+    max_bulk_len: usize,
+    out: &mut Parsed,
+) {
+    out.clear();
+    decoder.reset();
+    let limits = Limits {
+        max_bulk_len,
+        authenticated: true,
+    };
+    let mut pos = from;
+    while pos < buf.len() && out.cmds.len() < PARSE_AHEAD && buf[pos] == b'*' {
+        let Ok(Some(d)) = decoder.decode(&buf[pos..], limits) else {
+            break;
+        };
+        let first = out.ranges.len();
+        out.ranges.extend(d.args.ranges());
+        out.cmds.push(ParsedCmd {
+            start: pos,
+            len: d.consumed,
+            args: (first, out.ranges.len() - first),
+        });
+        pos += d.consumed;
+    }
+    // An incomplete command leaves the scratch decoder mid-way.
+    decoder.reset();
+}
+
 /// A client's input, handed to a thread to read into.
 pub struct ReadJob {
     pub token: usize,
@@ -134,6 +212,11 @@ pub struct ReadJob {
     pub wanted: usize,
     /// Read until the socket is empty or this many bytes came.
     pub budget: usize,
+    /// Decode whole commands ahead into `parsed` (`proto-max-bulk-len`),
+    /// or not (`None`: a command is partly decoded already, or the client
+    /// has not authenticated).
+    pub parse: Option<usize>,
+    pub parsed: Parsed,
 }
 
 /// What a thread read for a [`ReadJob`].
@@ -181,6 +264,8 @@ pub struct ThreadStats {
     pub read_bytes: AtomicU64,
     pub write_bytes: AtomicU64,
     pub batches: AtomicU64,
+    /// Commands it decoded ahead for the execution thread.
+    pub parsed: AtomicU64,
     /// The thread's id in `/proc/self/task` (0 until it started).
     pub tid: AtomicU64,
 }
@@ -381,8 +466,12 @@ impl Drop for IoThreads {
 /// An I/O thread: sleeps on its channel, does each batch, sends it back.
 fn run(jobs: Receiver<Vec<Job>>, done: Sender<Vec<Done>>, stats: Arc<ThreadStats>) {
     stats.tid.store(gettid(), Relaxed);
+    let mut decoder = RequestDecoder::new();
     while let Ok(batch) = jobs.recv() {
-        let out: Vec<Done> = batch.into_iter().map(|j| work(j, &stats)).collect();
+        let out: Vec<Done> = batch
+            .into_iter()
+            .map(|j| work(j, &stats, &mut decoder))
+            .collect();
         stats.batches.fetch_add(1, Relaxed);
         if done.send(out).is_err() {
             return;
@@ -390,10 +479,21 @@ fn run(jobs: Receiver<Vec<Job>>, done: Sender<Vec<Done>>, stats: Arc<ThreadStats
     }
 }
 
-fn work(job: Job, stats: &ThreadStats) -> Done {
+fn work(job: Job, stats: &ThreadStats, decoder: &mut RequestDecoder) -> Done {
     match job {
         Job::Read(j) => {
-            let r = read_job(j);
+            let mut r = read_job(j);
+            if let Some(max_bulk_len) = r.job.parse.filter(|_| r.bytes > 0) {
+                let j = &mut r.job;
+                parse_ahead(
+                    decoder,
+                    &j.inbuf[..j.in_end],
+                    j.in_start,
+                    max_bulk_len,
+                    &mut j.parsed,
+                );
+                stats.parsed.fetch_add(j.parsed.cmds.len() as u64, Relaxed);
+            }
             stats.reads.fetch_add(r.reads, Relaxed);
             stats.read_bytes.fetch_add(r.bytes as u64, Relaxed);
             Done::Read(r)
@@ -556,6 +656,8 @@ mod tests {
                 in_end: 0,
                 wanted: 0,
                 budget: 1 << 20,
+                parse: None,
+                parsed: Parsed::default(),
             }));
         }
         let n = io.threads_for(jobs.len());
@@ -608,6 +710,8 @@ mod tests {
             in_end,
             wanted: 0,
             budget: 1 << 20,
+            parse: None,
+            parsed: Parsed::default(),
         };
         // A short read empties the socket and ends the job, as on the
         // execution thread; the end is what the next readiness event reads.
@@ -643,6 +747,8 @@ mod tests {
             in_end: 0,
             wanted: 0,
             budget: 32 * 1024,
+            parse: None,
+            parsed: Parsed::default(),
         });
         assert!(r.more, "read {} bytes in {} reads", r.bytes, r.reads);
         assert!(r.bytes >= 32 * 1024 && r.bytes < off);
@@ -659,6 +765,41 @@ mod tests {
         assert!(io.active);
         io.allowed = 0;
         assert_eq!(io.threads_for(100), 0);
+    }
+
+    #[test]
+    fn whole_multibulk_commands_are_decoded_ahead() {
+        let mut d = RequestDecoder::new();
+        let mut p = Parsed::default();
+        let buf = b"xx*2\r\n$3\r\nGET\r\n$1\r\na\r\n*0\r\n*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET";
+        parse_ahead(&mut d, buf, 2, 1 << 20, &mut p);
+        assert_eq!(p.cmds.len(), 3, "{p:?}");
+        let got: Vec<Vec<Vec<u8>>> = p.cmds.iter().map(|c| p.args(buf, c).to_vecs()).collect();
+        assert_eq!(
+            got,
+            [
+                vec![b"GET".to_vec(), b"a".to_vec()],
+                vec![],
+                vec![b"PING".to_vec()]
+            ]
+        );
+        assert_eq!(p.cmds[0].start, 2);
+        assert_eq!(p.cmds[2].start + p.cmds[2].len, buf.len() - 11);
+        // An inline command, or a malformed one, ends it; the rest is the
+        // execution thread's.
+        parse_ahead(
+            &mut d,
+            b"*1\r\n$4\r\nPING\r\nPING\r\n*1\r\n$4\r\nPING\r\n",
+            0,
+            1 << 20,
+            &mut p,
+        );
+        assert_eq!(p.cmds.len(), 1);
+        parse_ahead(&mut d, b"*1\r\n$x\r\n", 0, 1 << 20, &mut p);
+        assert!(p.cmds.is_empty());
+        // A bulk over proto-max-bulk-len is not decoded ahead.
+        parse_ahead(&mut d, b"*1\r\n$100\r\n", 0, 10, &mut p);
+        assert!(p.cmds.is_empty());
     }
 
     #[test]

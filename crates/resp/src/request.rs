@@ -77,6 +77,10 @@ impl<'a> Args<'a> {
             ranges: &self.ranges[..n.min(self.ranges.len())],
         }
     }
+    /// The arguments as (start, length) in the buffer they borrow.
+    pub fn ranges(&self) -> impl ExactSizeIterator<Item = (usize, usize)> + 'a {
+        self.ranges.iter().copied()
+    }
     pub fn to_vecs(&self) -> Vec<Vec<u8>> {
         self.iter().map(|a| a.to_vec()).collect()
     }

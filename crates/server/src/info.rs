@@ -690,13 +690,14 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
                 let tid = t.tid.load(Relaxed);
                 let cpu = crate::net::io_threads::thread_cpu_seconds(tid).unwrap_or(0.0);
                 f!(
-                    "io_thread_{}:name=io-thread-{},reads={},writes={},read_bytes={},write_bytes={},batches={},cpu_sec={cpu:.6}",
+                    "io_thread_{}:name=io-thread-{},reads={},writes={},read_bytes={},write_bytes={},parsed={},batches={},cpu_sec={cpu:.6}",
                     i + 1,
                     i + 1,
                     t.reads.load(Relaxed),
                     t.writes.load(Relaxed),
                     t.read_bytes.load(Relaxed),
                     t.write_bytes.load(Relaxed),
+                    t.parsed.load(Relaxed),
                     t.batches.load(Relaxed),
                 );
             }

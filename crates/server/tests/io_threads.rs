@@ -123,13 +123,32 @@ fn threads_are_named_and_their_work_counted() {
     assert_eq!(info_u64(&s, "threads", "io_threads"), 4);
     let threads = s.info_field("threads", "io_thread_1").unwrap();
     assert!(threads.starts_with("name=io-thread-1,reads="), "{threads}");
+    // The threads decoded the INCRs ahead: all the commands, among them.
+    let parsed: u64 = (1..=3)
+        .map(|i| {
+            let line = s.info_field("threads", &format!("io_thread_{i}")).unwrap();
+            line.split(',')
+                .find_map(|f| f.strip_prefix("parsed="))
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    assert!(parsed >= 50, "{parsed} commands decoded ahead");
 }
 
 #[test]
 fn one_client_alone_is_served_by_the_execution_thread() {
-    // The default events-per-io-thread (2): a batch of one client's request
-    // is too small to wake a thread for.
-    let s = ServerProcess::ferrokv(&["--io-threads", "4", "--io-threads-do-reads", "yes"]);
+    // The default events-per-io-thread (2), whatever the harness sets: a
+    // batch of one client's request is too small to wake a thread for.
+    let s = ServerProcess::ferrokv(&[
+        "--io-threads",
+        "4",
+        "--io-threads-do-reads",
+        "yes",
+        "--events-per-io-thread",
+        "2",
+    ]);
     let mut r = s.raw();
     for _ in 0..100 {
         r.roundtrip(b"PING\r\n", b"+PONG\r\n");

@@ -199,6 +199,9 @@ pub struct Client {
     pub asking: bool,
     /// Cluster mode: `READONLY` (a replica serves this client's reads).
     pub readonly: bool,
+    /// Commands an I/O thread decoded ahead from the input buffer
+    /// (crates/net/src/io_threads.rs), for the next pass to run.
+    pub parsed: crate::net::io_threads::Parsed,
 }
 
 impl Client {
@@ -297,6 +300,7 @@ impl Client {
             input_deferred: false,
             asking: false,
             readonly: false,
+            parsed: Default::default(),
         }
     }
 

@@ -9,7 +9,7 @@
 
 use crate::net::client::{Client, ReplyMode};
 use crate::net::conn::{Accepted, Conn, Listener, TcpOptions, Transport};
-use crate::net::io_threads::{Done, IoThreads, Job, Movable, ReadJob, WriteJob};
+use crate::net::io_threads::{Done, IoThreads, Job, Movable, Parsed, ReadJob, WriteJob};
 use crate::server::{unix_ms, Server};
 use ferrokv_resp::request::{Limits, RequestDecoder};
 use mio::{Events, Interest, Poll, Token};
@@ -468,6 +468,12 @@ impl Reactor {
                 in_end: c.in_end,
                 wanted: c.decoder.wanted(),
                 budget: READ_BUDGET,
+                // Whole commands are decoded ahead on the thread when none
+                // is partly decoded here and the pre-AUTH limits do not
+                // apply.
+                parse: (!c.decoder.in_progress() && c.authenticated)
+                    .then_some(self.srv.config.proto_max_bulk_len as usize),
+                parsed: std::mem::take(&mut c.parsed),
             }));
         }
         let Some(io) = self.srv.io_threads.as_mut() else {
@@ -484,9 +490,11 @@ impl Reactor {
                 c.inbuf = j.inbuf;
                 c.in_start = j.in_start;
                 c.in_end = j.in_end;
+                c.parsed = j.parsed;
             }
             results.push((j.token, r.reads, r.bytes, r.eof, r.more, r.error));
         }
+        self.warm_batch(results.iter().map(|r| r.0));
         for (t, reads, bytes, eof, more, error) in results {
             let Some(Some(mut c)) = self.srv.clients.get_mut(t).map(|s| s.take()) else {
                 continue;
@@ -496,6 +504,36 @@ impl Reactor {
         }
         for t in direct {
             self.handle_readable(t);
+        }
+    }
+
+    /// Warms the first key of each client's next command in a batch the
+    /// I/O threads read and decoded ahead ([`Server::prefetch_keys`]): the
+    /// clients' lookups then miss the cache together, not one after the
+    /// other, as a pipeline's do (`warm_keys`).
+    fn warm_batch(&mut self, tokens: impl Iterator<Item = usize>) {
+        let mut keys: Vec<(usize, usize, usize)> = Vec::new();
+        for t in tokens {
+            let Some(Some(c)) = self.srv.clients.get(t) else {
+                continue;
+            };
+            if let Some(cmd) = c.parsed.cmds.first() {
+                let args = c.parsed.args(&c.inbuf, cmd);
+                if (2..=9).contains(&args.len()) {
+                    let key = args.get(1);
+                    let at = key.as_ptr() as usize - c.inbuf.as_ptr() as usize;
+                    keys.push((t, at, key.len()));
+                }
+            }
+        }
+        if keys.len() < 2 {
+            return;
+        }
+        for &(t, at, len) in &keys {
+            if let Some(Some(c)) = self.srv.clients.get(t) {
+                self.srv
+                    .prefetch_keys(c.db, std::iter::once(&c.inbuf[at..at + len]));
+            }
         }
     }
 
@@ -769,6 +807,10 @@ impl Reactor {
         let mut commands = 0;
         // Commands before this point have had their keys warmed.
         let mut warmed = *start;
+        // What an I/O thread decoded ahead (used once: the buffer may move
+        // before the next pass).
+        let mut parsed = std::mem::take(&mut c.parsed);
+        let mut next_parsed = 0;
         // A blocked client's pipeline waits until it is served.
         while *start < end && !c.close_after_reply && !c.close_asap && c.blocked.is_none() {
             // Like Redis, which checks the limit as each reply is added: a
@@ -793,6 +835,30 @@ impl Reactor {
                 c.input_deferred = true;
                 self.srv.pending_reads.push(c.token);
                 break;
+            }
+            // Decoded ahead by an I/O thread (the input buffer's own
+            // commands, while the client stays authenticated).
+            if let Some(&cmd) = parsed
+                .cmds
+                .get(next_parsed)
+                .filter(|p| in_inbuf && p.start == *start && c.authenticated)
+            {
+                next_parsed += 1;
+                if *start >= warmed {
+                    warmed = self.warm_parsed(c.db, buf, &parsed, next_parsed - 1);
+                }
+                let args = parsed.args(buf, &cmd);
+                if !args.is_empty() {
+                    self.srv.execute(c, args);
+                    commands += 1;
+                }
+                *start += cmd.len;
+                c.in_start = *start;
+                if c.out.overflowed {
+                    self.reply_overflowed(c);
+                    break;
+                }
+                continue;
             }
             if *start >= warmed {
                 warmed = self.warm_keys(c.db, &buf[..end], *start, limits);
@@ -834,7 +900,30 @@ impl Reactor {
         }
         c.out.cap = usize::MAX;
         c.decoder = decoder;
+        parsed.clear();
+        c.parsed = parsed;
         self.srv.count_errors(c);
+    }
+
+    /// [`Self::warm_keys`] for commands an I/O thread decoded ahead: the
+    /// first keys of the next [`WARM_AHEAD`] from `from` on (short
+    /// commands only), without decoding them again. Returns where the
+    /// warmed run ends in the buffer.
+    fn warm_parsed(&mut self, db: usize, buf: &[u8], parsed: &Parsed, from: usize) -> usize {
+        let run = &parsed.cmds[from..(from + WARM_AHEAD).min(parsed.cmds.len())];
+        let Some(last) = run.last() else {
+            return buf.len();
+        };
+        if run.len() > 1 {
+            self.srv.prefetch_keys(
+                db,
+                run.iter()
+                    .map(|cmd| parsed.args(buf, cmd))
+                    .filter(|a| (2..=9).contains(&a.len()))
+                    .map(|a| a.get(1)),
+            );
+        }
+        last.start + last.len
     }
 
     /// Warms the first key of each of the next [`WARM_AHEAD`] whole
