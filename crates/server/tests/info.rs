@@ -97,7 +97,11 @@ fn compare(ours: &ServerProcess, real: &ServerProcess, case: &str) {
     let extra: Vec<_> = f
         .iter()
         .filter(|x| !r.contains(x))
-        .filter(|(s, k)| s != "Rdma" && !k.as_deref().is_some_and(|k| FERROKV_ONLY.contains(&k)))
+        .filter(|(s, k)| {
+            s != "Rdma"
+                && s != "Threads"
+                && !k.as_deref().is_some_and(|k| FERROKV_ONLY.contains(&k))
+        })
         .collect();
     let missing: Vec<_> = r.iter().filter(|x| !f.contains(x)).collect();
     assert!(
