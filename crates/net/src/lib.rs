@@ -16,6 +16,8 @@
 //! [`io_threads::IoThreads`]), and decodes and runs what was read.
 //!
 //! # Layout
+//! - [`connection`]: a client connection's I/O half (socket, input buffer,
+//!   decoder, reply progress), apart from its session.
 //! - [`conn`]: one connection type, one listener type and one address
 //!   type, whatever the transport.
 //! - [`tls`]: TLS over TCP with rustls (`tls-port`, `tls-replication`,
@@ -27,12 +29,14 @@
 //! - [`io_threads`]: the I/O threads (`io-threads`).
 //!
 //! Still in the server crate (docs/io-threads.md, "Not yet"): the event
-//! loop itself, the client (whose connection half and session half are
-//! one struct), and accepting RDMA connections (which registers them with
-//! the server's RDMA tuner).
+//! loop itself, which reaches into the server's clients (their
+//! [`connection::Connection`] and their sessions alike) rather than through
+//! one narrow interface, and accepting RDMA connections (which registers
+//! them with the server's RDMA tuner).
 
 pub mod buffer;
 pub mod conn;
+pub mod connection;
 pub mod io_threads;
 pub mod pool;
 pub mod tls;

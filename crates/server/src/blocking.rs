@@ -206,7 +206,7 @@ impl Blocking {
 /// Whether the calling client may block now: not inside MULTI/EXEC, and not
 /// the AOF loader's fake client.
 pub fn may_block(ctx: &Ctx) -> bool {
-    !ctx.client.in_exec && ctx.client.stream.is_some()
+    !ctx.client.in_exec && ctx.client.conn.stream.is_some()
 }
 
 /// Parks the calling client on `keys` until one holds `wants` (or the

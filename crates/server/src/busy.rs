@@ -70,13 +70,13 @@ pub fn pump(srv: &mut Server, holder: Holder) {
             || replicas.contains(&c.id)
             || c.blocked.is_some()
             || srv.repl.master.is_waiting(c.id)
-            || c.stream.is_none();
+            || c.conn.stream.is_none();
         if !skip {
             serve(srv, &mut c, holder);
         }
         // What an io_uring connection was given and the pump left unread:
         // the loop reads it, since no new completion will say it is there.
-        if c.stream.as_ref().is_some_and(|s| s.has_landed()) {
+        if c.conn.stream.as_ref().is_some_and(|s| s.has_landed()) {
             srv.pending_reads.push(t);
         }
         let pending = c.pending_output() > 0;
@@ -126,31 +126,31 @@ fn serve(srv: &mut Server, c: &mut Client, holder: Holder) {
             }
         }
     }
-    let inbuf = std::mem::take(&mut c.inbuf);
-    let mut decoder = std::mem::take(&mut c.decoder);
+    let inbuf = std::mem::take(&mut c.conn.inbuf);
+    let mut decoder = std::mem::take(&mut c.conn.decoder);
     let limits = Limits {
         max_bulk_len: srv.config.proto_max_bulk_len as usize,
         authenticated: c.authenticated,
     };
-    while c.in_start < c.in_end && !c.close_after_reply && !c.close_asap {
-        match decoder.decode(&inbuf[c.in_start..c.in_end], limits) {
+    while c.conn.in_start < c.conn.in_end && !c.close_after_reply && !c.close_asap {
+        match decoder.decode(&inbuf[c.conn.in_start..c.conn.in_end], limits) {
             Ok(None) => break,
             Ok(Some(d)) => {
                 let consumed = d.consumed;
                 if !d.args.is_empty() {
                     command(srv, c, d.args, holder);
                 }
-                c.in_start += consumed;
+                c.conn.in_start += consumed;
             }
             Err(e) => {
                 c.out.error(&format!("ERR {}", e.0));
                 c.close_after_reply = true;
-                c.in_start = c.in_end;
+                c.conn.in_start = c.conn.in_end;
             }
         }
     }
-    c.inbuf = inbuf;
-    c.decoder = decoder;
+    c.conn.inbuf = inbuf;
+    c.conn.decoder = decoder;
     srv.count_errors(c);
     if c.flush().is_err() {
         c.close_asap = true;

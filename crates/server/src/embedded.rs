@@ -106,7 +106,7 @@ impl EmbeddedServer {
             .execute(&mut c, Args::new(&self.argv, &self.ranges));
         self.srv.count_errors(&mut c);
         let reply = std::mem::take(&mut c.out.buf);
-        c.out_sent = 0;
+        c.conn.out_sent = 0;
         let closed = c.close_after_reply || c.close_asap;
         self.srv.clients[token] = Some(c);
         if closed {
@@ -161,7 +161,7 @@ impl EmbeddedServer {
     pub fn take_output(&mut self, token: usize) -> Vec<u8> {
         match self.srv.clients.get_mut(token) {
             Some(Some(c)) => {
-                c.out_sent = 0;
+                c.conn.out_sent = 0;
                 std::mem::take(&mut c.out.buf)
             }
             _ => Vec::new(),

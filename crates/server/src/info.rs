@@ -200,7 +200,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
         "clients" => {
             let max_in = srv
                 .other_clients()
-                .map(|c| c.inbuf.len())
+                .map(|c| c.conn.inbuf.len())
                 .max()
                 .unwrap_or(0);
             let max_out = srv

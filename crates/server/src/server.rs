@@ -749,7 +749,7 @@ impl Server {
         }
         // Loading at start-up: only `loading` commands run (the AOF's own
         // commands, from its client with no socket, are the load).
-        if self.loading.is_some() && !spec.has(flags::LOADING) && client.stream.is_some() {
+        if self.loading.is_some() && !spec.has(flags::LOADING) && client.conn.stream.is_some() {
             return Some(err::LOADING.to_string());
         }
         // Redis marks a monitor as a replica, and a replica may not touch
@@ -918,7 +918,7 @@ impl Server {
                 usec,
                 &args,
                 now_ms / 1000,
-                client.stream.as_ref().map(|_| &client.addr),
+                client.conn.stream.as_ref().map(|_| &client.addr),
                 client.name.as_deref(),
             );
         }
@@ -1041,7 +1041,7 @@ impl Server {
         self.tracking.disable(c.id);
         tracing::debug!("Client closed: id={} addr={}", c.id, c.addr);
         self.forget_client(&mut c);
-        let stream = c.stream.take();
+        let stream = c.conn.stream.take();
         c.release(&mut self.pool);
         if let Some(s) = &stream {
             self.rdma_client_closed(t, s);
@@ -1088,7 +1088,7 @@ impl Server {
     /// served, which is out of the table meanwhile, is not counted).
     pub fn clients_on(&self, t: crate::net::conn::Transport) -> usize {
         self.other_clients()
-            .filter(|c| c.stream.as_ref().is_some_and(|s| s.transport() == t))
+            .filter(|c| c.conn.stream.as_ref().is_some_and(|s| s.transport() == t))
             .count()
     }
 

@@ -190,7 +190,7 @@ fn close_clients_of(srv: &mut Server, me: Option<&mut Client>, doomed: impl Fn(U
     let mut tokens = Vec::new();
     for (t, c) in srv.clients.iter_mut() {
         if let Some(c) = c {
-            if doomed(c.user) && c.stream.is_some() {
+            if doomed(c.user) && c.conn.stream.is_some() {
                 c.user = DEFAULT_USER;
                 c.authenticated = false;
                 tokens.push(t);

@@ -398,7 +398,8 @@ fn client_flags(c: &Client, tracking: Option<&ClientTracking>) -> String {
             f.push('B');
         }
     }
-    if c.stream
+    if c.conn
+        .stream
         .as_ref()
         .is_some_and(|s| s.transport() == crate::net::conn::Transport::Unix)
     {
@@ -420,14 +421,14 @@ pub fn client_line(c: &Client, current: bool, srv: &crate::server::Server) -> St
             .map(|v| String::from_utf8_lossy(v).into_owned())
             .unwrap_or_default()
     };
-    let qbuf = c.in_end - c.in_start;
+    let qbuf = c.conn.in_end - c.conn.in_start;
     let obl = c.pending_output();
     let mut line = format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.local_addr,
-        c.stream.as_ref().map_or(-1, |s| s.as_raw_fd()),
+        c.conn.stream.as_ref().map_or(-1, |s| s.as_raw_fd()),
         s(&c.name),
         c.created.elapsed().as_secs(),
         if current { 0 } else { c.last_interaction.elapsed().as_secs() },
@@ -438,10 +439,10 @@ pub fn client_line(c: &Client, current: bool, srv: &crate::server::Server) -> St
         c.subs.shard_channels.len(),
         crate::commands::multi::queued_count(c),
         qbuf,
-        c.inbuf.len().saturating_sub(c.in_end),
+        c.conn.inbuf.len().saturating_sub(c.conn.in_end),
         crate::commands::multi::queued_mem(c),
-        c.inbuf.len(),
-        c.inbuf.len(),
+        c.conn.inbuf.len(),
+        c.conn.inbuf.len(),
         obl,
         c.out.buf.capacity(),
         c.memory_usage(),
@@ -453,7 +454,7 @@ pub fn client_line(c: &Client, current: bool, srv: &crate::server::Server) -> St
         s(&c.lib_ver),
     );
     // An RDMA connection's own counters, after Redis's fields (docs/rdma.md).
-    if let Some(r) = c.stream.as_ref().and_then(|s| s.rdma_stats()) {
+    if let Some(r) = c.conn.stream.as_ref().and_then(|s| s.rdma_stats()) {
         let l = &r.write_latency;
         let _ = std::fmt::Write::write_fmt(
             &mut line,

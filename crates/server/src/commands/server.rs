@@ -122,7 +122,7 @@ fn info(ctx: &mut Ctx, args: Args) {
         .collect();
     let caller = crate::info::Caller {
         count: 1,
-        transport: ctx.client.stream.as_ref().map(|s| s.transport()),
+        transport: ctx.client.conn.stream.as_ref().map(|s| s.transport()),
     };
     let text = crate::info::render(ctx.srv, &req, caller);
     ctx.client.out.verbatim(text.as_bytes());

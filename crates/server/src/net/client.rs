@@ -1,11 +1,13 @@
-//! One client connection: its socket, its pooled input and output buffers,
-//! and the per-connection state commands read and change (selected
-//! database, protocol version, name, authentication, reply mode).
+//! One client: its connection's I/O half (ferrokv-net's [`Connection`]:
+//! socket, input buffer, decoder, reply progress) and its session — the
+//! state commands read and change (selected database, protocol version,
+//! name, authentication, transaction, subscriptions, blocking, reply mode)
+//! and the reply buffer they write to.
 
 use crate::net::conn::{Addr, Conn};
 use crate::net::pool::BufferPool;
+pub use ferrokv_net::connection::Connection;
 use ferrokv_resp::encode::{self, Protocol};
-use ferrokv_resp::RequestDecoder;
 use std::io;
 use std::time::Instant;
 
@@ -145,19 +147,15 @@ pub struct Client {
     pub multi: Option<Box<crate::commands::multi::Transaction>>,
     /// EXEC is running this client's queue (blocking commands must not block).
     pub in_exec: bool,
-    /// The connection; `None` for the fake client that replays the AOF
-    /// (and the scripts' client).
-    pub stream: Option<Conn>,
+    /// The connection's I/O half (ferrokv-net's `Connection`): socket,
+    /// input buffer and decoder, how far `out` has been written. Its
+    /// socket is `None` for the fake client that replays the AOF (and the
+    /// scripts' client). All the other fields are the session's.
+    pub conn: Connection,
     pub addr: Addr,
     pub local_addr: Addr,
-    /// Input bytes: `inbuf[in_start..in_end]` is received and unprocessed.
-    pub inbuf: Vec<u8>,
-    pub in_start: usize,
-    pub in_end: usize,
-    pub decoder: RequestDecoder,
+    /// The reply buffer the client's commands write to.
     pub out: Reply,
-    /// Bytes of `out.buf` already written to the socket.
-    pub out_sent: usize,
     pub db: usize,
     pub name: Option<Vec<u8>>,
     pub lib_name: Option<Vec<u8>>,
@@ -181,8 +179,6 @@ pub struct Client {
     pub last_cmd: &'static str,
     /// Waiting in the server's list of clients with output to flush.
     pub pending_write: bool,
-    /// Whether the socket is registered for writable events.
-    pub want_writable: bool,
     /// Ran a write whose AOF data is not written yet: its replies wait.
     pub awaiting_aof: bool,
     /// Waiting on keys (BLPOP and friends): its next commands wait too.
@@ -199,9 +195,6 @@ pub struct Client {
     pub asking: bool,
     /// Cluster mode: `READONLY` (a replica serves this client's reads).
     pub readonly: bool,
-    /// Commands an I/O thread decoded ahead from the input buffer
-    /// (crates/net/src/io_threads.rs), for the next pass to run.
-    pub parsed: crate::net::io_threads::Parsed,
 }
 
 impl Client {
@@ -261,13 +254,9 @@ impl Client {
             subs: Default::default(),
             multi: None,
             in_exec: false,
-            stream,
+            conn: Connection::new(stream, pool.take()),
             addr,
             local_addr,
-            inbuf: pool.take(),
-            in_start: 0,
-            in_end: 0,
-            decoder: RequestDecoder::new(),
             out: Reply {
                 buf: out,
                 proto: Protocol::Resp2,
@@ -276,7 +265,6 @@ impl Client {
                 overflowed: false,
                 push_spans: None,
             },
-            out_sent: 0,
             db: 0,
             name: None,
             lib_name: None,
@@ -293,20 +281,18 @@ impl Client {
             soft_limit_since: None,
             last_cmd: "NULL",
             pending_write: false,
-            want_writable: false,
             awaiting_aof: false,
             blocked: None,
             output_paused: false,
             input_deferred: false,
             asking: false,
             readonly: false,
-            parsed: Default::default(),
         }
     }
 
     /// Gives the buffers back to the pool when the connection closes.
     pub fn release(self, pool: &mut BufferPool) {
-        pool.give(self.inbuf);
+        pool.give(self.conn.inbuf);
         pool.give(self.out.buf);
     }
 
@@ -315,7 +301,7 @@ impl Client {
     /// from 127.0.0.1 or ::1, or over a Unix socket (a fake client, which
     /// replays the AOF, is local).
     pub fn is_local(&self) -> bool {
-        self.stream.is_none() || self.addr.is_local()
+        self.conn.stream.is_none() || self.addr.is_local()
     }
 
     /// The memory the connection holds: the touched part of its input
@@ -323,85 +309,29 @@ impl Client {
     /// `maxmemory-clients` counts, and `tot-mem` of `CLIENT LIST`).
     pub fn memory_usage(&self) -> usize {
         std::mem::size_of::<Client>()
-            + self.inbuf.len()
+            + self.conn.memory_usage()
             + self.out.buf.capacity()
-            + self.stream.as_ref().map_or(0, |s| s.held_bytes())
             + crate::commands::multi::queued_mem(self)
     }
 
     /// Bytes of replies not yet written to the socket.
     pub fn pending_output(&self) -> usize {
-        self.out.buf.len() - self.out_sent + self.stream.as_ref().map_or(0, |s| s.unsent())
+        self.out.buf.len() - self.conn.out_sent + self.conn.unsent()
     }
 
-    /// One read from the socket into the input buffer. Returns the bytes
-    /// read (0 at EOF) and whether the read filled all the free space (so
-    /// more may be waiting: edge-triggered epoll raises no new event for it).
-    ///
-    /// `inbuf.len()` is the part of the buffer that has been touched; its
-    /// capacity beyond that is reserved address space only. A large bulk
-    /// whose header has arrived gets its whole size reserved at once (one
-    /// allocation, no doubling copies, as Redis's `sdsMakeRoomForNonGreedy`),
-    /// but each read touches at most [`READ_WINDOW`] bytes past what has
-    /// arrived: a peer that declares `$536870912` and sends nothing costs
-    /// address space, not resident memory.
+    /// One read from the socket into the input buffer
+    /// ([`Connection::read_once`]).
     pub fn read_once(&mut self) -> io::Result<(usize, bool)> {
-        let Some(stream) = self.stream.as_mut() else {
-            return Ok((usize::MAX, false));
-        };
-        let wanted = self.decoder.wanted();
-        read_into(
-            stream,
-            &mut self.inbuf,
-            &mut self.in_start,
-            &mut self.in_end,
-            wanted,
-        )
-    }
-
-    /// Appends `bytes` to the unparsed input: the head of a request that an
-    /// RDMA ring slot's end cut off, or the piece of the next slot that
-    /// completes it (`net/reactor.rs`, parsing in place).
-    pub fn append_input(&mut self, bytes: &[u8]) {
-        if self.in_start == self.in_end {
-            self.in_start = 0;
-            self.in_end = 0;
-        }
-        let end = self.in_end + bytes.len();
-        if end > self.inbuf.len() {
-            self.inbuf.resize(end, 0);
-        }
-        self.inbuf[self.in_end..end].copy_from_slice(bytes);
-        self.in_end = end;
+        self.conn.read_once()
     }
 
     /// Writes pending replies. Returns Ok(true) when everything was written.
     pub fn flush(&mut self) -> io::Result<bool> {
-        if let Some(Conn::Uring(u, _)) = self.stream.as_mut() {
-            // The buffer itself goes to the kernel (crates/net/src/uring.rs).
-            let done = u.flush_from(&mut self.out.buf, &mut self.out_sent)?;
-            if done && self.out.buf.capacity() > 1024 * 1024 {
-                self.out.buf = Vec::with_capacity(READ_CHUNK);
-            }
-            return Ok(done);
-        }
-        match self.stream.as_mut() {
-            Some(stream) => flush_from(stream, &mut self.out.buf, &mut self.out_sent),
-            None => {
-                // A fake client has nowhere to write: replies are dropped.
-                self.out.buf.clear();
-                self.out_sent = 0;
-                Ok(true)
-            }
-        }
+        self.conn.flush(&mut self.out.buf)
     }
 
     /// After processing: give back an oversized input buffer.
     pub fn shrink_input(&mut self) {
-        if self.in_start == self.in_end && self.inbuf.capacity() > 1024 * 1024 + READ_WINDOW {
-            self.inbuf = vec![0; READ_CHUNK];
-            self.in_start = 0;
-            self.in_end = 0;
-        }
+        self.conn.shrink_input()
     }
 }

@@ -282,8 +282,11 @@ impl Reactor {
                 let shared = !self.srv.rdma_conns.tokens.is_empty()
                     && self.srv.clients.get(t).is_some_and(|c| {
                         c.as_ref().is_some_and(|c| {
-                            c.want_writable
-                                && c.stream.as_ref().is_some_and(|s| s.readiness_is_shared())
+                            c.conn.want_writable
+                                && c.conn
+                                    .stream
+                                    .as_ref()
+                                    .is_some_and(|s| s.readiness_is_shared())
                         })
                     });
                 if ev.is_writable() || shared {
@@ -422,7 +425,7 @@ impl Reactor {
     /// whose sockets the replication code lends to its own threads, stay
     /// here, as do RDMA and io_uring connections: crates/net/src/io_threads.rs).
     fn movable(&self, c: &Client) -> bool {
-        Movable::can_take(c.stream.as_ref())
+        Movable::can_take(c.conn.stream.as_ref())
             && self.srv.repl.master_client_id() != Some(c.id)
             && !self.srv.repl.is_replica_client(c.id)
     }
@@ -457,23 +460,23 @@ impl Reactor {
             let Some(Some(c)) = self.srv.clients.get_mut(t) else {
                 continue;
             };
-            let Some(stream) = Movable::take(&mut c.stream) else {
+            let Some(stream) = Movable::take(&mut c.conn.stream) else {
                 continue;
             };
             work.push(Job::Read(ReadJob {
                 token: t,
                 stream,
-                inbuf: std::mem::take(&mut c.inbuf),
-                in_start: c.in_start,
-                in_end: c.in_end,
-                wanted: c.decoder.wanted(),
+                inbuf: std::mem::take(&mut c.conn.inbuf),
+                in_start: c.conn.in_start,
+                in_end: c.conn.in_end,
+                wanted: c.conn.decoder.wanted(),
                 budget: READ_BUDGET,
                 // Whole commands are decoded ahead on the thread when none
                 // is partly decoded here and the pre-AUTH limits do not
                 // apply.
-                parse: (!c.decoder.in_progress() && c.authenticated)
+                parse: (!c.conn.decoder.in_progress() && c.authenticated)
                     .then_some(self.srv.config.proto_max_bulk_len as usize),
-                parsed: std::mem::take(&mut c.parsed),
+                parsed: std::mem::take(&mut c.conn.parsed),
             }));
         }
         let Some(io) = self.srv.io_threads.as_mut() else {
@@ -486,11 +489,11 @@ impl Reactor {
             let Done::Read(r) = d else { continue };
             let j = r.job;
             if let Some(Some(c)) = self.srv.clients.get_mut(j.token) {
-                c.stream = Some(j.stream.into_conn());
-                c.inbuf = j.inbuf;
-                c.in_start = j.in_start;
-                c.in_end = j.in_end;
-                c.parsed = j.parsed;
+                c.conn.stream = Some(j.stream.into_conn());
+                c.conn.inbuf = j.inbuf;
+                c.conn.in_start = j.in_start;
+                c.conn.in_end = j.in_end;
+                c.conn.parsed = j.parsed;
             }
             results.push((j.token, r.reads, r.bytes, r.eof, r.more, r.error));
         }
@@ -517,11 +520,11 @@ impl Reactor {
             let Some(Some(c)) = self.srv.clients.get(t) else {
                 continue;
             };
-            if let Some(cmd) = c.parsed.cmds.first() {
-                let args = c.parsed.args(&c.inbuf, cmd);
+            if let Some(cmd) = c.conn.parsed.cmds.first() {
+                let args = c.conn.parsed.args(&c.conn.inbuf, cmd);
                 if (2..=9).contains(&args.len()) {
                     let key = args.get(1);
-                    let at = key.as_ptr() as usize - c.inbuf.as_ptr() as usize;
+                    let at = key.as_ptr() as usize - c.conn.inbuf.as_ptr() as usize;
                     keys.push((t, at, key.len()));
                 }
             }
@@ -532,7 +535,7 @@ impl Reactor {
         for &(t, at, len) in &keys {
             if let Some(Some(c)) = self.srv.clients.get(t) {
                 self.srv
-                    .prefetch_keys(c.db, std::iter::once(&c.inbuf[at..at + len]));
+                    .prefetch_keys(c.db, std::iter::once(&c.conn.inbuf[at..at + len]));
             }
         }
     }
@@ -561,12 +564,12 @@ impl Reactor {
             c.last_interaction = Instant::now();
             self.process_input(c);
             let limit = self.srv.config.client_query_buffer_limit as usize;
-            if c.in_end - c.in_start > limit {
+            if c.conn.in_end - c.conn.in_start > limit {
                 warn!(
                     "Closing client that reached max query buffer length: id={} addr={} qbuf={}",
                     c.id,
                     c.addr,
-                    c.in_end - c.in_start
+                    c.conn.in_end - c.conn.in_start
                 );
                 self.srv.stats.client_qbuf_limit_disconnections += 1;
                 return false;
@@ -602,7 +605,7 @@ impl Reactor {
             }
         }
         let master_link = self.srv.repl.master_client_id() == Some(c.id);
-        if !master_link && c.stream.as_ref().is_some_and(|s| s.parses_in_place()) {
+        if !master_link && c.conn.stream.as_ref().is_some_and(|s| s.parses_in_place()) {
             match self.process_from_ring(c, t) {
                 RingPass::Close => return false,
                 RingPass::Stopped => {
@@ -644,12 +647,12 @@ impl Reactor {
             }
             c.last_interaction = Instant::now();
             self.process_input(c);
-            if c.in_end - c.in_start > limit {
+            if c.conn.in_end - c.conn.in_start > limit {
                 warn!(
                     "Closing client that reached max query buffer length: id={} addr={} qbuf={}",
                     c.id,
                     c.addr,
-                    c.in_end - c.in_start
+                    c.conn.in_end - c.conn.in_start
                 );
                 self.srv.stats.client_qbuf_limit_disconnections += 1;
                 return false;
@@ -697,12 +700,13 @@ impl Reactor {
                 self.srv.pending_reads.push(t);
                 return RingPass::Stopped;
             }
-            let head = c.in_end - c.in_start;
-            if head > 0 && c.decoder.wanted() > RING_COMPLETE_MAX {
+            let head = c.conn.in_end - c.conn.in_start;
+            if head > 0 && c.conn.decoder.wanted() > RING_COMPLETE_MAX {
                 // A large bulk: the ordinary path sizes the buffer once, when
                 // there is something to read (sizing it for a peer that
                 // declared a bulk and sent nothing more costs memory).
                 let any = c
+                    .conn
                     .stream
                     .as_mut()
                     .is_some_and(|s| s.peek_in_place().is_some() || s.in_place_ended());
@@ -712,11 +716,11 @@ impl Reactor {
                     RingPass::Empty
                 };
             }
-            let Some(view) = c.stream.as_mut().and_then(|s| s.peek_in_place()) else {
+            let Some(view) = c.conn.stream.as_mut().and_then(|s| s.peek_in_place()) else {
                 // Nothing more landed (the peek just read the queues): no
                 // second look through the ordinary read, unless the stream
                 // ended, which that read reports.
-                return if c.stream.as_ref().is_some_and(|s| s.in_place_ended()) {
+                return if c.conn.stream.as_ref().is_some_and(|s| s.in_place_ended()) {
                     RingPass::Ordinary
                 } else {
                     RingPass::Empty
@@ -724,7 +728,7 @@ impl Reactor {
             };
             let (ptr, len) = (view.as_ptr(), view.len());
             // SAFETY: the bytes lie in the stream's registered receive ring,
-            // which lives as long as the stream; `c.stream` is not dropped
+            // which lives as long as the stream; `c.conn.stream` is not dropped
             // while this client runs commands (it is out of the client table,
             // and only `close_client`, on a client in the table, drops one).
             // They stay unchanged until `consume_in_place` below hands their
@@ -737,18 +741,19 @@ impl Reactor {
                 // what completes it, run it, and leave in the ring whatever
                 // of this piece was not needed.
                 let take = len.min(
-                    c.decoder
+                    c.conn
+                        .decoder
                         .wanted()
                         .saturating_sub(head)
                         .max(RING_COMPLETE_STEP),
                 );
-                c.append_input(&view[..take]);
+                c.conn.append_input(&view[..take]);
                 self.process_input(c);
-                let left = c.in_end - c.in_start;
+                let left = c.conn.in_end - c.conn.in_start;
                 if left <= take {
                     // All of it came from this slot: parsed in place next.
-                    c.in_end -= left;
-                    c.decoder.reset();
+                    c.conn.in_end -= left;
+                    c.conn.decoder.reset();
                     take - left
                 } else {
                     take
@@ -759,13 +764,13 @@ impl Reactor {
                 if start < len {
                     // A request cut by the slot's end, or what a client that
                     // stopped (or blocked) left: into the input buffer.
-                    c.append_input(&view[start..]);
+                    c.conn.append_input(&view[start..]);
                     len
                 } else {
                     start
                 }
             };
-            let Some(stream) = c.stream.as_mut() else {
+            let Some(stream) = c.conn.stream.as_mut() else {
                 return RingPass::Close;
             };
             if let Err(e) = stream.consume_in_place(used) {
@@ -784,11 +789,11 @@ impl Reactor {
             crate::replication::replica::process_master_input(&mut self.srv, c);
             return;
         }
-        let inbuf = std::mem::take(&mut c.inbuf);
-        let mut start = c.in_start;
-        self.run_commands(c, &inbuf[..c.in_end], &mut start, true);
-        c.in_start = start;
-        c.inbuf = inbuf;
+        let inbuf = std::mem::take(&mut c.conn.inbuf);
+        let mut start = c.conn.in_start;
+        self.run_commands(c, &inbuf[..c.conn.in_end], &mut start, true);
+        c.conn.in_start = start;
+        c.conn.inbuf = inbuf;
     }
 
     /// Decodes and executes the commands in `buf` from `*start`, advancing
@@ -797,7 +802,7 @@ impl Reactor {
     /// slot of an RDMA client's ring.
     fn run_commands(&mut self, c: &mut Client, buf: &[u8], start: &mut usize, in_inbuf: bool) {
         let end = buf.len();
-        let mut decoder = std::mem::take(&mut c.decoder);
+        let mut decoder = std::mem::take(&mut c.conn.decoder);
         let limits = Limits {
             max_bulk_len: self.srv.config.proto_max_bulk_len as usize,
             authenticated: c.authenticated,
@@ -809,7 +814,7 @@ impl Reactor {
         let mut warmed = *start;
         // What an I/O thread decoded ahead (used once: the buffer may move
         // before the next pass).
-        let mut parsed = std::mem::take(&mut c.parsed);
+        let mut parsed = std::mem::take(&mut c.conn.parsed);
         let mut next_parsed = 0;
         // A blocked client's pipeline waits until it is served.
         while *start < end && !c.close_after_reply && !c.close_asap && c.blocked.is_none() {
@@ -853,7 +858,7 @@ impl Reactor {
                     commands += 1;
                 }
                 *start += cmd.len;
-                c.in_start = *start;
+                c.conn.in_start = *start;
                 if c.out.overflowed {
                     self.reply_overflowed(c);
                     break;
@@ -873,7 +878,7 @@ impl Reactor {
                     }
                     *start += consumed;
                     if in_inbuf {
-                        c.in_start = *start;
+                        c.conn.in_start = *start;
                     }
                     if c.out.overflowed {
                         self.reply_overflowed(c);
@@ -893,15 +898,15 @@ impl Reactor {
                     c.close_after_reply = true;
                     *start = end;
                     if in_inbuf {
-                        c.in_start = *start;
+                        c.conn.in_start = *start;
                     }
                 }
             }
         }
         c.out.cap = usize::MAX;
-        c.decoder = decoder;
+        c.conn.decoder = decoder;
         parsed.clear();
-        c.parsed = parsed;
+        c.conn.parsed = parsed;
         self.srv.count_errors(c);
     }
 
@@ -1028,7 +1033,7 @@ impl Reactor {
     fn reply_overflowed(&mut self, c: &mut Client) {
         c.out.overflowed = false;
         c.close_asap = true;
-        c.out.buf.truncate(c.out_sent);
+        c.out.buf.truncate(c.conn.out_sent);
         warn!(
             "Client id={} addr={} closed for overcoming of output buffer limits (a reply passed {} bytes).",
             c.id, c.addr, c.out.cap
@@ -1212,7 +1217,7 @@ impl Reactor {
                 continue;
             };
             let pending_output = c.pending_output();
-            let Some(stream) = Movable::take(&mut c.stream) else {
+            let Some(stream) = Movable::take(&mut c.conn.stream) else {
                 continue;
             };
             before.push((t, pending_output));
@@ -1220,7 +1225,7 @@ impl Reactor {
                 token: t,
                 stream,
                 buf: std::mem::take(&mut c.out.buf),
-                sent: c.out_sent,
+                sent: c.conn.out_sent,
             }));
         }
         let Some(io) = self.srv.io_threads.as_mut() else {
@@ -1232,9 +1237,9 @@ impl Reactor {
             let Done::Write(w) = d else { continue };
             let j = w.job;
             if let Some(Some(c)) = self.srv.clients.get_mut(j.token) {
-                c.stream = Some(j.stream.into_conn());
+                c.conn.stream = Some(j.stream.into_conn());
                 c.out.buf = j.buf;
-                c.out_sent = j.sent;
+                c.conn.out_sent = j.sent;
             }
             let b = before
                 .iter()
@@ -1280,20 +1285,20 @@ impl Reactor {
         // Writable readiness is asked for only while a reply is stuck
         // behind a full socket buffer: with it always on, every ACK that
         // drains the buffer would wake the loop (an edge per reply).
-        if done == c.want_writable {
+        if done == c.conn.want_writable {
             let interest = if done {
                 Interest::READABLE
             } else {
                 Interest::READABLE | Interest::WRITABLE
             };
-            if let Some(stream) = c.stream.as_mut() {
+            if let Some(stream) = c.conn.stream.as_mut() {
                 if self
                     .poll
                     .registry()
                     .reregister(stream, Token(t), interest)
                     .is_ok()
                 {
-                    c.want_writable = !done;
+                    c.conn.want_writable = !done;
                 }
             }
         }
@@ -1479,7 +1484,11 @@ impl Server {
             // (A connection on the ring registers nothing: its receive is
             // armed already.)
             if let Err(e) = registry.register(
-                client.stream.as_mut().expect("a connection has a socket"),
+                client
+                    .conn
+                    .stream
+                    .as_mut()
+                    .expect("a connection has a socket"),
                 Token(token),
                 Interest::READABLE,
             ) {

@@ -24,7 +24,7 @@ impl crate::server::Server {
             // Its connection, unless it closed (the slot empty, or another
             // connection's now).
             let live = match self.clients.get_mut(token) {
-                Some(Some(c)) => match c.stream.as_mut() {
+                Some(Some(c)) => match c.conn.stream.as_mut() {
                     Some(crate::net::conn::Conn::Uring(conn, _)) if conn.generation() == gen => {
                         Some((c.id, &mut c.pending_write, conn))
                     }

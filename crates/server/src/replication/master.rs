@@ -443,7 +443,7 @@ impl Server {
             }
         }
         if !link.rdma
-            && c.stream.as_ref().is_some_and(|s| {
+            && c.conn.stream.as_ref().is_some_and(|s| {
                 !s.has_socket() && s.transport() != crate::net::conn::Transport::Tls
             })
         {
@@ -748,15 +748,15 @@ impl Server {
         let Some(Some(c)) = self.clients.get_mut(t) else {
             return;
         };
-        let Some(stream) = c.stream.as_mut() else {
+        let Some(stream) = c.conn.stream.as_mut() else {
             return;
         };
         if let Some(reg) = &self.repl.registry {
             let _ = reg.deregister(stream);
         }
-        c.want_writable = false;
+        c.conn.want_writable = false;
         if let crate::net::conn::Conn::Tls(_) = stream {
-            let Some(crate::net::conn::Conn::Tls(tls)) = c.stream.take() else {
+            let Some(crate::net::conn::Conn::Tls(tls)) = c.conn.stream.take() else {
                 unreachable!("checked above");
             };
             self.spawn_tls_sender(id, tls, head, payload, trailer);
@@ -848,7 +848,7 @@ impl Server {
         while let Ok((cid, conn)) = self.repl.master.tls_back_rx.try_recv() {
             if let Some(t) = token_of(self, cid) {
                 if let Some(Some(c)) = self.clients.get_mut(t) {
-                    c.stream = Some(crate::net::conn::Conn::Tls(conn));
+                    c.conn.stream = Some(crate::net::conn::Conn::Tls(conn));
                 }
             }
         }
@@ -876,7 +876,7 @@ impl Server {
         let Some(Some(c)) = self.clients.get_mut(t) else {
             return;
         };
-        let Some(stream) = c.stream.as_mut() else {
+        let Some(stream) = c.conn.stream.as_mut() else {
             return;
         };
         let back = stream

@@ -454,11 +454,11 @@ impl Server {
         c.user = crate::acl::NO_USER;
         c.token = token;
         c.db = db;
-        if c.inbuf.len() < leftover.len() {
-            c.inbuf.resize(leftover.len(), 0);
+        if c.conn.inbuf.len() < leftover.len() {
+            c.conn.inbuf.resize(leftover.len(), 0);
         }
-        c.inbuf[..leftover.len()].copy_from_slice(&leftover);
-        c.in_end = leftover.len();
+        c.conn.inbuf[..leftover.len()].copy_from_slice(&leftover);
+        c.conn.in_end = leftover.len();
         entry.insert(Some(Box::new(c)));
         let link = self.repl.link.as_mut().expect("present");
         link.state = LinkState::Connected {
@@ -538,8 +538,8 @@ impl Server {
 /// Applies what the master sent: each complete command is executed (reply
 /// dropped), then its bytes are counted and proxied to our replicas.
 pub fn process_master_input(srv: &mut Server, c: &mut Client) {
-    let inbuf = std::mem::take(&mut c.inbuf);
-    let mut decoder = std::mem::take(&mut c.decoder);
+    let inbuf = std::mem::take(&mut c.conn.inbuf);
+    let mut decoder = std::mem::take(&mut c.conn.decoder);
     let limits = Limits {
         max_bulk_len: srv.config.proto_max_bulk_len as usize,
         authenticated: true,
@@ -551,11 +551,11 @@ pub fn process_master_input(srv: &mut Server, c: &mut Client) {
     }
     // Applied commands' bytes not yet counted and proxied: they go as one
     // slice, before anything reads the offset and at the end.
-    let mut unfed = c.in_start;
+    let mut unfed = c.conn.in_start;
     // The stream repeats a few command names: the last one's row is kept.
     let mut last_cmd = CommandCache::default();
-    while c.in_start < c.in_end && !c.close_asap {
-        match decoder.decode(&inbuf[c.in_start..c.in_end], limits) {
+    while c.conn.in_start < c.conn.in_end && !c.close_asap {
+        match decoder.decode(&inbuf[c.conn.in_start..c.conn.in_end], limits) {
             Ok(None) => break,
             Ok(Some(d)) => {
                 let consumed = d.consumed;
@@ -568,7 +568,7 @@ pub fn process_master_input(srv: &mut Server, c: &mut Client) {
                     {
                         // The master client is out of the table while its
                         // input runs: the answer goes straight to its buffer.
-                        feed_applied(srv, &inbuf, &mut unfed, c.in_start);
+                        feed_applied(srv, &inbuf, &mut unfed, c.conn.in_start);
                         encode_ack(&mut c.out.buf, &srv.repl.master_repl_offset.to_string());
                         if let Some(l) = srv.repl.link.as_mut() {
                             l.last_ack = Instant::now();
@@ -603,7 +603,7 @@ pub fn process_master_input(srv: &mut Server, c: &mut Client) {
                         c.out.error_codes.clear();
                     } else {
                         // The offset in the message counts what was applied.
-                        feed_applied(srv, &inbuf, &mut unfed, c.in_start);
+                        feed_applied(srv, &inbuf, &mut unfed, c.conn.in_start);
                         stop_link(
                             srv,
                             c,
@@ -617,7 +617,7 @@ pub fn process_master_input(srv: &mut Server, c: &mut Client) {
                         break;
                     }
                 }
-                c.in_start += consumed;
+                c.conn.in_start += consumed;
             }
             Err(e) => {
                 stop_link(
@@ -630,9 +630,9 @@ pub fn process_master_input(srv: &mut Server, c: &mut Client) {
             }
         }
     }
-    feed_applied(srv, &inbuf, &mut unfed, c.in_start);
-    c.inbuf = inbuf;
-    c.decoder = decoder;
+    feed_applied(srv, &inbuf, &mut unfed, c.conn.in_start);
+    c.conn.inbuf = inbuf;
+    c.conn.decoder = decoder;
 }
 
 /// Counts the applied bytes `unfed..upto` of the master's stream into our
@@ -684,11 +684,11 @@ fn stop_link(
     (inbuf, unfed): (&[u8], &mut usize),
     reason: String,
 ) {
-    feed_applied(srv, inbuf, unfed, c.in_start);
+    feed_applied(srv, inbuf, unfed, c.conn.in_start);
     tracing::error!("Replication stopped: {reason}");
     c.close_asap = true;
-    c.in_start = c.in_end;
-    *unfed = c.in_end;
+    c.conn.in_start = c.conn.in_end;
+    *unfed = c.conn.in_end;
     if let Some(l) = srv.repl.link.as_mut() {
         l.link_error = Some(reason);
         l.state = LinkState::Halted;

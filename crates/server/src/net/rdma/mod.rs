@@ -182,7 +182,7 @@ impl Server {
             return;
         };
         if let Err(e) = reg.register(
-            client.stream.as_mut().expect("a connection"),
+            client.conn.stream.as_mut().expect("a connection"),
             Token(token),
             Interest::READABLE,
         ) {
@@ -206,7 +206,7 @@ impl Server {
             let Some(Some(c)) = self.clients.get_mut(t) else {
                 continue;
             };
-            let Some(conn) = c.stream.as_mut() else {
+            let Some(conn) = c.conn.stream.as_mut() else {
                 continue;
             };
             if !matches!(conn.rearm(), Ok(true)) {
@@ -280,7 +280,7 @@ impl Server {
                 continue;
             };
             let (Addr::Ip(ip), Some(stats)) =
-                (&c.addr, c.stream.as_ref().and_then(|s| s.rdma_stats()))
+                (&c.addr, c.conn.stream.as_ref().and_then(|s| s.rdma_stats()))
             else {
                 continue;
             };
@@ -326,6 +326,7 @@ impl Server {
         self.clients
             .get_mut(t)?
             .as_mut()?
+            .conn
             .stream
             .as_mut()?
             .rdma_stream_mut()
@@ -343,7 +344,7 @@ impl Server {
             let Some(Some(c)) = self.clients.get_mut(t) else {
                 continue;
             };
-            let Some(conn) = c.stream.as_mut() else {
+            let Some(conn) = c.conn.stream.as_mut() else {
                 continue;
             };
             if conn
@@ -371,7 +372,7 @@ impl Server {
         let mut total = self.rdma_conns.closed;
         for &t in &self.rdma_conns.tokens {
             if let Some(Some(c)) = self.clients.get(t) {
-                if let Some(s) = c.stream.as_ref().and_then(|s| s.rdma_stats()) {
+                if let Some(s) = c.conn.stream.as_ref().and_then(|s| s.rdma_stats()) {
                     total.add(&s);
                 }
             }

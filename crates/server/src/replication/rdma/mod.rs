@@ -415,7 +415,7 @@ impl crate::server::Server {
                 .clients
                 .get(*token)
                 .and_then(|c| c.as_ref())
-                .and_then(|c| c.stream.as_ref())
+                .and_then(|c| c.conn.stream.as_ref())
                 .map_or("none", |s| s.transport().name()),
             _ => "none",
         }
