@@ -242,6 +242,8 @@ pub struct WriteJob {
 
 pub struct WriteDone {
     pub job: WriteJob,
+    /// Bytes written.
+    pub written: usize,
     /// As ferrokv-server's `Client::flush`: all written, or not.
     pub result: io::Result<bool>,
 }
@@ -507,10 +509,13 @@ fn work(job: Job, stats: &ThreadStats, decoder: &mut RequestDecoder) -> Done {
                 j.buf.len() - j.sent
             };
             stats.writes.fetch_add(1, Relaxed);
-            stats
-                .write_bytes
-                .fetch_add(before.saturating_sub(after) as u64, Relaxed);
-            Done::Write(WriteDone { job: j, result })
+            let written = before.saturating_sub(after);
+            stats.write_bytes.fetch_add(written as u64, Relaxed);
+            Done::Write(WriteDone {
+                job: j,
+                written,
+                result,
+            })
         }
     }
 }
@@ -689,6 +694,7 @@ mod tests {
                 panic!("a read came back")
             };
             assert!(matches!(w.result, Ok(true)));
+            assert_eq!(w.written, format!("reply {}", w.job.token).len());
             assert!(w.job.buf.is_empty());
             let mut got = vec![0u8; 64];
             let n = peers[w.job.token].read(&mut got).unwrap();

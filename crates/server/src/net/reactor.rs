@@ -438,17 +438,8 @@ impl Reactor {
     fn read_batch(&mut self, mut tokens: Vec<usize>) {
         tokens.sort_unstable();
         tokens.dedup();
-        let (jobs, direct): (Vec<usize>, Vec<usize>) = tokens.into_iter().partition(|&t| {
-            self.srv.clients.get(t).is_some_and(|c| {
-                c.as_ref()
-                    .is_some_and(|c| !c.output_paused && !c.input_deferred && self.movable(c))
-            })
-        });
-        let threads = self
-            .srv
-            .io_threads
-            .as_mut()
-            .map_or(0, |io| io.threads_for(jobs.len()));
+        let (jobs, direct, threads) =
+            self.batch_for_threads(tokens, |c| !c.output_paused && !c.input_deferred);
         if threads == 0 {
             for t in jobs.into_iter().chain(direct) {
                 self.handle_readable(t);
@@ -1170,8 +1161,8 @@ impl Reactor {
         });
         // Clients paused on output whose replies drained: read and run again.
         let mut resumed = Vec::new();
-        for (t, before, res) in self.threaded_writes(&mut pending) {
-            self.after_flush(t, before, res, &mut resumed);
+        for (t, written, res) in self.threaded_writes(&mut pending) {
+            self.after_flush(t, written, res, &mut resumed);
         }
         for t in pending {
             let Some(Some(c)) = self.srv.clients.get_mut(t) else {
@@ -1179,15 +1170,16 @@ impl Reactor {
             };
             let before = c.pending_output();
             let res = c.flush();
-            self.after_flush(t, before, res, &mut resumed);
+            let written = before.saturating_sub(c.pending_output());
+            self.after_flush(t, written, res, &mut resumed);
         }
         self.srv.pending_reads.extend(resumed);
     }
 
     /// The replies of `pending`'s movable clients written by the I/O
     /// threads, when there are enough of them (`IoThreads::threads_for`):
-    /// those clients leave `pending`, and come back with what their flush
-    /// returned and their pending output before it.
+    /// those clients leave `pending`, and come back with the bytes written
+    /// and what their flush returned.
     fn threaded_writes(
         &mut self,
         pending: &mut Vec<usize>,
@@ -1195,32 +1187,21 @@ impl Reactor {
         if self.srv.io_threads.is_none() {
             return Vec::new();
         }
-        let (jobs, rest): (Vec<usize>, Vec<usize>) = pending.iter().partition(|&&t| {
-            self.srv.clients.get(t).is_some_and(|c| {
-                c.as_ref()
-                    .is_some_and(|c| c.pending_output() > 0 && self.movable(c))
-            })
-        });
-        let threads = self
-            .srv
-            .io_threads
-            .as_mut()
-            .map_or(0, |io| io.threads_for(jobs.len()));
+        let (jobs, rest, threads) =
+            self.batch_for_threads(std::mem::take(pending), |c| c.pending_output() > 0);
+        *pending = rest;
         if threads == 0 {
+            pending.extend(jobs);
             return Vec::new();
         }
-        *pending = rest;
         let mut work = Vec::with_capacity(jobs.len());
-        let mut before = Vec::with_capacity(jobs.len());
         for t in jobs {
             let Some(Some(c)) = self.srv.clients.get_mut(t) else {
                 continue;
             };
-            let pending_output = c.pending_output();
             let Some(stream) = Movable::take(&mut c.conn.stream) else {
                 continue;
             };
-            before.push((t, pending_output));
             work.push(Job::Write(WriteJob {
                 token: t,
                 stream,
@@ -1241,13 +1222,32 @@ impl Reactor {
                 c.out.buf = j.buf;
                 c.conn.out_sent = j.sent;
             }
-            let b = before
-                .iter()
-                .find(|(t, _)| *t == j.token)
-                .map_or(0, |&(_, b)| b);
-            out.push((j.token, b, w.result));
+            out.push((j.token, w.written, w.result));
         }
         out
+    }
+
+    /// Splits `tokens` into the clients a batch for the I/O threads would
+    /// take (movable, and `wanted`) and the others, with the number of
+    /// threads the batch goes to (`IoThreads::threads_for`; 0: none, and
+    /// the execution thread serves them all).
+    fn batch_for_threads(
+        &mut self,
+        tokens: Vec<usize>,
+        wanted: impl Fn(&Client) -> bool,
+    ) -> (Vec<usize>, Vec<usize>, usize) {
+        let (jobs, rest): (Vec<usize>, Vec<usize>) = tokens.into_iter().partition(|&t| {
+            self.srv
+                .clients
+                .get(t)
+                .is_some_and(|c| c.as_ref().is_some_and(|c| wanted(c) && self.movable(c)))
+        });
+        let threads = self
+            .srv
+            .io_threads
+            .as_mut()
+            .map_or(0, |io| io.threads_for(jobs.len()));
+        (jobs, rest, threads)
     }
 
     /// After a client's replies were written (here or by an I/O thread):
@@ -1256,7 +1256,7 @@ impl Reactor {
     fn after_flush(
         &mut self,
         t: usize,
-        before: usize,
+        written: usize,
         res: io::Result<bool>,
         resumed: &mut Vec<usize>,
     ) {
@@ -1265,7 +1265,6 @@ impl Reactor {
             return;
         };
         c.pending_write = false;
-        let written = before.saturating_sub(c.pending_output());
         let done = matches!(res, Ok(true));
         let close = res.is_err() || (done && c.close_after_reply) || c.close_asap;
         self.srv.stats.total_writes_processed += 1;
