@@ -17,6 +17,11 @@
 //! `CLIENT KILL`, output limits) is exactly the order of one thread. No
 //! `unsafe` is involved: the channels move owned values.
 //!
+//! A thread that read also decodes what it read into whole commands
+//! ([`parse_ahead`]: multibulk commands of an authenticated client, as
+//! argument places in the input buffer), which the execution thread runs
+//! without decoding them again.
+//!
 //! Connections that cannot move stay on the execution thread: RDMA
 //! connections (their completion queues belong to the fabric domain the
 //! loop polls), io_uring connections (their buffers are registered with
