@@ -36,20 +36,14 @@ DIRS = []
 VALKEY = os.path.join(ROOT, "..", "shared", "peers", "valkey-8.0.1", "valkey-server")
 
 
-def thread_cpu_seconds(pid, tid):
-    with open(f"/proc/{pid}/task/{tid}/stat") as f:
-        rest = f.read().rsplit(")", 1)[1].split()
-    return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def run_benchmark(port, pid, test, clients, pipeline, n, keyspace, size=32):
     """(req/s, process CPU µs/req, main-thread CPU µs/req, p99 ms)."""
-    c0, m0 = cpu_seconds(pid), thread_cpu_seconds(pid, pid)
+    c0, m0 = cpu_seconds(pid), cpu_seconds(pid, pid)
     out = subprocess.run(
         ["redis-benchmark", "-p", str(port), "-t", test, "-n", str(n), "-r", str(keyspace),
          "-c", str(clients), "-P", str(pipeline), "-d", str(size), "--csv"],
         capture_output=True, text=True, check=True).stdout
-    c1, m1 = cpu_seconds(pid), thread_cpu_seconds(pid, pid)
+    c1, m1 = cpu_seconds(pid), cpu_seconds(pid, pid)
     line = [l for l in out.splitlines() if l.startswith('"' + test.upper())][0]
     f = [x.strip('"') for x in line.split(",")]
     return float(f[1]), (c1 - c0) / n * 1e6, (m1 - m0) / n * 1e6, float(f[6])

@@ -34,8 +34,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, free_port, start_server  # noqa: E402
-from bench_io_threads import VALKEY, thread_cpu_seconds  # noqa: E402
+from benchlib import ROOT, cpu_seconds, free_port, start_server  # noqa: E402
+from bench_io_threads import VALKEY  # noqa: E402
 
 DIRS = []
 
@@ -76,13 +76,13 @@ def argv_for(server, a, threads):
 
 
 def run_load(port, pid, test, a, load_cpus):
-    m0 = thread_cpu_seconds(pid, pid)
+    m0 = cpu_seconds(pid, pid)
     cmd = ["redis-benchmark", "-p", str(port), "-t", test, "-n", str(a.requests), "-r", "1000000",
            "-c", str(a.clients), "-d", str(a.size), "--threads", str(min(len(load_cpus), 16)), "--csv"]
     if load_cpus:
         cmd = ["taskset", "-c", ",".join(map(str, load_cpus))] + cmd
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    m1 = thread_cpu_seconds(pid, pid)
+    m1 = cpu_seconds(pid, pid)
     line = [l for l in out.splitlines() if l.startswith('"' + test.upper())][0]
     f = [x.strip('"') for x in line.split(",")]
     return float(f[1]), float(f[6]), (m1 - m0) / a.requests * 1e6

@@ -37,9 +37,11 @@ def rss_parts(pid):
     return anon, file
 
 
-def cpu_seconds(pid):
-    """User + system CPU time of a process."""
-    with open(f"/proc/{pid}/stat") as f:
+def cpu_seconds(pid, tid=None):
+    """User + system CPU time of a process, or of its thread `tid`
+    (/proc/PID/task/TID/stat: the main thread's is tid == pid)."""
+    path = f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat"
+    with open(path) as f:
         rest = f.read().rsplit(")", 1)[1].split()
     return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
 

@@ -292,6 +292,8 @@ struct CpuSample {
     sys_total: u64,
     /// This process's user+system jiffies (`/proc/self/stat`).
     own: u64,
+    /// The CPUs `/proc/stat` counts.
+    cpus: usize,
 }
 
 /// The I/O threads and the execution thread's side of the hand-off.
@@ -302,12 +304,7 @@ pub struct IoThreads {
     allowed: usize,
     /// Whether the last batch used the threads (`io_threads_active`).
     pub active: bool,
-    /// Jobs a thread must get for a batch to go to the threads.
-    pub events_per_thread: usize,
-    /// Redis's `io-threads-do-reads`: reads go to the threads too.
-    pub do_reads: bool,
     last: Option<CpuSample>,
-    cpus: usize,
     /// Reads and writes the threads made (`io_threaded_reads_processed`,
     /// `io_threaded_writes_processed`).
     pub threaded_reads: u64,
@@ -323,7 +320,9 @@ const TICK: Duration = Duration::from_millis(500);
 impl IoThreads {
     /// `io-threads n`: n−1 threads (`None` for 1, Redis's default, which
     /// is the execution thread alone).
-    pub fn start(n: usize, events_per_thread: usize, do_reads: bool) -> io::Result<Option<Self>> {
+    /// `forced` (`events-per-io-thread 0`): the threads are allowed from
+    /// the start, without the CPU check.
+    pub fn start(n: usize, forced: bool) -> io::Result<Option<Self>> {
         if n <= 1 {
             return Ok(None);
         }
@@ -345,16 +344,12 @@ impl IoThreads {
             });
         }
         drop(done_tx);
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         Ok(Some(IoThreads {
-            allowed: if events_per_thread == 0 { n - 1 } else { 0 },
+            allowed: if forced { n - 1 } else { 0 },
             workers,
             done,
             active: false,
-            events_per_thread,
-            do_reads,
             last: None,
-            cpus,
             threaded_reads: 0,
             threaded_writes: 0,
             batches: 0,
@@ -377,9 +372,10 @@ impl IoThreads {
     }
 
     /// How many threads a batch of `jobs` jobs goes to (0: the execution
-    /// thread does them itself).
-    pub fn threads_for(&mut self, jobs: usize) -> usize {
-        let by_load = jobs.checked_div(self.events_per_thread).unwrap_or(jobs);
+    /// thread does them itself), each to get at least `events_per_thread`
+    /// (`events-per-io-thread`; 0: any batch).
+    pub fn threads_for(&mut self, jobs: usize, events_per_thread: usize) -> usize {
+        let by_load = jobs.checked_div(events_per_thread).unwrap_or(jobs);
         let n = by_load.min(self.allowed).min(jobs);
         self.active = n > 0;
         n
@@ -425,8 +421,8 @@ impl IoThreads {
     /// execution thread needs one; what other processes use is the
     /// machine's busy time less this process's; what is left, rounded to
     /// the nearest whole core, is what threads may use.
-    pub fn tick(&mut self, now: Instant) {
-        if self.events_per_thread == 0 {
+    pub fn tick(&mut self, now: Instant, events_per_thread: usize) {
+        if events_per_thread == 0 {
             self.allowed = self.workers.len();
             return;
         }
@@ -445,9 +441,9 @@ impl IoThreads {
             }
             let wall = now.duration_since(last.at).as_secs_f64();
             let hz = clock_ticks() as f64;
-            let machine_cpus = self.cpus as f64;
-            let busy = sample.sys_busy.saturating_sub(last.sys_busy) as f64 / total as f64
-                * online_cpus() as f64;
+            let machine_cpus = sample.cpus as f64;
+            let busy =
+                sample.sys_busy.saturating_sub(last.sys_busy) as f64 / total as f64 * machine_cpus;
             let own = sample.own.saturating_sub(last.own) as f64 / hz / wall;
             let others = (busy - own).max(0.0);
             let spare = machine_cpus - others - 1.0;
@@ -592,20 +588,6 @@ fn clock_ticks() -> u64 {
     }
 }
 
-/// CPUs `/proc/stat` counts (its `cpuN` lines).
-fn online_cpus() -> usize {
-    std::fs::read_to_string("/proc/stat")
-        .map(|s| {
-            s.lines()
-                .filter(|l| {
-                    l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit)
-                })
-                .count()
-        })
-        .unwrap_or(1)
-        .max(1)
-}
-
 fn cpu_sample(at: Instant) -> Option<CpuSample> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let line = stat.lines().next()?.strip_prefix("cpu ")?;
@@ -617,8 +599,15 @@ fn cpu_sample(at: Instant) -> Option<CpuSample> {
     let total: u64 = f.iter().take(8).sum();
     let idle = f.get(3).copied().unwrap_or(0) + f.get(4).copied().unwrap_or(0);
     let own = own_cpu_ticks(&std::fs::read_to_string("/proc/self/stat").ok()?)?;
+    // Its `cpuN` lines: the CPUs the busy share is a share of.
+    let cpus = stat
+        .lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count()
+        .max(1);
     Some(CpuSample {
         at,
+        cpus,
         sys_busy: total.saturating_sub(idle),
         sys_total: total,
         own,
@@ -650,7 +639,7 @@ mod tests {
 
     #[test]
     fn reads_and_writes_go_round_trip_through_the_threads() {
-        let mut io = IoThreads::start(3, 0, true).unwrap().unwrap();
+        let mut io = IoThreads::start(3, true).unwrap().unwrap();
         assert_eq!(io.threads(), 2);
         let mut peers = Vec::new();
         let mut jobs = Vec::new();
@@ -670,7 +659,7 @@ mod tests {
                 parsed: Parsed::default(),
             }));
         }
-        let n = io.threads_for(jobs.len());
+        let n = io.threads_for(jobs.len(), 0);
         assert_eq!(n, 2);
         let done = io.run(jobs, n);
         assert_eq!(done.len(), 5);
@@ -767,15 +756,15 @@ mod tests {
 
     #[test]
     fn the_execution_thread_alone_under_light_load() {
-        let mut io = IoThreads::start(4, 2, true).unwrap().unwrap();
+        let mut io = IoThreads::start(4, false).unwrap().unwrap();
         io.allowed = 3;
-        assert_eq!(io.threads_for(1), 0);
+        assert_eq!(io.threads_for(1, 2), 0);
         assert!(!io.active);
-        assert_eq!(io.threads_for(4), 2);
-        assert_eq!(io.threads_for(100), 3);
+        assert_eq!(io.threads_for(4, 2), 2);
+        assert_eq!(io.threads_for(100, 2), 3);
         assert!(io.active);
         io.allowed = 0;
-        assert_eq!(io.threads_for(100), 0);
+        assert_eq!(io.threads_for(100, 2), 0);
     }
 
     #[test]

@@ -114,12 +114,9 @@ impl Reactor {
         }
         let mut srv = srv;
         srv.uring = open_backend(srv.config.io_backend, poll.as_raw_fd())?;
-        srv.io_threads = IoThreads::start(
-            srv.config.io_threads,
-            srv.config.events_per_io_thread,
-            srv.config.io_threads_do_reads,
-        )?
-        .map(Box::new);
+        srv.io_threads =
+            IoThreads::start(srv.config.io_threads, srv.config.events_per_io_thread == 0)?
+                .map(Box::new);
         if srv.config.io_threads > 1 {
             info!(
                 "{} I/O threads started ({})",
@@ -244,7 +241,7 @@ impl Reactor {
             self.srv.now_ms = unix_ms();
             // With I/O threads doing reads, this turn's readable clients
             // are read as one batch (`read_batch`).
-            let batch_reads = self.srv.io_threads.as_ref().is_some_and(|io| io.do_reads);
+            let batch_reads = self.srv.io_threads.is_some() && self.srv.config.io_threads_do_reads;
             let mut readable = Vec::new();
             for ev in events.iter() {
                 let t = ev.token().0;
@@ -436,6 +433,22 @@ impl Reactor {
     /// replies, or deferred for fairness) is served here as one thread
     /// would serve it.
     fn read_batch(&mut self, mut tokens: Vec<usize>) {
+        if self
+            .srv
+            .io_threads
+            .as_ref()
+            .is_none_or(|io| io.allowed() == 0)
+        {
+            // No core for a thread now: served here, as without threads.
+            if let Some(io) = self.srv.io_threads.as_mut() {
+                io.active = false;
+            }
+            for t in tokens {
+                self.handle_readable(t);
+            }
+            return;
+        }
+        // A client both readable and queued for a later read is read once.
         tokens.sort_unstable();
         tokens.dedup();
         let (jobs, direct, threads) =
@@ -531,6 +544,22 @@ impl Reactor {
         }
     }
 
+    /// Whether the client's unprocessed input passed `limit`
+    /// (`client-query-buffer-limit`): logged and counted, and the caller
+    /// closes it.
+    fn over_query_buffer_limit(&mut self, c: &Client, limit: usize) -> bool {
+        let qbuf = c.conn.in_end - c.conn.in_start;
+        if qbuf <= limit {
+            return false;
+        }
+        warn!(
+            "Closing client that reached max query buffer length: id={} addr={} qbuf={qbuf}",
+            c.id, c.addr
+        );
+        self.srv.stats.client_qbuf_limit_disconnections += 1;
+        true
+    }
+
     /// Runs what an I/O thread read for a client, as `read_and_process`
     /// runs what it reads itself. Returns false when the connection must
     /// close now.
@@ -555,14 +584,7 @@ impl Reactor {
             c.last_interaction = Instant::now();
             self.process_input(c);
             let limit = self.srv.config.client_query_buffer_limit as usize;
-            if c.conn.in_end - c.conn.in_start > limit {
-                warn!(
-                    "Closing client that reached max query buffer length: id={} addr={} qbuf={}",
-                    c.id,
-                    c.addr,
-                    c.conn.in_end - c.conn.in_start
-                );
-                self.srv.stats.client_qbuf_limit_disconnections += 1;
+            if self.over_query_buffer_limit(c, limit) {
                 return false;
             }
         }
@@ -638,14 +660,7 @@ impl Reactor {
             }
             c.last_interaction = Instant::now();
             self.process_input(c);
-            if c.conn.in_end - c.conn.in_start > limit {
-                warn!(
-                    "Closing client that reached max query buffer length: id={} addr={} qbuf={}",
-                    c.id,
-                    c.addr,
-                    c.conn.in_end - c.conn.in_start
-                );
-                self.srv.stats.client_qbuf_limit_disconnections += 1;
+            if self.over_query_buffer_limit(c, limit) {
                 return false;
             }
             if !more
@@ -1236,6 +1251,12 @@ impl Reactor {
         tokens: Vec<usize>,
         wanted: impl Fn(&Client) -> bool,
     ) -> (Vec<usize>, Vec<usize>, usize) {
+        if let Some(io) = self.srv.io_threads.as_mut().filter(|io| io.allowed() == 0) {
+            // No core for a thread now: nothing to sort out.
+            io.active = false;
+            return (Vec::new(), tokens, 0);
+        }
+        let events_per_thread = self.srv.config.events_per_io_thread;
         let (jobs, rest): (Vec<usize>, Vec<usize>) = tokens.into_iter().partition(|&t| {
             self.srv
                 .clients
@@ -1246,7 +1267,7 @@ impl Reactor {
             .srv
             .io_threads
             .as_mut()
-            .map_or(0, |io| io.threads_for(jobs.len()));
+            .map_or(0, |io| io.threads_for(jobs.len(), events_per_thread));
         (jobs, rest, threads)
     }
 
@@ -1370,8 +1391,7 @@ impl Reactor {
     /// Per-cron client checks: idle timeouts and soft output limits.
     fn client_cron(&mut self) {
         if let Some(io) = self.srv.io_threads.as_mut() {
-            io.events_per_thread = self.srv.config.events_per_io_thread;
-            io.tick(Instant::now());
+            io.tick(Instant::now(), self.srv.config.events_per_io_thread);
         }
         let timeout = self.srv.config.timeout;
         let mut doomed = Vec::new();
