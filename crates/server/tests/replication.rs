@@ -344,22 +344,46 @@ fn link_drops_mid_stream_end_in_partial_resyncs() {
     assert_eq!(num(&master, "stats", "sync_full"), 2);
     let port = master.port;
     let writer = std::thread::spawn(move || write_load(port, 120, 5, t));
+    // Resyncs the master has served so far. Each kill, and the final
+    // count, waits until the previous drop has ended in its resync
+    // (counted on the master) and both links are up again. Flaky before
+    // (#44, seen on a loaded CI machine: 8 partial resyncs of 9): the
+    // replicas' own "up" was the only wait, and a replica whose link the
+    // master has just cut still reports "up" (with equal offsets, once
+    // the load has stopped) until it reads the EOF, so the count could
+    // be read before the last drop's resync, and a kill could cut a link
+    // already dead, making two drops one resync.
+    let mut resyncs = 0;
+    let settled = |resyncs: i64| {
+        wait_for_or(
+            "the last drop's resyncs, and both links up",
+            30,
+            || {
+                (num(&master, "stats", "sync_full") + num(&master, "stats", "sync_partial_ok")
+                    == 2 + resyncs
+                    && num(&master, "replication", "connected_slaves") == 2
+                    && info(&replica, "replication", "master_link_status") == "up"
+                    && info(&real, "replication", "master_link_status") == "up")
+                    .then_some(())
+            },
+            || format!("{}\n{}", master.log(), replica.log()),
+        )
+    };
     for i in 0..6 {
         std::thread::sleep(Duration::from_millis(100));
-        wait_for("both links up", 10, || {
-            (info(&replica, "replication", "master_link_status") == "up"
-                && info(&real, "replication", "master_link_status") == "up")
-                .then_some(())
-        });
+        settled(resyncs);
         if i % 2 == 0 {
             // From the replica's side: its master link.
             assert_eq!(client_kill(&replica, "master"), 1, "{}", replica.log());
+            resyncs += 1;
         } else {
             // From the master's side: both replicas.
             assert_eq!(client_kill(&master, "replica"), 2, "{}", master.log());
+            resyncs += 2;
         }
     }
     writer.join().unwrap();
+    settled(resyncs);
     wait_converged(&master, &replica, 30);
     wait_converged(&master, &real, 30);
     // Every drop ended in a partial resync: 3 of ours + 3×2 from the master.
