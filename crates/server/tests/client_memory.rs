@@ -153,3 +153,57 @@ fn maxmemory_clients_evicts_the_largest_client_and_spares_no_evict() {
     assert!(list.contains("name=exempt"), "{list}");
     assert_eq!(r.cmd(&["PING"]), Frame::Simple(b"PONG".to_vec()));
 }
+
+/// The fields of `CLIENT LIST`/`CLIENT INFO` line `line`, by name.
+fn field<'a>(line: &'a str, name: &str) -> &'a str {
+    line.split(' ')
+        .find_map(|kv| kv.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
+        .unwrap_or_else(|| panic!("no {name}= in {line}"))
+}
+
+/// `CLIENT LIST`'s output fields as Redis reports them: `obl`/`oll`/`omem`
+/// are 0 for a client with nothing pending (the fixed reply buffer every
+/// client has is not output memory), and `oll`/`omem` count the reply
+/// waiting past that buffer while a client does not read. Runs against
+/// redis-server too (`FERROKV_TESTS_TARGET=redis`).
+#[test]
+fn client_list_reports_pending_output_as_redis_does() {
+    let s = common::reply::own_server(&[]);
+    let mut c = s.raw();
+    let Frame::Bulk(info) = c.cmd(&["CLIENT", "INFO"]) else {
+        panic!("CLIENT INFO is a bulk string")
+    };
+    let info = String::from_utf8(info).unwrap();
+    for f in ["obl", "oll", "omem"] {
+        assert_eq!(field(&info, f), "0", "{info}");
+    }
+    set_big(&s, "big", 32 * MIB);
+    let mut slow = s.raw();
+    let Frame::Integer(id) = slow.cmd(&["CLIENT", "ID"]) else {
+        panic!("CLIENT ID is an integer")
+    };
+    // 32 MiB more than the loopback socket's buffers take: most of the
+    // reply waits in the server while `slow` reads nothing.
+    slow.send(&Frame::command(&["GET", "big"]));
+    let line = wait_for("the unread reply to wait in the server", 30, || {
+        let Frame::Bulk(l) = c.cmd(&["CLIENT", "LIST", "ID", &id.to_string()]) else {
+            panic!("CLIENT LIST is a bulk string")
+        };
+        let l = String::from_utf8(l).unwrap();
+        (field(&l, "omem").parse::<u64>().unwrap() > MIB as u64).then_some(l)
+    });
+    assert!(field(&line, "oll").parse::<u64>().unwrap() > 0, "{line}");
+    match slow.read_frame() {
+        Frame::Bulk(v) => assert_eq!(v.len(), 32 * MIB),
+        other => panic!("GET big: {other:?}"),
+    }
+    // All of it read: nothing is pending any more.
+    let line = wait_for("the reply to be written out", 30, || {
+        let Frame::Bulk(l) = c.cmd(&["CLIENT", "LIST", "ID", &id.to_string()]) else {
+            panic!("CLIENT LIST is a bulk string")
+        };
+        let l = String::from_utf8(l).unwrap();
+        (field(&l, "omem") == "0").then_some(l)
+    });
+    assert_eq!(field(&line, "oll"), "0", "{line}");
+}

@@ -422,9 +422,24 @@ pub fn client_line(c: &Client, current: bool, srv: &crate::server::Server) -> St
             .unwrap_or_default()
     };
     let qbuf = c.conn.in_end - c.conn.in_start;
-    let obl = c.pending_output();
+    // Redis reports its output in two tiers: `obl`, the bytes in the
+    // client's fixed 16 KiB buffer; `oll` and `omem`, the 16 KiB blocks
+    // of its reply list past it and their memory (0 when nothing waits).
+    // ferrokv's reply buffer is one vector: its first READ_CHUNK bytes
+    // are the fixed tier, what it holds past them the list.
+    let pending = c.pending_output();
+    let chunk = crate::net::client::READ_CHUNK;
+    let obl = pending.min(chunk);
+    let (oll, omem) = if pending > chunk {
+        (
+            (pending - chunk).div_ceil(chunk),
+            c.out.buf.capacity().saturating_sub(chunk),
+        )
+    } else {
+        (0, 0)
+    };
     let mut line = format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         c.id,
         c.addr,
         c.local_addr,
@@ -444,7 +459,8 @@ pub fn client_line(c: &Client, current: bool, srv: &crate::server::Server) -> St
         c.conn.inbuf.len(),
         c.conn.inbuf.len(),
         obl,
-        c.out.buf.capacity(),
+        oll,
+        omem,
         c.memory_usage(),
         c.last_cmd,
         user,
