@@ -346,33 +346,58 @@ impl Selector {
         v.join(" ")
     }
 
-    /// The command rules (Redis's `ACLDescribeSelectorCommandRules`): start
-    /// from `+@all` or `-@all`, add (or take away) each category that
-    /// covers more commands of the user's than not, then fix single
-    /// commands; the first-args last for each command.
+    /// The command rules (Redis 7.0's `ACLDescribeSelectorCommandRules`):
+    /// start from `+@all` or `-@all`, then, greedily, the category that
+    /// best describes what is left — among those covering more of the
+    /// remaining commands in the user's state than not, the one with the
+    /// fewest exceptions, then the most commands — until none is left;
+    /// then single commands, with the first-args last for each command.
+    /// So `+@all -@read` reads back as written, not as a list of every
+    /// category that happens to hold more reads than writes.
     pub fn describe_commands(&self, catalog: &Catalog) -> String {
         let additive = !self.future;
         let mut rules = String::from(if additive { "-@all " } else { "+@all " });
         let mut fake = Selector::new(catalog, false);
         fake.set_all(!additive);
-        for (j, name) in CATEGORIES.iter().enumerate() {
-            let cat = 1u32 << j;
-            let (mut on, mut off) = (0, 0);
-            for (i, c) in catalog.cmds.iter().enumerate() {
-                if c.cats & cat != 0 {
-                    if self.bit(i as u32) {
-                        on += 1;
-                    } else {
-                        off += 1;
+        // What is still to describe: each chosen category is flipped
+        // here, so the commands it covered no longer count for the next.
+        let mut left = self.clone();
+        let mut applied = [false; CATEGORIES.len()];
+        loop {
+            // (category, exceptions, covered)
+            let mut best: Option<(usize, usize, usize)> = None;
+            for (j, done) in applied.iter().enumerate() {
+                if *done {
+                    continue;
+                }
+                let cat = 1u32 << j;
+                let (mut on, mut off) = (0, 0);
+                for (i, c) in catalog.cmds.iter().enumerate() {
+                    if c.cats & cat != 0 {
+                        if left.bit(i as u32) {
+                            on += 1;
+                        } else {
+                            off += 1;
+                        }
                     }
                 }
+                let (same, diff) = if additive { (on, off) } else { (off, on) };
+                let better = match best {
+                    None => true,
+                    Some((_, d, s)) => diff < d || (diff == d && same > s),
+                };
+                if same > diff && better {
+                    best = Some((j, diff, same));
+                }
             }
-            if (additive && on > off) || (!additive && off > on) {
-                fake.change_category(catalog, cat, additive);
-                rules.push_str(if additive { "+@" } else { "-@" });
-                rules.push_str(name);
-                rules.push(' ');
-            }
+            let Some((j, _, _)) = best else { break };
+            applied[j] = true;
+            let cat = 1u32 << j;
+            fake.change_category(catalog, cat, additive);
+            left.change_category(catalog, cat, !additive);
+            rules.push_str(if additive { "+@" } else { "-@" });
+            rules.push_str(CATEGORIES[j]);
+            rules.push(' ');
         }
         for (i, c) in catalog.cmds.iter().enumerate() {
             let id = i as u32;
