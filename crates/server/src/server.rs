@@ -671,7 +671,7 @@ impl Server {
     /// Replies to a command refused before it ran (Redis's `rejectCommand`):
     /// inside MULTI the transaction is marked to fail; a refused EXEC itself
     /// discards the transaction with `EXECABORT` and the reason.
-    fn reject(&mut self, client: &mut Client, name: Option<&str>, msg: &[u8]) {
+    pub fn reject(&mut self, client: &mut Client, name: Option<&str>, msg: &[u8]) {
         if let Some(tx) = client.multi.as_mut() {
             tx.aborted = true;
         }
@@ -821,6 +821,7 @@ impl Server {
         let spec = self.commands.specs[idx];
         client.last_cmd = spec.name;
         let errors_before = client.out.error_codes.len();
+        let judged_before = client.out.judged_errors;
         // The master's stream is applied as the master saw it: its keys
         // are alive until it deletes them (times in it are absolute).
         let now_ms = if self.repl.master_client_id() == Some(client.id) {
@@ -883,9 +884,12 @@ impl Server {
         st.calls += 1;
         st.usec += usec;
         st.latency.record(usec);
-        if client.out.error_codes.len() != errors_before {
+        // Errors of commands this one ran (EXEC's queue) failed those.
+        let produced = client.out.error_codes.len().saturating_sub(errors_before) as u64;
+        if produced > client.out.judged_errors - judged_before {
             st.failed_calls += 1;
         }
+        client.out.judged_errors = judged_before + produced;
         self.stats.total_commands_processed += 1;
         // Commands replayed from the AOF are not logged nor sampled, as
         // Redis does not while loading; every other command is, a script's

@@ -250,3 +250,73 @@ fn busy_fcall_is_ended_by_function_kill() {
     assert!(r.try_cmd_bytes(&["SHUTDOWN", "NOSAVE"]).is_err());
     assert!(caller_reply(caller, 10).is_err());
 }
+
+/// A `cmdstat_<name>` line's field, 0 when the command has no line.
+fn cmdstat(r: &mut Raw, name: &str, field: &str) -> u64 {
+    let Frame::Bulk(info) = r.cmd(&["INFO", "commandstats"]) else {
+        panic!("INFO is a bulk string")
+    };
+    let info = String::from_utf8(info).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:")))
+        .and_then(|l| {
+            l.split(',')
+                .find_map(|kv| kv.strip_prefix(&format!("{field}=")))
+        })
+        .map_or(0, |v| v.parse().unwrap())
+}
+
+/// Transactions beside a busy script, as Redis's `rejectCommand`: a
+/// command refused with `-BUSY` inside MULTI flags the transaction (its
+/// EXEC answers EXECABORT … previous errors); an EXEC that arrives while
+/// the script is busy is refused with `EXECABORT … BUSY …` and its
+/// transaction discarded; the refusals count as the commands'
+/// `rejected_calls`. And a command failing inside EXEC is a failed call of
+/// that command, not of EXEC.
+#[test]
+fn transactions_beside_a_busy_script_are_aborted_as_redis_aborts_them() {
+    let s = fresh();
+    let mut queued = s.raw();
+    assert_eq!(reply_bytes(&mut queued, &["MULTI"]), "+OK\r\n");
+    assert_eq!(reply_bytes(&mut queued, &["SET", "x", "1"]), "+QUEUED\r\n");
+    let caller = run_in_background(&s, &["EVAL", "while true do end", "0"]);
+    let mut other = s.raw();
+    wait_busy(&mut other, BUSY_SCRIPT);
+    let mut late = s.raw();
+    assert_eq!(reply_bytes(&mut late, &["MULTI"]), "+OK\r\n");
+    assert_eq!(reply_bytes(&mut late, &["SET", "y", "1"]), BUSY_SCRIPT);
+    assert_eq!(
+        reply_bytes(&mut queued, &["EXEC"]),
+        format!(
+            "-EXECABORT Transaction discarded because of: {}",
+            &BUSY_SCRIPT[1..]
+        )
+    );
+    assert_eq!(reply_bytes(&mut other, &["SCRIPT", "KILL"]), "+OK\r\n");
+    assert!(caller_reply(caller, 10).is_ok());
+    assert_eq!(
+        reply_bytes(&mut late, &["EXEC"]),
+        "-EXECABORT Transaction discarded because of previous errors.\r\n"
+    );
+    // Both transactions are over: nothing of them ran.
+    assert_eq!(
+        reply_bytes(&mut queued, &["EXEC"]),
+        "-ERR EXEC without MULTI\r\n"
+    );
+    assert_eq!(reply_bytes(&mut other, &["EXISTS", "x", "y"]), ":0\r\n");
+    assert!(cmdstat(&mut other, "set", "rejected_calls") >= 1);
+    assert!(cmdstat(&mut other, "exec", "rejected_calls") >= 1);
+    // A command that fails inside EXEC: its failure, not EXEC's.
+    assert_eq!(reply_bytes(&mut other, &["CONFIG", "RESETSTAT"]), "+OK\r\n");
+    assert_eq!(reply_bytes(&mut other, &["SET", "s", "abc"]), "+OK\r\n");
+    assert_eq!(reply_bytes(&mut other, &["MULTI"]), "+OK\r\n");
+    assert_eq!(reply_bytes(&mut other, &["INCR", "s"]), "+QUEUED\r\n");
+    assert_eq!(reply_bytes(&mut other, &["SET", "t", "1"]), "+QUEUED\r\n");
+    let Frame::Array(v) = other.cmd(&["EXEC"]) else {
+        panic!("EXEC runs its queue")
+    };
+    assert!(matches!(v[0], Frame::Error(_)), "{v:?}");
+    assert_eq!(cmdstat(&mut other, "incr", "failed_calls"), 1);
+    assert_eq!(cmdstat(&mut other, "exec", "calls"), 1);
+    assert_eq!(cmdstat(&mut other, "exec", "failed_calls"), 0);
+}

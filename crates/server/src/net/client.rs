@@ -20,6 +20,11 @@ pub struct Reply {
     pub proto: Protocol,
     /// Codes of error replies written and not yet counted (`errorstats`).
     pub error_codes: Vec<String>,
+    /// How many error replies calls of this client have been judged by
+    /// (ever): a command run inside another (EXEC's queue) takes its
+    /// errors as its own failures, and the outer call counts as failed
+    /// only for errors of its own, as Redis's `call` does.
+    pub judged_errors: u64,
     /// While the client's own commands run: the most bytes the buffer may
     /// hold (its hard output limit or `maxmemory-clients`). A bulk that
     /// would pass it is dropped and `overflowed` set, and the client is
@@ -261,6 +266,7 @@ impl Client {
                 buf: out,
                 proto: Protocol::Resp2,
                 error_codes: Vec::new(),
+                judged_errors: 0,
                 cap: usize::MAX,
                 overflowed: false,
                 push_spans: None,

@@ -19,18 +19,18 @@ pub const BUSY_FUNCTION: &str =
 /// commands, wrong arity and missing authentication get their own errors
 /// first, as Redis checks those before the busy state.
 pub fn command(srv: &mut Server, c: &mut Client, args: Args) {
-    let mut spec = None;
-    if let Some(idx) = srv.commands.lookup(args.get(0)) {
-        let mut s = srv.commands.specs[idx];
+    let mut found = None;
+    if let Some(mut idx) = srv.commands.lookup(args.get(0)) {
+        let s = srv.commands.specs[idx];
         if !s.subcommands.is_empty() && args.len() >= 2 {
             if let Some(sub) = srv.commands.lookup_sub(s.name, args.get(1)) {
-                s = srv.commands.specs[sub];
+                idx = sub;
             }
         }
-        spec = Some(s);
+        found = Some(idx);
     }
-    let refuse = match spec {
-        Some(s)
+    let refuse = match found.map(|i| (i, srv.commands.specs[i])) {
+        Some((_, s))
             if s.arity_ok(args.len())
                 && (c.authenticated || s.has(flags::NO_AUTH) || srv.acl.default_open()) =>
         {
@@ -43,17 +43,25 @@ pub fn command(srv: &mut Server, c: &mut Client, args: Args) {
         }
         _ => false,
     };
-    if refuse {
+    if let (true, Some(idx)) = (refuse, found) {
         let is_function = srv
             .scripting
             .running
             .as_ref()
             .is_some_and(|r| r.is_function);
-        c.out.error(if is_function {
+        let msg = if is_function {
             BUSY_FUNCTION
         } else {
             BUSY_EVAL
-        });
+        };
+        // As any refusal (Redis's rejectCommand): inside MULTI the
+        // transaction is flagged, so its EXEC answers EXECABORT; a refused
+        // EXEC discards the transaction with the reason; the command's
+        // rejected_calls counts it.
+        let name = srv.commands.specs[idx].name;
+        let top = name.split('|').next().unwrap_or(name);
+        srv.reject(c, Some(top), msg.as_bytes());
+        srv.cmd_stats[idx].rejected_calls += 1;
         srv.scripting.stats.busy_replies += 1;
         return;
     }

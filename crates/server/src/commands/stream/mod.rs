@@ -149,6 +149,7 @@ pub fn scratch_reply(out: &crate::net::client::Reply) -> crate::net::client::Rep
         buf: Vec::new(),
         proto: out.proto,
         error_codes: Vec::new(),
+        judged_errors: 0,
         cap: out.cap.saturating_sub(out.buf.len()),
         overflowed: false,
         push_spans: None,
