@@ -658,3 +658,62 @@ fn set_algebra_takes_plain_sets_as_score_one() {
         ],
     );
 }
+
+/// The pops of the AOF files in `dir`'s appendonlydir, in order: the
+/// `ZPOPMIN`/`ZPOPMAX` commands with their arguments.
+fn aof_pops(dir: &std::path::Path) -> Vec<String> {
+    let mut files: Vec<_> = std::fs::read_dir(dir.join("appendonlydir"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(".incr."))
+        .collect();
+    files.sort();
+    let mut pops = Vec::new();
+    for f in files {
+        let text = String::from_utf8_lossy(&std::fs::read(f).unwrap()).into_owned();
+        // RESP arrays: "*n", then "$len" / value pairs.
+        let lines: Vec<&str> = text.split("\r\n").collect();
+        let mut i = 0;
+        while i < lines.len() {
+            if let Some(n) = lines[i].strip_prefix('*') {
+                let n: usize = n.parse().unwrap();
+                let args: Vec<&str> = (0..n).map(|k| lines[i + 2 + 2 * k]).collect();
+                if args[0].to_ascii_uppercase().starts_with("ZPOP") {
+                    pops.push(args.join(" ").to_ascii_uppercase());
+                }
+                i += 1 + 2 * n;
+            } else {
+                i += 1;
+            }
+        }
+    }
+    pops
+}
+
+/// ZMPOP and BZMPOP reach the AOF (and replicas) as Redis writes them:
+/// `ZPOPMIN|ZPOPMAX key <count actually popped>`, not the count asked
+/// for (t_zset.c's genericZpopCommand); BZPOPMIN without a count.
+/// Compared with redis-server's own AOF.
+#[test]
+fn zmpop_propagates_the_count_actually_popped() {
+    let aof = ["--appendonly", "yes", "--appendfsync", "always"];
+    let ours = ServerProcess::ferrokv(&aof);
+    let redis = ServerProcess::redis(&aof);
+    for s in [&ours, &redis] {
+        let mut c = s.raw();
+        for cmd in [
+            &["ZADD", "z", "1", "a", "2", "b", "3", "c"][..],
+            &["ZMPOP", "1", "z", "MIN", "COUNT", "10"],
+            &["ZADD", "y", "1", "a", "2", "b", "3", "c"],
+            &["ZMPOP", "2", "nokey", "y", "MAX"],
+            &["BZMPOP", "0", "1", "y", "MAX", "COUNT", "7"],
+            &["ZADD", "x", "1", "a"],
+            &["BZPOPMIN", "x", "0"],
+        ] {
+            assert!(!matches!(c.cmd(cmd), Frame::Error(_)), "{cmd:?}");
+        }
+    }
+    let expected = ["ZPOPMIN Z 3", "ZPOPMAX Y 1", "ZPOPMAX Y 2", "ZPOPMIN X"];
+    assert_eq!(aof_pops(redis.dir.path()), expected);
+    assert_eq!(aof_pops(ours.dir.path()), expected);
+}

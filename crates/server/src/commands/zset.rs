@@ -1100,8 +1100,9 @@ fn zmpop(ctx: &mut Ctx, args: Args) {
         return;
     };
     let keys: Vec<&[u8]> = (keys_at..keys_at + numkeys).map(|i| args.get(i)).collect();
-    if let Some((key, _)) = zpop_generic(ctx, &keys, max, true, count, true, true) {
-        let c = count.to_string();
+    if let Some((key, popped)) = zpop_generic(ctx, &keys, max, true, count, true, true) {
+        // As Redis: the count actually popped, not the one asked for.
+        let c = popped.to_string();
         let name: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
         ctx.rewrite(&[name, &key, c.as_bytes()]);
     }
@@ -1165,12 +1166,13 @@ fn pop_first_ready(
             }
             Some(_) => {}
         }
-        zpop_generic(ctx, &[key], max, true, count, nested, true);
+        let popped = zpop_generic(ctx, &[key], max, true, count, nested, true).map_or(0, |p| p.1);
         let name: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
         if count == -1 {
             ctx.rewrite(&[name, key]);
         } else {
-            let c = count.to_string();
+            // As Redis: the count actually popped, not the one asked for.
+            let c = popped.to_string();
             ctx.rewrite(&[name, key, c.as_bytes()]);
         }
         return true;
