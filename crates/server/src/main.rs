@@ -47,7 +47,10 @@ fn init_logging(cfg: &Config) {
         }};
     }
     if cfg.logfile.is_empty() {
-        install!(builder);
+        // Colours only for a terminal: a log piped to a file or a
+        // supervisor stays plain text that log checks can match.
+        let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
+        install!(builder.with_ansi(tty));
     } else {
         match std::fs::OpenOptions::new()
             .create(true)

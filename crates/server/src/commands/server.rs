@@ -214,6 +214,25 @@ fn config_set(ctx: &mut Ctx, args: Args) {
     } else {
         None
     };
+    // New listeners for a new port, TLS port or bind list: bound before
+    // anything else is applied, so that a port already taken leaves every
+    // option of this CONFIG SET as it was (Redis's rollback).
+    let endpoints = |c: &crate::config::Config| crate::net::rebind::Endpoints {
+        bind: c.bind.clone(),
+        port: c.port,
+        tls_port: c.tls.port,
+    };
+    let (old_ep, new_ep) = (endpoints(&ctx.srv.config), endpoints(&next));
+    if old_ep != new_ep {
+        if let Err((opt, why)) = crate::net::rebind::rebind(ctx.srv, &old_ep, &new_ep) {
+            tracing::warn!("CONFIG SET {opt}: {why}");
+            let why = why.split(" (").next().unwrap_or(&why).to_string();
+            ctx.error(&format!(
+                "ERR CONFIG SET failed (possibly related to argument '{opt}') - {why}"
+            ));
+            return;
+        }
+    }
     if let Some(t) = tls {
         ctx.srv.tls = t;
     }

@@ -696,10 +696,8 @@ pub static OPTIONS: &[ConfigOption] = &[
     opt!(
         "bind",
         "127.0.0.1",
-        // Redis rebinds at run time; the listeners live in the reactor and
-        // are bound once, so refuse rather than report an address that is
-        // not listened on.
-        false,
+        // Rebound at run time (net/rebind.rs).
+        true,
         |c, a| {
             if a.is_empty() {
                 return Err("wrong number of arguments".into());
@@ -716,7 +714,8 @@ pub static OPTIONS: &[ConfigOption] = &[
     opt!(
         "port",
         "6379",
-        false,
+        // Rebound at run time (net/rebind.rs).
+        true,
         |c, a| {
             c.port = parse_int(a, 0, 65535)? as u16;
             Ok(())
@@ -2385,7 +2384,7 @@ mod tests {
             .set("timeout", "x")
             .unwrap_err()
             .contains("couldn't be parsed"));
-        assert!(c.set("port", "1").unwrap_err().contains("immutable"));
+        assert!(c.set("databases", "1").unwrap_err().contains("immutable"));
         assert!(c
             .set("nope", "1")
             .unwrap_err()

@@ -39,12 +39,11 @@ macro_rules! tls_bool {
 }
 
 pub static TLS_OPTIONS: &[ConfigOption] = &[
-    // Bound once at start-up, like `port` (Redis 7.0 rebinds it at run
-    // time; docs/tls.md).
+    // Rebound at run time, like `port` (net/rebind.rs).
     opt!(
         "tls-port",
         "0",
-        false,
+        true,
         |c, a| {
             c.tls.port = parse_int(a, 0, 65535)? as u16;
             Ok(())

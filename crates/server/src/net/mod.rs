@@ -10,4 +10,5 @@ pub use ferrokv_net::{buffer, conn, io_threads, pool, tls, uring};
 pub mod client;
 pub mod rdma;
 pub mod reactor;
+pub mod rebind;
 pub mod uring_reap;

@@ -20,7 +20,7 @@ use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
 use tracing::{debug, info, warn};
 
-const LISTENER_BASE: usize = usize::MAX - 64;
+pub(crate) const LISTENER_BASE: usize = usize::MAX - 64;
 
 /// Bytes one client may have read per turn before others get theirs.
 const READ_BUDGET: usize = 1024 * 1024;
@@ -1522,7 +1522,7 @@ impl Server {
 /// A `bind` entry and a port as a socket address: a leading `-` (Redis's
 /// "optional address") dropped, `*` for every IPv4 address, IPv6 in
 /// brackets.
-fn bind_addr(host: &str, port: u16) -> io::Result<SocketAddr> {
+pub(crate) fn bind_addr(host: &str, port: u16) -> io::Result<SocketAddr> {
     let host = host.trim_start_matches('-');
     let host = if host == "*" { "0.0.0.0" } else { host };
     let text = if host.contains(':') {
