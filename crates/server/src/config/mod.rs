@@ -690,6 +690,29 @@ macro_rules! opt {
 pub mod cluster;
 pub mod tls;
 
+/// Options `CONFIG GET` returns only when asked by their exact name, not
+/// for a pattern (Redis 7.0's `HIDDEN_CONFIG`: its test-only delays; and
+/// ferrokv's RDMA fault injection).
+pub const HIDDEN: &[&str] = &[
+    "key-load-delay",
+    "rdb-key-save-delay",
+    "loading-process-events-interval-bytes",
+    "rdma-debug-corrupt-chunk",
+    "rdma-debug-drop-endpoint",
+];
+
+/// ferrokv's own options (Redis has none of these names) that are read
+/// at start-up only: `CONFIG SET` to their current value is a no-op.
+pub const OWN_STARTUP_ONLY: &[&str] = &[
+    "io-backend",
+    "metrics-bind",
+    "metrics-port",
+    "rdma-bind",
+    "rdma-conn-pool",
+    "rdma-port",
+    "rdma-provider",
+];
+
 /// Every option the server has, with Redis's names and defaults (except
 /// `dir`, which defaults to a `data` folder under the working directory).
 pub static OPTIONS: &[ConfigOption] = &[
@@ -2272,6 +2295,13 @@ impl Config {
             ));
         };
         if !opt.mutable {
+            // ferrokv's own start-up options take their current value
+            // back as a no-op, so that writing back a whole `CONFIG GET *`
+            // (Redis's "CONFIG sanity", configuration tools) works; Redis's
+            // immutable options refuse as Redis refuses them.
+            if OWN_STARTUP_ONLY.contains(&opt.name) && (opt.get)(self) == value {
+                return Ok(());
+            }
             return Err(format!(
                 "ERR CONFIG SET failed (possibly related to argument '{}') - can't set immutable config",
                 opt.name
@@ -2295,9 +2325,12 @@ impl Config {
         Ok(())
     }
 
-    /// `CONFIG GET`: every option whose name matches a glob pattern.
+    /// `CONFIG GET`: every option whose name matches a glob pattern; a
+    /// hidden option ([`HIDDEN`]) only by its exact name, as Redis's.
     pub fn get_matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
+        let glob = pattern.iter().any(|c| matches!(c, b'*' | b'?' | b'['));
         all_options()
+            .filter(|o| !(glob && HIDDEN.contains(&o.name)))
             .filter(|o| ferrokv_store::pattern::glob_match_nocase(pattern, o.name.as_bytes()))
             .map(|o| (o.name, (o.get)(self)))
             .collect()
