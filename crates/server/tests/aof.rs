@@ -492,3 +492,103 @@ fn keys_found_expired_propagate_as_redis_7_0_writes_them() {
     assert_eq!(ours, redis);
     assert!(ours.iter().any(|c| c == "MULTI"), "{ours:?}");
 }
+
+/// A damaged manifest stops start-up, on ferrokv as on redis-server 7.0,
+/// with Redis's words in the log: two base files, incremental files whose
+/// sequence numbers do not increase (a duplicate included), a blank line,
+/// a file the manifest names that is missing. A sound manifest over the
+/// same files loads. Both binaries run over copies of each directory.
+#[test]
+fn damaged_manifests_are_refused_at_start_up_as_redis_refuses_them() {
+    const BASE: &str = "appendonly.aof.1.base.aof";
+    let set = |k: &str| {
+        format!(
+            "*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*3\r\n$3\r\nSET\r\n${}\r\n{k}\r\n$1\r\nv\r\n",
+            k.len()
+        )
+    };
+    let cases: &[(&str, &str, Option<&str>)] = &[
+        (
+            "two bases",
+            "file appendonly.aof.1.base.aof seq 1 type b\nfile appendonly.aof.2.base.aof seq 2 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n",
+            Some("Found duplicate base file information"),
+        ),
+        (
+            "decreasing",
+            "file appendonly.aof.1.base.aof seq 1 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\nfile appendonly.aof.1.incr.aof seq 1 type i\n",
+            Some("Found a non-monotonic sequence number"),
+        ),
+        (
+            "duplicate",
+            "file appendonly.aof.1.base.aof seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\nfile appendonly.aof.1.incr.aof seq 1 type i\n",
+            Some("Found a non-monotonic sequence number"),
+        ),
+        (
+            "blank line",
+            "file appendonly.aof.1.base.aof seq 1 type b\n\nfile appendonly.aof.1.incr.aof seq 1 type i\n",
+            Some("Invalid AOF manifest file format"),
+        ),
+        (
+            "missing file",
+            "file appendonly.aof.1.base.aof seq 1 type b\nfile appendonly.aof.9.incr.aof seq 9 type i\n",
+            Some("appendonly.aof.9.incr.aof"),
+        ),
+        (
+            "sound",
+            "file appendonly.aof.1.base.aof seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\nfile appendonly.aof.2.incr.aof seq 2 type i\n",
+            None,
+        ),
+    ];
+    for (what, manifest, refusal) in cases {
+        for bin in [env!("CARGO_BIN_EXE_ferrokv-server"), "redis-server"] {
+            let dir = tempfile::tempdir().unwrap();
+            let aof = dir.path().join("appendonlydir");
+            std::fs::create_dir_all(&aof).unwrap();
+            std::fs::write(aof.join("appendonly.aof.manifest"), manifest).unwrap();
+            std::fs::write(aof.join(BASE), set("k")).unwrap();
+            std::fs::write(aof.join("appendonly.aof.2.base.aof"), set("k")).unwrap();
+            for n in 1..=2 {
+                std::fs::write(
+                    aof.join(format!("appendonly.aof.{n}.incr.aof")),
+                    set(&format!("j{n}")),
+                )
+                .unwrap();
+            }
+            match refusal {
+                Some(words) => {
+                    // Refused: the process exits by itself, non-zero.
+                    let out = Command::new(bin)
+                        .args(["--port", &common::free_port().to_string()])
+                        .args(["--dir", dir.path().to_str().unwrap()])
+                        .args(["--appendonly", "yes", "--save", ""])
+                        .output()
+                        .unwrap();
+                    let log = String::from_utf8_lossy(&out.stdout).into_owned()
+                        + &String::from_utf8_lossy(&out.stderr);
+                    assert!(!out.status.success(), "{bin}, {what}: started\n{log}");
+                    assert!(log.contains(words), "{bin}, {what}: no '{words}' in\n{log}");
+                }
+                None => {
+                    let s = if bin == "redis-server" {
+                        ServerProcess::redis(&[
+                            "--dir",
+                            dir.path().to_str().unwrap(),
+                            "--appendonly",
+                            "yes",
+                        ])
+                    } else {
+                        ServerProcess::ferrokv(&[
+                            "--dir",
+                            dir.path().to_str().unwrap(),
+                            "--appendonly",
+                            "yes",
+                        ])
+                    };
+                    let mut c = s.client();
+                    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+                    assert_eq!(n, 3, "{bin}, {what}");
+                }
+            }
+        }
+    }
+}

@@ -175,12 +175,24 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// Reads a manifest with Redis 7.0's rules (`aofLoadManifestFromFile`),
+    /// refusing in its words what it refuses: a blank line, a line without
+    /// file, seq (non-zero) and type, a second base, incremental files
+    /// whose sequence numbers do not increase, an unknown type, a path for
+    /// a name, an empty manifest. Comment lines start with `#`.
     pub fn parse(text: &str) -> Result<Manifest, String> {
         let mut m = Manifest::default();
-        for (n, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
+        let mut max_incr = 0u64;
+        let mut lines = 0;
+        for (n, raw) in text.lines().enumerate() {
+            lines += 1;
+            if raw.starts_with('#') {
                 continue;
+            }
+            let line = raw.trim_matches(|c| matches!(c, ' ' | '\t' | '\r'));
+            let bad = |why: &str| format!("{why} (manifest line {}: '{line}')", n + 1);
+            if line.is_empty() {
+                return Err(bad("Invalid AOF manifest file format"));
             }
             let words: Vec<&str> = line.split_whitespace().collect();
             let mut f = AofFile {
@@ -189,24 +201,26 @@ impl Manifest {
                 kind: ' ',
                 sum: None,
             };
+            // At least file, seq and type; more pairs are allowed
+            // (forward compatibility, as Redis).
             if words.len() < 6 || !words.len().is_multiple_of(2) {
-                return Err(format!("invalid manifest line {}: '{line}'", n + 1));
+                return Err(bad("Invalid AOF manifest file format"));
             }
             for kv in words.chunks(2) {
-                match kv {
-                    ["file", v] => f.name = v.to_string(),
-                    ["seq", v] => {
-                        f.seq = v
-                            .parse()
-                            .map_err(|_| format!("bad seq at manifest line {}", n + 1))?
-                    }
-                    ["type", v] => f.kind = v.chars().next().unwrap_or(' '),
-                    [k, v] if *k == super::aofsum::MANIFEST_KEY => {
+                let (k, v) = (kv[0].to_ascii_lowercase(), kv[1]);
+                match k.as_str() {
+                    "file" => {
                         if v.contains('/') {
-                            return Err(format!(
-                                "invalid checksum file name at manifest line {}",
-                                n + 1
-                            ));
+                            return Err(bad("File can't be a path, just a filename"));
+                        }
+                        f.name = v.to_string()
+                    }
+                    // Redis reads it with atoll: not a number is 0, refused below.
+                    "seq" => f.seq = v.parse().unwrap_or(0),
+                    "type" => f.kind = v.chars().next().unwrap_or(' '),
+                    k if k == super::aofsum::MANIFEST_KEY => {
+                        if v.contains('/') {
+                            return Err(bad("invalid checksum file name"));
                         }
                         f.sum = Some(v.to_string())
                     }
@@ -215,16 +229,30 @@ impl Manifest {
                     _ => {}
                 }
             }
-            if f.name.is_empty() || f.name.contains('/') {
-                return Err(format!("invalid file name at manifest line {}", n + 1));
+            if f.name.is_empty() || f.seq == 0 || f.kind == ' ' {
+                return Err(bad("Invalid AOF manifest file format"));
             }
             match f.kind {
-                'b' => m.base = Some(f),
-                'i' => m.incrs.push(f),
+                'b' => {
+                    if m.base.is_some() {
+                        return Err(bad("Found duplicate base file information"));
+                    }
+                    m.base = Some(f)
+                }
+                'i' => {
+                    if f.seq <= max_incr {
+                        return Err(bad("Found a non-monotonic sequence number"));
+                    }
+                    max_incr = f.seq;
+                    m.incrs.push(f)
+                }
                 // History files are deleted after a rewrite; nothing to load.
                 'h' => {}
-                _ => return Err(format!("invalid file type at manifest line {}", n + 1)),
+                _ => return Err(bad("Unknown AOF file type")),
             }
+        }
+        if lines == 0 {
+            return Err("Found an empty AOF manifest".into());
         }
         Ok(m)
     }
