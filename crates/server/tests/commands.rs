@@ -1706,3 +1706,44 @@ fn config_sanity_every_config_takes_its_own_value_back() {
         .unwrap();
     assert_eq!(exact, vec![("key-load-delay".to_string(), "0".to_string())]);
 }
+
+/// `DEBUG POPULATE count [prefix] [size]`, the helper Redis's own tests
+/// and benchmarks fill a server with: the same keys and values as
+/// redis-server's (equal `DEBUG DIGEST`), existing keys left alone, values
+/// cut or zero-padded to the size, its errors, and no change counted (it
+/// is not a write: nothing reaches the AOF or replicas).
+#[test]
+fn debug_populate_fills_as_redis_does() {
+    let ours = ServerProcess::ferrokv(&["--enable-debug-command", "yes"]);
+    let redis = ServerProcess::redis(&[]);
+    let script: &[&[&str]] = &[
+        &["SET", "key:5", "mine"],
+        &["DEBUG", "POPULATE", "1000"],
+        &["DEBUG", "POPULATE", "10", "p", "20"],
+        &["DEBUG", "POPULATE", "10", "q", "3"],
+        &["DEBUG", "POPULATE", "0"],
+        &["DEBUG", "POPULATE", "-1"],
+        &["DEBUG", "POPULATE", "x"],
+        &["DEBUG", "POPULATE", "3", "r", "-2"],
+        &["DEBUG", "POPULATE", "1", "a", "1", "extra"],
+        &["GET", "key:5"],
+        &["GET", "p:7"],
+        &["GET", "q:7"],
+        &["STRLEN", "p:3"],
+        &["DBSIZE"],
+        &["DEBUG", "DIGEST"],
+    ];
+    let (mut o, mut r) = (ours.raw(), redis.raw());
+    for cmd in script {
+        assert_eq!(o.cmd(cmd), r.cmd(cmd), "{cmd:?}");
+    }
+    for s in [&ours, &redis] {
+        assert_eq!(
+            s.info_field("persistence", "rdb_changes_since_last_save")
+                .as_deref(),
+            Some("1"),
+            "{}: only the SET counts",
+            s.name
+        );
+    }
+}

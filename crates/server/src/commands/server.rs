@@ -829,6 +829,8 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
             std::thread::sleep(std::time::Duration::from_micros(usec as u64));
         }
         ctx.client.out.ok();
+    } else if is(sub, "populate") && (3..=5).contains(&args.len()) {
+        debug_populate(ctx, &args);
     } else if is(sub, "set-active-expire") && args.len() == 3 {
         ctx.srv.active_expire_enabled = args.get(2) != b"0";
         ctx.client.out.ok();
@@ -895,6 +897,11 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
                 "    Write <message> to the server log.",
                 "OBJECT <key>",
                 "    Show low level info about the <key> and associated value.",
+                "POPULATE <count> [<prefix>] [<size>]",
+                "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+                "    it is used instead of the 'key' prefix. These are not propagated to",
+                "    replicas. Cluster slots are not respected so keys not belonging to the",
+                "    current node can be created in cluster mode.",
                 "PROTOCOL <type>",
                 "    Reply with a test value of the specified type. <type> can be: string,",
                 "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
@@ -911,6 +918,62 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
             "ERR unknown subcommand or wrong number of arguments for '{s}'. Try DEBUG HELP."
         ));
     }
+}
+
+/// `DEBUG POPULATE count [prefix] [size]` (Redis's test and benchmark
+/// helper): string keys `prefix:N` (default `key`) for N in 0..count
+/// holding `value:N`, or, with a size, `value:N` cut or zero-padded to
+/// size bytes; keys that exist are left alone. As Redis: the name is cut
+/// to 127 bytes, nothing is propagated or counted as a change (DEBUG is
+/// not a write), WATCHes on the keys break.
+fn debug_populate(ctx: &mut Ctx, args: &Args) {
+    // Redis's getPositiveLongFromObjectOrReply: one message for both a
+    // negative number and no number.
+    let positive = |ctx: &mut Ctx, a: &[u8]| -> Option<u64> {
+        match ferrokv_resp::parse_i64(a) {
+            Some(n) if n >= 0 => Some(n as u64),
+            _ => {
+                ctx.error("ERR value is out of range, must be positive");
+                None
+            }
+        }
+    };
+    let Some(count) = positive(ctx, args.get(2)) else {
+        return;
+    };
+    let size = if args.len() == 5 {
+        match positive(ctx, args.get(4)) {
+            Some(n) => Some(n as usize),
+            None => return,
+        }
+    } else {
+        None
+    };
+    let prefix: &[u8] = if args.len() >= 4 { args.get(3) } else { b"key" };
+    let db = ctx.client.db;
+    let lru = ctx.srv.lru_clock;
+    let mut key = Vec::with_capacity(128);
+    let mut value = Vec::new();
+    for j in 0..count {
+        key.clear();
+        key.extend_from_slice(prefix);
+        key.push(b':');
+        key.extend_from_slice(j.to_string().as_bytes());
+        // Redis formats the name into a 128-byte buffer.
+        key.truncate(127);
+        if ctx.srv.exists(db, &key, ctx.now_ms) {
+            continue;
+        }
+        value.clear();
+        value.extend_from_slice(b"value:");
+        value.extend_from_slice(j.to_string().as_bytes());
+        if let Some(n) = size {
+            value.resize(n, 0);
+        }
+        ctx.srv.keyspace.dbs[db].set_str(&key, &value, ferrokv_store::NO_EXPIRE, lru);
+        ctx.srv.touch_watched_key(db, &key);
+    }
+    ctx.client.out.ok();
 }
 
 /// DEBUG PROTOCOL <type>: a sample reply of each RESP type, exactly as

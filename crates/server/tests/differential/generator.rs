@@ -831,6 +831,15 @@ impl Generator {
                     return Command::new(args, MemoryUsage);
                 }
                 // The digest of single keys, mid-sequence.
+                // And now and then DEBUG POPULATE: a few keys of its own
+                // names (existing ones left alone), or its errors.
+                3 if self.chance(0.1) => vec![
+                    b("DEBUG"),
+                    b("POPULATE"),
+                    b(self.pick(&["3", "0", "-1", "x"])),
+                    b(self.pick(&["pop", "k"])),
+                    b(self.pick(&["0", "2", "12", "-5"])),
+                ],
                 3 => vec![b("DEBUG"), b("DIGEST-VALUE"), src, self.source_key()],
                 // Server and connection commands whose replies do not
                 // depend on timing or on the connection's address: READONLY
