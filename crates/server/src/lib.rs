@@ -59,6 +59,7 @@
 //! - [`metrics`]: the Prometheus `/metrics` endpoint and every series it serves.
 //! - [`alloc`]: the counting global allocator behind `INFO memory`.
 //! - [`fdlimit`]: fitting `maxclients` to the open-files limit.
+//! - [`oom`]: `oom-score-adj`, the process's score for the kernel's OOM killer.
 //! - [`signals`]: SIGTERM/SIGINT as a clean shutdown.
 //! - [`embedded`]: the server driven in-process, without sockets.
 //! - [`command_fuzz`]: the command fuzzer's harness (`fuzz/`, and its replay test).
@@ -79,6 +80,7 @@ pub mod metrics;
 pub mod monitor;
 pub mod net;
 pub mod notify;
+pub mod oom;
 pub mod pause;
 pub mod persistence;
 pub mod propagate;

@@ -133,6 +133,8 @@ pub struct Server {
     pub lru_clock: u32,
     pub shutdown_requested: bool,
     pub tcp_port: u16,
+    /// `oom-score-adj` (oom.rs).
+    pub oom: crate::oom::OomScore,
     pub peak_memory: usize,
     pub cron_loops: u64,
     /// `DEBUG SET-ACTIVE-EXPIRE`.
@@ -268,6 +270,7 @@ impl Server {
             lru_clock: ((now / 1000) as u32) & LRU_CLOCK_MAX,
             shutdown_requested: false,
             tcp_port: 0,
+            oom: Default::default(),
             peak_memory: 0,
             cron_loops: 0,
             active_expire_enabled: true,
@@ -1109,6 +1112,8 @@ impl Server {
             }
         }
         self.persistence_cron();
+        let replica = self.repl.is_replica();
+        self.oom.tick(&self.config, replica);
         let now = Instant::now();
         self.now_ms = unix_ms();
         self.refresh_lru_clock();

@@ -821,3 +821,55 @@ fn config_set_port_and_bind_rebind_at_run_time_or_roll_back() {
     let pong: String = redis::cmd("PING").query(&mut c2).unwrap();
     assert_eq!(pong, "PONG");
 }
+
+/// `oom-score-adj` is applied to the process as Redis 7.0 applies it:
+/// `/proc/PID/oom_score_adj` gets the master's value (added to the
+/// starting score with `yes`, as given with `absolute`), the replica's
+/// value once the server replicates, and the starting score back with
+/// `no`. Runs against redis-server too (`FERROKV_TESTS_TARGET=redis`).
+#[test]
+fn oom_score_adj_is_applied_to_the_process_by_role() {
+    let s = common::reply::own_server(&[]);
+    let path = format!("/proc/{}/oom_score_adj", s.child.id());
+    let score = || -> i32 {
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let base = score();
+    let mut c = s.client();
+    let set = |c: &mut redis::Connection, k: &str, v: &str| {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(k)
+            .arg(v)
+            .query(c)
+            .unwrap();
+    };
+    set(&mut c, "oom-score-adj-values", "7 20 30");
+    set(&mut c, "oom-score-adj", "yes");
+    assert_eq!(score(), (base + 7).clamp(-1000, 1000));
+    set(&mut c, "oom-score-adj", "absolute");
+    set(&mut c, "oom-score-adj-values", "9 21 30");
+    assert_eq!(score(), 9);
+    // A replica (of a port nobody listens on: the role is what counts).
+    let nobody = common::free_port();
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(nobody)
+        .query(&mut c)
+        .unwrap();
+    wait_for("the replica's score", 10, || (score() == 21).then_some(()));
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut c)
+        .unwrap();
+    wait_for("the master's score again", 10, || {
+        (score() == 9).then_some(())
+    });
+    set(&mut c, "oom-score-adj", "no");
+    assert_eq!(score(), base);
+}

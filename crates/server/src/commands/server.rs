@@ -214,6 +214,27 @@ fn config_set(ctx: &mut Ctx, args: Args) {
     } else {
         None
     };
+    // The OOM score for new oom-score-adj settings: a score the kernel
+    // refuses fails the whole CONFIG SET (oom.rs).
+    if (
+        next.accepted_value("oom-score-adj"),
+        next.accepted_value("oom-score-adj-values"),
+    ) != (
+        ctx.srv.config.accepted_value("oom-score-adj"),
+        ctx.srv.config.accepted_value("oom-score-adj-values"),
+    ) {
+        let replica = ctx.srv.repl.is_replica();
+        if let Err(e) = ctx.srv.oom.apply(&next, replica) {
+            tracing::warn!("{e}");
+            let opt = if seen.iter().any(|n| n == "oom-score-adj-values") {
+                "oom-score-adj-values"
+            } else {
+                "oom-score-adj"
+            };
+            ctx.error(&format!("ERR CONFIG SET failed (possibly related to argument '{opt}') - Failed to set current oom_score_adj. Check server logs."));
+            return;
+        }
+    }
     // New listeners for a new port, TLS port or bind list: bound before
     // anything else is applied, so that a port already taken leaves every
     // option of this CONFIG SET as it was (Redis's rollback).

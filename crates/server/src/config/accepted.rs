@@ -5,7 +5,8 @@
 //! Redis's error texts; values live in [`Config::accepted`].
 //!
 //! Not here: the `tls-*` and `cluster-*` configs (acted on;
-//! `config/tls.rs`, `config/cluster.rs`).
+//! `config/tls.rs`, `config/cluster.rs`). Kept here though acted on:
+//! `oom-score-adj` and `oom-score-adj-values` (read by `oom.rs`).
 
 use super::{Config, ConfigOption};
 

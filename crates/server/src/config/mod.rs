@@ -2325,6 +2325,12 @@ impl Config {
         Ok(())
     }
 
+    /// The value of an option by its name, as `CONFIG GET` shows it
+    /// (empty for a name that is no option).
+    pub fn accepted_value(&self, name: &str) -> String {
+        find(name).map(|o| (o.get)(self)).unwrap_or_default()
+    }
+
     /// `CONFIG GET`: every option whose name matches a glob pattern; a
     /// hidden option ([`HIDDEN`]) only by its exact name, as Redis's.
     pub fn get_matching(&self, pattern: &[u8]) -> Vec<(&'static str, String)> {
