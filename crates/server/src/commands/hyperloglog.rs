@@ -35,7 +35,7 @@ const fn cmd(name: &'static str, arity: i32, flags: u32, h: super::Handler) -> C
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd("pfadd", -2, WRITE | DENYOOM | FAST, pfadd).keys(1, 1, 1).since("2.8.9").complexity("O(1) to add every element.").doc("Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.", "key [element [element ...]]"),
-    cmd("pfcount", -2, READONLY, pfcount).keys(1, -1, 1).since("2.8.9").complexity("O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.").doc("Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", "key [key ...]"),
+    cmd("pfcount", -2, READONLY | MAY_REPLICATE, pfcount).keys(1, -1, 1).since("2.8.9").complexity("O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys.").doc("Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", "key [key ...]"),
     cmd("pfmerge", -2, WRITE | DENYOOM, pfmerge).keys(1, -1, 1).since("2.8.9").complexity("O(N) to merge N HyperLogLogs, but with high constant times.").doc("Merges one or more HyperLogLog values into a single key.", "destkey [sourcekey [sourcekey ...]]"),
     cmd("pfdebug", 3, WRITE | DENYOOM | ADMIN, pfdebug).keys(2, 2, 1).since("2.8.9").complexity("N/A").doc("Internal commands for debugging HyperLogLog values.", "subcommand key"),
     cmd("pfselftest", 1, ADMIN, pfselftest).since("2.8.9").complexity("N/A").doc("An internal command for testing HyperLogLog values.", ""),
