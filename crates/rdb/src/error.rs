@@ -17,7 +17,7 @@ pub enum DecodeError {
     UnsupportedVersion { version: u32, max: u32 },
     #[error("RDB truncated at offset {offset}: {needed} more bytes expected")]
     Truncated { offset: usize, needed: u64 },
-    #[error("RDB checksum mismatch: trailer at offset {offset} holds {stored:#018x}, the content hashes to {computed:#018x}")]
+    #[error("RDB CRC error: checksum mismatch, the trailer at offset {offset} holds {stored:#018x}, the content hashes to {computed:#018x}")]
     ChecksumMismatch {
         offset: usize,
         stored: u64,

@@ -211,3 +211,53 @@ fn debug_reload_round_trips_the_dataset() {
     let () = redis::cmd("DEBUG").arg("RELOAD").query(&mut c).unwrap();
     assert_eq!(digest(&mut c), before);
 }
+
+/// A snapshot whose bytes were damaged after it was written stops
+/// start-up, on ferrokv as on redis-server 7.0, with Redis's words in the
+/// log ("Wrong RDB checksum …", "RDB CRC error"), which log checks and
+/// Redis's own tests wait for. Each server reads the file it wrote.
+#[test]
+fn a_corrupt_snapshot_stops_start_up_with_redis_s_crc_error() {
+    for bin in [env!("CARGO_BIN_EXE_ferrokv-server"), "redis-server"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_str().unwrap();
+        {
+            let s = if bin == "redis-server" {
+                ServerProcess::redis(&["--dir", d])
+            } else {
+                ServerProcess::ferrokv(&["--dir", d])
+            };
+            let mut c = s.client();
+            let _: () = redis::cmd("SET")
+                .arg("x")
+                .arg("hello world value")
+                .query(&mut c)
+                .unwrap();
+            let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+        }
+        let path = dir.path().join("dump.rdb");
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes
+            .windows(5)
+            .position(|w| w == b"hello")
+            .expect("the value in the file");
+        bytes[at] ^= 1;
+        std::fs::write(&path, bytes).unwrap();
+        let out = std::process::Command::new(bin)
+            .args([
+                "--port",
+                &common::free_port().to_string(),
+                "--dir",
+                d,
+                "--save",
+                "",
+            ])
+            .output()
+            .unwrap();
+        let log = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{bin} started\n{log}");
+        assert!(log.contains("Wrong RDB checksum"), "{bin}\n{log}");
+        assert!(log.contains("RDB CRC error"), "{bin}\n{log}");
+    }
+}

@@ -448,10 +448,11 @@ pub fn load_rdb_reporting<'p>(
         };
         if stored != 0 && computed != Some(stored) {
             return Err(format!(
-                "{} is corrupt: RDB checksum mismatch, the trailer at offset {} holds {stored:#018x}, the content hashes to {:#018x}",
+                // Redis's words first (log checks wait for "CRC error").
+                "{} is corrupt: Wrong RDB checksum expected: ({:016x}) but got ({stored:016x}). RDB CRC error (checksum mismatch: the content hashes to the first, the trailer at offset {} holds the second)",
                 path.display(),
-                summary.len.saturating_sub(8),
-                computed.unwrap_or(0)
+                computed.unwrap_or(0),
+                summary.len.saturating_sub(8)
             ));
         }
     }

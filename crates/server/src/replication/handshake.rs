@@ -726,7 +726,7 @@ fn receive_and_load(c: &mut Conn) -> Result<(Keyspace, Option<LoadStats>, u64), 
                     let computed = crc.crc;
                     if computed != stored {
                         return Err(fail(format!(
-                            "RDB checksum mismatch: the trailer holds {stored:#018x}, the payload hashes to {computed:#018x}"
+                            "RDB CRC error: checksum mismatch, the trailer holds {stored:#018x}, the payload hashes to {computed:#018x}"
                         )));
                     }
                 }
