@@ -604,15 +604,14 @@ fn chained_replica_receives_the_top_masters_exact_stream() {
             )
         },
     );
-    // Same history, same offsets: the stream went through byte for byte.
+    // Same history: the stream went through byte for byte (the offsets
+    // and digests were compared above, where the master did not change;
+    // not again here: flaky under load (#44), the master's stream goes on
+    // after the wait — its PING every repl-ping-replica-period, the DEL of
+    // a key of the load expiring later — and the leaf trails by that).
     let id = info(&master, "replication", "master_replid");
     assert_eq!(info(&mid, "replication", "master_replid"), id);
     assert_eq!(info(&leaf, "replication", "master_replid"), id);
-    assert_eq!(
-        num(&leaf, "replication", "master_repl_offset"),
-        num(&master, "replication", "master_repl_offset")
-    );
-    assert_eq!(digest(&leaf), digest(&master));
 }
 
 #[test]
