@@ -20,16 +20,17 @@ pub struct OomScore {
     base: Option<i32>,
     /// The score last written, with the role it was for.
     applied: Option<(i32, bool)>,
-    /// The last failure the cron logged (logged once, not every tick).
-    logged: Option<String>,
+    /// The role the cron last brought the score in line with: the cron
+    /// acts only when it changes (CONFIG SET applies its own changes).
+    role: Option<bool>,
 }
 
 /// The mode and the three values, as configured.
 fn configured(cfg: &Config) -> (String, [i32; 3]) {
-    let mode = cfg.accepted_value("oom-score-adj");
+    let mode = cfg.option_value("oom-score-adj");
     let mut v = [0, 200, 800];
     for (i, w) in cfg
-        .accepted_value("oom-score-adj-values")
+        .option_value("oom-score-adj-values")
         .split_whitespace()
         .take(3)
         .enumerate()
@@ -53,11 +54,6 @@ fn write_score(v: i32) -> Result<(), String> {
 }
 
 impl OomScore {
-    /// The score the process has now (for tests and INFO-like checks).
-    pub fn current() -> Option<i32> {
-        read_score().ok()
-    }
-
     /// Brings the process's score in line with `cfg` and the role
     /// (`replica`); does nothing when it already is.
     pub fn apply(&mut self, cfg: &Config, replica: bool) -> Result<(), String> {
@@ -90,20 +86,17 @@ impl OomScore {
         self.applied = Some((v, replica));
         Ok(())
     }
-}
 
-impl OomScore {
-    /// From the cron: follows a role change (REPLICAOF, a failover); a
-    /// failure is logged once.
+    /// From the cron: at start-up and after a role change (REPLICAOF, a
+    /// failover), the score for the role; a failure is logged, not
+    /// retried until the role changes again.
     pub fn tick(&mut self, cfg: &Config, replica: bool) {
-        match self.apply(cfg, replica) {
-            Ok(()) => self.logged = None,
-            Err(e) => {
-                if self.logged.as_deref() != Some(e.as_str()) {
-                    tracing::warn!("{e}");
-                    self.logged = Some(e);
-                }
-            }
+        if self.role == Some(replica) {
+            return;
+        }
+        self.role = Some(replica);
+        if let Err(e) = self.apply(cfg, replica) {
+            tracing::warn!("{e}");
         }
     }
 }

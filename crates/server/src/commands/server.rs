@@ -217,11 +217,11 @@ fn config_set(ctx: &mut Ctx, args: Args) {
     // The OOM score for new oom-score-adj settings: a score the kernel
     // refuses fails the whole CONFIG SET (oom.rs).
     if (
-        next.accepted_value("oom-score-adj"),
-        next.accepted_value("oom-score-adj-values"),
+        next.option_value("oom-score-adj"),
+        next.option_value("oom-score-adj-values"),
     ) != (
-        ctx.srv.config.accepted_value("oom-score-adj"),
-        ctx.srv.config.accepted_value("oom-score-adj-values"),
+        ctx.srv.config.option_value("oom-score-adj"),
+        ctx.srv.config.option_value("oom-score-adj-values"),
     ) {
         let replica = ctx.srv.repl.is_replica();
         if let Err(e) = ctx.srv.oom.apply(&next, replica) {
@@ -976,10 +976,11 @@ fn debug_populate(ctx: &mut Ctx, args: &Args) {
     let mut key = Vec::with_capacity(128);
     let mut value = Vec::new();
     for j in 0..count {
+        let n = j.to_string();
         key.clear();
         key.extend_from_slice(prefix);
         key.push(b':');
-        key.extend_from_slice(j.to_string().as_bytes());
+        key.extend_from_slice(n.as_bytes());
         // Redis formats the name into a 128-byte buffer.
         key.truncate(127);
         if ctx.srv.exists(db, &key, ctx.now_ms) {
@@ -987,7 +988,7 @@ fn debug_populate(ctx: &mut Ctx, args: &Args) {
         }
         value.clear();
         value.extend_from_slice(b"value:");
-        value.extend_from_slice(j.to_string().as_bytes());
+        value.extend_from_slice(n.as_bytes());
         if let Some(n) = size {
             value.resize(n, 0);
         }

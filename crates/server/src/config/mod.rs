@@ -2327,7 +2327,7 @@ impl Config {
 
     /// The value of an option by its name, as `CONFIG GET` shows it
     /// (empty for a name that is no option).
-    pub fn accepted_value(&self, name: &str) -> String {
+    pub fn option_value(&self, name: &str) -> String {
         find(name).map(|o| (o.get)(self)).unwrap_or_default()
     }
 
@@ -2412,6 +2412,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("'port'"), "{e}");
+    }
+
+    #[test]
+    fn hidden_and_own_startup_names_are_options() {
+        // A misspelt name in either list would silently do nothing.
+        for n in HIDDEN.iter().chain(OWN_STARTUP_ONLY) {
+            let o = find(n).unwrap_or_else(|| panic!("{n} is no option"));
+            if OWN_STARTUP_ONLY.contains(n) {
+                assert!(!o.mutable, "{n} is settable: not start-up only");
+            }
+        }
     }
 
     #[test]

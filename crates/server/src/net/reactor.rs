@@ -10,11 +10,11 @@
 use crate::net::client::{Client, ReplyMode};
 use crate::net::conn::{Accepted, Conn, Listener, TcpOptions, Transport};
 use crate::net::io_threads::{Done, IoThreads, Job, Movable, Parsed, ReadJob, WriteJob};
+use crate::net::rebind::{bind_kind, tcp_port_of};
 use crate::server::{unix_ms, Server};
 use ferrokv_resp::request::{Limits, RequestDecoder};
 use mio::{Events, Interest, Poll, Token};
 use std::io::{self, Write};
-use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::os::fd::OwnedFd;
 use std::time::{Duration, Instant};
@@ -76,22 +76,18 @@ impl Reactor {
     /// `port 0`, as Redis), and the Unix socket when one is configured.
     pub fn bind(srv: Server) -> io::Result<Reactor> {
         let poll = Poll::new()?;
-        let mut listeners = Vec::new();
-        let mut bound_port = srv.config.port;
         let backlog = srv.config.tcp_backlog as i32;
-        let tcp = srv.config.port != 0;
-        for host in srv.config.bind.iter().filter(|_| tcp) {
-            let l = Listener::bind_tcp(bind_addr(host, bound_port)?, backlog)?;
-            bound_port = l.tcp_port().unwrap_or(bound_port);
-            listeners.push(l);
-        }
+        // TCP, TLS, then the Unix socket (the order `rebind` keeps).
+        let mut listeners = bind_kind(&srv.config.bind, srv.config.port, false, backlog)?;
         let tls = crate::net::tls::TlsContext::build(&srv.config.tls)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        listeners.extend(bind_kind(
+            &srv.config.bind,
+            srv.config.tls.port,
+            true,
+            backlog,
+        )?);
         if srv.config.tls.port != 0 {
-            for host in &srv.config.bind {
-                let addr = bind_addr(host, srv.config.tls.port)?;
-                listeners.push(Listener::bind_tls(addr, backlog)?);
-            }
             info!(
                 "Ready to accept connections tls on port {}",
                 srv.config.tls.port
@@ -128,7 +124,7 @@ impl Reactor {
                 }
             );
         }
-        srv.tcp_port = if tcp { bound_port } else { 0 };
+        srv.tcp_port = tcp_port_of(&listeners);
         srv.repl.registry = Some(poll.registry().try_clone()?);
         if srv.config.cluster.enabled {
             // The bus port, and the node table from nodes.conf.
@@ -1517,25 +1513,6 @@ impl Server {
             entry.insert(Some(Box::new(client)));
         }
     }
-}
-
-/// A `bind` entry and a port as a socket address: a leading `-` (Redis's
-/// "optional address") dropped, `*` for every IPv4 address, IPv6 in
-/// brackets.
-pub(crate) fn bind_addr(host: &str, port: u16) -> io::Result<SocketAddr> {
-    let host = host.trim_start_matches('-');
-    let host = if host == "*" { "0.0.0.0" } else { host };
-    let text = if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    };
-    text.parse().map_err(|e| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("bad bind address {host}: {e}"),
-        )
-    })
 }
 
 /// The ring for `io-backend` (crates/net/src/uring.rs): none for `epoll`; for `auto`,

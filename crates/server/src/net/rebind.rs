@@ -8,7 +8,7 @@
 //! accepted are never touched.
 
 use crate::net::conn::Listener;
-use crate::net::reactor::{bind_addr, LISTENER_BASE};
+use crate::net::reactor::LISTENER_BASE;
 use crate::server::Server;
 use mio::{Interest, Token};
 
@@ -20,9 +20,28 @@ pub struct Endpoints {
     pub tls_port: u16,
 }
 
+/// A `bind` entry and a port as a socket address: a leading `-` (Redis's
+/// "optional address") dropped, `*` for every IPv4 address, IPv6 in
+/// brackets.
+fn bind_addr(host: &str, port: u16) -> std::io::Result<std::net::SocketAddr> {
+    let host = host.trim_start_matches('-');
+    let host = if host == "*" { "0.0.0.0" } else { host };
+    let text = if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    text.parse().map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("bad bind address {host}: {e}"),
+        )
+    })
+}
+
 /// Binds `port` (`tls`: as TLS listeners) on every address of `bind`;
 /// port 0 binds nothing (Redis: not listening on TCP).
-fn bind_kind(
+pub(crate) fn bind_kind(
     bind: &[String],
     port: u16,
     tls: bool,
@@ -41,6 +60,17 @@ fn bind_kind(
         });
     }
     Ok(out)
+}
+
+/// The plain TCP port listened on (`INFO`'s `tcp_port`), 0 for none.
+pub(crate) fn tcp_port_of(listeners: &[Listener]) -> u16 {
+    listeners
+        .iter()
+        .find_map(|l| match l {
+            Listener::Tcp(_) => l.tcp_port(),
+            _ => None,
+        })
+        .unwrap_or(0)
 }
 
 /// Which option a failure is reported under, and why (Redis's words,
@@ -147,13 +177,7 @@ pub fn rebind(srv: &mut Server, old: &Endpoints, new: &Endpoints) -> Result<(), 
             tracing::warn!("Could not watch a listener: {e}");
         }
     }
-    srv.tcp_port = all
-        .iter()
-        .find_map(|l| match l {
-            Listener::Tcp(_) => l.tcp_port(),
-            _ => None,
-        })
-        .unwrap_or(0);
+    srv.tcp_port = tcp_port_of(&all);
     srv.listeners = all;
     srv.repl.registry = Some(reg);
     if result.is_ok() {
