@@ -70,6 +70,7 @@ pub fn pump(srv: &mut Server, holder: Holder) {
             || replicas.contains(&c.id)
             || c.blocked.is_some()
             || srv.repl.master.is_waiting(c.id)
+            || srv.shutdown.blocks(c.id)
             || c.conn.stream.is_none();
         if !skip {
             serve(srv, &mut c, holder);

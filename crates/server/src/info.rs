@@ -196,6 +196,10 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
                 "io_threads_active:{}",
                 u8::from(srv.io_threads.as_ref().is_some_and(|io| io.active))
             );
+            // Only while a shutdown waits for its replicas (shutdown.rs).
+            if let Some(ms) = srv.shutdown.remaining_ms(crate::server::unix_ms()) {
+                f!("shutdown_in_milliseconds:{ms}");
+            }
         }
         "clients" => {
             let max_in = srv
@@ -229,7 +233,14 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             f!("maxclients:{}", srv.config.maxclients);
             f!("client_recent_max_input_buffer:{max_in}");
             f!("client_recent_max_output_buffer:{max_out}");
-            f!("blocked_clients:{}", srv.blocking.blocked_clients());
+            // On keys or held by a pause, in WAIT, in SHUTDOWN (as Redis
+            // counts every kind of blocked client).
+            f!(
+                "blocked_clients:{}",
+                srv.blocking.blocked_clients()
+                    + srv.repl.master.waiters.len()
+                    + srv.shutdown.blocked_count()
+            );
             f!("tracking_clients:{}", srv.tracking.clients.len());
             f!("clients_in_timeout_table:{}", srv.blocking.with_timeout());
             f!(

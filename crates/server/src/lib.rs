@@ -40,7 +40,7 @@
 //! - [`server`]: the state the thread owns and the command pipeline.
 //! - [`commands`]: the command table, one file per command family.
 //! - [`blocking`]: clients blocked on keys (BLPOP and friends).
-//! - [`pause`]: `CLIENT PAUSE` and the failover pause (writes held, reads served).
+//! - [`pause`]: `CLIENT PAUSE`, the failover's and the shutdown's pauses (writes held, reads served).
 //! - [`cluster`]: Redis Cluster (the bus, node table, slots, redirections,
 //!   failover; docs/cluster.md).
 //! - [`busy`]: serving clients while the thread is held by a long script or
@@ -60,7 +60,8 @@
 //! - [`alloc`]: the counting global allocator behind `INFO memory`.
 //! - [`fdlimit`]: fitting `maxclients` to the open-files limit.
 //! - [`oom`]: `oom-score-adj`, the process's score for the kernel's OOM killer.
-//! - [`signals`]: SIGTERM/SIGINT as a clean shutdown.
+//! - [`shutdown`]: `SHUTDOWN`, SIGTERM/SIGINT, waiting for lagging replicas, `SHUTDOWN ABORT`.
+//! - [`signals`]: the SIGTERM/SIGINT handler (recording the signal for `shutdown`).
 //! - [`embedded`]: the server driven in-process, without sockets.
 //! - [`command_fuzz`]: the command fuzzer's harness (`fuzz/`, and its replay test).
 
@@ -88,6 +89,7 @@ pub mod pubsub;
 pub mod replication;
 pub mod scripting;
 pub mod server;
+pub mod shutdown;
 pub mod signals;
 pub mod tracking;
 

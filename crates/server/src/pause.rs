@@ -1,5 +1,6 @@
 //! Client pauses: `CLIENT PAUSE timeout [WRITE|ALL]`, `CLIENT UNPAUSE`, and
-//! the write pause a `FAILOVER` holds while its replica catches up (Redis
+//! the write pauses a `FAILOVER` holds while its replica catches up and a
+//! shutdown holds while its replicas do (`crate::shutdown`) (Redis
 //! 7.0's `pauseClients` / `unpauseClients` in `networking.c`).
 //!
 //! # How it works
@@ -51,13 +52,15 @@ pub enum PauseKind {
 pub enum PausePurpose {
     ClientCommand = 0,
     Failover = 1,
+    /// A shutdown waiting for its replicas (`crate::shutdown`).
+    Shutdown = 2,
 }
 
 /// The pause events held, one per purpose, and their sum.
 #[derive(Default)]
 pub struct ClientPause {
     /// (kind, end in unix ms) per purpose.
-    events: [Option<(PauseKind, i64)>; 2],
+    events: [Option<(PauseKind, i64)>; 3],
     kind: PauseKind,
     end_ms: i64,
 }
@@ -118,8 +121,8 @@ impl Server {
     }
 
     /// Ends a `CLIENT PAUSE` whose time is up (Redis's
-    /// `checkClientPauseTimeoutAndReturnIfPaused`). The failover's own
-    /// pause has no end of its own: the failover lifts it.
+    /// `checkClientPauseTimeoutAndReturnIfPaused`). The failover's and the
+    /// shutdown's pauses have no end of their own: they lift them.
     pub fn check_pause_end(&mut self, now_ms: i64) {
         if let Some((_, end)) = self.pause.events[PausePurpose::ClientCommand as usize] {
             if end < now_ms {

@@ -131,7 +131,12 @@ pub struct Server {
     pub now_ms: i64,
     /// The LRU clock: seconds, 24 bits, as Redis.
     pub lru_clock: u32,
+    /// The loop exits at the end of this turn (a shutdown finished).
     pub shutdown_requested: bool,
+    /// A shutdown waiting for replicas, its blocked clients (shutdown.rs).
+    pub shutdown: crate::shutdown::Shutdown,
+    /// `DEBUG PAUSE-CRON 1`: the cron (and the signals it acts on) holds.
+    pub cron_paused: bool,
     pub tcp_port: u16,
     /// `oom-score-adj` (oom.rs).
     pub oom: crate::oom::OomScore,
@@ -146,6 +151,10 @@ pub struct Server {
     /// The append-only file, when `appendonly yes`.
     pub aof: Option<crate::persistence::aof::Aof>,
     /// An AOF rewrite asked for while a save ran.
+    /// `appendonly yes` was set at run time and its first rewrite (the
+    /// base holding the data set) has not finished: the AOF alone does not
+    /// hold the data yet (Redis's `AOF_WAIT_REWRITE`).
+    pub aof_first_rewrite: bool,
     pub aof_rewrite_scheduled: bool,
     pub aof_last_rewrite_secs: Option<f64>,
     /// `SLOWLOG`.
@@ -269,6 +278,8 @@ impl Server {
             now_ms: now,
             lru_clock: ((now / 1000) as u32) & LRU_CLOCK_MAX,
             shutdown_requested: false,
+            shutdown: Default::default(),
+            cron_paused: false,
             tcp_port: 0,
             oom: Default::default(),
             peak_memory: 0,
@@ -279,6 +290,7 @@ impl Server {
             propagation: Default::default(),
             aof: None,
             aof_rewrite_scheduled: false,
+            aof_first_rewrite: false,
             aof_last_rewrite_secs: None,
             slowlog: Default::default(),
             latency_monitor: Default::default(),
@@ -1044,6 +1056,7 @@ impl Server {
             return None;
         };
         self.repl_client_closed(c.id, c.db);
+        self.shutdown.forget(c.id);
         crate::blocking::forget(self, t, &mut c);
         self.tracking.disable(c.id);
         tracing::debug!("Client closed: id={} addr={}", c.id, c.addr);
@@ -1450,6 +1463,7 @@ impl Server {
                 };
                 match aof.finish_rewrite(ok, size) {
                     Ok(()) if ok => {
+                        self.aof_first_rewrite = false;
                         tracing::info!("Background AOF rewrite finished successfully ({secs:.3} s)")
                     }
                     Ok(()) => {}
@@ -1514,6 +1528,12 @@ impl Server {
             }
         }
         Ok(())
+    }
+
+    /// Whether the AOF turned on at run time still waits for its first
+    /// base (a shutdown then would leave an AOF without the data set).
+    pub fn aof_first_rewrite_pending(&self) -> bool {
+        self.aof.is_some() && self.aof_first_rewrite
     }
 
     /// `BGREWRITEAOF`: a new incremental file now, and a new base from a

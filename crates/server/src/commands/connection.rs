@@ -372,10 +372,11 @@ fn type_matches(srv: &crate::server::Server, c: &Client, f: TypeFilter) -> bool 
 }
 
 /// The `flags=` letters of `CLIENT LIST` this server can show: `O`
-/// (MONITOR), `P` (pub/sub), `x` (in MULTI), `b` (blocked on keys), `t`
+/// (MONITOR), `P` (pub/sub), `x` (in MULTI), `b` (blocked: on keys, in
+/// `WAIT`, in `SHUTDOWN`, or held by a pause), `t`
 /// (tracking), `R` (its tracking redirect is gone), `B` (tracking in BCAST
 /// mode), `U` (on a Unix socket), `N` (none).
-fn client_flags(c: &Client, tracking: Option<&ClientTracking>) -> String {
+fn client_flags(c: &Client, tracking: Option<&ClientTracking>, waiting: bool) -> String {
     let mut f = String::new();
     if c.monitor {
         f.push('O');
@@ -386,7 +387,7 @@ fn client_flags(c: &Client, tracking: Option<&ClientTracking>) -> String {
     if c.multi.is_some() {
         f.push('x');
     }
-    if c.blocked.is_some() {
+    if c.blocked.is_some() || waiting {
         f.push('b');
     }
     if let Some(t) = tracking {
@@ -447,7 +448,11 @@ pub fn client_line(c: &Client, current: bool, srv: &crate::server::Server) -> St
         s(&c.name),
         c.created.elapsed().as_secs(),
         if current { 0 } else { c.last_interaction.elapsed().as_secs() },
-        client_flags(c, tracking),
+        client_flags(
+            c,
+            tracking,
+            srv.repl.master.is_waiting(c.id) || srv.shutdown.blocks(c.id)
+        ),
         c.db,
         c.subs.channels.len(),
         c.subs.patterns.len(),

@@ -19,7 +19,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, crate::monitor::monitor).complexity("").doc("Listen for all requests received by the server in real time", ""),
     cmd("time", 1, LOADING | STALE | FAST, time).since("2.6.0").doc("Returns the server time.", ""),
     cmd("lastsave", 1, LOADING | STALE | FAST, lastsave).doc("Returns the Unix timestamp of the last successful save to disk.", ""),
-    cmd("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, shutdown).doc(
+    cmd("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, crate::shutdown::command).doc(
         "Synchronously saves the database(s) to disk and shuts down the Redis server.",
         "[NOSAVE|SAVE] [NOW] [FORCE] [ABORT]",
     ),
@@ -321,6 +321,7 @@ fn enable_aof(ctx: &mut Ctx) -> Result<(), String> {
         c.aof_checksums,
     )?;
     ctx.srv.aof = Some(aof);
+    ctx.srv.aof_first_rewrite = true;
     if ctx.srv.persistence.job.is_some() {
         ctx.srv.aof_rewrite_scheduled = true;
         Ok(())
@@ -780,7 +781,7 @@ fn command_help(ctx: &mut Ctx, _args: Args) {
     );
 }
 
-/// DEBUG DIGEST | DIGEST-VALUE key [key ...] | OBJECT key | SLEEP seconds | SET-ACTIVE-EXPIRE 0|1 | HELP
+/// DEBUG DIGEST | DIGEST-VALUE key [key ...] | OBJECT key | SLEEP seconds | SET-ACTIVE-EXPIRE 0|1 | PAUSE-CRON 0|1 | HELP
 fn debug_help(ctx: &mut Ctx, args: Args) {
     let sub = args.get(1);
     let db = ctx.client.db;
@@ -855,6 +856,10 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
     } else if is(sub, "set-active-expire") && args.len() == 3 {
         ctx.srv.active_expire_enabled = args.get(2) != b"0";
         ctx.client.out.ok();
+    } else if is(sub, "pause-cron") && args.len() == 3 {
+        // Redis's atoi: anything but a number other than 0 resumes.
+        ctx.srv.cron_paused = ferrokv_resp::parse_i64(args.get(2)).is_some_and(|v| v != 0);
+        ctx.client.out.ok();
     } else if is(sub, "protocol") && args.len() == 3 {
         debug_protocol(ctx, args.get(2));
     } else if is(sub, "reload") {
@@ -918,6 +923,8 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
                 "    Write <message> to the server log.",
                 "OBJECT <key>",
                 "    Show low level info about the <key> and associated value.",
+                "PAUSE-CRON <0|1>",
+                "    Stop periodic cron job processing.",
                 "POPULATE <count> [<prefix>] [<size>]",
                 "    Create <count> string keys named key:<num>. If <prefix> is specified then",
                 "    it is used instead of the 'key' prefix. These are not propagated to",
@@ -1072,56 +1079,6 @@ fn time(ctx: &mut Ctx, _args: Args) {
 fn lastsave(ctx: &mut Ctx, _args: Args) {
     let t = ctx.srv.lastsave as i64;
     ctx.client.out.int(t);
-}
-
-/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]
-fn shutdown(ctx: &mut Ctx, args: Args) {
-    let (mut abort, mut nosave, mut save, mut force) = (false, false, false, false);
-    for a in args.iter().skip(1) {
-        if is(a, "abort") {
-            abort = true;
-        } else if is(a, "nosave") {
-            nosave = true;
-        } else if is(a, "save") {
-            save = true;
-        } else if is(a, "force") {
-            force = true;
-        } else if !is(a, "now") {
-            ctx.error(err::SYNTAX);
-            return;
-        }
-    }
-    if save && nosave {
-        ctx.error(err::SYNTAX);
-        return;
-    }
-    if abort {
-        if args.len() > 2 {
-            ctx.error(err::SYNTAX);
-        } else {
-            ctx.error("ERR No shutdown in progress.");
-        }
-        return;
-    }
-    if nosave && save {
-        ctx.error(err::SYNTAX);
-        return;
-    }
-    // While loading, no save: it would overwrite the file with the half
-    // of it loaded so far (Redis forces NOSAVE too).
-    if ctx.srv.loading.is_some() {
-        (save, nosave) = (false, true);
-    }
-    tracing::warn!("User requested shutdown...");
-    if let Err(e) = ctx.srv.prepare_shutdown(save, nosave) {
-        if !force {
-            tracing::warn!("{e}");
-            ctx.error("ERR Errors trying to SHUTDOWN. Check logs.");
-            return;
-        }
-    }
-    ctx.srv.shutdown_requested = true;
-    ctx.client.close_asap = true;
 }
 
 /// BGREWRITEAOF

@@ -6,7 +6,9 @@
 //!
 //! Not here: the `tls-*` and `cluster-*` configs (acted on;
 //! `config/tls.rs`, `config/cluster.rs`). Kept here though acted on:
-//! `oom-score-adj` and `oom-score-adj-values` (read by `oom.rs`).
+//! `oom-score-adj` and `oom-score-adj-values` (read by `oom.rs`),
+//! `shutdown-timeout`, `shutdown-on-sigterm` and `shutdown-on-sigint`
+//! (read by `shutdown.rs`).
 
 use super::{Config, ConfigOption};
 
@@ -23,6 +25,8 @@ pub enum Kind {
     Str,
     /// `oom-score-adj-values`: three integers in [-2000, 2000].
     OomValues,
+    /// `shutdown-on-sig*`: `default` or flags (`crate::shutdown::Flags`).
+    ShutdownFlags,
 }
 
 /// Checks `a` (the words given) against `kind`: the value to store, or
@@ -78,6 +82,33 @@ pub fn check(kind: &Kind, a: &[String]) -> Result<String, String> {
             }
             Ok(words.join(" "))
         }
+        Kind::ShutdownFlags => {
+            let words: Vec<String> = a.iter().flat_map(|x| super::split(x)).collect();
+            crate::shutdown::Flags::parse_config(&words.join(" ")).map(|f| f.config_string())
+        }
+    }
+}
+
+impl Config {
+    /// `shutdown-timeout`, seconds.
+    pub fn shutdown_timeout(&self) -> u64 {
+        self.accepted
+            .get("shutdown-timeout")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(10)
+    }
+
+    /// The flags a shutdown signal (`SIGTERM` or `SIGINT`) shuts down with.
+    pub fn shutdown_on_signal(&self, sig: &str) -> crate::shutdown::Flags {
+        let name = if sig == "SIGINT" {
+            "shutdown-on-sigint"
+        } else {
+            "shutdown-on-sigterm"
+        };
+        self.accepted
+            .get(name)
+            .and_then(|v| crate::shutdown::Flags::parse_config(v).ok())
+            .unwrap_or_default()
     }
 }
 
@@ -185,18 +216,8 @@ pub static ACCEPTED: &[ConfigOption] = &[
     accepted!("replica-lazy-flush", "no", true, B),
     accepted!("server_cpulist", "", false, Kind::Str),
     accepted!("set-proc-title", "yes", false, B),
-    accepted!(
-        "shutdown-on-sigint",
-        "default",
-        true,
-        Kind::Enum(&["default", "save", "nosave", "now", "force"])
-    ),
-    accepted!(
-        "shutdown-on-sigterm",
-        "default",
-        true,
-        Kind::Enum(&["default", "save", "nosave", "now", "force"])
-    ),
+    accepted!("shutdown-on-sigint", "default", true, Kind::ShutdownFlags),
+    accepted!("shutdown-on-sigterm", "default", true, Kind::ShutdownFlags),
     accepted!("shutdown-timeout", "10", true, Kind::Int(0, INT_MAX)),
     alias!("slave-announce-ip", "replica-announce-ip"),
     alias!("slave-announce-port", "replica-announce-port"),

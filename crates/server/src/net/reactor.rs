@@ -316,23 +316,23 @@ impl Reactor {
             }
             self.resume_unblocked();
             self.before_sleep();
-            if self.srv.cluster.is_some() && Instant::now() >= next_cluster_cron {
+            if self.srv.cluster.is_some()
+                && !self.srv.cron_paused
+                && Instant::now() >= next_cluster_cron
+            {
                 self.srv.cluster_cron();
                 next_cluster_cron = Instant::now() + Duration::from_millis(100);
             }
             if Instant::now() >= next_cron {
-                self.srv.cron();
-                self.client_cron();
+                // (`DEBUG PAUSE-CRON 1` holds it, as Redis's serverCron.)
+                if !self.srv.cron_paused {
+                    self.srv.cron();
+                    self.client_cron();
+                }
                 next_cron = Instant::now() + period;
             }
-            if let Some(sig) = crate::signals::take() {
-                warn!("Received {sig} scheduling shutdown...");
-                // As SHUTDOWN: a final save when snapshots are configured.
-                match self.srv.prepare_shutdown(false, false) {
-                    Ok(()) => self.srv.shutdown_requested = true,
-                    Err(e) => warn!("{e}"),
-                }
-            }
+            // Signals, and a shutdown waiting for its replicas.
+            self.srv.shutdown_cron();
             if self.srv.shutdown_requested {
                 self.before_sleep();
                 info!("ferrokv is now ready to exit, bye bye...");
@@ -826,8 +826,8 @@ impl Reactor {
             if self.over_hard_output_limit(c) {
                 break;
             }
-            // Blocked in WAIT: the rest waits until it is released.
-            if self.srv.repl.master.is_waiting(c.id) {
+            // Blocked in WAIT or SHUTDOWN: the rest waits until it is released.
+            if self.srv.repl.master.is_waiting(c.id) || self.srv.shutdown.blocks(c.id) {
                 break;
             }
             // Replies it does not read: its next commands wait for them to

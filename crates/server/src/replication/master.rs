@@ -154,12 +154,12 @@ impl MasterSide {
         }
     }
 
-    /// Whether a client is blocked in `WAIT` (it runs nothing more until then).
     /// The client ids of the replicas attached now.
     pub fn replica_ids(&self) -> Vec<u64> {
         self.replicas.iter().map(|r| r.client_id).collect()
     }
 
+    /// Whether a client is blocked in `WAIT` (it runs nothing more until then).
     #[inline]
     pub fn is_waiting(&self, client_id: u64) -> bool {
         !self.waiters.is_empty() && self.waiters.iter().any(|w| w.client_id == client_id)
@@ -177,7 +177,7 @@ impl Default for MasterSide {
 }
 
 const PING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
-const GETACK: &[u8] = b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n";
+pub(crate) const GETACK: &[u8] = b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n";
 
 /// The slab token of the client with this id.
 pub(crate) fn token_of(srv: &Server, id: u64) -> Option<usize> {

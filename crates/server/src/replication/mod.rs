@@ -34,6 +34,7 @@ pub mod replica;
 
 use crate::server::Server;
 use backlog::ReplicationBacklog;
+pub(crate) use master::{token_of, GETACK};
 use std::fmt::Write as _;
 use std::time::Instant;
 

@@ -35,7 +35,8 @@
 //!   the pool, which names none), never `SLEEP` (stops the server for as
 //!   long as asked, by design), `SEGFAULT`, `PANIC`, `ASSERT`, `OOM`,
 //!   `RESTART`, `CRASH-AND-RECOVER` (crash by design), `POPULATE` (creates
-//!   as many keys as asked, by design).
+//!   as many keys as asked, by design), `PAUSE-CRON` (stops the cron:
+//!   expiry, timeouts, signals, by design).
 //! - Timeouts (arguments named `timeout`, `BLOCK milliseconds`, the timeout
 //!   of `CLIENT PAUSE` and `WAIT`) are never 0 or huge: a small value or an
 //!   invalid one (`-1`, `nan`, `abc`, `LONG_MIN`), because a pause or a wait
@@ -102,6 +103,7 @@ const DEBUG_DENIED: &[&str] = &[
     "RESTART",
     "CRASH-AND-RECOVER",
     "POPULATE",
+    "PAUSE-CRON",
 ];
 
 /// 40 `a`s: with `a*a*...*b` the worst subject of a backtracking matcher.
