@@ -1484,3 +1484,51 @@ fn consumer_groups_replicate_both_ways_with_redis() {
         );
     }
 }
+
+/// A master that accepts the connection and never answers the handshake:
+/// past `repl-timeout` the replica gives up with Redis's words and
+/// connects again (ours and a real redis-server, side by side).
+#[test]
+fn a_replica_gives_up_on_a_master_silent_in_the_handshake_and_retries() {
+    let fake = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    fake.set_nonblocking(true).unwrap();
+    let port = fake.local_addr().unwrap().port().to_string();
+    let args = ["--repl-timeout", "1", "--replicaof", "127.0.0.1", &port];
+    // One after the other: each replica's connections are its own.
+    for start in [ferrokv as fn(&[&str]) -> ServerProcess, redis] {
+        let replica = start(&args);
+        // Held open, never answered.
+        let mut held = Vec::new();
+        let mut accept = |held: &mut Vec<std::net::TcpStream>| match fake.accept() {
+            Ok((s, _)) => {
+                held.push(s);
+                true
+            }
+            Err(_) => false,
+        };
+        wait_for_or(
+            "the replica to connect",
+            20,
+            || accept(&mut held).then_some(()),
+            || replica.log(),
+        );
+        wait_for_or(
+            "the handshake timeout and a new connection",
+            20,
+            || {
+                accept(&mut held);
+                (held.len() >= 2).then_some(())
+            },
+            || replica.log(),
+        );
+        assert!(
+            replica
+                .log()
+                .contains("Timeout connecting to the MASTER..."),
+            "{}: {}",
+            replica.name,
+            replica.log()
+        );
+        assert_eq!(info(&replica, "replication", "master_link_status"), "down");
+    }
+}

@@ -89,6 +89,9 @@ struct Conn<'a> {
     end: usize,
     req: &'a SyncRequest,
     last_io: Instant,
+    /// The snapshot is coming (after `+FULLRESYNC`): a timeout now is one
+    /// receiving bulk data, not one connecting (Redis's two messages).
+    transfer: bool,
 }
 
 impl Conn<'_> {
@@ -126,7 +129,12 @@ impl Conn<'_> {
                     ) =>
                 {
                     if self.last_io.elapsed() > self.req.timeout {
-                        return Err("timeout reading from the master".into());
+                        return Err(if self.transfer {
+                            "Timeout receiving bulk data from MASTER... If the problem persists try to set the 'repl-timeout' parameter in redis.conf to a larger value."
+                        } else {
+                            "Timeout connecting to the MASTER..."
+                        }
+                        .into());
                     }
                 }
                 Err(e) => return Err(format!("error reading from the master: {e}")),
@@ -188,6 +196,7 @@ impl<'a> Conn<'a> {
             end: 0,
             req,
             last_io: Instant::now(),
+            transfer: false,
         }
     }
 
@@ -367,6 +376,7 @@ fn handshake(mut c: Conn) -> Result<SyncOutcome, String> {
         .and_then(|o| o.parse().ok())
         .ok_or_else(|| format!("bad FULLRESYNC reply: {reply}"))?;
     tracing::info!("Full resync from master: {replid}:{offset}");
+    c.transfer = true;
     let (ks, load, rdb_bytes) = if req.diskless_load {
         receive_and_load(&mut c)?
     } else {
