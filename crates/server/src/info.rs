@@ -405,7 +405,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             let aof = srv.aof.as_ref();
             f!(
                 "aof_rewrite_in_progress:{}",
-                aof.is_some_and(|a| a.rewrite.is_some()) as u8
+                srv.aof_rewrite_in_progress() as u8
             );
             f!("aof_rewrite_scheduled:{}", srv.aof_rewrite_scheduled as u8);
             f!(
@@ -419,16 +419,16 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             );
             f!(
                 "aof_last_bgrewrite_status:{}",
-                if aof.is_none_or(|a| a.last_rewrite_ok) {
+                if srv.aof_rewrite_stats.last_ok {
                     "ok"
                 } else {
                     "err"
                 }
             );
-            f!("aof_rewrites:{}", aof.map_or(0, |a| a.rewrites));
+            f!("aof_rewrites:{}", srv.aof_rewrite_stats.rewrites);
             f!(
                 "aof_rewrites_consecutive_failures:{}",
-                aof.map_or(0, |a| a.rewrite_failures_in_a_row)
+                srv.aof_rewrite_stats.failures_in_a_row
             );
             f!(
                 "aof_last_write_status:{}",

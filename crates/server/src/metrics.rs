@@ -831,7 +831,7 @@ fn collect_persistence(srv: &Server, r: &mut Registry) {
     r.gauge(
         "ferrokv_aof_rewrite_in_progress",
         "1 while an AOF rewrite runs.",
-        aof.is_some_and(|a| a.rewrite.is_some()) as u8 as f64,
+        srv.aof_rewrite_in_progress() as u8 as f64,
     );
     r.gauge(
         "ferrokv_aof_last_write_status",
@@ -851,7 +851,7 @@ fn collect_persistence(srv: &Server, r: &mut Registry) {
     r.counter(
         "ferrokv_aof_rewrites_total",
         "AOF rewrites since start.",
-        aof.map_or(0, |a| a.rewrites) as f64,
+        srv.aof_rewrite_stats.rewrites as f64,
     );
     r.counter(
         "ferrokv_aof_checksum_blocks_written_total",

@@ -155,6 +155,10 @@ pub struct Server {
     /// base holding the data set) has not finished: the AOF alone does not
     /// hold the data yet (Redis's `AOF_WAIT_REWRITE`).
     pub aof_first_rewrite: bool,
+    /// A `BGREWRITEAOF` with `appendonly no` in progress.
+    pub aof_off_rewrite: Option<crate::persistence::aof::OffRewrite>,
+    /// `aof_rewrites`, `aof_last_bgrewrite_status`, ... (AOF on or off).
+    pub aof_rewrite_stats: crate::persistence::aof::RewriteStats,
     pub aof_rewrite_scheduled: bool,
     pub aof_last_rewrite_secs: Option<f64>,
     /// `SLOWLOG`.
@@ -291,6 +295,8 @@ impl Server {
             aof: None,
             aof_rewrite_scheduled: false,
             aof_first_rewrite: false,
+            aof_off_rewrite: None,
+            aof_rewrite_stats: Default::default(),
             aof_last_rewrite_secs: None,
             slowlog: Default::default(),
             latency_monitor: Default::default(),
@@ -1453,23 +1459,30 @@ impl Server {
             self.persistence.aof_last_cow_entries = job.peak_cow_entries;
             job.abandon(&mut self.keyspace);
             self.aof_last_rewrite_secs = Some(secs);
-            if let Some(aof) = self.aof.as_mut() {
-                let (ok, size) = match &r {
-                    Ok(n) => (true, *n),
-                    Err(e) => {
-                        tracing::warn!("Background AOF rewrite failed: {e}");
-                        (false, 0)
-                    }
-                };
-                match aof.finish_rewrite(ok, size) {
-                    Ok(()) if ok => {
-                        self.aof_first_rewrite = false;
-                        tracing::info!("Background AOF rewrite finished successfully ({secs:.3} s)")
-                    }
-                    Ok(()) => {}
-                    Err(e) => {
-                        tracing::warn!("Background AOF rewrite could not install its result: {e}")
-                    }
+            let (ok, size) = match &r {
+                Ok(n) => (true, *n),
+                Err(e) => {
+                    tracing::warn!("Background AOF rewrite failed: {e}");
+                    (false, 0)
+                }
+            };
+            let installed = if let Some(rw) = self.aof_off_rewrite.take() {
+                rw.finish(ok)
+            } else if let Some(aof) = self.aof.as_mut() {
+                aof.finish_rewrite(ok, size)
+            } else {
+                return;
+            };
+            match installed {
+                Ok(()) if ok => {
+                    self.aof_first_rewrite = false;
+                    self.aof_rewrite_stats.record(true);
+                    tracing::info!("Background AOF rewrite finished successfully ({secs:.3} s)")
+                }
+                Ok(()) => self.aof_rewrite_stats.record(false),
+                Err(e) => {
+                    self.aof_rewrite_stats.record(false);
+                    tracing::warn!("Background AOF rewrite could not install its result: {e}")
                 }
             }
             return;
@@ -1530,6 +1543,30 @@ impl Server {
         Ok(())
     }
 
+    /// Whether an AOF rewrite runs (AOF on or off).
+    pub fn aof_rewrite_in_progress(&self) -> bool {
+        self.aof_off_rewrite.is_some() || self.aof.as_ref().is_some_and(|a| a.rewrite.is_some())
+    }
+
+    /// Stops a running AOF rewrite (`appendonly` switched): its snapshot is
+    /// abandoned, nothing of it installed. Redis kills its rewrite child.
+    pub fn kill_aof_rewrite(&mut self) {
+        if !self.persistence.job.as_ref().is_some_and(|j| j.for_aof) {
+            return;
+        }
+        tracing::info!("Killing running AOF rewrite child: the rewrite's snapshot is abandoned");
+        if let Some(job) = self.persistence.job.take() {
+            job.abandon(&mut self.keyspace);
+        }
+        self.persistence.loop_share = 0;
+        if let Some(rw) = self.aof_off_rewrite.take() {
+            let _ = rw.finish(false);
+        }
+        if let Some(aof) = self.aof.as_mut() {
+            let _ = aof.finish_rewrite(false, 0);
+        }
+    }
+
     /// Whether the AOF turned on at run time still waits for its first
     /// base (a shutdown then would leave an AOF without the data set).
     pub fn aof_first_rewrite_pending(&self) -> bool {
@@ -1543,7 +1580,30 @@ impl Server {
             return Err("busy".into());
         }
         let Some(aof) = self.aof.as_mut() else {
-            return Err("ERR AOF is off".into());
+            // AOF off: a base and a manifest naming it alone, for a later
+            // `appendonly yes` (Redis 7.0 writes them too).
+            let dir = std::path::Path::new(&self.config.dir).join(&self.config.appenddirname);
+            let (rw, base) = crate::persistence::aof::OffRewrite::begin(
+                std::sync::Arc::new(crate::persistence::aof::OsStorage),
+                &dir,
+                &self.config.appendfilename,
+            )?;
+            return match self.start_snapshot_to(
+                crate::persistence::SaveKind::Background,
+                &base,
+                true,
+                false,
+            ) {
+                Ok(()) => {
+                    self.aof_off_rewrite = Some(rw);
+                    tracing::info!("Background append only file rewriting started");
+                    Ok(())
+                }
+                Err(e) => {
+                    let _ = rw.finish(false);
+                    Err(e)
+                }
+            };
         };
         aof.set_checksums(self.config.aof_checksums);
         let base = aof.begin_rewrite()?;
@@ -1580,6 +1640,13 @@ impl Server {
     /// The `save` rules and scheduled BGSAVEs, checked from the cron.
     pub fn persistence_cron(&mut self) {
         if self.persistence.job.is_some() {
+            return;
+        }
+        if self.aof.is_none() && self.aof_rewrite_scheduled {
+            self.aof_rewrite_scheduled = false;
+            if let Err(e) = self.start_aof_rewrite() {
+                tracing::warn!("Can't rewrite the AOF: {e}");
+            }
             return;
         }
         if let Some(aof) = self.aof.as_ref() {

@@ -592,3 +592,159 @@ fn damaged_manifests_are_refused_at_start_up_as_redis_refuses_them() {
         }
     }
 }
+
+/// `BGREWRITEAOF` with `appendonly no`, as Redis 7.0: a base and a
+/// manifest naming it alone (the previous base deleted at the second
+/// rewrite), which a later start with `appendonly yes` loads — ours and a
+/// real redis-server, each reading the files the other wrote too. Turning
+/// `appendonly yes` on while such a rewrite runs stops it.
+#[test]
+fn bgrewriteaof_with_the_aof_off_writes_files_a_later_appendonly_yes_loads() {
+    type Start = fn(&[&str]) -> ServerProcess;
+    let servers: [(Start, &str); 2] = [
+        (ServerProcess::ferrokv, "ferrokv"),
+        (ServerProcess::redis, "redis"),
+    ];
+    for (writer, wname) in servers {
+        for (reader, rname) in servers {
+            let data = tempfile::tempdir().unwrap();
+            let d = data.path().to_str().unwrap();
+            let s = writer(&["--dir", d, "--appendonly", "no", "--save", ""]);
+            let mut c = s.client();
+            let rewrite = |c: &mut redis::Connection, n: &str| {
+                let r: String = redis::cmd("BGREWRITEAOF").query(c).unwrap();
+                assert_eq!(r, "Background append only file rewriting started");
+                wait_for("the rewrite", 20, || {
+                    (persistence_field(c, "aof_rewrites") == n
+                        && persistence_field(c, "aof_rewrite_in_progress") == "0")
+                        .then_some(())
+                });
+            };
+            let _: () = redis::cmd("SET").arg("a").arg("1").query(&mut c).unwrap();
+            rewrite(&mut c, "1");
+            let _: () = redis::cmd("SET").arg("b").arg("2").query(&mut c).unwrap();
+            rewrite(&mut c, "2");
+            assert_eq!(persistence_field(&mut c, "aof_enabled"), "0");
+            let adir = data.path().join("appendonlydir");
+            let manifest = std::fs::read_to_string(adir.join("appendonly.aof.manifest")).unwrap();
+            assert_eq!(
+                manifest, "file appendonly.aof.2.base.rdb seq 2 type b\n",
+                "{wname}"
+            );
+            let mut files: Vec<String> = std::fs::read_dir(&adir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            files.sort();
+            assert_eq!(
+                files,
+                ["appendonly.aof.2.base.rdb", "appendonly.aof.manifest"],
+                "{wname}"
+            );
+            check_aof(data.path());
+            drop(c);
+            drop(s);
+            let r = reader(&["--dir", d, "--appendonly", "yes", "--save", ""]);
+            let mut c = r.client();
+            let v: Vec<Option<String>> =
+                redis::cmd("MGET").arg("a").arg("b").query(&mut c).unwrap();
+            assert_eq!(
+                v,
+                [Some("1".to_string()), Some("2".to_string())],
+                "{wname} -> {rname}: {}",
+                r.log()
+            );
+        }
+    }
+    // appendonly yes while an AOF-off rewrite runs (slowed down): it stops
+    // and the new AOF's own rewrite follows, which holds the data.
+    let data = tempfile::tempdir().unwrap();
+    let d = data.path().to_str().unwrap();
+    let s = ServerProcess::ferrokv(&["--dir", d, "--save", "", "--rdb-key-save-delay", "20000"]);
+    let mut c = s.client();
+    for i in 0..100 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("k{i}"))
+            .arg(i)
+            .query(&mut c)
+            .unwrap();
+    }
+    let _: String = redis::cmd("BGREWRITEAOF").query(&mut c).unwrap();
+    assert_eq!(persistence_field(&mut c, "aof_rewrite_in_progress"), "1");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("rdb-key-save-delay")
+        .arg("0")
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("appendonly")
+        .arg("yes")
+        .query(&mut c)
+        .unwrap();
+    assert!(
+        s.log()
+            .contains("Stopping background AOF and starting a rewrite now"),
+        "{}",
+        s.log()
+    );
+    wait_for("the new AOF's rewrite", 20, || {
+        (persistence_field(&mut c, "aof_rewrites") == "1"
+            && persistence_field(&mut c, "aof_rewrite_in_progress") == "0")
+            .then_some(())
+    });
+    drop(c);
+    drop(s);
+    let s = ServerProcess::ferrokv(&["--dir", d, "--save", "", "--appendonly", "yes"]);
+    let mut c = s.client();
+    let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 100, "{}", s.log());
+}
+
+/// `appendonly no` while a rewrite runs stops it, as Redis 7.0 kills its
+/// rewrite child (and says so in its log), on both servers.
+#[test]
+fn turning_the_aof_off_stops_a_running_rewrite() {
+    type Start = fn(&[&str]) -> ServerProcess;
+    for start in [ServerProcess::ferrokv as Start, ServerProcess::redis] {
+        let s = start(&[
+            "--appendonly",
+            "yes",
+            "--save",
+            "",
+            "--rdb-key-save-delay",
+            "100000",
+        ]);
+        let mut c = s.client();
+        for i in 0..100 {
+            let _: () = redis::cmd("SET")
+                .arg(format!("k{i}"))
+                .arg(i)
+                .query(&mut c)
+                .unwrap();
+        }
+        let _: String = redis::cmd("BGREWRITEAOF").query(&mut c).unwrap();
+        wait_for("the rewrite to run", 10, || {
+            (persistence_field(&mut c, "aof_rewrite_in_progress") == "1").then_some(())
+        });
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("appendonly")
+            .arg("no")
+            .query(&mut c)
+            .unwrap();
+        wait_for("the rewrite to stop", 10, || {
+            (persistence_field(&mut c, "aof_rewrite_in_progress") == "0").then_some(())
+        });
+        assert!(
+            s.log().contains("Killing running AOF rewrite child"),
+            "{}",
+            s.log()
+        );
+        assert_eq!(
+            persistence_field(&mut c, "aof_rewrites_consecutive_failures"),
+            "0"
+        );
+    }
+}

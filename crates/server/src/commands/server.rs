@@ -287,6 +287,10 @@ fn config_set(ctx: &mut Ctx, args: Args) {
         }
     }
     if was_aof && !now_aof {
+        // A rewrite under way stops (Redis kills its child), as does one
+        // scheduled.
+        ctx.srv.kill_aof_rewrite();
+        ctx.srv.aof_rewrite_scheduled = false;
         if let Some(mut aof) = ctx.srv.aof.take() {
             let _ = aof.sync_now();
         }
@@ -306,6 +310,12 @@ fn config_set(ctx: &mut Ctx, args: Args) {
 
 fn enable_aof(ctx: &mut Ctx) -> Result<(), String> {
     use crate::persistence::aof::{Aof, OsStorage};
+    // A rewrite made with the AOF off would install a manifest over the
+    // new layout: it stops, and the new AOF's own rewrite follows.
+    if ctx.srv.aof_off_rewrite.is_some() {
+        tracing::info!("AOF was enabled but there is already an AOF rewriting in background. Stopping background AOF and starting a rewrite now.");
+        ctx.srv.kill_aof_rewrite();
+    }
     let c = &ctx.srv.config;
     let dir = std::path::Path::new(&c.dir).join(&c.appenddirname);
     let existing = Aof::plan(&OsStorage, &dir, &c.appendfilename)?.map(|(m, _)| m);
@@ -1082,14 +1092,12 @@ fn lastsave(ctx: &mut Ctx, _args: Args) {
 }
 
 /// BGREWRITEAOF
+///
+/// With `appendonly no` too, as Redis 7.0: a base and a manifest naming it
+/// alone, the files a later `appendonly yes` starts from
+/// (`persistence::aof::OffRewrite`).
 fn bgrewriteaof(ctx: &mut Ctx, _args: Args) {
-    let Some(aof) = ctx.srv.aof.as_ref() else {
-        // Redis rewrites even with AOF off (producing files for a later
-        // `appendonly yes`); ferrokv keeps no AOF files while it is off.
-        ctx.error("ERR Background append only file rewriting needs appendonly yes");
-        return;
-    };
-    if aof.rewrite.is_some() {
+    if ctx.srv.aof_rewrite_in_progress() {
         ctx.error("ERR Background append only file rewriting already in progress");
         return;
     }

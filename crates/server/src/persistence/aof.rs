@@ -514,11 +514,6 @@ pub struct Aof {
     /// The last write or fsync error; writes are refused while it lasts.
     pub write_error: Option<String>,
     pub rewrite: Option<RewriteInProgress>,
-    pub last_rewrite_ok: bool,
-    pub rewrites: u64,
-    /// Rewrites that failed since the last one that did not
-    /// (`aof_rewrites_consecutive_failures`).
-    pub rewrite_failures_in_a_row: u64,
     pub last_fsync: Instant,
 }
 
@@ -554,25 +549,15 @@ impl LoadPlan {
 }
 
 impl Aof {
-    fn manifest_path(&self) -> PathBuf {
-        self.dir.join(format!("{}.manifest", self.basename))
-    }
-
     /// Reads the manifest in `dir`, if any, and says what to load.
     pub fn plan(
         storage: &dyn Storage,
         dir: &Path,
         basename: &str,
     ) -> Result<Option<(Manifest, LoadPlan)>, String> {
-        let mpath = dir.join(format!("{basename}.manifest"));
-        if !storage.exists(&mpath) {
+        let Some(m) = read_manifest(storage, dir, basename)? else {
             return Ok(None);
-        }
-        let text = storage
-            .read(&mpath)
-            .map_err(|e| format!("Can't read the AOF manifest {}: {e}", mpath.display()))?;
-        let m = Manifest::parse(&String::from_utf8_lossy(&text))
-            .map_err(|e| format!("The AOF manifest {} is invalid: {e}", mpath.display()))?;
+        };
         let plan = LoadPlan::of(dir, &m);
         for p in plan.base.iter().chain(plan.incrs.iter()) {
             if !storage.exists(p) {
@@ -704,9 +689,6 @@ impl Aof {
             base_size: incr_size,
             write_error: None,
             rewrite: None,
-            last_rewrite_ok: true,
-            rewrites: 0,
-            rewrite_failures_in_a_row: 0,
             last_fsync: Instant::now(),
         };
         aof.write_manifest()?;
@@ -830,17 +812,7 @@ impl Aof {
     }
 
     fn write_manifest(&mut self) -> Result<(), String> {
-        let path = self.manifest_path();
-        let tmp = self.dir.join(format!("temp-{}.manifest", self.basename));
-        let text = self.manifest.render();
-        let r = (|| -> io::Result<()> {
-            let mut f = self.storage.create(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.sync()?;
-            self.storage.rename(&tmp, &path)?;
-            self.storage.sync_dir(&self.dir)
-        })();
-        r.map_err(|e| format!("Can't write the AOF manifest {}: {e}", path.display()))
+        install_manifest(&*self.storage, &self.dir, &self.basename, &self.manifest)
     }
 
     /// Queues a command of the propagation stream.
@@ -1063,8 +1035,6 @@ impl Aof {
             return Ok(());
         };
         if !ok {
-            self.last_rewrite_ok = false;
-            self.rewrite_failures_in_a_row += 1;
             let _ = self.storage.remove(&self.dir.join(&rw.base.name));
             return Ok(());
         }
@@ -1089,9 +1059,151 @@ impl Aof {
             .map(|f| self.storage.len(&self.dir.join(&f.name)).unwrap_or(0))
             .sum();
         self.base_size = base_size + self.incr_size;
-        self.last_rewrite_ok = true;
-        self.rewrite_failures_in_a_row = 0;
-        self.rewrites += 1;
+        Ok(())
+    }
+}
+
+/// The manifest in `dir`, if there is one.
+fn read_manifest(
+    storage: &dyn Storage,
+    dir: &Path,
+    basename: &str,
+) -> Result<Option<Manifest>, String> {
+    let mpath = dir.join(format!("{basename}.manifest"));
+    if !storage.exists(&mpath) {
+        return Ok(None);
+    }
+    let text = storage
+        .read(&mpath)
+        .map_err(|e| format!("Can't read the AOF manifest {}: {e}", mpath.display()))?;
+    Manifest::parse(&String::from_utf8_lossy(&text))
+        .map(Some)
+        .map_err(|e| format!("The AOF manifest {} is invalid: {e}", mpath.display()))
+}
+
+/// Writes `m` as the manifest of `dir`: a temp file, synced, renamed into
+/// place, the directory synced.
+fn install_manifest(
+    storage: &dyn Storage,
+    dir: &Path,
+    basename: &str,
+    m: &Manifest,
+) -> Result<(), String> {
+    let path = dir.join(format!("{basename}.manifest"));
+    let tmp = dir.join(format!("temp-{basename}.manifest"));
+    let r = (|| -> io::Result<()> {
+        let mut f = storage.create(&tmp)?;
+        f.write_all(m.render().as_bytes())?;
+        f.sync()?;
+        storage.rename(&tmp, &path)?;
+        storage.sync_dir(dir)
+    })();
+    r.map_err(|e| format!("Can't write the AOF manifest {}: {e}", path.display()))
+}
+
+/// The rewrite counters of `INFO persistence` (`aof_rewrites`,
+/// `aof_last_bgrewrite_status`, `aof_rewrites_consecutive_failures`),
+/// kept by the server whether the AOF is on or off, as Redis's are.
+#[derive(Debug, Clone)]
+pub struct RewriteStats {
+    /// Rewrites that succeeded since start.
+    pub rewrites: u64,
+    pub last_ok: bool,
+    /// Rewrites that failed since the last one that did not.
+    pub failures_in_a_row: u64,
+}
+
+impl Default for RewriteStats {
+    fn default() -> Self {
+        RewriteStats {
+            rewrites: 0,
+            last_ok: true,
+            failures_in_a_row: 0,
+        }
+    }
+}
+
+impl RewriteStats {
+    pub fn record(&mut self, ok: bool) {
+        self.last_ok = ok;
+        if ok {
+            self.rewrites += 1;
+            self.failures_in_a_row = 0;
+        } else {
+            self.failures_in_a_row += 1;
+        }
+    }
+}
+
+/// `BGREWRITEAOF` with `appendonly no`: as Redis 7.0, a new base is
+/// written from a snapshot and the manifest then names it alone (the
+/// files a later `appendonly yes` starts from); the files the old
+/// manifest named are deleted once the new one is in place. Nothing is
+/// appended meanwhile: there is no incremental file.
+pub struct OffRewrite {
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+    basename: String,
+    old: Option<Manifest>,
+    base: AofFile,
+}
+
+impl OffRewrite {
+    /// Plans the rewrite: the path the base snapshot must be written to.
+    pub fn begin(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        basename: &str,
+    ) -> Result<(OffRewrite, PathBuf), String> {
+        storage
+            .create_dir_all(dir)
+            .map_err(|e| format!("Can't create the AOF directory {}: {e}", dir.display()))?;
+        let old = read_manifest(&*storage, dir, basename)?;
+        let seq = old.as_ref().map_or(1, |m| m.next_base_seq());
+        let base = AofFile {
+            name: format!("{basename}.{seq}.base.rdb"),
+            seq,
+            kind: 'b',
+            sum: None,
+        };
+        let path = dir.join(&base.name);
+        Ok((
+            OffRewrite {
+                storage,
+                dir: dir.to_path_buf(),
+                basename: basename.to_string(),
+                old,
+                base,
+            },
+            path,
+        ))
+    }
+
+    /// Ends it: with the base on disk (`ok`), installs the manifest naming
+    /// it alone and deletes the old files; else removes what was written.
+    pub fn finish(self, ok: bool) -> Result<(), String> {
+        let base_path = self.dir.join(&self.base.name);
+        if !ok {
+            let _ = self.storage.remove(&base_path);
+            return Ok(());
+        }
+        let m = Manifest {
+            base: Some(self.base.clone()),
+            incrs: Vec::new(),
+        };
+        install_manifest(&*self.storage, &self.dir, &self.basename, &m)?;
+        for f in self
+            .old
+            .iter()
+            .flat_map(|o| o.base.iter().chain(o.incrs.iter()))
+        {
+            if f.name != self.base.name {
+                let _ = self.storage.remove(&self.dir.join(&f.name));
+                if let Some(sum) = &f.sum {
+                    let _ = self.storage.remove(&self.dir.join(sum));
+                }
+            }
+        }
         Ok(())
     }
 }
