@@ -1499,7 +1499,7 @@ fn a_replica_gives_up_on_a_master_silent_in_the_handshake_and_retries() {
         let replica = start(&args);
         // Held open, never answered.
         let mut held = Vec::new();
-        let mut accept = |held: &mut Vec<std::net::TcpStream>| match fake.accept() {
+        let accept = |held: &mut Vec<std::net::TcpStream>| match fake.accept() {
             Ok((s, _)) => {
                 held.push(s);
                 true
