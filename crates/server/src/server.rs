@@ -1942,24 +1942,41 @@ impl Server {
                 }
                 Ok((data.len(), false))
             }
-            Outcome::TornLastBlock(r) => {
+            Outcome::TornLastBlock(r) | Outcome::Cut(r) => {
                 let damage = damage.unwrap_or_default();
+                let torn = matches!(v.outcome, Outcome::TornLastBlock(_));
                 if !last || !self.config.aof_load_truncated || !repair {
+                    // (redis-check-aof --fix cannot help here: the file's
+                    // commands may be whole; its checksums say it is short.)
+                    let truncated = if last {
+                        format!("1) set the 'aof-load-truncated' configuration option to yes and restart the server: {name} is then cut at offset {} and the bytes after it kept in {name}.corrupt-{}. 2) ", r.offset, r.offset)
+                    } else {
+                        String::new()
+                    };
                     return Err(format!(
-                        "Bad file format reading the append only file {name}: {damage}. You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server."
+                        "Bad file format reading the append only file {name}: {damage}. You can: {truncated}if {name} was repaired or replaced on purpose, remove its checksum file {sum_name} and restart: {name} then loads unverified and gets a new checksum file."
                     ));
                 }
-                tracing::warn!(
-                    "!!! Warning: torn write at the end of the AOF file {name}!!! AOF loaded anyway because aof-load-truncated is enabled: {damage}; the last {} bytes are cut off at offset {}",
-                    data.len() as u64 - r.offset,
-                    r.offset
-                );
-                // Kept aside all the same: a companion put there by
-                // mistake would otherwise cost the block's bytes.
-                let aside = path.with_file_name(format!("{name}.corrupt-{}", r.offset));
-                std::fs::write(&aside, &data[r.offset as usize..])
-                    .map_err(|e| format!("Can't write {}: {e}", aside.display()))?;
-                cut_file(r.offset)?;
+                let cut_len = data.len() as u64 - r.offset;
+                if torn {
+                    tracing::warn!(
+                        "!!! Warning: torn write at the end of the AOF file {name}!!! AOF loaded anyway because aof-load-truncated is enabled: {damage}; the last {cut_len} bytes are cut off at offset {}",
+                        r.offset
+                    );
+                } else {
+                    tracing::warn!(
+                        "!!! Warning: the AOF file {name} is shorter than its checksum file describes!!! AOF loaded anyway because aof-load-truncated is enabled: {damage}; the last {cut_len} bytes (unverifiable) are cut off at offset {}",
+                        r.offset
+                    );
+                }
+                if cut_len > 0 {
+                    // Kept aside all the same: a companion put there by
+                    // mistake would otherwise cost the block's bytes.
+                    let aside = path.with_file_name(format!("{name}.corrupt-{}", r.offset));
+                    std::fs::write(&aside, &data[r.offset as usize..])
+                        .map_err(|e| format!("Can't write {}: {e}", aside.display()))?;
+                    cut_file(r.offset)?;
+                }
                 cut_sum(keep_sum)?;
                 st.worsen(VerifyResult::Truncated);
                 Ok((r.offset as usize, false))

@@ -873,3 +873,137 @@ fn a_missing_companion_loads_the_file_unverified_and_is_recreated() {
     assert_eq!(code, 0, "{report}");
     assert!(report.contains(&format!("ok, {len} bytes in")), "{report}");
 }
+
+/// `redis-check-aof --fix` (the advice Redis's own error gives) cuts a file
+/// whose framing broke at its last whole command: the file is then shorter
+/// than its companion describes. It is recognised as cut, not damaged:
+/// with `aof-load-truncated yes` the verified blocks load and the part of
+/// the block where the file now ends is cut (kept aside); with `no` the
+/// error says what works (not `redis-check-aof --fix` again).
+#[test]
+fn a_file_cut_by_redis_check_aof_fix_loads_its_verified_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let node = Node::start(dir.path(), ALWAYS);
+        let mut c = node.client();
+        write_keys(&mut c, 0, 400, 8);
+        stop(node);
+    }
+    let (incr, sum) = last_incr(dir.path());
+    let recs = records(&std::fs::read(sum.unwrap()).unwrap());
+    let mut data = std::fs::read(&incr).unwrap();
+    // Break the framing inside k200's command: its value's length line.
+    let needle = format!("\r\n${}\r\n{}", value(200).len(), value(200));
+    let at = data
+        .windows(needle.len())
+        .position(|w| w == needle.as_bytes())
+        .unwrap()
+        + 2;
+    data[at] = b'x';
+    std::fs::write(&incr, &data).unwrap();
+    let bad = block_at(&recs, at as u64);
+    assert!(bad.end() < recs.last().unwrap().end());
+    let fix = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo y | redis-check-aof --fix {}",
+            manifest(dir.path()).display()
+        ))
+        .output()
+        .unwrap();
+    let fixed_len = std::fs::metadata(&incr).unwrap().len();
+    assert!(
+        fixed_len < at as u64 && fixed_len >= bad.offset,
+        "{fixed_len} {at} {bad:?}: {}",
+        String::from_utf8_lossy(&fix.stdout)
+    );
+    let mut strict = ALWAYS.to_vec();
+    strict.extend(["--aof-load-truncated", "no"]);
+    let log = Node::try_start(dir.path(), &strict).err().expect("refused");
+    assert!(
+        log.contains("it was cut after its checksums were written")
+            && log.contains("set the 'aof-load-truncated' configuration option to yes")
+            && log.contains("remove its checksum file appendonly.aof.1.incr.aof.sum"),
+        "{log}"
+    );
+    let node = Node::start(dir.path(), ALWAYS);
+    let mut c = node.client();
+    assert_eq!(
+        persistence_field(&mut c, "aof_last_load_verification"),
+        "truncated"
+    );
+    // The blocks before the cut one (a SELECT came first).
+    assert_eq!(dbsize(&mut c), bad.first_cmd as usize - 1);
+    assert_eq!(std::fs::metadata(&incr).unwrap().len(), bad.offset);
+    if fixed_len > bad.offset {
+        let aside =
+            incr.with_file_name(format!("appendonly.aof.1.incr.aof.corrupt-{}", bad.offset));
+        assert_eq!(
+            std::fs::read(&aside).unwrap(),
+            &data[bad.offset as usize..fixed_len as usize]
+        );
+    }
+    // Appends go on, verified.
+    write_keys(&mut c, 1000, 1010, 5);
+    drop(c);
+    stop(node);
+    let (code, report) = check_tool(dir.path());
+    assert_eq!(code, 0, "{report}");
+}
+
+/// The incremental file replaced by another well-formed one (a restored
+/// backup, a file Redis wrote) while its old companion stays: recognised
+/// as a stale companion, the operator told exactly what to do, nothing
+/// loaded; doing it (removing the companion) loads the file, unverified,
+/// and gives it a new companion.
+#[test]
+fn a_stale_companion_beside_a_replaced_file_is_named_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let node = Node::start(dir.path(), ALWAYS);
+        let mut c = node.client();
+        write_keys(&mut c, 0, 100, 10);
+        stop(node);
+    }
+    let (incr, sum) = last_incr(dir.path());
+    let sum = sum.unwrap();
+    // The "backup": another well-formed file of commands.
+    let mut other = Vec::new();
+    for i in 0..50 {
+        let (k, v) = (format!("other{i}"), value(i));
+        other.extend_from_slice(
+            format!(
+                "*3\r\n$3\r\nSET\r\n${}\r\n{k}\r\n${}\r\n{v}\r\n",
+                k.len(),
+                v.len()
+            )
+            .as_bytes(),
+        );
+    }
+    std::fs::write(&incr, &other).unwrap();
+    let log = Node::try_start(dir.path(), ALWAYS)
+        .err()
+        .expect("start-up must stop");
+    assert!(
+        log.contains("is nonetheless a well-formed AOF")
+            && log.contains("appendonly.aof.1.incr.aof.sum is probably stale")
+            && log.contains("remove appendonly.aof.1.incr.aof.sum and restart"),
+        "{log}"
+    );
+    let (code, report) = check_tool(dir.path());
+    assert_eq!(code, 1);
+    assert!(report.contains("is probably stale"), "{report}");
+    // As told.
+    std::fs::remove_file(&sum).unwrap();
+    let node = Node::start(dir.path(), ALWAYS);
+    let mut c = node.client();
+    assert_eq!(dbsize(&mut c), 50);
+    assert_eq!(
+        persistence_field(&mut c, "aof_last_load_verification"),
+        "unverified"
+    );
+    drop(c);
+    stop(node);
+    let (code, report) = check_tool(dir.path());
+    assert_eq!(code, 0, "{report}");
+}

@@ -202,6 +202,12 @@ pub enum Outcome {
     /// and the file ends inside it: a torn write, handled as a truncated
     /// tail (`aof-load-truncated`).
     TornLastBlock(Record),
+    /// Every block inside the file matches, and the file ends at or inside
+    /// a block that is not the companion's last: it was cut after its
+    /// checksums were written (`redis-check-aof --fix`, a truncation, a
+    /// shorter copy). Handled as a truncated tail: the verified blocks
+    /// load, the bytes of this block that are left are cut.
+    Cut(Record),
     /// A block that does not match although its bytes are all there (or
     /// with later records after it).
     Mismatch(Record),
@@ -221,6 +227,8 @@ pub struct Verification {
     pub unverified_len: u64,
     /// A record cut short at the companion's end.
     pub companion_torn_bytes: u64,
+    /// The bytes the companion's records describe (0 for a bad one).
+    pub described_len: u64,
 }
 
 /// Verifies `data` (an incremental file) against its companion's bytes.
@@ -235,6 +243,7 @@ pub fn verify(data: &[u8], companion: &[u8], incr: &str) -> Verification {
                 verified_cmds: 0,
                 unverified_len: data.len() as u64,
                 companion_torn_bytes: 0,
+                described_len: 0,
             }
         }
     };
@@ -245,6 +254,7 @@ pub fn verify(data: &[u8], companion: &[u8], incr: &str) -> Verification {
         verified_cmds: 0,
         unverified_len: 0,
         companion_torn_bytes: c.torn_bytes,
+        described_len: c.records.last().map_or(0, |r| r.end()),
     };
     for (i, r) in c.records.iter().enumerate() {
         let end = r.end() as usize;
@@ -255,8 +265,13 @@ pub fn verify(data: &[u8], companion: &[u8], incr: &str) -> Verification {
             // its bytes, and the next one only once both were synced
             // (`always`, `everysec`). A block whose bytes are all there
             // but differ is damage, wherever it is.
+            // A file that ends before a block that is not the last was
+            // cut afterwards (the records after it describe bytes it no
+            // longer has).
             v.outcome = if data.len() < end && i + 1 == c.records.len() {
                 Outcome::TornLastBlock(*r)
+            } else if data.len() < end {
+                Outcome::Cut(*r)
             } else {
                 Outcome::Mismatch(*r)
             };
@@ -296,6 +311,14 @@ pub fn describe_damage(incr: &str, sum: &str, data: &[u8], v: &Verification) -> 
     };
     match &v.outcome {
         Outcome::Clean => None,
+        Outcome::Cut(r) => Some(format!(
+            "{incr} ends at offset {}, {} bytes short of what {sum} describes ({} bytes): it was cut after its checksums were written (redis-check-aof --fix, a truncation, a shorter copy); every block before offset {} is verified, and {}",
+            data.len(),
+            v.described_len - data.len() as u64,
+            v.described_len,
+            r.offset,
+            last_good()
+        )),
         Outcome::TornLastBlock(r) | Outcome::Mismatch(r) => {
             let kind = if matches!(v.outcome, Outcome::TornLastBlock(_)) {
                 "the last block (a torn write)"
@@ -305,7 +328,7 @@ pub fn describe_damage(incr: &str, sum: &str, data: &[u8], v: &Verification) -> 
                 "a block before the end"
             };
             let have = (data.len() as u64).saturating_sub(r.offset).min(r.len);
-            Some(format!(
+            let mut d = format!(
                 "checksum mismatch in {incr} at offset {} in {kind}: block {} of {sum} covers offsets {}..{} ({} bytes, {} on disk), commands #{}..#{}; the last verified point is offset {}, and {}",
                 r.offset,
                 v.verified_blocks,
@@ -317,13 +340,44 @@ pub fn describe_damage(incr: &str, sum: &str, data: &[u8], v: &Verification) -> 
                 r.first_cmd + r.cmds as u64,
                 v.verified_len,
                 last_good()
-            ))
+            );
+            if let Some(stale) = stale_companion(incr, sum, data, v) {
+                d.push_str(&stale);
+            }
+            Some(d)
         }
         Outcome::BadCompanion(e) => Some(format!(
             "the checksum file {sum} of {incr} is unusable at its offset {}: {}",
             e.at, e.reason
         )),
     }
+}
+
+/// When nothing of the file matches its companion from the first block
+/// on, yet the file is a well-formed AOF to its last byte: the companion
+/// most likely describes another file (the incremental file was replaced
+/// after its checksums were written: a restored backup, a file Redis or its
+/// tools wrote). Damage at the very start looks the same, so this only
+/// says so and what to do, and loads nothing.
+fn stale_companion(incr: &str, sum: &str, data: &[u8], v: &Verification) -> Option<String> {
+    if v.verified_blocks > 0 || data.is_empty() {
+        return None;
+    }
+    let mut cmds = 0u64;
+    let whole = matches!(
+        super::aof::replay(data, incr, |_, _| {
+            cmds += 1;
+            Ok(())
+        }),
+        Ok(super::aof::ReplayEnd::Complete)
+    );
+    whole.then(|| {
+        format!(
+            ". {incr} is nonetheless a well-formed AOF ({} bytes, {cmds} commands) where {sum} describes {} bytes: {sum} is probably stale, written for the file {incr} replaced (a restored backup, a file written by Redis or its tools). If {incr} is the file you want loaded, remove {sum} and restart: {incr} then loads unverified and gets a new checksum file. If not, put back the file {sum} describes",
+            data.len(),
+            v.described_len
+        )
+    })
 }
 
 /// `ferrokv-server --check-aof <manifest>`: verifies, offline, every
@@ -587,6 +641,15 @@ mod tests {
         let last = *recs.last().unwrap();
         let cut = &data[..last.offset as usize + 10];
         assert_eq!(verify(cut, &c, "f").outcome, Outcome::TornLastBlock(last));
+        // Cut inside an earlier block (redis-check-aof --fix), or on its
+        // boundary: every block before verifies, the rest is described
+        // but gone.
+        for len in [recs[1].offset as usize + 7, recs[1].offset as usize] {
+            let v = verify(&data[..len], &c, "f");
+            assert_eq!(v.outcome, Outcome::Cut(recs[1]));
+            assert_eq!(v.verified_len, recs[1].offset);
+            assert_eq!(v.described_len, last.end());
+        }
         // Its bytes all there but one changed: damage, not a torn write.
         let mut end = data.clone();
         *end.last_mut().unwrap() ^= 1;
