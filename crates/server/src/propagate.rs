@@ -27,6 +27,10 @@ pub struct Propagation {
     /// Set when EXEC has propagated its queue (true if anything was
     /// written): EXEC itself is then not propagated.
     pub exec_done: Option<bool>,
+    /// The current command is propagated even if it changed nothing, or
+    /// its changes were saved (Redis's `forceCommandPropagation`: a
+    /// FLUSHALL of empty databases, or one whose save reset the counter).
+    pub force: bool,
 }
 
 impl crate::server::Server {

@@ -993,7 +993,8 @@ impl Server {
         // for SCAN and RANDOMKEY (`touches-arbitrary-keys`), whose DELs go
         // as they are, like active expiry's. Inside EXEC or a script the
         // outer block wraps everything already.
-        let ops = also.len() + usize::from(self.dirty > dirty_before);
+        let changed = self.dirty > dirty_before || std::mem::take(&mut self.propagation.force);
+        let ops = also.len() + usize::from(changed);
         let wrap = ops > 1 && !arbitrary_keys && self.propagation.exec_ops.is_none();
         if wrap {
             self.begin_exec_propagation();
@@ -1004,8 +1005,8 @@ impl Server {
         // Only a command that made changes is propagated: SAVE, DEBUG
         // RELOAD and SHUTDOWN SAVE lower the counter (a save resets it),
         // and must never reach the AOF or a replica (Redis: `dirty < 0`
-        // counts as 0).
-        if self.dirty > dirty_before {
+        // counts as 0); unless the command forced it (FLUSHALL).
+        if changed {
             any = true;
             match rewrite {
                 Some(argv) => self.propagate(db, &argv),
@@ -1546,6 +1547,25 @@ impl Server {
     /// Whether an AOF rewrite runs (AOF on or off).
     pub fn aof_rewrite_in_progress(&self) -> bool {
         self.aof_off_rewrite.is_some() || self.aof.as_ref().is_some_and(|a| a.rewrite.is_some())
+    }
+
+    /// Stops a `BGSAVE` under way (FLUSHALL: it would write the data just
+    /// flushed), as Redis's `killRDBChild`: its temp file goes, a replica
+    /// that waited for it syncs again, `BGSAVE` is accepted again. A
+    /// rewrite or a diskless sync goes on.
+    pub fn kill_bgsave(&mut self) {
+        let plain = self.persistence.job.as_ref().is_some_and(|j| {
+            j.kind == crate::persistence::SaveKind::Background && !j.for_aof && !j.streaming
+        });
+        if !plain {
+            return;
+        }
+        let job = self.persistence.job.take().expect("present");
+        self.persistence.loop_share = 0;
+        let path = job.path.clone();
+        job.abandon(&mut self.keyspace);
+        tracing::warn!("Background saving terminated by FLUSHALL: its snapshot is abandoned");
+        self.repl_snapshot_done(false, &path, false);
     }
 
     /// Stops a running AOF rewrite (`appendonly` switched): its snapshot is

@@ -261,3 +261,111 @@ fn a_corrupt_snapshot_stops_start_up_with_redis_s_crc_error() {
         assert!(log.contains("RDB CRC error"), "{bin}\n{log}");
     }
 }
+
+/// FLUSHALL as Redis 7.0's flushAllDataAndResetRDB, on both servers: with
+/// save rules the empty data set is saved at once (the counter back to 0,
+/// and a restart does not bring the keys back), a BGSAVE under way stops
+/// and BGSAVE is accepted again; without save rules the counter counts the
+/// keys removed (Redis's unit/other.tcl "FLUSHALL should reset the dirty
+/// counter ..." and "FLUSHALL and bgsave").
+#[test]
+fn flushall_saves_with_save_rules_and_stops_a_running_bgsave() {
+    type Start = fn(&[&str]) -> ServerProcess;
+    for start in [ServerProcess::ferrokv as Start, ServerProcess::redis] {
+        let mut s = start(&[
+            "--save",
+            "3600 1 300 100 60 10000",
+            "--rdb-key-save-delay",
+            "0",
+        ]);
+        let mut c = s.client();
+        let _: () = redis::cmd("SET")
+            .arg("key")
+            .arg("value")
+            .query(&mut c)
+            .unwrap();
+        let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+        assert_eq!(
+            persistence_field(&mut c, "rdb_changes_since_last_save"),
+            "0",
+            "{}",
+            s.name
+        );
+        // A BGSAVE slowed down, then FLUSHALL: it stops, the save is made.
+        for i in 0..20 {
+            let _: () = redis::cmd("SET")
+                .arg(format!("k{i}"))
+                .arg(i)
+                .query(&mut c)
+                .unwrap();
+        }
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("rdb-key-save-delay")
+            .arg("1000000")
+            .query(&mut c)
+            .unwrap();
+        let _: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
+        let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("rdb-key-save-delay")
+            .arg("0")
+            .query(&mut c)
+            .unwrap();
+        common::wait_for("the BGSAVE to be gone", 20, || {
+            (persistence_field(&mut c, "rdb_bgsave_in_progress") == "0").then_some(())
+        });
+        assert_eq!(
+            persistence_field(&mut c, "rdb_changes_since_last_save"),
+            "0",
+            "{}",
+            s.name
+        );
+        assert_eq!(
+            persistence_field(&mut c, "rdb_last_bgsave_status"),
+            "ok",
+            "{}",
+            s.name
+        );
+        let r: String = redis::cmd("BGSAVE").query(&mut c).unwrap();
+        assert_eq!(r, "Background saving started", "{}", s.name);
+        common::wait_for("the BGSAVE", 20, || {
+            (persistence_field(&mut c, "rdb_bgsave_in_progress") == "0").then_some(())
+        });
+        // A kill and a restart: the flushed keys stay flushed.
+        let _: () = redis::cmd("SET")
+            .arg("after")
+            .arg("1")
+            .query(&mut c)
+            .unwrap();
+        let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+        drop(c);
+        s.kill_and_restart();
+        let mut c = s.client();
+        let n: i64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+        assert_eq!(n, 0, "{}", s.name);
+        // Without save rules: the keys removed are the changes.
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("save")
+            .arg("")
+            .query(&mut c)
+            .unwrap();
+        let base: i64 = persistence_field(&mut c, "rdb_changes_since_last_save")
+            .parse()
+            .unwrap();
+        let _: () = redis::cmd("SET")
+            .arg("key")
+            .arg("value")
+            .query(&mut c)
+            .unwrap();
+        let _: () = redis::cmd("FLUSHALL").query(&mut c).unwrap();
+        assert_eq!(
+            persistence_field(&mut c, "rdb_changes_since_last_save"),
+            (base + 2).to_string(),
+            "{}",
+            s.name
+        );
+    }
+}

@@ -1125,8 +1125,24 @@ fn master_restarted_from_its_shutdown_snapshot_continues_its_history() {
     let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
     let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut c).unwrap();
     wait_converged(&master, &replica, 30);
-    let id = info(&master, "replication", "master_replid");
+    // The master has both replicas' ACKs of the whole stream: SHUTDOWN
+    // then does not wait for them (that wait sends a GETACK, which would
+    // move the offset read here).
     let offset = num(&master, "replication", "master_repl_offset");
+    wait_for_or(
+        "the replicas' ACKs",
+        20,
+        || {
+            (0..2)
+                .all(|i| {
+                    info(&master, "replication", &format!("slave{i}"))
+                        .contains(&format!(",offset={offset},"))
+                })
+                .then_some(())
+        },
+        || master.log(),
+    );
+    let id = info(&master, "replication", "master_replid");
     let _ = redis::cmd("SHUTDOWN").arg("SAVE").query::<()>(&mut c);
     master.kill_and_restart();
     std::thread::sleep(Duration::from_millis(300));

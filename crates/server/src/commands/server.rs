@@ -1218,7 +1218,19 @@ fn flushall(ctx: &mut Ctx, args: Args) {
         ctx.srv.touch_watched_keys_in_db(db, None);
         n += flush_db(ctx, db, lazy);
     }
-    ctx.modified(n.max(1));
+    // As Redis 7.0's flushAllDataAndResetRDB: the changes count the keys
+    // removed; a BGSAVE under way stops (it would write the flushed data),
+    // and with save rules the empty data set is saved at once, so that a
+    // restart does not bring the keys back (the counter is then 0). The
+    // command is propagated all the same, even over empty databases.
+    ctx.modified(n);
+    ctx.srv.kill_bgsave();
+    if !ctx.srv.config.save_rules.is_empty() && ctx.srv.persistence.job.is_none() {
+        if let Err(e) = ctx.srv.save_now() {
+            tracing::warn!("FLUSHALL could not save the empty data set: {e}");
+        }
+    }
+    ctx.srv.propagation.force = true;
     ctx.client.out.ok();
 }
 
