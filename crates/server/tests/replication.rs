@@ -1548,3 +1548,24 @@ fn a_replica_gives_up_on_a_master_silent_in_the_handshake_and_retries() {
         assert_eq!(info(&replica, "replication", "master_link_status"), "down");
     }
 }
+
+/// `DEBUG CHANGE-REPL-ID` (Redis's replication tests use it): a new
+/// replication id and no secondary history, on both servers.
+#[test]
+fn debug_change_repl_id_starts_a_new_history() {
+    for start in [ferrokv as fn(&[&str]) -> ServerProcess, redis] {
+        let s = start(&[]);
+        let before = info(&s, "replication", "master_replid");
+        let mut c = s.client();
+        let r: String = redis::cmd("DEBUG")
+            .arg("CHANGE-REPL-ID")
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(r, "OK");
+        let after = info(&s, "replication", "master_replid");
+        assert_eq!(after.len(), 40);
+        assert_ne!(after, before, "{}", s.name);
+        assert_eq!(info(&s, "replication", "master_replid2"), "0".repeat(40));
+        assert_eq!(num(&s, "replication", "second_repl_offset"), -1);
+    }
+}

@@ -791,7 +791,7 @@ fn command_help(ctx: &mut Ctx, _args: Args) {
     );
 }
 
-/// DEBUG DIGEST | DIGEST-VALUE key [key ...] | OBJECT key | SLEEP seconds | SET-ACTIVE-EXPIRE 0|1 | PAUSE-CRON 0|1 | HELP
+/// DEBUG DIGEST | DIGEST-VALUE key [key ...] | OBJECT key | SLEEP seconds | SET-ACTIVE-EXPIRE 0|1 | PAUSE-CRON 0|1 | CHANGE-REPL-ID | HELP
 fn debug_help(ctx: &mut Ctx, args: Args) {
     let sub = args.get(1);
     let db = ctx.client.db;
@@ -866,6 +866,12 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
     } else if is(sub, "set-active-expire") && args.len() == 3 {
         ctx.srv.active_expire_enabled = args.get(2) != b"0";
         ctx.client.out.ok();
+    } else if is(sub, "change-repl-id") && args.len() == 2 {
+        // Redis's replication tests: a new history, no secondary one.
+        tracing::warn!("Changing replication IDs after receiving DEBUG change-repl-id");
+        ctx.srv.repl.replid = crate::server::random_hex(&mut ctx.srv.rng, 40);
+        ctx.srv.repl.clear_replid2();
+        ctx.client.out.ok();
     } else if is(sub, "pause-cron") && args.len() == 3 {
         // Redis's atoi: anything but a number other than 0 resumes.
         ctx.srv.cron_paused = ferrokv_resp::parse_i64(args.get(2)).is_some_and(|v| v != 0);
@@ -925,6 +931,9 @@ fn debug_help(ctx: &mut Ctx, args: Args) {
             ctx,
             "DEBUG",
             &[
+                "CHANGE-REPL-ID",
+                "    Change the replication IDs of the instance.",
+                "    Dangerous: should be used only for testing the replication subsystem.",
                 "DIGEST",
                 "    Output a hex signature representing the current DB content.",
                 "DIGEST-VALUE <key> [<key> ...]",

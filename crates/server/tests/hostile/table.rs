@@ -88,6 +88,7 @@ pub const DEBUG_SUBCOMMANDS: &[&str] = &[
     "OBJECT",
     "PROTOCOL",
     "SET-ACTIVE-EXPIRE",
+    "CHANGE-REPL-ID",
     "LOG",
     "RELOAD",
     "HELP",
