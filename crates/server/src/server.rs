@@ -881,6 +881,9 @@ impl Server {
             self.tracking_remember_keys(client.id, spec, &args);
         }
         if self.dirty > dirty_before {
+            if self.repl.link.is_some() {
+                self.remember_local_expires(client.id, idx, db_before, &args);
+            }
             self.touch_command_keys(idx, db_before, &args);
             if self.blocking.has_waiters() {
                 crate::blocking::signal_command_keys(self, spec, &args);
@@ -1155,6 +1158,10 @@ impl Server {
             }
         }
         self.replication_cron();
+        // A writable replica's own keys with a TTL (replication/writable.rs).
+        if self.active_expire_enabled && !self.pause.active() {
+            self.expire_local_keys();
+        }
         let used = crate::alloc::used_memory();
         self.peak_memory = self.peak_memory.max(used);
         if self.cron_loops.is_multiple_of(self.config.hz.max(1)) {

@@ -1569,3 +1569,78 @@ fn debug_change_repl_id_starts_a_new_history() {
         assert_eq!(num(&s, "replication", "second_repl_offset"), -1);
     }
 }
+
+/// Keys a client writes with a TTL on a writable replica expire by the
+/// replica's own cycle (Redis's `expireSlaveKeys`): nobody else would
+/// delete them. Keys without a TTL, and the master's keys, stay. Ours and
+/// a real redis-server.
+#[test]
+fn a_writable_replica_expires_the_keys_written_on_it() {
+    for start in [ferrokv as fn(&[&str]) -> ServerProcess, redis] {
+        let master = start(&[]);
+        let replica = start(&[
+            "--replica-read-only",
+            "no",
+            "--replicaof",
+            "127.0.0.1",
+            &master.port.to_string(),
+        ]);
+        let mut mc = master.client();
+        let _: () = redis::cmd("SET")
+            .arg("from-master")
+            .arg("1")
+            .query(&mut mc)
+            .unwrap();
+        let mut rc = replica.client();
+        wait_for("the master's key on the replica", 20, || {
+            // (An error while the replica loads: try again.)
+            let v: Option<String> = redis::cmd("GET")
+                .arg("from-master")
+                .query(&mut rc)
+                .unwrap_or(None);
+            (v.as_deref() == Some("1")).then_some(())
+        });
+        let _: () = redis::cmd("SET")
+            .arg("a")
+            .arg("1")
+            .arg("PX")
+            .arg("100")
+            .query(&mut rc)
+            .unwrap();
+        let _: () = redis::cmd("SETEX")
+            .arg("b")
+            .arg("1")
+            .arg("x")
+            .query(&mut rc)
+            .unwrap();
+        let _: () = redis::cmd("SET").arg("c").arg("1").query(&mut rc).unwrap();
+        let _: i64 = redis::cmd("PEXPIRE")
+            .arg("c")
+            .arg("100")
+            .query(&mut rc)
+            .unwrap();
+        let _: () = redis::cmd("SET")
+            .arg("d")
+            .arg("stays")
+            .query(&mut rc)
+            .unwrap();
+        wait_for_or(
+            "the replica's own keys to expire",
+            20,
+            || {
+                let n: i64 = redis::cmd("DBSIZE").query(&mut rc).unwrap();
+                (n == 2).then_some(())
+            },
+            || replica.log(),
+        );
+        assert!(
+            num(&replica, "stats", "expired_keys") >= 3,
+            "{}",
+            replica.name
+        );
+        let v: Option<String> = redis::cmd("GET").arg("d").query(&mut rc).unwrap();
+        assert_eq!(v.as_deref(), Some("stays"));
+        let v: Option<String> = redis::cmd("GET").arg("from-master").query(&mut rc).unwrap();
+        assert_eq!(v.as_deref(), Some("1"));
+    }
+}

@@ -31,6 +31,7 @@ pub mod handshake;
 pub mod master;
 pub mod rdma;
 pub mod replica;
+pub mod writable;
 
 use crate::server::Server;
 use backlog::ReplicationBacklog;
@@ -187,6 +188,8 @@ pub struct ReplState {
     pub rdma: rdma::Rdma,
     /// `FAILOVER` in progress, if any.
     pub failover: failover::Failover,
+    /// A writable replica's own keys with a TTL (writable.rs).
+    pub local_expires: writable::LocalExpires,
     scratch: Vec<u8>,
     last_cron: Instant,
 }
@@ -207,6 +210,7 @@ impl ReplState {
             registry: None,
             rdma: rdma::Rdma::new(&cfg.rdma),
             failover: Default::default(),
+            local_expires: Default::default(),
             scratch: Vec::new(),
             last_cron: Instant::now(),
         };

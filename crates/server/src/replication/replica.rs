@@ -367,6 +367,8 @@ impl Server {
                 }
                 let old = std::mem::replace(&mut self.keyspace, keyspace);
                 self.lazy_free(old);
+                // The keys written here went with the old data set.
+                self.repl.local_expires.clear();
                 if let Some(st) = load {
                     if let Err(e) = self.install_loaded_functions(&st.functions) {
                         tracing::warn!("MASTER <-> REPLICA sync: {e}");
