@@ -270,20 +270,8 @@ fn block_generic<'k>(
 
 /// After a write command changed data: signals its key arguments.
 pub fn signal_command_keys(srv: &mut Server, spec: &CommandSpec, args: &Args) {
-    let (first, last, step) = spec.keys;
-    if first <= 0 || step <= 0 {
-        return;
-    }
-    let argc = args.len() as i32;
-    let last = if last < 0 {
-        argc + last
-    } else {
-        last.min(argc - 1)
-    };
-    let mut i = first;
-    while i <= last && i < argc {
-        srv.blocking.signal(args.get(i as usize));
-        i += step;
+    for i in crate::commands::key_range_positions(spec.keys, args.len()) {
+        srv.blocking.signal(args.get(i));
     }
 }
 

@@ -1525,17 +1525,18 @@ impl Server {
         }
     }
 
-    /// Before exiting: an interrupted background save is abandoned (its
-    /// temp file removed) and, when snapshots are configured (or `save`
-    /// asks for one), a final save is made. An error means "do not exit".
-    pub fn prepare_shutdown(&mut self, save: bool, nosave: bool) -> Result<(), String> {
+    /// The persistence step of a shutdown (`shutdown.rs`'s
+    /// `finish_shutdown`): the AOF synced, an interrupted background save
+    /// abandoned (its temp file removed) and, when snapshots are
+    /// configured (or `save` asks for one), a final save made. An error
+    /// means "do not exit".
+    pub fn persist_before_exit(&mut self, save: bool, nosave: bool) -> Result<(), String> {
         if let Some(aof) = self.aof.as_mut() {
             aof.sync_now()
                 .map_err(|e| format!("Error writing the AOF before exiting: {e}"))?;
         }
-        if let Some(job) = self.persistence.job.take() {
-            tracing::warn!("There is a background save in progress: abandoning it");
-            job.abandon(&mut self.keyspace);
+        if self.abandon_job().is_some() {
+            tracing::warn!("There was a background save in progress: abandoned");
         }
         if !nosave && (save || !self.config.save_rules.is_empty()) {
             tracing::info!("Saving the final RDB snapshot before exiting.");
@@ -1564,15 +1565,20 @@ impl Server {
         let plain = self.persistence.job.as_ref().is_some_and(|j| {
             j.kind == crate::persistence::SaveKind::Background && !j.for_aof && !j.streaming
         });
-        if !plain {
-            return;
+        if let Some(path) = plain.then(|| self.abandon_job()).flatten() {
+            tracing::warn!("Background saving terminated by FLUSHALL: its snapshot is abandoned");
+            self.repl_snapshot_done(false, &path, false);
         }
-        let job = self.persistence.job.take().expect("present");
+    }
+
+    /// Takes the save under way off the loop and abandons it (its temp
+    /// file removed, nothing installed): the path it was writing.
+    fn abandon_job(&mut self) -> Option<std::path::PathBuf> {
+        let job = self.persistence.job.take()?;
         self.persistence.loop_share = 0;
         let path = job.path.clone();
         job.abandon(&mut self.keyspace);
-        tracing::warn!("Background saving terminated by FLUSHALL: its snapshot is abandoned");
-        self.repl_snapshot_done(false, &path, false);
+        Some(path)
     }
 
     /// Stops a running AOF rewrite (`appendonly` switched): its snapshot is
@@ -1582,10 +1588,7 @@ impl Server {
             return;
         }
         tracing::info!("Killing running AOF rewrite child: the rewrite's snapshot is abandoned");
-        if let Some(job) = self.persistence.job.take() {
-            job.abandon(&mut self.keyspace);
-        }
-        self.persistence.loop_share = 0;
+        self.abandon_job();
         if let Some(rw) = self.aof_off_rewrite.take() {
             let _ = rw.finish(false);
         }

@@ -53,7 +53,7 @@ pub struct Flags {
 impl Flags {
     /// `shutdown-on-sig*`'s value: `default`, or any of `save`, `nosave`,
     /// `now`, `force` (space-separated; `save` and `nosave` exclude each
-    /// other). `None` for a word that is none of these.
+    /// other). Redis's reason for refusing any other word.
     pub fn parse_config(v: &str) -> Result<Flags, String> {
         let mut f = Flags::default();
         for w in v.split_ascii_whitespace() {
@@ -174,7 +174,7 @@ impl Server {
                 self.shutdown.deadline_ms =
                     Some(unix_ms() + self.config.shutdown_timeout() as i64 * 1000);
                 if !self.pause.active() {
-                    self.request_acks_now();
+                    self.send_getack();
                 }
                 self.pause_clients(PausePurpose::Shutdown, i64::MAX, PauseKind::Write);
                 tracing::info!("Waiting for replicas before shutting down.");
@@ -236,7 +236,7 @@ impl Server {
                 return self.shutdown_failed();
             }
         }
-        if let Err(e) = self.prepare_shutdown(flags.save, flags.nosave) {
+        if let Err(e) = self.persist_before_exit(flags.save, flags.nosave) {
             if flags.force {
                 tracing::warn!("{e}");
                 tracing::warn!("Error trying to save the DB. Exit anyway.");
@@ -321,13 +321,6 @@ impl Server {
             if unix_ms() >= deadline || self.replicas_have(self.shutdown.data_offset) {
                 self.finish_shutdown();
             }
-        }
-    }
-
-    /// Asks every replica for an ACK now (`REPLCONF GETACK *`).
-    fn request_acks_now(&mut self) {
-        if self.repl.link.is_none() && !self.repl.master.replicas.is_empty() {
-            self.repl_feed_bytes(crate::replication::GETACK);
         }
     }
 }

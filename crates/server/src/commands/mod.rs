@@ -118,6 +118,25 @@ pub struct CommandSpec {
     pub subcommands: &'static [CommandSpec],
 }
 
+/// The argument positions a key range `(first, last, step)` names in a
+/// call of `argc` arguments (Redis's legacy key range: a negative `last`
+/// counts from the end; a range without keys names none).
+pub fn key_range_positions(
+    (first, last, step): (i32, i32, i32),
+    argc: usize,
+) -> impl Iterator<Item = usize> {
+    let n = argc as i32;
+    let last = if last < 0 { n + last } else { last.min(n - 1) };
+    let (first, last) = if first > 0 && step > 0 {
+        (first, last)
+    } else {
+        (1, 0)
+    };
+    (first..=last)
+        .step_by(step.max(1) as usize)
+        .map(|i| i as usize)
+}
+
 impl CommandSpec {
     pub const fn new(name: &'static str, arity: i32, flags: u32, handler: Handler) -> Self {
         CommandSpec {

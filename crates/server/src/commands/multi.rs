@@ -317,18 +317,11 @@ impl Server {
             return;
         }
         let spec = self.commands.specs[idx];
-        let Some((first, last, step)) = written_keys(spec.name, spec.keys) else {
+        let Some(range) = written_keys(spec.name, spec.keys) else {
             return;
         };
-        if first <= 0 || step <= 0 {
-            return;
-        }
-        let n = args.len() as i32;
-        let last = if last < 0 { n + last } else { last.min(n - 1) };
-        let mut i = first;
-        while i <= last && i < n {
-            self.touch_watched_key(db, args.get(i as usize));
-            i += step;
+        for i in super::key_range_positions(range, args.len()) {
+            self.touch_watched_key(db, args.get(i));
         }
     }
 

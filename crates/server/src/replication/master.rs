@@ -177,7 +177,7 @@ impl Default for MasterSide {
 }
 
 const PING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
-pub(crate) const GETACK: &[u8] = b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n";
+const GETACK: &[u8] = b"*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n";
 
 /// The slab token of the client with this id.
 pub(crate) fn token_of(srv: &Server, id: u64) -> Option<usize> {
@@ -555,9 +555,7 @@ impl Server {
         // and the GETACK goes once the pause ends.
         if self.repl.master.getack_wanted && !self.pause.active() {
             self.repl.master.getack_wanted = false;
-            if self.repl.link.is_none() && !self.repl.master.replicas.is_empty() {
-                self.repl_feed_bytes(GETACK);
-            }
+            self.send_getack();
         }
         if !self.repl.master.waiters.is_empty() {
             self.release_waiters(&mut resume);
@@ -904,6 +902,14 @@ impl Server {
                 c.pending_write = true;
                 self.pending_writes.push(t);
             }
+        }
+    }
+
+    /// Asks every replica for an ACK now (`REPLCONF GETACK *` in the
+    /// stream; a replica, whose stream is its master's, asks nothing).
+    pub fn send_getack(&mut self) {
+        if self.repl.link.is_none() && !self.repl.master.replicas.is_empty() {
+            self.repl_feed_bytes(GETACK);
         }
     }
 

@@ -35,7 +35,7 @@ pub mod writable;
 
 use crate::server::Server;
 use backlog::ReplicationBacklog;
-pub(crate) use master::{token_of, GETACK};
+pub(crate) use master::token_of;
 use std::fmt::Write as _;
 use std::time::Instant;
 

@@ -14,28 +14,55 @@
 
 use crate::server::Server;
 use ferrokv_resp::Args;
-use std::collections::HashSet;
+use std::collections::BTreeSet;
+use std::ops::Bound;
 
-/// How many recorded keys one cron tick looks at, at most.
+/// How many recorded keys one cron tick looks at, at most; the next tick
+/// goes on after the last one looked at, so every key is looked at in turn.
 const PER_TICK: usize = 10_000;
 
-/// The recorded keys: (database, key).
+/// The recorded keys: (database, key), and where the walk goes on.
 #[derive(Default)]
 pub struct LocalExpires {
-    keys: HashSet<(usize, Vec<u8>)>,
+    keys: BTreeSet<(usize, Vec<u8>)>,
+    cursor: Option<(usize, Vec<u8>)>,
 }
 
 impl LocalExpires {
-    pub fn len(&self) -> usize {
-        self.keys.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }
 
     pub fn clear(&mut self) {
-        self.keys = HashSet::new();
+        *self = LocalExpires::default();
+    }
+
+    /// Up to `n` keys after the cursor (from the start once past the end),
+    /// moving it on.
+    fn next_batch(&mut self, n: usize) -> Vec<(usize, Vec<u8>)> {
+        let (from, wrap) = match &self.cursor {
+            Some(c) => (Bound::Excluded(c.clone()), Bound::Included(c.clone())),
+            None => (Bound::Unbounded, Bound::Unbounded),
+        };
+        let mut batch: Vec<_> = self
+            .keys
+            .range((from, Bound::Unbounded))
+            .take(n)
+            .cloned()
+            .collect();
+        // Past the end: on from the start, up to where this walk began.
+        if batch.len() < n && !matches!(wrap, Bound::Unbounded) {
+            let more = n - batch.len();
+            let wrapped: Vec<_> = self
+                .keys
+                .range((Bound::Unbounded, wrap))
+                .take(more)
+                .cloned()
+                .collect();
+            batch.extend(wrapped);
+        }
+        self.cursor = batch.last().cloned();
+        batch
     }
 }
 
@@ -50,22 +77,15 @@ impl Server {
         {
             return;
         }
-        let (first, last, step) = self.commands.specs[idx].keys;
-        if first <= 0 || step <= 0 {
-            return;
-        }
-        let n = args.len() as i32;
-        let last = if last < 0 { n + last } else { last.min(n - 1) };
-        let mut i = first;
-        while i <= last && i < n {
-            let key = args.get(i as usize);
+        let range = self.commands.specs[idx].keys;
+        for i in crate::commands::key_range_positions(range, args.len()) {
+            let key = args.get(i);
             if self.keyspace.dbs[db]
                 .get(key)
                 .is_some_and(|e| e.has_expire())
             {
                 self.repl.local_expires.keys.insert((db, key.to_vec()));
             }
-            i += step;
         }
     }
 
@@ -80,18 +100,16 @@ impl Server {
             return;
         }
         let now = self.now_ms;
-        let mut seen = Vec::new();
         let mut expired = Vec::new();
-        for (db, key) in self.repl.local_expires.keys.iter().take(PER_TICK) {
+        for k in self.repl.local_expires.next_batch(PER_TICK) {
+            let (db, key) = &k;
             match self.keyspace.dbs.get(*db).and_then(|d| d.get(key)) {
                 Some(e) if e.has_expire() && e.expire_at > now => continue,
                 Some(e) if e.has_expire() => expired.push((*db, key.clone())),
+                // Gone, or no TTL any more: forgotten.
                 _ => {}
             }
-            seen.push((*db, key.clone()));
-        }
-        for k in &seen {
-            self.repl.local_expires.keys.remove(k);
+            self.repl.local_expires.keys.remove(&k);
         }
         for (db, key) in expired {
             if self.keyspace.dbs[db].remove(&key).is_some() {
@@ -103,5 +121,27 @@ impl Server {
             }
         }
         self.flush_pending_events(None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_walk_visits_every_key_in_turn() {
+        let mut l = LocalExpires::default();
+        for i in 0..5u8 {
+            l.keys.insert((0, vec![i]));
+        }
+        let seen: Vec<Vec<u8>> = (0..3)
+            .flat_map(|_| l.next_batch(2))
+            .map(|(_, k)| k)
+            .collect();
+        assert_eq!(
+            seen,
+            vec![vec![0], vec![1], vec![2], vec![3], vec![4], vec![0]]
+        );
+        assert_eq!(l.next_batch(2), vec![(0, vec![1]), (0, vec![2])]);
     }
 }

@@ -840,6 +840,17 @@ impl Generator {
                     b(self.pick(&["pop", "k"])),
                     b(self.pick(&["0", "2", "12", "-5"])),
                 ],
+                // DEBUG's test helpers that change no data: CHANGE-REPL-ID
+                // (a new replication id) and PAUSE-CRON with values that
+                // keep the cron running (`0`, and `x`, which atoi reads as
+                // 0), with and without their argument (the arity errors).
+                3 if self.chance(0.05) => {
+                    let mut v = vec![b("DEBUG"), b(self.pick(&["CHANGE-REPL-ID", "pause-cron"]))];
+                    if self.chance(0.7) {
+                        v.push(b(self.pick(&["0", "x"])));
+                    }
+                    v
+                }
                 3 => vec![b("DEBUG"), b("DIGEST-VALUE"), src, self.source_key()],
                 // Server and connection commands whose replies do not
                 // depend on timing or on the connection's address: READONLY
