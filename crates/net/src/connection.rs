@@ -28,6 +28,10 @@ pub struct Connection {
     pub out_sent: usize,
     /// Whether the socket is registered for writable events.
     pub want_writable: bool,
+    /// The reactor saw the peer end its input (`EPOLLRDHUP`). Readiness is
+    /// edge-triggered: the end may have come with the last data, and no
+    /// further event would tell of it, so reads go on until one returns 0.
+    pub peer_closed: bool,
 }
 
 impl Connection {
@@ -43,6 +47,7 @@ impl Connection {
             parsed: Parsed::default(),
             out_sent: 0,
             want_writable: false,
+            peer_closed: false,
         }
     }
 
@@ -63,13 +68,14 @@ impl Connection {
             return Ok((usize::MAX, false));
         };
         let wanted = self.decoder.wanted();
-        read_into(
+        let (n, more) = read_into(
             stream,
             &mut self.inbuf,
             &mut self.in_start,
             &mut self.in_end,
             wanted,
-        )
+        )?;
+        Ok((n, more || (self.peer_closed && n != usize::MAX && n > 0)))
     }
 
     /// Appends `bytes` to the unparsed input: the head of a request that an

@@ -222,6 +222,9 @@ pub struct ReadJob {
     /// has not authenticated).
     pub parse: Option<usize>,
     pub parsed: Parsed,
+    /// The peer ended its input ([`crate::connection::Connection::peer_closed`]):
+    /// read on until a read returns 0.
+    pub peer_closed: bool,
 }
 
 /// What a thread read for a [`ReadJob`].
@@ -549,7 +552,7 @@ pub fn read_job(mut j: ReadJob) -> ReadDone {
             Ok((n, m)) => {
                 reads += 1;
                 bytes += n;
-                if !m {
+                if !m && !j.peer_closed {
                     break;
                 }
                 if bytes >= j.budget {
@@ -657,6 +660,7 @@ mod tests {
                 budget: 1 << 20,
                 parse: None,
                 parsed: Parsed::default(),
+                peer_closed: false,
             }));
         }
         let n = io.threads_for(jobs.len(), 0);
@@ -712,6 +716,7 @@ mod tests {
             budget: 1 << 20,
             parse: None,
             parsed: Parsed::default(),
+            peer_closed: false,
         };
         // A short read empties the socket and ends the job, as on the
         // execution thread; the end is what the next readiness event reads.
@@ -749,6 +754,7 @@ mod tests {
             budget: 32 * 1024,
             parse: None,
             parsed: Parsed::default(),
+            peer_closed: false,
         });
         assert!(r.more, "read {} bytes in {} reads", r.bytes, r.reads);
         assert!(r.bytes >= 32 * 1024 && r.bytes < off);

@@ -382,6 +382,13 @@ impl Server {
         }
     }
 
+    /// [`Self::access`], or none while a `CLIENT NO-TOUCH` client's
+    /// command runs.
+    #[inline]
+    pub fn access_unless_no_touch(&mut self) -> Option<ferrokv_store::Access> {
+        (!self.no_touch).then(|| self.access())
+    }
+
     /// `OBJECT FREQ`: the key's LFU counter after decay.
     pub fn lfu_frequency(&self, clock: u32) -> u32 {
         lfu_counter(

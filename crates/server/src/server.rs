@@ -131,6 +131,12 @@ pub struct Server {
     pub now_ms: i64,
     /// The LRU clock: seconds, 24 bits, as Redis.
     pub lru_clock: u32,
+    /// The command running leaves the access clocks alone (`CLIENT
+    /// NO-TOUCH`; set per command by `call_from`).
+    pub no_touch: bool,
+    /// A `CLIENT NO-TOUCH` client is the caller of what runs now (its
+    /// script's or transaction's commands inherit the mode).
+    pub caller_no_touch: bool,
     /// The loop exits at the end of this turn (a shutdown finished).
     pub shutdown_requested: bool,
     /// A shutdown waiting for replicas, its blocked clients (shutdown.rs).
@@ -281,6 +287,8 @@ impl Server {
             rng,
             now_ms: now,
             lru_clock: ((now / 1000) as u32) & LRU_CLOCK_MAX,
+            no_touch: false,
+            caller_no_touch: false,
             shutdown_requested: false,
             shutdown: Default::default(),
             cron_paused: false,
@@ -379,10 +387,10 @@ impl Server {
         if self.config.notify_keyspace_events & crate::notify::NOTIFY_KEY_MISS != 0 {
             return self.lookup_read_noting_misses(db, key, now_ms);
         }
-        let access = self.access();
+        let access = self.access_unless_no_touch();
         // A replica waits for its master's DEL (Redis's expireIfNeeded).
         let expire = self.deletes_expired_keys();
-        match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, Some(access)) {
+        match self.keyspace.dbs[db].lookup_read(key, now_ms, expire, access) {
             Found::Live(e) => {
                 self.stats.keyspace_hits += 1;
                 Some(e)
@@ -410,8 +418,8 @@ impl Server {
     /// [`Self::lookup_read`] when `keymiss` events are on: a miss is queued
     /// for announcing (off the fast path, which stays branch-light).
     fn lookup_read_noting_misses(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&Entry> {
-        let access = self.access();
-        self.lookup_read_counted(db, key, now_ms, Some(access))
+        let access = self.access_unless_no_touch();
+        self.lookup_read_counted(db, key, now_ms, access)
     }
 
     /// Redis's `LOOKUP_NOTOUCH` (TYPE, EXISTS, TTL and the other expiry
@@ -478,13 +486,15 @@ impl Server {
     /// Looks a key up for writing: lazy expiry, no hit/miss counting.
     #[inline]
     pub fn lookup_write(&mut self, db: usize, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
-        let access = self.access();
+        let access = self.access_unless_no_touch();
         let wants = self.wants_expired_events();
         // (During a pause an expired key is missing but stays: no DEL.)
         let expire = !self.pause.active();
         match self.keyspace.dbs[db].lookup(key, now_ms, expire) {
             Lookup::Live(e) => {
-                e.touch(access);
+                if let Some(access) = access {
+                    e.touch(access);
+                }
                 Some(e)
             }
             Lookup::Expired(e) => {
@@ -841,6 +851,11 @@ impl Server {
     ) -> Instant {
         let spec = self.commands.specs[idx];
         client.last_cmd = spec.name;
+        // CLIENT NO-TOUCH: the caller's mode holds for the commands its
+        // script or transaction runs too; TOUCH always counts.
+        let no_touch_before = (self.no_touch, self.caller_no_touch);
+        self.caller_no_touch |= client.no_touch;
+        self.no_touch = self.caller_no_touch && spec.name != "touch";
         let errors_before = client.out.error_codes.len();
         let judged_before = client.out.judged_errors;
         // The master's stream is applied as the master saw it: its keys
@@ -866,6 +881,7 @@ impl Server {
             };
             (spec.handler)(&mut ctx, args);
         }
+        (self.no_touch, self.caller_no_touch) = no_touch_before;
         if script_of_tracker {
             self.tracking_script_call(client.id, None);
         }

@@ -542,3 +542,53 @@ fn quit_replies_ok_and_closes() {
     let mut r = s.raw();
     assert_reply_then_closed(&mut r, b"QUIT\r\nPING\r\n", b"+OK\r\n");
 }
+
+/// Sends `req`, ends the connection's input (a half-close: `shutdown`
+/// of the write side, as `nc -N` and many scripts do) and reads to the
+/// end: the server answers what came before the end, then closes, as
+/// Redis does. Readiness is edge-triggered in ferrokv, and the end often
+/// arrives with the last request: it must not wait for another event.
+fn half_close(port: u16, req: &[u8]) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    s.write_all(req).unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut got = Vec::new();
+    s.read_to_end(&mut got)
+        .expect("the server closes the connection after the end of its input");
+    got
+}
+
+#[test]
+fn the_end_of_a_clients_input_closes_it_after_its_replies() {
+    let srv = server();
+    assert_eq!(half_close(srv.port, b"PING\r\n"), b"+PONG\r\n");
+    assert_eq!(
+        half_close(
+            srv.port,
+            b"*3\r\n$3\r\nSET\r\n$7\r\nhalf:k1\r\n$1\r\nv\r\nGET half:k1\r\n"
+        ),
+        b"+OK\r\n$1\r\nv\r\n"
+    );
+    // A pipeline larger than one read: every reply, then the close.
+    let mut req = Vec::new();
+    for i in 0..20_000 {
+        req.extend_from_slice(format!("INCR half:n{}\r\n", i % 7).as_bytes());
+    }
+    let got = half_close(srv.port, &req);
+    assert_eq!(got.iter().filter(|&&b| b == b'\n').count(), 20_000);
+    assert!(got.ends_with(b":2858\r\n"), "{:?}", &got[got.len() - 20..]);
+    // A blocked client that ends its input is closed and unblocked.
+    assert_eq!(half_close(srv.port, b"BLPOP half:none 0\r\n"), b"");
+    let mut r = srv.raw();
+    common::wait_for("no blocked client", 30, || {
+        let ferrokv_resp::Frame::Bulk(b) = r.cmd(&["INFO", "clients"]) else {
+            panic!()
+        };
+        String::from_utf8_lossy(&b)
+            .contains("blocked_clients:0")
+            .then_some(())
+    });
+}

@@ -71,6 +71,7 @@ static CLIENT_SUBS: &[CommandSpec] = &[
         "ip:port|[ID client-id] [TYPE NORMAL|MASTER|SLAVE|REPLICA|PUBSUB] [USER username] [ADDR ip:port] [LADDR ip:port] [SKIPME YES|NO] [MAXAGE maxage]",
     ),
     cmd("client|no-evict", 3, ADMIN | STALE | NOSCRIPT | LOADING, client_no_evict).since("7.0.0").doc("Sets the client eviction mode of the connection.", "ON|OFF"),
+    cmd("client|no-touch", 3, STALE | NOSCRIPT | LOADING, client_no_touch).since("7.2.0").complexity("O(1)").doc("Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", "ON|OFF"),
     cmd("client|unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE, crate::blocking::client_unblock).since("5.0.0").complexity("O(log N) where N is the number of client connections").doc("Unblocks a client blocked by a blocking command from a different connection.", "client-id [TIMEOUT|ERROR]"),
     cmd("client|pause", -3, ADMIN | NOSCRIPT | LOADING | STALE, crate::pause::client_pause).since("3.0.0").complexity("O(1)").doc("Suspends commands processing.", "timeout [WRITE|ALL]"),
     cmd("client|unpause", 2, ADMIN | NOSCRIPT | LOADING | STALE, crate::pause::client_unpause).since("6.2.0").complexity("O(N) Where N is the number of paused clients").doc("Resumes processing commands from paused clients.", ""),
@@ -128,6 +129,7 @@ fn reset(ctx: &mut Ctx, _args: Args) {
     ctx.client.name = None;
     ctx.client.reply_mode = ReplyMode::On;
     ctx.client.no_evict = false;
+    ctx.client.no_touch = false;
     ctx.client.user = crate::acl::DEFAULT_USER;
     ctx.client.authenticated = ctx.srv.acl.default_open();
     ctx.client.out.simple("RESET");
@@ -406,6 +408,12 @@ fn client_flags(c: &Client, tracking: Option<&ClientTracking>, waiting: bool) ->
     {
         f.push('U');
     }
+    if c.no_evict {
+        f.push('e');
+    }
+    if c.no_touch {
+        f.push('T');
+    }
     if f.is_empty() {
         f.push('N');
     }
@@ -626,12 +634,11 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
                     return;
                 }
             } else if is(k, "maxage") {
+                // Redis 7.4: connections at least this many seconds old.
                 match ferrokv_resp::parse_i64(v) {
-                    Some(n) if n >= 0 => f.maxage = Some(n as u64),
-                    _ => {
-                        ctx.error(err::SYNTAX);
-                        return;
-                    }
+                    Some(n) if n > 0 => f.maxage = Some(n as u64),
+                    Some(_) => return ctx.error("ERR maxage should be greater than 0"),
+                    None => return ctx.error("ERR maxage is not an integer or out of range"),
                 }
             } else {
                 ctx.error(err::SYNTAX);
@@ -686,6 +693,19 @@ fn client_no_evict(ctx: &mut Ctx, args: Args) {
     } else {
         ctx.error(err::SYNTAX);
         return;
+    }
+    ctx.client.out.ok();
+}
+
+/// CLIENT NO-TOUCH ON|OFF (Redis 7.2; see `Server::call_from`).
+fn client_no_touch(ctx: &mut Ctx, args: Args) {
+    let v = args.get(2);
+    if is(v, "on") {
+        ctx.client.no_touch = true;
+    } else if is(v, "off") {
+        ctx.client.no_touch = false;
+    } else {
+        return ctx.error(err::SYNTAX);
     }
     ctx.client.out.ok();
 }
@@ -899,6 +919,8 @@ fn client_help(ctx: &mut Ctx, _args: Args) {
             "    Suspend all, or just write, clients for <timeout> milliseconds.",
             "NO-EVICT (ON|OFF)",
             "    Protect current client connection from eviction.",
+            "NO-TOUCH (ON|OFF)",
+            "    Will not touch LRU/LFU stats when this mode is on.",
             "REPLY (ON|OFF|SKIP)",
             "    Control the replies sent to the current connection.",
             "SETNAME <name>",

@@ -19,7 +19,7 @@
 //! `HSCAN` costs O(fields) per call whatever `COUNT` (see `Dense::scan`).
 
 use super::flags::*;
-use super::keys::{parse_scan_options, reply_scan};
+use super::keys::{parse_scan_options, reply_scan, ScanOf};
 use super::long_double::LongDouble;
 use super::{err, is, parse_f64, parse_int, CommandSpec, Ctx};
 use crate::notify::{NOTIFY_GENERIC, NOTIFY_HASH, NOTIFY_NEW};
@@ -53,7 +53,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("hincrby", 4, WRITE | DENYOOM | FAST, hincrby).doc("Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", "key field increment"),
     cmd("hincrbyfloat", 4, WRITE | DENYOOM | FAST, hincrbyfloat).since("2.6.0").doc("Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", "key field increment"),
     cmd("hrandfield", -2, READONLY, hrandfield).since("6.2.0").complexity("O(N) where N is the number of fields returned").doc("Returns one or more random fields from a hash.", "key [count [WITHVALUES]]"),
-    cmd("hscan", -3, READONLY, hscan).since("2.8.0").complexity("O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.").doc("Iterates over fields and values of a hash.", "key cursor [MATCH pattern] [COUNT count]"),
+    cmd("hscan", -3, READONLY, hscan).since("2.8.0").complexity("O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.").doc("Iterates over fields and values of a hash.", "key cursor [MATCH pattern] [COUNT count] [NOVALUES]"),
 ];
 
 super::typed_lookups!(Hash, Hash);
@@ -456,13 +456,13 @@ fn hrandfield(ctx: &mut Ctx, args: Args) {
     }
 }
 
-/// HSCAN key cursor [MATCH pattern] [COUNT count]
+/// HSCAN key cursor [MATCH pattern] [COUNT count] [NOVALUES] (NOVALUES: Redis 7.4)
 fn hscan(ctx: &mut Ctx, args: Args) {
     let Some(cursor) = super::keys::parse_cursor(args.get(2)) else {
         return ctx.error("ERR invalid cursor");
     };
     let db = ctx.client.db;
-    let opts = parse_scan_options(&args, 3, false);
+    let opts = parse_scan_options(&args, 3, ScanOf::Hash);
     let out = &mut ctx.client.out;
     // As Redis: the key is looked up (and its type checked) before an
     // error in the options is reported.
@@ -479,7 +479,9 @@ fn hscan(ctx: &mut Ctx, args: Args) {
     let next = h.scan(cursor, opts.count, |f, v| {
         if opts.pattern.is_none_or(|p| glob_match(p, f)) {
             items.push(f.to_vec());
-            items.push(v.to_vec());
+            if !opts.novalues {
+                items.push(v.to_vec());
+            }
         }
     });
     reply_scan(out, next, &items);

@@ -308,12 +308,26 @@ pub(crate) fn parse_cursor(a: &[u8]) -> Option<u64> {
     Some(if neg { v.wrapping_neg() } else { v })
 }
 
-/// The options of the SCAN family: `[MATCH pattern] [COUNT count]`, and
-/// `[TYPE type]` for SCAN itself. `MATCH *` is no filter.
+/// The options of the SCAN family: `[MATCH pattern] [COUNT count]`,
+/// `[TYPE type]` for SCAN itself and `[NOVALUES]` for HSCAN (Redis 7.4).
+/// `MATCH *` is no filter.
 pub(super) struct ScanOptions<'a> {
     pub pattern: Option<&'a [u8]>,
     pub count: usize,
     pub type_filter: Option<&'a [u8]>,
+    pub novalues: bool,
+}
+
+/// Which member of the SCAN family parses its options: the options it
+/// takes beyond MATCH and COUNT follow from it.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum ScanOf {
+    /// SCAN: `TYPE type`.
+    Keys,
+    /// HSCAN: `NOVALUES`.
+    Hash,
+    /// SSCAN, ZSCAN.
+    Elements,
 }
 
 /// Parses the SCAN-family options from `args[first..]`. The error is
@@ -322,19 +336,30 @@ pub(super) struct ScanOptions<'a> {
 pub(super) fn parse_scan_options<'a>(
     args: &Args<'a>,
     first: usize,
-    with_type: bool,
+    of: ScanOf,
 ) -> Result<ScanOptions<'a>, &'static str> {
     let mut o = ScanOptions {
         pattern: None,
         count: 10,
         type_filter: None,
+        novalues: false,
     };
     let mut i = first;
     while i < args.len() {
+        let a = args.get(i);
+        // A flag without a value (Redis 7.4's scanGenericCommand: any
+        // command but HSCAN refuses it by name).
+        if is(a, "novalues") {
+            if of != ScanOf::Hash {
+                return Err("ERR NOVALUES option can only be used in HSCAN");
+            }
+            o.novalues = true;
+            i += 1;
+            continue;
+        }
         if i + 1 >= args.len() {
             return Err(err::SYNTAX);
         }
-        let a = args.get(i);
         if is(a, "match") {
             let p = args.get(i + 1);
             o.pattern = (p != b"*").then_some(p);
@@ -344,7 +369,7 @@ pub(super) fn parse_scan_options<'a>(
                 return Err(err::SYNTAX);
             }
             o.count = c as usize;
-        } else if with_type && is(a, "type") {
+        } else if of == ScanOf::Keys && is(a, "type") {
             o.type_filter = Some(args.get(i + 1));
         } else {
             return Err(err::SYNTAX);
@@ -371,7 +396,7 @@ fn scan(ctx: &mut Ctx, args: Args) {
         ctx.error("ERR invalid cursor");
         return;
     };
-    let opts = match parse_scan_options(&args, 2, true) {
+    let opts = match parse_scan_options(&args, 2, ScanOf::Keys) {
         Ok(o) => o,
         Err(e) => return ctx.error(e),
     };
@@ -440,8 +465,17 @@ fn randomkey(ctx: &mut Ctx, _args: Args) {
 }
 
 /// TOUCH key [key ...]
+/// TOUCH key [key ...]: as EXISTS, but each key found is an access (its
+/// LRU/LFU clock moves; Redis's `lookupKeyRead`), even for a `CLIENT
+/// NO-TOUCH` client.
 fn touch(ctx: &mut Ctx, args: Args) {
-    exists(ctx, args)
+    let db = ctx.client.db;
+    let n = args
+        .iter()
+        .skip(1)
+        .filter(|k| ctx.srv.lookup_read(db, k, ctx.now_ms).is_some())
+        .count();
+    ctx.client.out.int(n as i64);
 }
 
 /// Applies EXPIRE-family flags and the new time (absolute ms).

@@ -20,7 +20,7 @@
 //! `SSCAN` costs O(members) per call whatever `COUNT` (see `Dense::scan`).
 
 use super::flags::*;
-use super::keys::{parse_scan_options, reply_scan};
+use super::keys::{parse_scan_options, reply_scan, ScanOf};
 use super::{err, parse_int, CommandSpec, Ctx};
 use crate::notify::{NOTIFY_GENERIC, NOTIFY_NEW, NOTIFY_SET};
 use ferrokv_resp::Args;
@@ -585,7 +585,7 @@ fn sscan(ctx: &mut Ctx, args: Args) {
         return ctx.error("ERR invalid cursor");
     };
     let db = ctx.client.db;
-    let opts = parse_scan_options(&args, 3, false);
+    let opts = parse_scan_options(&args, 3, ScanOf::Elements);
     let out = &mut ctx.client.out;
     // As Redis: the key is looked up (and its type checked) before an
     // error in the options is reported.

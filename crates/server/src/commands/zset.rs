@@ -54,8 +54,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("zrangebylex", -4, READONLY, zrangebylex).since("2.8.9").complexity("O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned.").doc("Returns members in a sorted set within a lexicographical range.", "key min max [LIMIT offset count]"),
     cmd("zrevrangebylex", -4, READONLY, zrevrangebylex).since("2.8.9").complexity("O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned.").doc("Returns members in a sorted set within a lexicographical range in reverse order.", "key max min [LIMIT offset count]"),
     cmd("zrevrange", -4, READONLY, zrevrange).since("1.2.0").complexity("O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.").doc("Returns members in a sorted set within a range of indexes in reverse order.", "key start stop [WITHSCORES]"),
-    cmd("zrank", 3, READONLY | FAST, zrank).since("2.0.0").complexity("O(log(N))").doc("Returns the index of a member in a sorted set ordered by ascending scores.", "key member"),
-    cmd("zrevrank", 3, READONLY | FAST, zrevrank).since("2.0.0").complexity("O(log(N))").doc("Returns the index of a member in a sorted set ordered by descending scores.", "key member"),
+    cmd("zrank", -3, READONLY | FAST, zrank).since("2.0.0").complexity("O(log(N))").doc("Returns the index of a member in a sorted set ordered by ascending scores.", "key member [WITHSCORE]"),
+    cmd("zrevrank", -3, READONLY | FAST, zrevrank).since("2.0.0").complexity("O(log(N))").doc("Returns the index of a member in a sorted set ordered by descending scores.", "key member [WITHSCORE]"),
     cmd("zremrangebyrank", 4, WRITE, zremrangebyrank).since("2.0.0").complexity("O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.").doc("Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.", "key start stop"),
     cmd("zremrangebyscore", 4, WRITE, zremrangebyscore).since("1.2.0").complexity("O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.").doc("Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.", "key min max"),
     cmd("zremrangebylex", 4, WRITE, zremrangebylex).since("2.8.9").complexity("O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation.").doc("Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.", "key min max"),
@@ -634,23 +634,42 @@ fn zlexcount(ctx: &mut Ctx, args: Args) {
     out.int(n as i64);
 }
 
-/// ZRANK key member
+/// ZRANK key member [WITHSCORE] (WITHSCORE: Redis 7.2)
 fn zrank(ctx: &mut Ctx, args: Args) {
     rank_generic(ctx, args, false)
 }
 
-/// ZREVRANK key member
+/// ZREVRANK key member [WITHSCORE] (WITHSCORE: Redis 7.2)
 fn zrevrank(ctx: &mut Ctx, args: Args) {
     rank_generic(ctx, args, true)
 }
 
+/// Redis 7.2's `zrankGenericCommand`: the option is checked before the
+/// key; with WITHSCORE a missing key or member is a null array and a hit
+/// `[rank, score]`.
 fn rank_generic(ctx: &mut Ctx, args: Args, rev: bool) {
+    let withscore = match args.len() {
+        3 => false,
+        4 if is(args.get(3), "withscore") => true,
+        4 => return ctx.error(err::SYNTAX),
+        _ => return ctx.wrong_args(if rev { "zrevrank" } else { "zrank" }),
+    };
     let Ok((z, out)) = read_zset(ctx, args.get(1)) else {
         return;
     };
-    match z.and_then(|z| z.rank(args.get(2)).map(|(r, _)| (r, z.len()))) {
-        Some((r, len)) => out.int(if rev { len - 1 - r } else { r } as i64),
-        None => out.null(),
+    let hit = z.and_then(|z| {
+        z.rank(args.get(2))
+            .map(|(r, score)| (if rev { z.len() - 1 - r } else { r }, score))
+    });
+    match (hit, withscore) {
+        (Some((r, _)), false) => out.int(r as i64),
+        (Some((r, score)), true) => {
+            out.array(2);
+            out.int(r as i64);
+            out.double(score);
+        }
+        (None, false) => out.null(),
+        (None, true) => out.null_array(),
     }
 }
 
@@ -1704,7 +1723,7 @@ fn zscan(ctx: &mut Ctx, args: Args) {
         }
         Some(_) => {}
     }
-    let opts = match super::keys::parse_scan_options(&args, 3, false) {
+    let opts = match super::keys::parse_scan_options(&args, 3, super::keys::ScanOf::Elements) {
         Ok(o) => o,
         Err(e) => return ctx.error(e),
     };

@@ -170,6 +170,9 @@ pub struct Client {
     pub user: crate::acl::UserId,
     pub reply_mode: ReplyMode,
     pub no_evict: bool,
+    /// `CLIENT NO-TOUCH ON` (Redis 7.2): its commands leave the keys'
+    /// LRU/LFU clocks as they were (TOUCH still counts as an access).
+    pub no_touch: bool,
     /// In monitor mode (`MONITOR`): every command the server runs is
     /// shown to it, and it may not touch the keyspace.
     pub monitor: bool,
@@ -279,6 +282,7 @@ impl Client {
             user: crate::acl::DEFAULT_USER,
             reply_mode,
             no_evict: false,
+            no_touch: false,
             monitor: false,
             close_after_reply: false,
             close_asap: false,

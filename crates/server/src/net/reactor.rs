@@ -264,6 +264,11 @@ impl Reactor {
                     continue;
                 }
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                    if ev.is_read_closed() {
+                        if let Some(Some(c)) = self.srv.clients.get_mut(t) {
+                            c.conn.peer_closed = true;
+                        }
+                    }
                     if batch_reads {
                         readable.push(t);
                     } else {
@@ -477,6 +482,7 @@ impl Reactor {
                 parse: (!c.conn.decoder.in_progress() && c.authenticated)
                     .then_some(self.srv.config.proto_max_bulk_len as usize),
                 parsed: std::mem::take(&mut c.conn.parsed),
+                peer_closed: c.conn.peer_closed,
             }));
         }
         let Some(io) = self.srv.io_threads.as_mut() else {
@@ -585,12 +591,24 @@ impl Reactor {
             }
         }
         if eof {
-            return false;
+            return Self::input_ended(c);
         }
         if more && !(c.close_after_reply || c.close_asap || c.input_deferred || c.output_paused) {
             self.srv.pending_reads.push(t);
         }
         c.shrink_input();
+        true
+    }
+
+    /// The peer ended its input (a read returned 0): the connection closes,
+    /// as Redis closes it, but after the replies to what it sent before
+    /// (Redis writes those before it reads the end). Returns whether to
+    /// keep the connection for that last write.
+    fn input_ended(c: &mut Client) -> bool {
+        if c.pending_output() == 0 {
+            return false;
+        }
+        c.close_after_reply = true;
         true
     }
 
@@ -643,7 +661,7 @@ impl Reactor {
                 }
             };
             if n == 0 {
-                return false;
+                return Self::input_ended(c);
             }
             if n == usize::MAX {
                 break;

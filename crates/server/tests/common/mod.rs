@@ -134,6 +134,24 @@ impl ServerProcess {
         Self::spawn("redis", "redis-server", &args)
     }
 
+    /// Starts a reference server from `../shared/peers/` (beside the
+    /// project's root; CI always has it) with the arguments
+    /// [`ServerProcess::redis`] gives, or `None` after a printed line when
+    /// this clone has no such peer.
+    pub fn peer(peer: Peer, extra: &[&str]) -> Option<ServerProcess> {
+        let bin = peer.path()?;
+        let mut args = vec![
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--enable-debug-command",
+            "yes",
+        ];
+        args.extend_from_slice(extra);
+        Some(Self::spawn(peer.name(), bin.to_str().unwrap(), &args))
+    }
+
     fn spawn(name: &'static str, bin: &str, extra: &[&str]) -> ServerProcess {
         Self::spawn_after(name, bin, &[], extra)
     }
@@ -784,4 +802,47 @@ pub fn metric_value(text: &str, series: &str) -> Option<String> {
     text.lines()
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
         .map(str::to_string)
+}
+
+/// The reference servers built from their sources in `../shared/peers/`
+/// (see its README): the oracles for behaviour newer than Debian's
+/// redis-server 7.0.15.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Peer {
+    Redis72,
+    Redis74,
+    Valkey80,
+}
+
+impl Peer {
+    pub fn name(self) -> &'static str {
+        match self {
+            Peer::Redis72 => "redis-7.2.6",
+            Peer::Redis74 => "redis-7.4.1",
+            Peer::Valkey80 => "valkey-8.0.1",
+        }
+    }
+
+    /// The binary, or `None` (with a printed line saying what is skipped)
+    /// when this clone has no `../shared/peers`.
+    pub fn path(self) -> Option<PathBuf> {
+        let bin = match self {
+            Peer::Valkey80 => "valkey-server",
+            _ => "redis-server",
+        };
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/peers")
+            .join(self.name())
+            .join(bin);
+        if p.is_file() {
+            Some(p)
+        } else {
+            println!(
+                "skipped against {}: {} is missing (a clone without ../shared)",
+                self.name(),
+                p.display()
+            );
+            None
+        }
+    }
 }

@@ -599,6 +599,9 @@ fn xreadgroup(ctx: &mut Ctx, args: Args) {
         if a == b"$" {
             return ctx.error("ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would just return an empty result set.");
         }
+        if a == b"+" {
+            return ctx.error("ERR The + ID is meaningless in the context of XREADGROUP: you want to read the history of this consumer by specifying a proper ID, or use the > ID to get new messages. The + ID would just return an empty result set.");
+        }
         if a == b">" {
             froms.push(ReadFrom::New);
             continue;

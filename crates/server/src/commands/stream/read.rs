@@ -6,6 +6,9 @@
 //! (`crate::blocking`) on all its keys. `$` is resolved to the stream's
 //! last ID when the client blocks: the command kept for running again
 //! holds the resolved IDs, so an entry added meanwhile is what serves it.
+//! `+` (Redis 7.4) reads the stream's last entry: it is resolved to the ID
+//! just below it (0-0 for an empty or missing stream, so a blocked read
+//! is served by the first entry added).
 //! Run again for a key that became ready, it answers for that key alone
 //! (as Redis serves the key that was signalled), and a stream whose new
 //! entries are not above the ID waited for (an XADD with an explicit small
@@ -99,14 +102,25 @@ fn xread(ctx: &mut Ctx, args: Args) {
     let mut ids: Vec<StreamId> = Vec::new();
     for k in 0..n {
         let key = args.get(streams_at + k);
-        let last = match ctx.srv.lookup_read(db, key, ctx.now_ms).map(|e| e.value()) {
-            None => None,
-            Some(ValueRef::Stream(st)) => Some(st.last_id()),
+        // `$`: the stream's last ID; `+` (Redis 7.4): just below its last
+        // live entry, so that entry is read (0-0 for an empty stream).
+        let (last, plus) = match ctx.srv.lookup_read(db, key, ctx.now_ms).map(|e| e.value()) {
+            None => (None, StreamId::MIN),
+            Some(ValueRef::Stream(st)) => (
+                Some(st.last_id()),
+                st.last_live_id()
+                    .and_then(StreamId::decr)
+                    .unwrap_or(StreamId::MIN),
+            ),
             Some(_) => return ctx.error(err::WRONGTYPE),
         };
         let a = args.get(streams_at + n + k);
         if a == b"$" {
             ids.push(last.unwrap_or(StreamId::MIN));
+            continue;
+        }
+        if a == b"+" {
+            ids.push(plus);
             continue;
         }
         if a == b">" {
