@@ -68,7 +68,10 @@ struct Case {
 
 impl Case {
     fn generate(seed: u64, len: usize) -> Case {
-        let mut gen = Generator::new(seed);
+        Self::generate_with(Generator::new(seed), seed, len)
+    }
+
+    fn generate_with(mut gen: Generator, seed: u64, len: usize) -> Case {
         let resp3 = gen.chance(0.25);
         let commands = (0..len).map(|_| gen.command()).collect();
         Case {
@@ -104,13 +107,30 @@ fn subject() -> ServerProcess {
 struct Servers {
     redis: ServerProcess,
     ferrokv: ServerProcess,
+    /// The reference when it is not Debian's redis-server 7.0.
+    peer: Option<common::Peer>,
 }
 
 impl Servers {
     fn start() -> Servers {
         let redis = ServerProcess::redis(REDIS_ARGS);
         let ferrokv = subject();
-        Servers { redis, ferrokv }
+        Servers {
+            redis,
+            ferrokv,
+            peer: None,
+        }
+    }
+
+    /// ferrokv beside a reference from `../shared/peers/` (`None` where
+    /// this clone has none).
+    fn start_beside(peer: common::Peer) -> Option<Servers> {
+        let redis = ServerProcess::peer(peer, REDIS_ARGS)?;
+        Some(Servers {
+            redis,
+            ferrokv: subject(),
+            peer: Some(peer),
+        })
     }
 
     /// After a mismatch: if ferrokv stopped answering (a crash is still
@@ -142,7 +162,10 @@ impl Servers {
         }
         if !answers(&mut self.redis) {
             eprintln!("redis died; its log:\n{}", self.redis.log());
-            self.redis = ServerProcess::redis(REDIS_ARGS);
+            self.redis = match self.peer {
+                Some(p) => ServerProcess::peer(p, REDIS_ARGS).unwrap(),
+                None => ServerProcess::redis(REDIS_ARGS),
+            };
         }
     }
 }
@@ -676,6 +699,46 @@ fn string_and_generic_commands_match_redis_7_0() {
     assert!(
         failures.is_empty(),
         "{} sequence(s) differ from Redis:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// The forms Redis 7.2 and 7.4 added without changing 7.0's
+/// (`differential/newer_gen.rs`), compared with Redis 7.4.1 from
+/// `../shared/peers/` (skipped where this clone has none); the same knobs,
+/// a tenth of the cases by default.
+#[test]
+fn newer_forms_match_redis_7_4() {
+    let base: u64 = env_or("FERROKV_DIFF_SEED", DEFAULT_SEED);
+    let cases: u64 = env_or("FERROKV_DIFF_CASES", DEFAULT_CASES / 10);
+    let len: usize = env_or("FERROKV_DIFF_LEN", DEFAULT_LEN);
+    let t0 = Instant::now();
+    let Some(mut servers) = Servers::start_beside(common::Peer::Redis74) else {
+        return;
+    };
+    let mut failures = Vec::new();
+    let mut commands = 0;
+    for i in 0..cases {
+        let seed = base.wrapping_add(i);
+        let case = Case::generate_with(Generator::newer(seed), seed, len);
+        commands += case.commands.len();
+        if let Err(m) = run(&mut servers, &case) {
+            let shrunk = shrink(&mut servers, &case, &m);
+            let text = report(&case, &m, &shrunk);
+            eprintln!("MISMATCH {text}");
+            failures.push(text);
+            break;
+        }
+    }
+    eprintln!(
+        "differential (Redis 7.4): {cases} sequences, {commands} commands, {} failing, {:.1}s",
+        failures.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} sequence(s) differ from Redis 7.4:\n{}",
         failures.len(),
         failures.join("\n")
     );

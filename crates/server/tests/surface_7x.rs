@@ -212,6 +212,10 @@ fn xread_plus_reads_the_last_entry() {
     for c in &setup[4..7] {
         r.cmd(c);
     }
+    // A stream that never had an entry (MKSTREAM): nothing to read (Redis
+    // 7.4.1 answers "ERR the stream last element ID is 0-0").
+    r.cmd(&["XGROUP", "CREATE", "fresh", "g", "$", "MKSTREAM"]);
+    assert_eq!(r.cmd(&["XREAD", "STREAMS", "fresh", "+"]), Frame::Null);
     assert_eq!(
         r.cmd(&["XREAD", "STREAMS", "gaps", "+"]),
         Frame::Array(vec![Frame::Array(vec![

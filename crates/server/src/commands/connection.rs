@@ -590,11 +590,12 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
         f.addr = Some(String::from_utf8_lossy(args.get(2)).into_owned());
         skipme = false;
     } else {
-        if !(args.len() - 2).is_multiple_of(2) {
-            ctx.error(err::SYNTAX);
-            return;
-        }
+        // Pair by pair, as Redis: a bad value before a dangling last word
+        // is what the reply names.
         for pair in (2..args.len()).step_by(2) {
+            if pair + 1 >= args.len() {
+                return ctx.error(err::SYNTAX);
+            }
             let (k, v) = (args.get(pair), args.get(pair + 1));
             let vs = String::from_utf8_lossy(v).into_owned();
             if is(k, "id") {

@@ -52,6 +52,8 @@ mod dump_gen;
 mod geo_gen;
 #[path = "hll_gen.rs"]
 mod hll_gen;
+#[path = "newer_gen.rs"]
+mod newer_gen;
 #[path = "sort_gen.rs"]
 mod sort_gen;
 #[path = "stream_gen.rs"]
@@ -327,6 +329,9 @@ const PATTERNS: &[&[u8]] = &[
 
 /// Option names, sent in any case like command names.
 const OPTION_WORDS: &[&str] = &[
+    "WITHSCORE",
+    "NOVALUES",
+    "MAXAGE",
     "NX",
     "XX",
     "GT",
@@ -374,6 +379,9 @@ pub struct Generator {
     /// The geo generator's place and scale for this sequence (anchor
     /// index, spread in degrees), picked at its first command.
     geo_focus: Option<(usize, f64)>,
+    /// Only the forms Redis 7.2/7.4 added (`newer_gen.rs`), for the run
+    /// against Redis 7.4.
+    newer: bool,
 }
 
 impl Generator {
@@ -386,6 +394,15 @@ impl Generator {
             relative_pool,
             in_multi: [false; 2],
             geo_focus: None,
+            newer: false,
+        }
+    }
+
+    /// A generator of the forms Redis 7.2/7.4 added (`newer_gen.rs`).
+    pub fn newer(seed: u64) -> Self {
+        Generator {
+            newer: true,
+            ..Generator::new(seed)
         }
     }
 
@@ -556,7 +573,16 @@ impl Generator {
         c.conn = conn;
         // MULTI/EXEC/DISCARD keep their arity: the generator tracks
         // whether a connection is inside a transaction.
-        let keeps_arity = matches!(&c.args[0][..], b"MULTI" | b"EXEC" | b"DISCARD");
+        // (And against Redis 7.4, XREAD's and XREADGROUP's: 7.4 words
+        // the unbalanced-streams error as 7.0 does not; and SCAN's, which
+        // is there only to refuse its NOVALUES.)
+        // ZRANK and ZREVRANK take a fourth word since 7.2 (WITHSCORE):
+        // where 7.0 counts one too many, ferrokv names the word.
+        let keeps_arity = matches!(
+            &c.args[0][..],
+            b"MULTI" | b"EXEC" | b"DISCARD" | b"ZRANK" | b"ZREVRANK"
+        ) || (self.newer
+            && (c.args[0].starts_with(b"XREAD") || c.args[0] == b"SCAN"));
         let name = String::from_utf8_lossy(&c.args[0]).to_string();
         c.args[0] = self.case(&name);
         for i in 1..c.args.len() {
@@ -624,6 +650,9 @@ impl Generator {
 
     fn command_inner(&mut self) -> Command {
         use Check::*;
+        if self.newer {
+            return self.newer_command();
+        }
         if scripts_enabled() && self.chance(0.12) {
             return self.script_command();
         }
