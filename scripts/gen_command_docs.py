@@ -114,7 +114,7 @@ def doc_rs(v, depth):
 
 # Commands and subcommands described as Redis 7.4 describes them (keep in
 # step with NEWER in crates/server/tests/command_docs.rs).
-NEWER = ["zrank", "zrevrank", "hscan", "xread", "xreadgroup", "client|kill",
+NEWER = ["zrank", "zrevrank", "hscan", "xread", "xreadgroup", "waitaof", "client|kill",
          "client|no-touch"]
 
 
@@ -152,6 +152,8 @@ def overlay_docs(docs, newer_docs):
                 fields.append((fk, fv))
             v = (v[0], fields)
         out.append((k, v))
+    have = {k[1] for k, _ in docs}
+    out += [(("bulk", n), by_name[n]) for n in NEWER if "|" not in n and n not in have]
     return out
 
 

@@ -161,6 +161,11 @@ pub struct Server {
     /// base holding the data set) has not finished: the AOF alone does not
     /// hold the data yet (Redis's `AOF_WAIT_REWRITE`).
     pub aof_first_rewrite: bool,
+    /// Commands fed to the AOF since start (every AOF this process had),
+    /// and the mark an fsync made durable (`WAITAOF`; a replica's `REPLCONF
+    /// ACK … FACK`).
+    pub aof_fed: u64,
+    pub aof_durable: crate::persistence::aof::FsyncMark,
     /// A `BGREWRITEAOF` with `appendonly no` in progress.
     pub aof_off_rewrite: Option<crate::persistence::aof::OffRewrite>,
     /// `aof_rewrites`, `aof_last_bgrewrite_status`, ... (AOF on or off).
@@ -303,6 +308,8 @@ impl Server {
             aof: None,
             aof_rewrite_scheduled: false,
             aof_first_rewrite: false,
+            aof_fed: 0,
+            aof_durable: Default::default(),
             aof_off_rewrite: None,
             aof_rewrite_stats: Default::default(),
             aof_last_rewrite_secs: None,
@@ -867,6 +874,7 @@ impl Server {
         };
         let dirty_before = self.dirty;
         let db_before = client.db;
+        let stream_before = (self.repl.master_repl_offset, self.aof_fed);
         let script_of_tracker = self.tracking.active()
             && spec.has(crate::commands::flags::SCRIPT_FLAGS)
             && self.tracking.of(client.id).is_some();
@@ -911,6 +919,10 @@ impl Server {
         {
             // Its reply waits until the AOF has the write (see before_sleep).
             client.awaiting_aof = true;
+        }
+        if (self.repl.master_repl_offset, self.aof_fed) != stream_before {
+            client.woff = self.repl.master_repl_offset;
+            client.wseq = self.aof_fed;
         }
         // As Redis: a command that blocked is counted when it ends (served,
         // it runs again and is counted then; see `blocking::unblock`).
@@ -1069,6 +1081,7 @@ impl Server {
         }
         if let Some(aof) = self.aof.as_mut() {
             aof.feed(db, argv);
+            self.aof_fed += 1;
         }
         self.repl_feed(db, argv);
     }
@@ -1674,13 +1687,43 @@ impl Server {
         let Some(aof) = self.aof.as_mut() else {
             return true;
         };
-        match aof.flush() {
+        aof.stage_mark(crate::persistence::aof::FsyncMark {
+            seq: self.aof_fed,
+            reploff: self.repl.master_repl_offset,
+        });
+        let ok = match aof.flush() {
             Ok(()) => true,
             Err(e) => {
                 tracing::warn!("{e}");
                 false
             }
+        };
+        self.refresh_aof_durable();
+        ok
+    }
+
+    /// Moves [`Server::aof_durable`] to what the log's fsyncs covered; with
+    /// everything synced, to the server's current mark. Not while an AOF
+    /// turned on at run time waits for its first base (its log alone does
+    /// not hold the data set yet), as Redis's `fsynced_reploff`.
+    fn refresh_aof_durable(&mut self) {
+        let Some(aof) = self.aof.as_ref() else {
+            return;
+        };
+        if self.aof_first_rewrite {
+            return;
         }
+        let mark = if aof.all_synced() {
+            crate::persistence::aof::FsyncMark {
+                seq: self.aof_fed,
+                reploff: self.repl.master_repl_offset,
+            }
+        } else {
+            aof.synced_mark()
+        };
+        let d = &mut self.aof_durable;
+        d.seq = d.seq.max(mark.seq);
+        d.reploff = d.reploff.max(mark.reploff);
     }
 
     /// The `save` rules and scheduled BGSAVEs, checked from the cron.

@@ -92,6 +92,7 @@ const NEWER: &[&str] = &[
     "hscan",
     "xread",
     "xreadgroup",
+    "waitaof",
     "client|kill",
     "client|no-touch",
 ];

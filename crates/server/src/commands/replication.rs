@@ -32,6 +32,13 @@ pub static COMMANDS: &[CommandSpec] = &[
             "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.",
             "numreplicas timeout",
         ),
+    cmd("waitaof", 4, BLOCKING, waitaof)
+        .since("7.2.0")
+        .group("generic")
+        .doc(
+            "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas.",
+            "numlocal numreplicas timeout",
+        ),
     cmd("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, replconf)
         .since("3.0.0")
         .doc("An internal command for configuring the replication stream.", ""),
@@ -112,6 +119,38 @@ fn wait(ctx: &mut Ctx, args: Args) {
     let n = n.max(0) as usize;
     let (srv, client) = (&mut *ctx.srv, &mut *ctx.client);
     srv.wait_command(client, n, timeout);
+}
+
+/// WAITAOF numlocal numreplicas timeout (Redis 7.2): until the client's
+/// last write is fsynced by the local AOF (numlocal 1) and by the AOFs of
+/// `numreplicas` replicas (their `REPLCONF ACK … FACK`), or the timeout
+/// (ms, 0: none) passes; answers `[local 0|1, replicas]`. Arguments and
+/// refusals in Redis 7.2's order and words.
+fn waitaof(ctx: &mut Ctx, args: Args) {
+    let numlocal = match ferrokv_resp::parse_i64(args.get(1)) {
+        Some(n @ 0..=1) => n == 1,
+        Some(_) => return ctx.error("ERR value is out of range, value must between 0 and 1"),
+        None => return ctx.error("ERR value is not an integer or out of range"),
+    };
+    let numreplicas = match ferrokv_resp::parse_i64(args.get(2)) {
+        Some(n) if n >= 0 => n as usize,
+        _ => return ctx.error("ERR value is out of range, must be positive"),
+    };
+    let timeout = match ferrokv_resp::parse_i64(args.get(3)) {
+        Some(t) if t < 0 => return ctx.error("ERR timeout is negative"),
+        Some(t) => t as u64,
+        None => return ctx.error("ERR timeout is not an integer or out of range"),
+    };
+    if ctx.srv.repl.is_replica() {
+        return ctx.error("ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.");
+    }
+    if numlocal && ctx.srv.aof.is_none() {
+        return ctx
+            .error("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.");
+    }
+    let may_block = crate::blocking::may_block(ctx);
+    let (srv, client) = (&mut *ctx.srv, &mut *ctx.client);
+    srv.waitaof_command(client, numlocal, numreplicas, timeout, may_block);
 }
 
 /// REPLCONF <option> <value> [<option> <value> ...]

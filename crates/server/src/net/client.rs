@@ -189,6 +189,11 @@ pub struct Client {
     pub pending_write: bool,
     /// Ran a write whose AOF data is not written yet: its replies wait.
     pub awaiting_aof: bool,
+    /// Where its last write put the propagation stream (`WAITAOF`, Redis's
+    /// `c->woff`): the replication offset and the count of commands fed
+    /// to the AOF right after it.
+    pub woff: i64,
+    pub wseq: u64,
     /// Waiting on keys (BLPOP and friends): its next commands wait too.
     pub blocked: Option<Box<crate::blocking::Blocked>>,
     /// Its unsent replies reached `client-reply-backpressure`: neither read
@@ -292,6 +297,8 @@ impl Client {
             last_cmd: "NULL",
             pending_write: false,
             awaiting_aof: false,
+            woff: 0,
+            wseq: 0,
             blocked: None,
             output_paused: false,
             input_deferred: false,

@@ -30,6 +30,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// How far the log reaches (`WAITAOF`, Redis 7.2): the server's count of
+/// commands fed to the AOF and its replication offset at a flush. The log
+/// keeps the mark of what it wrote and of what an fsync made durable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FsyncMark {
+    pub seq: u64,
+    pub reploff: i64,
+}
+
 /// `appendfsync`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FsyncPolicy {
@@ -283,19 +292,24 @@ impl Manifest {
 struct EverySecSyncer {
     stop: Arc<AtomicBool>,
     dirty: Arc<AtomicBool>,
+    /// What was written (set at each flush) and what the last fsync
+    /// covered (the written mark read before it began).
+    marks: Arc<std::sync::Mutex<(FsyncMark, FsyncMark)>>,
     current: Arc<std::sync::Mutex<Vec<Arc<dyn SyncHandle>>>>,
     error: Arc<std::sync::Mutex<Option<String>>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl EverySecSyncer {
-    fn start() -> Self {
+    fn start(marks: (FsyncMark, FsyncMark)) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let dirty = Arc::new(AtomicBool::new(false));
+        let marks = Arc::new(std::sync::Mutex::new(marks));
         let current: Arc<std::sync::Mutex<Vec<Arc<dyn SyncHandle>>>> =
             Arc::new(std::sync::Mutex::new(Vec::new()));
         let error = Arc::new(std::sync::Mutex::new(None));
         let (s, d, c, e) = (stop.clone(), dirty.clone(), current.clone(), error.clone());
+        let m = marks.clone();
         let thread = std::thread::Builder::new()
             .name("aof-fsync".into())
             .spawn(move || {
@@ -307,12 +321,21 @@ impl EverySecSyncer {
                         continue;
                     }
                     let handles = c.lock().map(|g| g.clone()).unwrap_or_default();
+                    // Everything written before this point is covered.
+                    let covers = m.lock().map(|g| g.0).unwrap_or_default();
+                    let mut ok = true;
                     // The log first, then its checksums.
                     for h in handles {
                         if let Err(err) = h.sync() {
+                            ok = false;
                             if let Ok(mut g) = e.lock() {
                                 *g = Some(err.to_string());
                             }
+                        }
+                    }
+                    if ok {
+                        if let Ok(mut g) = m.lock() {
+                            g.1 = covers;
                         }
                     }
                     std::thread::sleep(Duration::from_millis(900));
@@ -322,6 +345,7 @@ impl EverySecSyncer {
         EverySecSyncer {
             stop,
             dirty,
+            marks,
             current,
             error,
             thread: Some(thread),
@@ -515,6 +539,12 @@ pub struct Aof {
     pub write_error: Option<String>,
     pub rewrite: Option<RewriteInProgress>,
     pub last_fsync: Instant,
+    /// The mark the next flush writes up to ([`Aof::stage_mark`]), the mark
+    /// of what is written, and (`always`, `sync_now`) of what is synced;
+    /// with `everysec` the syncer thread keeps the synced one.
+    staged: FsyncMark,
+    written: FsyncMark,
+    synced: FsyncMark,
 }
 
 impl std::fmt::Debug for Aof {
@@ -690,6 +720,9 @@ impl Aof {
             write_error: None,
             rewrite: None,
             last_fsync: Instant::now(),
+            staged: FsyncMark::default(),
+            written: FsyncMark::default(),
+            synced: FsyncMark::default(),
         };
         aof.write_manifest()?;
         aof.set_policy(policy);
@@ -796,11 +829,11 @@ impl Aof {
         self.policy = policy;
         if policy == FsyncPolicy::EverySec {
             if self.syncer.is_none() {
-                self.syncer = Some(EverySecSyncer::start());
+                self.syncer = Some(EverySecSyncer::start((self.written, self.synced)));
                 self.update_syncer_handles();
             }
-        } else {
-            self.syncer = None;
+        } else if let Some(s) = self.syncer.take() {
+            self.synced = s.marks.lock().map(|g| g.1).unwrap_or(self.synced);
         }
         if policy == FsyncPolicy::Always {
             if self.side_syncer.is_none() {
@@ -892,7 +925,14 @@ impl Aof {
                 self.file_len += self.buf.len() as u64;
                 self.buf.clear();
                 self.buf_cmds = 0;
+                self.written = self.staged;
+                if always {
+                    self.synced = self.written;
+                }
                 if let Some(s) = &self.syncer {
+                    if let Ok(mut g) = s.marks.lock() {
+                        g.0 = self.written;
+                    }
                     s.dirty.store(true, Ordering::Release);
                 }
                 self.write_error = None;
@@ -965,7 +1005,40 @@ impl Aof {
                 .sync()
                 .map_err(|e| format!("fsync of the AOF checksum file failed: {e}"))?;
         }
+        self.synced = self.written;
+        if let Some(s) = &self.syncer {
+            if let Ok(mut g) = s.marks.lock() {
+                g.1 = self.written;
+            }
+        }
         Ok(())
+    }
+
+    /// What the next flush writes up to: the server's count of commands
+    /// fed to the log and its replication offset now (`WAITAOF`).
+    pub fn stage_mark(&mut self, mark: FsyncMark) {
+        self.staged = mark;
+    }
+
+    /// The mark of what an fsync made durable: the whole log with
+    /// `always`, the last background fsync's with `everysec`, only what
+    /// `sync_now` synced with `no` (as Redis, `appendfsync no` never
+    /// advances it).
+    pub fn synced_mark(&self) -> FsyncMark {
+        match &self.syncer {
+            Some(s) => s.marks.lock().map(|g| g.1).unwrap_or(self.synced),
+            None => self.synced,
+        }
+    }
+
+    /// Everything fed is written and synced, and nothing waits: the
+    /// durable mark may move to the server's current one (an offset that
+    /// grew by what never reaches the log, PINGs to replicas, is covered).
+    pub fn all_synced(&self) -> bool {
+        self.policy != FsyncPolicy::No
+            && self.buf.is_empty()
+            && self.write_error.is_none()
+            && self.synced_mark().seq == self.written.seq
     }
 
     /// Starts a rewrite: switches appends to a new incremental file and

@@ -55,6 +55,9 @@ pub struct ReplicaLink {
     /// Stream bytes written since its snapshot began, sent once it is online.
     pub pending: Vec<u8>,
     pub ack_offset: i64,
+    /// The offset its AOF made durable (`REPLCONF ACK … FACK`, Redis 7.2;
+    /// a replica without AOF, or an older one, never sends it).
+    pub aof_ack_offset: i64,
     pub ack_time: Instant,
     pub since: Instant,
     /// A duplicate of the socket, to stop a sender thread when the
@@ -112,12 +115,22 @@ pub struct SyncJob {
     pub offset: i64,
 }
 
-/// A client blocked in `WAIT`.
+/// A client blocked in `WAIT` or `WAITAOF`.
 pub struct Waiter {
     pub client_id: u64,
     pub offset: i64,
     pub numreplicas: usize,
     pub deadline: Option<Instant>,
+    /// `WAITAOF`: the replicas count by their AOF's offset, and with
+    /// `numlocal` the local AOF must have synced up to `seq` too.
+    pub aof: Option<AofWait>,
+}
+
+/// What a `WAITAOF` waits for beyond its replicas.
+#[derive(Clone, Copy)]
+pub struct AofWait {
+    pub seq: u64,
+    pub numlocal: bool,
 }
 
 pub struct MasterSide {
@@ -336,11 +349,21 @@ impl Server {
                     }
                 }
                 b"ack" => {
-                    // Sent by replicas, never answered.
-                    let off = std::str::from_utf8(v)
-                        .ok()
-                        .and_then(|s| s.parse::<i64>().ok());
-                    self.replica_acked(c, off);
+                    // Sent by replicas, never answered; `FACK <offset>`
+                    // after it (Redis 7.2) is what their AOF synced.
+                    let num = |v: &[u8]| {
+                        std::str::from_utf8(v)
+                            .ok()
+                            .and_then(|s| s.parse::<i64>().ok())
+                    };
+                    let off = num(v);
+                    let fack = match args.get(i + 2) {
+                        Some(k) if k.eq_ignore_ascii_case(b"fack") => {
+                            args.get(i + 3).and_then(|v| num(v))
+                        }
+                        _ => None,
+                    };
+                    self.replica_acked(c, off, fack);
                     return;
                 }
                 b"getack" => {
@@ -363,12 +386,15 @@ impl Server {
 
     /// `REPLCONF ACK` from replica `c` (which is running this command, so
     /// it is out of the client table: its output is written directly).
-    fn replica_acked(&mut self, c: &mut Client, off: Option<i64>) {
+    fn replica_acked(&mut self, c: &mut Client, off: Option<i64>, fack: Option<i64>) {
         let Some(r) = self.repl.master.get(c.id) else {
             return;
         };
         if let Some(off) = off {
             r.ack_offset = r.ack_offset.max(off);
+        }
+        if let Some(fack) = fack {
+            r.aof_ack_offset = r.aof_ack_offset.max(fack);
         }
         r.ack_time = Instant::now();
         if r.state == ReplicaState::WaitAck {
@@ -420,6 +446,7 @@ impl Server {
             state: ReplicaState::WaitStart,
             pending: Vec::new(),
             ack_offset: 0,
+            aof_ack_offset: 0,
             ack_time: Instant::now(),
             since: Instant::now(),
             socket: None,
@@ -927,8 +954,56 @@ impl Server {
             offset,
             numreplicas,
             deadline: (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms)),
+            aof: None,
         });
         self.repl.master.getack_wanted = true;
+    }
+
+    /// `WAITAOF numlocal numreplicas timeout` (Redis 7.2), its arguments
+    /// checked: answers `[local, replicas]` at once when the client's last
+    /// write is already synced where asked (or it may not block: MULTI),
+    /// else blocks it until it is or the timeout passes.
+    pub fn waitaof_command(
+        &mut self,
+        c: &mut Client,
+        numlocal: bool,
+        numreplicas: usize,
+        timeout_ms: u64,
+        may_block: bool,
+    ) {
+        let w = AofWait {
+            seq: c.wseq,
+            numlocal,
+        };
+        let (local, acked) = self.aof_acks(c.woff, w);
+        if (acked >= numreplicas && (local || !numlocal)) || !may_block {
+            c.out.array(2);
+            c.out.int(local as i64);
+            c.out.int(acked as i64);
+            return;
+        }
+        self.repl.master.waiters.push(Waiter {
+            client_id: c.id,
+            offset: c.woff,
+            numreplicas,
+            deadline: (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms)),
+            aof: Some(w),
+        });
+        self.repl.master.getack_wanted = true;
+    }
+
+    /// Whether the local AOF synced the write `w` waits for, and how many
+    /// online replicas' AOFs reached `offset`.
+    fn aof_acks(&self, offset: i64, w: AofWait) -> (bool, usize) {
+        let local = self.aof.is_some() && self.aof_durable.seq >= w.seq;
+        let acked = self
+            .repl
+            .master
+            .replicas
+            .iter()
+            .filter(|r| r.is_online() && r.aof_ack_offset >= offset)
+            .count();
+        (local, acked)
     }
 
     fn acked_replicas(&self, offset: i64) -> usize {
@@ -944,8 +1019,12 @@ impl Server {
         let now = Instant::now();
         let waiters = std::mem::take(&mut self.repl.master.waiters);
         for w in waiters {
-            let acked = self.acked_replicas(w.offset);
-            if acked < w.numreplicas && w.deadline.is_none_or(|d| now < d) {
+            let (local, acked) = match w.aof {
+                Some(a) => self.aof_acks(w.offset, a),
+                None => (true, self.acked_replicas(w.offset)),
+            };
+            let local_done = local || w.aof.is_some_and(|a| !a.numlocal);
+            if (acked < w.numreplicas || !local_done) && w.deadline.is_none_or(|d| now < d) {
                 self.repl.master.waiters.push(w);
                 continue;
             }
@@ -953,6 +1032,10 @@ impl Server {
                 continue;
             };
             if let Some(Some(c)) = self.clients.get_mut(t) {
+                if w.aof.is_some() {
+                    c.out.array(2);
+                    c.out.int(local as i64);
+                }
                 c.out.int(acked as i64);
                 if !c.pending_write {
                     c.pending_write = true;

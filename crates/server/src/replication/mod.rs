@@ -192,6 +192,8 @@ pub struct ReplState {
     pub local_expires: writable::LocalExpires,
     scratch: Vec<u8>,
     last_cron: Instant,
+    /// The last `FACK` this replica sent its master.
+    pub fack_sent: i64,
 }
 
 impl ReplState {
@@ -213,6 +215,7 @@ impl ReplState {
             local_expires: Default::default(),
             scratch: Vec::new(),
             last_cron: Instant::now(),
+            fack_sent: 0,
         };
         if let Some((host, port)) = &cfg.replicaof {
             s.link = Some(replica::MasterLink::new(host.clone(), *port, None));

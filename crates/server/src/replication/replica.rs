@@ -199,6 +199,13 @@ impl Server {
     /// one is due, install a finished one. Returns the tokens of clients
     /// with input to process now (the new master link's first bytes).
     pub fn replica_tick(&mut self) -> Vec<usize> {
+        // Its AOF synced further: the master hears at once (`WAITAOF`).
+        if self.aof.is_some()
+            && self.aof_durable.reploff > self.repl.fack_sent
+            && self.repl.link.as_ref().is_some_and(|l| l.is_up())
+        {
+            self.send_ack();
+        }
         let Some(link) = self.repl.link.as_mut() else {
             return Vec::new();
         };
@@ -484,11 +491,14 @@ impl Server {
             return;
         };
         let token = *token;
-        let off = self.repl.master_repl_offset.to_string();
+        let Some(Some(mut c)) = self.clients.get_mut(token).map(|c| c.take()) else {
+            return;
+        };
+        encode_ack(&mut c.out.buf, self);
+        self.clients[token] = Some(c);
         let Some(Some(c)) = self.clients.get_mut(token) else {
             return;
         };
-        encode_ack(&mut c.out.buf, &off);
         if !c.pending_write {
             c.pending_write = true;
             self.pending_writes.push(token);
@@ -571,7 +581,7 @@ pub fn process_master_input(srv: &mut Server, c: &mut Client) {
                         // The master client is out of the table while its
                         // input runs: the answer goes straight to its buffer.
                         feed_applied(srv, &inbuf, &mut unfed, c.conn.in_start);
-                        encode_ack(&mut c.out.buf, &srv.repl.master_repl_offset.to_string());
+                        encode_ack(&mut c.out.buf, srv);
                         if let Some(l) = srv.repl.link.as_mut() {
                             l.last_ack = Instant::now();
                         }
@@ -670,12 +680,20 @@ impl CommandCache {
     }
 }
 
-/// `REPLCONF ACK <offset>`.
-fn encode_ack(out: &mut Vec<u8>, off: &str) {
-    ferrokv_resp::encode::array(out, 3);
+/// `REPLCONF ACK <offset>`, and `FACK <offset>` (what the AOF synced,
+/// Redis 7.2) when the AOF is on. A 7.0 master reads the offset and
+/// ignores the rest, as Redis 7.0 does.
+fn encode_ack(out: &mut Vec<u8>, srv: &mut Server) {
+    let fack = srv.aof.is_some().then_some(srv.aof_durable.reploff);
+    ferrokv_resp::encode::array(out, if fack.is_some() { 5 } else { 3 });
     ferrokv_resp::encode::bulk(out, b"REPLCONF");
     ferrokv_resp::encode::bulk(out, b"ACK");
-    ferrokv_resp::encode::bulk(out, off.as_bytes());
+    ferrokv_resp::encode::bulk(out, srv.repl.master_repl_offset.to_string().as_bytes());
+    if let Some(f) = fack {
+        ferrokv_resp::encode::bulk(out, b"FACK");
+        ferrokv_resp::encode::bulk(out, f.to_string().as_bytes());
+        srv.repl.fack_sent = f;
+    }
 }
 
 /// Stops the link on a command that cannot be applied: what was applied

@@ -459,6 +459,7 @@ fn finish_propagation(srv: &mut Server, nested: bool, ops: Vec<(u8, usize, Vec<V
             if to_aof {
                 if let Some(aof) = srv.aof.as_mut() {
                     aof.feed(db, argv);
+                    srv.aof_fed += 1;
                 }
             } else {
                 srv.repl_feed(db, argv);

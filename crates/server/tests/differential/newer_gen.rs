@@ -2,7 +2,8 @@
 //! (`newer_forms_match_redis_7_4`): the forms Redis 7.2 and 7.4 added
 //! without changing 7.0's — `ZRANK`/`ZREVRANK … WITHSCORE`, `HSCAN …
 //! NOVALUES` (and the other SCANs refusing it), `XREAD … +` (and
-//! `XREADGROUP` refusing it), `CLIENT KILL MAXAGE`, `CLIENT NO-TOUCH` —
+//! `XREADGROUP` refusing it), `CLIENT KILL MAXAGE`, `CLIENT NO-TOUCH`,
+//! `WAITAOF` (its refusals and answers without an AOF) —
 //! over hashes, sorted sets and streams that the same sequence writes, and
 //! wrong types from the main generator's keys.
 //!
@@ -77,7 +78,7 @@ impl Generator {
     pub(super) fn newer_command(&mut self) -> Command {
         let b = |s: &str| s.as_bytes().to_vec();
         let k = self.nkey();
-        let args: Vec<Vec<u8>> = match self.rng.gen_range(0..60) {
+        let args: Vec<Vec<u8>> = match self.rng.gen_range(0..61) {
             0..=7 => {
                 let mut a = vec![b("ZADD"), k];
                 for _ in 0..self.rng.gen_range(1..5) {
@@ -193,6 +194,19 @@ impl Generator {
                     a.extend([b("ID"), b("999999")]);
                 }
                 a
+            }
+            58 => {
+                // The servers run without AOF: the refusals, and waits for
+                // replicas that are not there end by a short timeout.
+                let local = self.pick(&["0", "1", "2", "x"]);
+                let replicas = self.pick(&["0", "1", "-1"]);
+                let timeout = match (replicas, self.rng.gen_range(0..4)) {
+                    (_, 0) => "-1",
+                    (_, 1) => "x",
+                    ("0", _) => "0",
+                    _ => "1",
+                };
+                vec![b("WAITAOF"), b(local), b(replicas), b(timeout)]
             }
             _ => vec![b(self.pick(&["DEL", "TYPE"])), k],
         };
