@@ -5,15 +5,19 @@
 pub const MAGIC: &[u8; 5] = b"REDIS";
 /// The version Redis 7.0 writes and this crate's encoder writes.
 pub const RDB_VERSION: u32 = 10;
-/// The newest version the decoder accepts. Version 11 (Redis 7.2) only adds
-/// value types (`SET_LISTPACK`, streams v3): the framing is unchanged, so a
-/// file without stream keys decodes. Version 12 (7.4) adds opcodes and hash
-/// field expiry types that this crate does not understand.
-pub const MAX_SUPPORTED_VERSION: u32 = 11;
+/// The newest version the decoder accepts. Version 11 (Redis 7.2, Valkey 8)
+/// adds value types (`SET_LISTPACK`, streams v3); version 12 (Redis 7.4)
+/// adds the `SLOT_INFO` opcode (a sizing hint in cluster mode, skipped) and
+/// the types of hashes whose fields have TTLs, which ferrokv cannot hold
+/// yet: such a key is refused by name (`DecodeError::UnsupportedType`),
+/// never loaded without its TTLs.
+pub const MAX_SUPPORTED_VERSION: u32 = 12;
 /// Versions below 5 have no CRC64 trailer.
 pub const FIRST_VERSION_WITH_CHECKSUM: u32 = 5;
 
 // Opcodes (rdb.h RDB_OPCODE_*).
+/// Redis 7.4, cluster mode: a slot's id and sizes (a hint; skipped).
+pub const OPCODE_SLOT_INFO: u8 = 244;
 pub const OPCODE_FUNCTION2: u8 = 245;
 /// The pre-GA 7.0 release candidates' function format; never written by 7.0.
 pub const OPCODE_FUNCTION_PRE_GA: u8 = 246;
@@ -49,6 +53,12 @@ pub const TYPE_LIST_QUICKLIST_2: u8 = 18;
 pub const TYPE_STREAM_LISTPACKS_2: u8 = 19;
 pub const TYPE_SET_LISTPACK: u8 = 20;
 pub const TYPE_STREAM_LISTPACKS_3: u8 = 21;
+/// Hashes with field TTLs (Redis 7.4): as 7.4's release candidates wrote
+/// them, then as 7.4.0 does (the minimum TTL first).
+pub const TYPE_HASH_METADATA_PRE_GA: u8 = 22;
+pub const TYPE_HASH_LISTPACK_EX_PRE_GA: u8 = 23;
+pub const TYPE_HASH_METADATA: u8 = 24;
+pub const TYPE_HASH_LISTPACK_EX: u8 = 25;
 
 // Length encoding (rdb.h RDB_6BITLEN ... RDB_64BITLEN, RDB_ENC_*).
 pub const LEN_6BIT: u8 = 0;
@@ -98,6 +108,10 @@ pub fn type_name(t: u8) -> &'static str {
         TYPE_STREAM_LISTPACKS_2 => "stream (v2)",
         TYPE_SET_LISTPACK => "set (listpack)",
         TYPE_STREAM_LISTPACKS_3 => "stream (v3)",
+        TYPE_HASH_METADATA_PRE_GA | TYPE_HASH_LISTPACK_EX_PRE_GA => {
+            "hash with field TTLs (Redis 7.4 release candidate)"
+        }
+        TYPE_HASH_METADATA | TYPE_HASH_LISTPACK_EX => "hash with field TTLs",
         _ => "unknown",
     }
 }

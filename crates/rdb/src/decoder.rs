@@ -295,6 +295,12 @@ fn record<V: RdbVisitor + ?Sized>(
             let code = r.string()?;
             visit(offset, visitor.function_library(&code))?;
         }
+        OPCODE_SLOT_INFO => {
+            // Slot id, its keys, its keys with a TTL: a sizing hint.
+            for _ in 0..3 {
+                r.length()?;
+            }
+        }
         OPCODE_FUNCTION_PRE_GA => {
             return Err(DecodeError::UnsupportedOpcode {
                 offset,
@@ -699,6 +705,47 @@ fn read_value<'a>(
         TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_STREAM_LISTPACKS_3 => {
             RdbValue::Stream(Box::new(crate::stream::decode(r, rdb_type)?))
         }
+        // Redis 7.4's hashes that had (or have) field TTLs. Without one,
+        // a plain hash (7.4 keeps the form after HPERSIST); with one, a
+        // value ferrokv cannot hold: refused, never loaded without it.
+        TYPE_HASH_METADATA | TYPE_HASH_METADATA_PRE_GA => {
+            if rdb_type == TYPE_HASH_METADATA {
+                // The minimum TTL (the others are stored relative to it).
+                r.array::<8>()?;
+            }
+            let n = r.length()?;
+            let mut items = Vec::with_capacity(r.capacity_for(n, 3));
+            let mut ttls = false;
+            for _ in 0..n {
+                ttls |= r.length()? != 0;
+                let field = r.string()?;
+                let value = r.string()?;
+                items.push((field, value));
+            }
+            if ttls {
+                return Err(unsupported(offset, rdb_type, key));
+            }
+            RdbValue::Hash(items)
+        }
+        TYPE_HASH_LISTPACK_EX | TYPE_HASH_LISTPACK_EX_PRE_GA => {
+            if rdb_type == TYPE_HASH_LISTPACK_EX {
+                r.array::<8>()?;
+            }
+            let at = r.pos;
+            let entries = r.blob("listpack", listpack::parse)?;
+            if !entries.len().is_multiple_of(3) {
+                return Err(corrupt(at, "hash", "not field, value, TTL triplets"));
+            }
+            let mut items = Vec::with_capacity(entries.len() / 3);
+            let mut it = entries.into_iter();
+            while let (Some(f), Some(v), Some(ttl)) = (it.next(), it.next(), it.next()) {
+                if &ttl[..] != b"0" {
+                    return Err(unsupported(offset, rdb_type, key));
+                }
+                items.push((f, v));
+            }
+            RdbValue::Hash(items)
+        }
         TYPE_MODULE_PRE_GA | TYPE_MODULE_2 => {
             return Err(DecodeError::UnsupportedType {
                 offset,
@@ -709,6 +756,17 @@ fn read_value<'a>(
         }
         byte => return Err(DecodeError::UnknownType { offset, byte }),
     })
+}
+
+/// A value of a type ferrokv does not hold (modules, hash field TTLs),
+/// naming the key.
+fn unsupported(offset: usize, rdb_type: u8, key: &[u8]) -> DecodeError {
+    DecodeError::UnsupportedType {
+        offset,
+        type_byte: rdb_type,
+        type_name: type_name(rdb_type),
+        key: escape(key),
+    }
 }
 
 fn corrupt(offset: usize, what: &'static str, reason: &'static str) -> DecodeError {

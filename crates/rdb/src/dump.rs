@@ -8,9 +8,14 @@ use crate::crc64::crc64;
 use crate::decoder::RdbValue;
 use crate::error::DecodeError;
 
-/// The RDB version DUMP writes (Redis 7.0's `RDB_VERSION`); RESTORE takes
-/// payloads up to it.
+/// The RDB version DUMP writes (Redis 7.0's `RDB_VERSION`), so that Redis
+/// 7.0 restores ferrokv's payloads.
 pub const DUMP_RDB_VERSION: u16 = 10;
+
+/// RESTORE takes payloads up to the newest version the decoder reads: Redis
+/// 7.2's and Valkey 8's (11) and Redis 7.4's (12), whose values are those
+/// of a file of that version (a hash with field TTLs is a bad format here).
+pub const RESTORE_MAX_RDB_VERSION: u16 = crate::consts::MAX_SUPPORTED_VERSION as u16;
 
 /// Appends the version and the CRC64 to `body` (a type byte and a value).
 pub fn seal(body: &mut Vec<u8>) {
@@ -38,7 +43,7 @@ pub fn decode(payload: &[u8], verify_checksum: bool) -> Result<RdbValue<'_>, Dum
     }
     let footer = payload.len() - 10;
     let version = u16::from_le_bytes([payload[footer], payload[footer + 1]]);
-    if version > DUMP_RDB_VERSION {
+    if version > RESTORE_MAX_RDB_VERSION {
         return Err(DumpError::VersionOrChecksum);
     }
     if verify_checksum {
@@ -81,11 +86,18 @@ mod tests {
         *bad_crc.last_mut().unwrap() ^= 1;
         assert_eq!(decode(&bad_crc, true), Err(DumpError::VersionOrChecksum));
         assert!(decode(&bad_crc, false).is_ok());
-        let mut newer = b"\x00\x03bar".to_vec();
-        newer.extend_from_slice(&11u16.to_le_bytes());
-        let crc = crc64(0, &newer);
-        newer.extend_from_slice(&crc.to_le_bytes());
-        assert_eq!(decode(&newer, true), Err(DumpError::VersionOrChecksum));
+        // Redis 7.2's and 7.4's versions are read; a later one is not.
+        for (version, readable) in [(11u16, true), (12, true), (13, false)] {
+            let mut newer = b"\x00\x03bar".to_vec();
+            newer.extend_from_slice(&version.to_le_bytes());
+            let crc = crc64(0, &newer);
+            newer.extend_from_slice(&crc.to_le_bytes());
+            if readable {
+                assert!(decode(&newer, true).is_ok(), "{version}");
+            } else {
+                assert_eq!(decode(&newer, true), Err(DumpError::VersionOrChecksum));
+            }
+        }
         assert_eq!(decode(b"short", true), Err(DumpError::VersionOrChecksum));
         // A string that claims more bytes than there are; an unknown type.
         for body in [&b"\x00\x09bar"[..], b"\x63\x03bar", b""] {

@@ -84,18 +84,18 @@ fn wrong_magic_and_versions_are_refused() {
         decode(b"REDIS", &mut Dataset::default()),
         Err(DecodeError::BadMagic)
     ));
-    let err = decode(&file(12, &[]), &mut Dataset::default()).unwrap_err();
+    let err = decode(&file(13, &[]), &mut Dataset::default()).unwrap_err();
     assert!(
         matches!(
             err,
             DecodeError::UnsupportedVersion {
-                version: 12,
-                max: 11
+                version: 13,
+                max: 12
             }
         ),
         "{err}"
     );
-    assert!(err.to_string().contains("version 12"), "{err}");
+    assert!(err.to_string().contains("version 13"), "{err}");
     assert!(matches!(
         decode(&file(0, &[]), &mut Dataset::default()),
         Err(DecodeError::UnsupportedVersion { version: 0, .. })
@@ -113,6 +113,76 @@ fn version_11_set_listpack_is_read() {
         ds.get(0, b"s").unwrap().value,
         OwnedValue::Set(strings(&["a", "5"]).into_iter().collect())
     );
+}
+
+#[test]
+fn version_12_slot_info_is_skipped_and_field_ttl_hashes_are_refused_by_name() {
+    // Redis 7.4 in cluster mode: SLOT_INFO (slot, keys, keys with a TTL)
+    // before a slot's keys.
+    let body = cat(&[
+        &[OPCODE_SELECTDB, 0],
+        &[OPCODE_SLOT_INFO, 0x40 | 0x30, 0x39, 1, 0],
+        &[TYPE_STRING],
+        &s(b"k"),
+        &s(b"v"),
+    ]);
+    let (ds, summary) = Dataset::from_rdb(&file(12, &body)).unwrap();
+    assert_eq!(summary.version, 12);
+    assert_eq!(
+        ds.get(0, b"k").unwrap().value,
+        OwnedValue::String(b"v".to_vec())
+    );
+    // A hash whose fields have TTLs cannot be held without them: refused,
+    // naming the key and the type, in each of its four forms; the same
+    // forms without a TTL (7.4 keeps them after HPERSIST) are plain hashes.
+    for ttl in [5u8, 0] {
+        for t in [
+            TYPE_HASH_METADATA_PRE_GA,
+            TYPE_HASH_LISTPACK_EX_PRE_GA,
+            TYPE_HASH_METADATA,
+            TYPE_HASH_LISTPACK_EX,
+        ] {
+            let min_expire: &[u8] = match t {
+                TYPE_HASH_METADATA | TYPE_HASH_LISTPACK_EX => &[0; 8],
+                _ => &[],
+            };
+            let value = match t {
+                TYPE_HASH_METADATA_PRE_GA | TYPE_HASH_METADATA => {
+                    cat(&[&[1, ttl], &s(b"f"), &s(b"v")])
+                }
+                // A listpack of one (field, value, TTL) triplet.
+                _ => blob(&[
+                    15, 0, 0, 0, 3, 0, 0x81, b'f', 2, 0x81, b'v', 2, ttl, 1, 0xFF,
+                ]),
+            };
+            let body = cat(&[
+                &[OPCODE_SELECTDB, 0],
+                &[t],
+                &s(b"session:1"),
+                min_expire,
+                &value,
+            ]);
+            let got = Dataset::from_rdb(&file(12, &body));
+            if ttl == 0 {
+                let (ds, _) = got.unwrap();
+                assert_eq!(
+                    ds.get(0, b"session:1").unwrap().value,
+                    OwnedValue::Hash(vec![(b"f".to_vec(), b"v".to_vec())].into_iter().collect()),
+                    "type {t}"
+                );
+                continue;
+            }
+            let err = got.err().unwrap();
+            match &err {
+                DecodeError::UnsupportedType { type_byte, key, .. } => {
+                    assert_eq!(*type_byte, t);
+                    assert_eq!(key, "session:1");
+                }
+                e => panic!("{e}"),
+            }
+            assert!(err.to_string().contains("hash with field TTLs"), "{err}");
+        }
+    }
 }
 
 #[test]
