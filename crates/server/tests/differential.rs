@@ -67,11 +67,7 @@ struct Case {
 }
 
 impl Case {
-    fn generate(seed: u64, len: usize) -> Case {
-        Self::generate_with(Generator::new(seed), seed, len)
-    }
-
-    fn generate_with(mut gen: Generator, seed: u64, len: usize) -> Case {
+    fn generate(mut gen: Generator, seed: u64, len: usize) -> Case {
         let resp3 = gen.chance(0.25);
         let commands = (0..len).map(|_| gen.command()).collect();
         Case {
@@ -659,13 +655,46 @@ fn report(case: &Case, m: &Mismatch, shrunk: &(Case, Mismatch)) -> String {
     out
 }
 
-#[test]
-fn string_and_generic_commands_match_redis_7_0() {
+/// Runs `cases` generated sequences (`FERROKV_DIFF_*` knobs; `generator`
+/// makes each case's generator from its seed) on both servers, shrinking
+/// and reporting each that differs, up to `FERROKV_DIFF_MAX_FAILURES`.
+fn sweep(servers: &mut Servers, oracle: &str, default_cases: u64, generator: fn(u64) -> Generator) {
     let base: u64 = env_or("FERROKV_DIFF_SEED", DEFAULT_SEED);
-    let cases: u64 = env_or("FERROKV_DIFF_CASES", DEFAULT_CASES);
+    let cases: u64 = env_or("FERROKV_DIFF_CASES", default_cases);
     let len: usize = env_or("FERROKV_DIFF_LEN", DEFAULT_LEN);
     let max_failures: usize = env_or("FERROKV_DIFF_MAX_FAILURES", 1);
     let t0 = Instant::now();
+    let mut failures = Vec::new();
+    let mut commands = 0;
+    for i in 0..cases {
+        let seed = base.wrapping_add(i);
+        let case = Case::generate(generator(seed), seed, len);
+        commands += case.commands.len();
+        if let Err(m) = run(servers, &case) {
+            let shrunk = shrink(servers, &case, &m);
+            let text = report(&case, &m, &shrunk);
+            eprintln!("MISMATCH {text}");
+            failures.push(text);
+            if failures.len() >= max_failures {
+                break;
+            }
+        }
+    }
+    eprintln!(
+        "differential ({oracle}): {cases} sequences, {commands} commands, {} failing, {:.1}s",
+        failures.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} sequence(s) differ from {oracle}:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn string_and_generic_commands_match_redis_7_0() {
     let mut servers = Servers::start();
     {
         let mut r = servers.redis.raw();
@@ -676,32 +705,7 @@ fn string_and_generic_commands_match_redis_7_0() {
             "the oracle must be Redis 7.0: {text}"
         );
     }
-    let mut failures = Vec::new();
-    let mut commands = 0;
-    for i in 0..cases {
-        let case = Case::generate(base.wrapping_add(i), len);
-        commands += case.commands.len();
-        if let Err(m) = run(&mut servers, &case) {
-            let shrunk = shrink(&mut servers, &case, &m);
-            let text = report(&case, &m, &shrunk);
-            eprintln!("MISMATCH {text}");
-            failures.push(text);
-            if failures.len() >= max_failures {
-                break;
-            }
-        }
-    }
-    eprintln!(
-        "differential: {cases} sequences, {commands} commands, {} failing, {:.1}s",
-        failures.len(),
-        t0.elapsed().as_secs_f64()
-    );
-    assert!(
-        failures.is_empty(),
-        "{} sequence(s) differ from Redis:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    sweep(&mut servers, "Redis 7.0", DEFAULT_CASES, Generator::new);
 }
 
 /// The forms Redis 7.2 and 7.4 added without changing 7.0's
@@ -710,36 +714,13 @@ fn string_and_generic_commands_match_redis_7_0() {
 /// a tenth of the cases by default.
 #[test]
 fn newer_forms_match_redis_7_4() {
-    let base: u64 = env_or("FERROKV_DIFF_SEED", DEFAULT_SEED);
-    let cases: u64 = env_or("FERROKV_DIFF_CASES", DEFAULT_CASES / 10);
-    let len: usize = env_or("FERROKV_DIFF_LEN", DEFAULT_LEN);
-    let t0 = Instant::now();
     let Some(mut servers) = Servers::start_beside(common::Peer::Redis74) else {
         return;
     };
-    let mut failures = Vec::new();
-    let mut commands = 0;
-    for i in 0..cases {
-        let seed = base.wrapping_add(i);
-        let case = Case::generate_with(Generator::newer(seed), seed, len);
-        commands += case.commands.len();
-        if let Err(m) = run(&mut servers, &case) {
-            let shrunk = shrink(&mut servers, &case, &m);
-            let text = report(&case, &m, &shrunk);
-            eprintln!("MISMATCH {text}");
-            failures.push(text);
-            break;
-        }
-    }
-    eprintln!(
-        "differential (Redis 7.4): {cases} sequences, {commands} commands, {} failing, {:.1}s",
-        failures.len(),
-        t0.elapsed().as_secs_f64()
-    );
-    assert!(
-        failures.is_empty(),
-        "{} sequence(s) differ from Redis 7.4:\n{}",
-        failures.len(),
-        failures.join("\n")
+    sweep(
+        &mut servers,
+        "Redis 7.4",
+        DEFAULT_CASES / 10,
+        Generator::newer,
     );
 }

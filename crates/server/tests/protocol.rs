@@ -582,13 +582,5 @@ fn the_end_of_a_clients_input_closes_it_after_its_replies() {
     assert!(got.ends_with(b":2858\r\n"), "{:?}", &got[got.len() - 20..]);
     // A blocked client that ends its input is closed and unblocked.
     assert_eq!(half_close(srv.port, b"BLPOP half:none 0\r\n"), b"");
-    let mut r = srv.raw();
-    common::wait_for("no blocked client", 30, || {
-        let ferrokv_resp::Frame::Bulk(b) = r.cmd(&["INFO", "clients"]) else {
-            panic!()
-        };
-        String::from_utf8_lossy(&b)
-            .contains("blocked_clients:0")
-            .then_some(())
-    });
+    common::wait_blocked(&srv, 0);
 }

@@ -234,14 +234,7 @@ fn xread_plus_reads_the_last_entry() {
             "XREAD", "BLOCK", "0", "STREAMS", "later", "+",
         ]));
         let mut r = s.raw();
-        wait_for("the XREAD to block", 20, || {
-            let Frame::Bulk(b) = r.cmd(&["INFO", "clients"]) else {
-                panic!()
-            };
-            String::from_utf8_lossy(&b)
-                .contains("blocked_clients:1")
-                .then_some(())
-        });
+        common::wait_blocked(&s, 1);
         r.cmd(&["XADD", "later", "7-1", "f", "v"]);
         assert_eq!(
             blocked.read_frame(),

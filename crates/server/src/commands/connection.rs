@@ -684,31 +684,32 @@ fn client_kill(ctx: &mut Ctx, args: Args) {
     }
 }
 
-/// CLIENT NO-EVICT ON|OFF
-fn client_no_evict(ctx: &mut Ctx, args: Args) {
-    let v = args.get(2);
+/// `ON` or `OFF`, in any case; a syntax error otherwise.
+fn on_off(ctx: &mut Ctx, v: &[u8]) -> Option<bool> {
     if is(v, "on") {
-        ctx.client.no_evict = true;
+        Some(true)
     } else if is(v, "off") {
-        ctx.client.no_evict = false;
+        Some(false)
     } else {
         ctx.error(err::SYNTAX);
-        return;
+        None
     }
-    ctx.client.out.ok();
+}
+
+/// CLIENT NO-EVICT ON|OFF
+fn client_no_evict(ctx: &mut Ctx, args: Args) {
+    if let Some(on) = on_off(ctx, args.get(2)) {
+        ctx.client.no_evict = on;
+        ctx.client.out.ok();
+    }
 }
 
 /// CLIENT NO-TOUCH ON|OFF (Redis 7.2; see `Server::call_from`).
 fn client_no_touch(ctx: &mut Ctx, args: Args) {
-    let v = args.get(2);
-    if is(v, "on") {
-        ctx.client.no_touch = true;
-    } else if is(v, "off") {
-        ctx.client.no_touch = false;
-    } else {
-        return ctx.error(err::SYNTAX);
+    if let Some(on) = on_off(ctx, args.get(2)) {
+        ctx.client.no_touch = on;
+        ctx.client.out.ok();
     }
-    ctx.client.out.ok();
 }
 
 /// CLIENT REPLY ON|OFF|SKIP

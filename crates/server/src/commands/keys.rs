@@ -113,11 +113,23 @@ fn unlink(ctx: &mut Ctx, args: Args) {
 
 /// EXISTS key [key ...]
 fn exists(ctx: &mut Ctx, args: Args) {
+    count_found(ctx, args, false)
+}
+
+/// EXISTS and TOUCH: how many of the keys (repeats counted) are there;
+/// for TOUCH each one found is an access.
+fn count_found(ctx: &mut Ctx, args: Args, access: bool) {
     let db = ctx.client.db;
     let n = args
         .iter()
         .skip(1)
-        .filter(|k| ctx.srv.lookup_read_notouch(db, k, ctx.now_ms).is_some())
+        .filter(|k| {
+            if access {
+                ctx.srv.lookup_read(db, k, ctx.now_ms).is_some()
+            } else {
+                ctx.srv.lookup_read_notouch(db, k, ctx.now_ms).is_some()
+            }
+        })
         .count();
     ctx.client.out.int(n as i64);
 }
@@ -469,13 +481,7 @@ fn randomkey(ctx: &mut Ctx, _args: Args) {
 /// LRU/LFU clock moves; Redis's `lookupKeyRead`), even for a `CLIENT
 /// NO-TOUCH` client.
 fn touch(ctx: &mut Ctx, args: Args) {
-    let db = ctx.client.db;
-    let n = args
-        .iter()
-        .skip(1)
-        .filter(|k| ctx.srv.lookup_read(db, k, ctx.now_ms).is_some())
-        .count();
-    ctx.client.out.int(n as i64);
+    count_found(ctx, args, true)
 }
 
 /// Applies EXPIRE-family flags and the new time (absolute ms).

@@ -122,6 +122,12 @@ impl ServerProcess {
 
     /// Starts the real redis-server from Debian's packages.
     pub fn redis(extra: &[&str]) -> ServerProcess {
+        Self::spawn("redis", "redis-server", &Self::reference_args(extra))
+    }
+
+    /// What a reference server (Redis, a peer) starts with: no snapshots,
+    /// no AOF, DEBUG on; then `extra`.
+    fn reference_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
         let mut args = vec![
             "--save",
             "",
@@ -131,7 +137,7 @@ impl ServerProcess {
             "yes",
         ];
         args.extend_from_slice(extra);
-        Self::spawn("redis", "redis-server", &args)
+        args
     }
 
     /// Starts a reference server from `../shared/peers/` (beside the
@@ -140,15 +146,7 @@ impl ServerProcess {
     /// this clone has no such peer.
     pub fn peer(peer: Peer, extra: &[&str]) -> Option<ServerProcess> {
         let bin = peer.path()?;
-        let mut args = vec![
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--enable-debug-command",
-            "yes",
-        ];
-        args.extend_from_slice(extra);
+        let args = Self::reference_args(extra);
         Some(Self::spawn(peer.name(), bin.to_str().unwrap(), &args))
     }
 
