@@ -252,7 +252,22 @@ fn command_rules_are_described_as_redis_describes_them() {
         assert_eq!(text(&rc.cmd(&set)), "OK");
         let (a, b) = (commands(&mut fc, "t"), commands(&mut rc, "t"));
         let (fa, fb) = (split(&a), split(&b));
-        assert_eq!(fa.0, fb.0, "categories of {rules:?}:\n{a}\n{b}");
+        // The same categories; their order follows the counts of each
+        // server's own command table, which differ by the Redis 7.2/7.4
+        // commands ferrokv serves too (WAITAOF, CLIENT NO-TOUCH): equal
+        // where no tie is broken by them, so compared as sets, with the
+        // opening `±@all` first.
+        assert_eq!(fa.0.first(), fb.0.first(), "{rules:?}:\n{a}\n{b}");
+        let sorted = |v: &[String]| {
+            let mut v = v.to_vec();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            sorted(&fa.0),
+            sorted(&fb.0),
+            "categories of {rules:?}:\n{a}\n{b}"
+        );
         // Commands only one server has are left out of the comparison.
         let mut known = |w: &String| {
             let name = w[1..].split('|').next().unwrap().to_string();

@@ -108,6 +108,11 @@ fn getkeys_and_getkeysandflags_answer_as_redis_for_every_command() {
         seed
     };
     let mut runs = 0;
+    // ZRANK and ZREVRANK take a fourth word since Redis 7.2 (WITHSCORE):
+    // with another count of words than 7.0's arity (3) they answer as 7.2
+    // does (docs/compatibility.md; 7.4's COMMAND GETKEYS words its own
+    // errors otherwise), so only 7.0's count is compared for them.
+    let newer_arity = ["zrank", "zrevrank"];
     for name in names.iter().filter(|n| theirs.contains_key(*n)) {
         let words: Vec<&str> = name.split('|').collect();
         for case in 0..40 {
@@ -115,6 +120,9 @@ fn getkeys_and_getkeysandflags_answer_as_redis_for_every_command() {
             let extra = (case % 10) + (next() % 3) as usize;
             for _ in 0..extra {
                 argv.push(POOL[(next() % POOL.len() as u64) as usize].to_string());
+            }
+            if newer_arity.contains(&name.as_str()) && argv.len() != 3 {
+                continue;
             }
             for sub in ["GETKEYS", "GETKEYSANDFLAGS"] {
                 let mut a = vec!["COMMAND".to_string(), sub.to_string()];
