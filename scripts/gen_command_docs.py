@@ -112,8 +112,8 @@ def doc_rs(v, depth):
     raise SystemExit(f"no Rust form for {kind}")
 
 
-# Commands and subcommands described as Redis 7.4 describes them (keep in
-# step with NEWER in crates/server/tests/command_docs.rs).
+# Commands and subcommands described as Redis 7.4 describes them
+# (crates/server/tests/command_docs.rs reads this list).
 NEWER = ["zrank", "zrevrank", "hscan", "xread", "xreadgroup", "waitaof", "client|kill",
          "client|no-touch"]
 

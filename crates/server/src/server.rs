@@ -1079,11 +1079,17 @@ impl Server {
             ops.push((db, argv.iter().map(|a| a.as_ref().to_vec()).collect()));
             return;
         }
+        self.feed_aof(db, argv);
+        self.repl_feed(db, argv);
+    }
+
+    /// Queues one command for the AOF, when it is on, and counts it
+    /// ([`Server::aof_fed`], what `WAITAOF` waits on).
+    pub fn feed_aof<T: AsRef<[u8]>>(&mut self, db: usize, argv: &[T]) {
         if let Some(aof) = self.aof.as_mut() {
             aof.feed(db, argv);
             self.aof_fed += 1;
         }
-        self.repl_feed(db, argv);
     }
 
     /// Removes the connection in slot `t` and forgets it everywhere

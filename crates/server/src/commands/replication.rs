@@ -105,20 +105,28 @@ fn wait(ctx: &mut Ctx, args: Args) {
     let Some(n) = super::parse_int(ctx, args.get(1)) else {
         return;
     };
-    let timeout = match ferrokv_resp::parse_i64(args.get(2)) {
-        Some(t) if t < 0 => {
-            ctx.error("ERR timeout is negative");
-            return;
-        }
-        Some(t) => t as u64,
-        None => {
-            ctx.error("ERR timeout is not an integer or out of range");
-            return;
-        }
+    let Some(timeout) = parse_timeout_ms(ctx, args.get(2)) else {
+        return;
     };
     let n = n.max(0) as usize;
     let (srv, client) = (&mut *ctx.srv, &mut *ctx.client);
     srv.wait_command(client, n, timeout);
+}
+
+/// The timeout of WAIT and WAITAOF: whole milliseconds (0: none), with
+/// Redis's two refusals.
+fn parse_timeout_ms(ctx: &mut Ctx, a: &[u8]) -> Option<u64> {
+    match ferrokv_resp::parse_i64(a) {
+        Some(t) if t < 0 => {
+            ctx.error("ERR timeout is negative");
+            None
+        }
+        Some(t) => Some(t as u64),
+        None => {
+            ctx.error("ERR timeout is not an integer or out of range");
+            None
+        }
+    }
 }
 
 /// WAITAOF numlocal numreplicas timeout (Redis 7.2): until the client's
@@ -136,10 +144,8 @@ fn waitaof(ctx: &mut Ctx, args: Args) {
         Some(n) if n >= 0 => n as usize,
         _ => return ctx.error("ERR value is out of range, must be positive"),
     };
-    let timeout = match ferrokv_resp::parse_i64(args.get(3)) {
-        Some(t) if t < 0 => return ctx.error("ERR timeout is negative"),
-        Some(t) => t as u64,
-        None => return ctx.error("ERR timeout is not an integer or out of range"),
+    let Some(timeout) = parse_timeout_ms(ctx, args.get(3)) else {
+        return;
     };
     if ctx.srv.repl.is_replica() {
         return ctx.error("ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.");

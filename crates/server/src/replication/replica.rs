@@ -491,14 +491,14 @@ impl Server {
             return;
         };
         let token = *token;
-        let Some(Some(mut c)) = self.clients.get_mut(token).map(|c| c.take()) else {
+        if !matches!(self.clients.get(token), Some(Some(_))) {
             return;
-        };
-        encode_ack(&mut c.out.buf, self);
-        self.clients[token] = Some(c);
+        }
+        let (off, fack) = self.ack_offsets();
         let Some(Some(c)) = self.clients.get_mut(token) else {
             return;
         };
+        encode_ack(&mut c.out.buf, off, fack);
         if !c.pending_write {
             c.pending_write = true;
             self.pending_writes.push(token);
@@ -581,7 +581,8 @@ pub fn process_master_input(srv: &mut Server, c: &mut Client) {
                         // The master client is out of the table while its
                         // input runs: the answer goes straight to its buffer.
                         feed_applied(srv, &inbuf, &mut unfed, c.conn.in_start);
-                        encode_ack(&mut c.out.buf, srv);
+                        let (off, fack) = srv.ack_offsets();
+                        encode_ack(&mut c.out.buf, off, fack);
                         if let Some(l) = srv.repl.link.as_mut() {
                             l.last_ack = Instant::now();
                         }
@@ -683,16 +684,26 @@ impl CommandCache {
 /// `REPLCONF ACK <offset>`, and `FACK <offset>` (what the AOF synced,
 /// Redis 7.2) when the AOF is on. A 7.0 master reads the offset and
 /// ignores the rest, as Redis 7.0 does.
-fn encode_ack(out: &mut Vec<u8>, srv: &mut Server) {
-    let fack = srv.aof.is_some().then_some(srv.aof_durable.reploff);
+fn encode_ack(out: &mut Vec<u8>, off: i64, fack: Option<i64>) {
     ferrokv_resp::encode::array(out, if fack.is_some() { 5 } else { 3 });
     ferrokv_resp::encode::bulk(out, b"REPLCONF");
     ferrokv_resp::encode::bulk(out, b"ACK");
-    ferrokv_resp::encode::bulk(out, srv.repl.master_repl_offset.to_string().as_bytes());
+    ferrokv_resp::encode::bulk(out, off.to_string().as_bytes());
     if let Some(f) = fack {
         ferrokv_resp::encode::bulk(out, b"FACK");
         ferrokv_resp::encode::bulk(out, f.to_string().as_bytes());
-        srv.repl.fack_sent = f;
+    }
+}
+
+impl Server {
+    /// What an ACK says now: the offset applied and, with the AOF on,
+    /// the offset it synced (remembered as sent).
+    fn ack_offsets(&mut self) -> (i64, Option<i64>) {
+        let fack = self.aof.is_some().then_some(self.aof_durable.reploff);
+        if let Some(f) = fack {
+            self.repl.fack_sent = f;
+        }
+        (self.repl.master_repl_offset, fack)
     }
 }
 

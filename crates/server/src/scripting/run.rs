@@ -457,10 +457,7 @@ fn finish_propagation(srv: &mut Server, nested: bool, ops: Vec<(u8, usize, Vec<V
         let last = mine[mine.len() - 1].1;
         let feed = |srv: &mut Server, db: usize, argv: &[Vec<u8>]| {
             if to_aof {
-                if let Some(aof) = srv.aof.as_mut() {
-                    aof.feed(db, argv);
-                    srv.aof_fed += 1;
-                }
+                srv.feed_aof(db, argv);
             } else {
                 srv.repl_feed(db, argv);
             }

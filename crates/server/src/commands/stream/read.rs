@@ -102,25 +102,23 @@ fn xread(ctx: &mut Ctx, args: Args) {
     let mut ids: Vec<StreamId> = Vec::new();
     for k in 0..n {
         let key = args.get(streams_at + k);
+        let a = args.get(streams_at + n + k);
         // `$`: the stream's last ID; `+` (Redis 7.4): just below its last
-        // live entry, so that entry is read (0-0 for an empty stream).
-        let (last, plus) = match ctx.srv.lookup_read(db, key, ctx.now_ms).map(|e| e.value()) {
-            None => (None, StreamId::MIN),
-            Some(ValueRef::Stream(st)) => (
-                Some(st.last_id()),
+        // live entry, so that entry is read (0-0 for an empty stream). The
+        // type is checked whatever the ID.
+        let resolved = match ctx.srv.lookup_read(db, key, ctx.now_ms).map(|e| e.value()) {
+            Some(ValueRef::Stream(st)) if a == b"$" => Some(st.last_id()),
+            Some(ValueRef::Stream(st)) if a == b"+" => Some(
                 st.last_live_id()
                     .and_then(StreamId::decr)
                     .unwrap_or(StreamId::MIN),
             ),
+            None if a == b"$" || a == b"+" => Some(StreamId::MIN),
+            None | Some(ValueRef::Stream(_)) => None,
             Some(_) => return ctx.error(err::WRONGTYPE),
         };
-        let a = args.get(streams_at + n + k);
-        if a == b"$" {
-            ids.push(last.unwrap_or(StreamId::MIN));
-            continue;
-        }
-        if a == b"+" {
-            ids.push(plus);
+        if let Some(id) = resolved {
+            ids.push(id);
             continue;
         }
         if a == b">" {
