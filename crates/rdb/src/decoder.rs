@@ -29,6 +29,9 @@ use crate::{intset, listpack, lzf, ziplist};
 /// A hash field and its value.
 pub type FieldValue<'a> = (Cow<'a, [u8]>, Cow<'a, [u8]>);
 
+/// A hash field, its value and its deadline (unix ms), if any.
+pub type FieldValueTtl<'a> = (Cow<'a, [u8]>, Cow<'a, [u8]>, Option<i64>);
+
 /// A decoded value. Elements borrow from the input where possible.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RdbValue<'a> {
@@ -41,6 +44,13 @@ pub enum RdbValue<'a> {
     SortedSet(Vec<(Cow<'a, [u8]>, f64)>),
     /// `(field, value)`.
     Hash(Vec<FieldValue<'a>>),
+    /// A hash with field TTLs (Redis 7.4's types 22–25): `(field, value,
+    /// deadline in unix ms)`. `ordered`: the fields come in the order a
+    /// `listpackex` keeps (by deadline), to be kept as they are.
+    HashWithTtls {
+        fields: Vec<FieldValueTtl<'a>>,
+        ordered: bool,
+    },
     /// A stream: its nodes' listpacks as the file holds them, its metadata
     /// and consumer groups ([`crate::stream`]).
     Stream(Box<crate::stream::StreamPayload<'a>>),
@@ -54,6 +64,7 @@ impl RdbValue<'_> {
             RdbValue::List(v) | RdbValue::Set(v) => v.len(),
             RdbValue::SortedSet(v) => v.len(),
             RdbValue::Hash(v) => v.len(),
+            RdbValue::HashWithTtls { fields, .. } => fields.len(),
             RdbValue::Stream(s) => s.length.min(usize::MAX as u64) as usize,
         }
     }
@@ -705,27 +716,43 @@ fn read_value<'a>(
         TYPE_STREAM_LISTPACKS | TYPE_STREAM_LISTPACKS_2 | TYPE_STREAM_LISTPACKS_3 => {
             RdbValue::Stream(Box::new(crate::stream::decode(r, rdb_type)?))
         }
-        // Redis 7.4's hashes that had (or have) field TTLs. Without one,
-        // a plain hash (7.4 keeps the form after HPERSIST); with one, a
-        // value ferrokv cannot hold: refused, never loaded without it.
+        // Redis 7.4's hashes with field TTLs (the GA types carry the
+        // soonest deadline first; 24 stores the others relative to it,
+        // plus one, 0 meaning none; the pre-GA ones are absolute).
         TYPE_HASH_METADATA | TYPE_HASH_METADATA_PRE_GA => {
-            if rdb_type == TYPE_HASH_METADATA {
-                // The minimum TTL (the others are stored relative to it).
-                r.array::<8>()?;
-            }
+            let min = if rdb_type == TYPE_HASH_METADATA {
+                let at = r.pos;
+                let min = u64::from_le_bytes(r.array::<8>()?);
+                if min > FIELD_TTL_INVALID {
+                    return Err(corrupt(at, "hash", "invalid minExpire value"));
+                }
+                Some(min)
+            } else {
+                None
+            };
             let n = r.length()?;
-            let mut items = Vec::with_capacity(r.capacity_for(n, 3));
-            let mut ttls = false;
+            let mut fields = Vec::with_capacity(r.capacity_for(n, 3));
             for _ in 0..n {
-                ttls |= r.length()? != 0;
+                let at = r.pos;
+                let ttl = r.length()?;
                 let field = r.string()?;
                 let value = r.string()?;
-                items.push((field, value));
+                let deadline = match (ttl, min) {
+                    (0, _) => None,
+                    (t, Some(m)) => Some(t.checked_add(m).map(|x| x - 1)),
+                    (t, None) => Some(Some(t)),
+                };
+                let deadline = match deadline {
+                    None => None,
+                    Some(Some(d)) if d <= FIELD_TTL_MAX => Some(d as i64),
+                    Some(_) => return Err(corrupt(at, "hash", "field TTL out of range")),
+                };
+                fields.push((field, value, deadline));
             }
-            if ttls {
-                return Err(unsupported(offset, rdb_type, key));
+            RdbValue::HashWithTtls {
+                fields,
+                ordered: false,
             }
-            RdbValue::Hash(items)
         }
         TYPE_HASH_LISTPACK_EX | TYPE_HASH_LISTPACK_EX_PRE_GA => {
             if rdb_type == TYPE_HASH_LISTPACK_EX {
@@ -736,15 +763,20 @@ fn read_value<'a>(
             if !entries.len().is_multiple_of(3) {
                 return Err(corrupt(at, "hash", "not field, value, TTL triplets"));
             }
-            let mut items = Vec::with_capacity(entries.len() / 3);
+            let mut fields = Vec::with_capacity(entries.len() / 3);
             let mut it = entries.into_iter();
             while let (Some(f), Some(v), Some(ttl)) = (it.next(), it.next(), it.next()) {
-                if &ttl[..] != b"0" {
-                    return Err(unsupported(offset, rdb_type, key));
-                }
-                items.push((f, v));
+                let deadline = std::str::from_utf8(&ttl)
+                    .ok()
+                    .and_then(|t| t.parse::<u64>().ok())
+                    .filter(|&t| t <= FIELD_TTL_MAX)
+                    .ok_or_else(|| corrupt(at, "hash", "field TTL out of range"))?;
+                fields.push((f, v, (deadline != 0).then_some(deadline as i64)));
             }
-            RdbValue::Hash(items)
+            RdbValue::HashWithTtls {
+                fields,
+                ordered: true,
+            }
         }
         TYPE_MODULE_PRE_GA | TYPE_MODULE_2 => {
             return Err(DecodeError::UnsupportedType {
@@ -758,16 +790,10 @@ fn read_value<'a>(
     })
 }
 
-/// A value of a type ferrokv does not hold (modules, hash field TTLs),
-/// naming the key.
-fn unsupported(offset: usize, rdb_type: u8, key: &[u8]) -> DecodeError {
-    DecodeError::UnsupportedType {
-        offset,
-        type_byte: rdb_type,
-        type_name: type_name(rdb_type),
-        key: escape(key),
-    }
-}
+/// Redis 7.4's bounds on field deadlines (`EB_EXPIRE_TIME_MAX`, and the
+/// `minExpire` header's `EB_EXPIRE_TIME_INVALID`).
+const FIELD_TTL_MAX: u64 = (1 << 48) - 1;
+const FIELD_TTL_INVALID: u64 = 1 << 48;
 
 fn corrupt(offset: usize, what: &'static str, reason: &'static str) -> DecodeError {
     DecodeError::Corrupt {

@@ -17,9 +17,18 @@ pub const DUMP_RDB_VERSION: u16 = 10;
 /// of a file of that version (a hash with field TTLs is a bad format here).
 pub const RESTORE_MAX_RDB_VERSION: u16 = crate::consts::MAX_SUPPORTED_VERSION as u16;
 
+/// The version of a payload holding a hash with field TTLs (Redis 7.4's),
+/// which an older Redis refuses by its version rather than misreads.
+pub const DUMP_RDB_VERSION_FIELD_TTLS: u16 = 12;
+
 /// Appends the version and the CRC64 to `body` (a type byte and a value).
 pub fn seal(body: &mut Vec<u8>) {
-    body.extend_from_slice(&DUMP_RDB_VERSION.to_le_bytes());
+    seal_version(body, DUMP_RDB_VERSION)
+}
+
+/// [`seal`] with the given RDB version.
+pub fn seal_version(body: &mut Vec<u8>, version: u16) {
+    body.extend_from_slice(&version.to_le_bytes());
     let crc = crc64(0, body);
     body.extend_from_slice(&crc.to_le_bytes());
 }

@@ -87,6 +87,10 @@ pub struct EncoderOptions {
     /// which readers take as "checksum disabled").
     pub checksum: bool,
     pub limits: EncodingLimits,
+    /// The version the header names: 10 (Redis 7.0's), or 12 when the data
+    /// holds what only Redis 7.4 represents (hash field TTLs), so that an
+    /// older reader refuses the file at its header rather than at a key.
+    pub version: u32,
 }
 
 impl Default for EncoderOptions {
@@ -95,6 +99,7 @@ impl Default for EncoderOptions {
             compression: true,
             checksum: true,
             limits: EncodingLimits::default(),
+            version: RDB_VERSION,
         }
     }
 }
@@ -188,7 +193,7 @@ impl RdbEncoder {
     pub fn header(&mut self, out: &mut Vec<u8>, aux: &[(&[u8], &[u8])]) {
         let start = out.len();
         out.extend_from_slice(MAGIC);
-        out.extend_from_slice(format!("{RDB_VERSION:04}").as_bytes());
+        out.extend_from_slice(format!("{:04}", self.options.version).as_bytes());
         for (k, v) in aux {
             out.push(OPCODE_AUX);
             self.put_string(out, k);
@@ -572,6 +577,64 @@ impl RdbEncoder {
             for (f, v) in pairs {
                 self.put_string(out, f.as_ref());
                 self.put_string(out, v.as_ref());
+            }
+        }
+        self.account(out, start);
+    }
+
+    /// A hash some of whose fields have a TTL (Redis 7.4): `(field, value,
+    /// deadline in unix ms)`. Within the hash listpack limits it is
+    /// `HASH_LISTPACK_EX` (25): field, value, deadline (0: none) triplets
+    /// ordered by deadline, fields without one last, as 7.4's `listpackex`
+    /// keeps them (a stable sort: a listpack's own order is already that);
+    /// otherwise `HASH_METADATA` (24): each field's deadline relative to
+    /// the soonest, plus one (0: none). Both start with the soonest
+    /// deadline as 8 bytes little-endian.
+    pub fn hash_ttl_entry(
+        &mut self,
+        out: &mut Vec<u8>,
+        key: &[u8],
+        fields: &[(&[u8], &[u8], Option<i64>)],
+        expire_ms: Option<i64>,
+    ) {
+        if fields.is_empty() {
+            return;
+        }
+        let start = out.len();
+        let limits = &self.options.limits;
+        let longest = fields
+            .iter()
+            .map(|(f, v, _)| f.len().max(v.len()))
+            .max()
+            .unwrap_or(0);
+        let min = fields.iter().filter_map(|f| f.2).min().unwrap_or(0);
+        if fields.len() <= limits.hash_max_listpack_entries
+            && longest <= limits.hash_max_listpack_value
+        {
+            self.entry_head(out, TYPE_HASH_LISTPACK_EX, key, expire_ms);
+            out.extend_from_slice(&(min as u64).to_le_bytes());
+            let mut order: Vec<&(&[u8], &[u8], Option<i64>)> = fields.iter().collect();
+            order.sort_by_key(|f| f.2.unwrap_or(i64::MAX));
+            let mut blob = std::mem::take(&mut self.scratch);
+            blob.clear();
+            let mut w = ListpackWriter::begin(&mut blob);
+            let mut num = itoa_text::Buf::default();
+            for (f, v, at) in order {
+                w.push(&mut blob, f);
+                w.push(&mut blob, v);
+                w.push(&mut blob, num.format(at.unwrap_or(0)));
+            }
+            w.finish(&mut blob);
+            self.put_string(out, &blob);
+            self.scratch = blob;
+        } else {
+            self.entry_head(out, TYPE_HASH_METADATA, key, expire_ms);
+            out.extend_from_slice(&(min as u64).to_le_bytes());
+            put_length(out, fields.len() as u64);
+            for (f, v, at) in fields {
+                put_length(out, at.map_or(0, |at| (at - min + 1) as u64));
+                self.put_string(out, f);
+                self.put_string(out, v);
             }
         }
         self.account(out, start);
@@ -1045,5 +1108,20 @@ mod tests {
         assert_eq!(t.format(3.0), b"3");
         assert_eq!(t.format(f64::NEG_INFINITY), b"-inf");
         assert_eq!(t.format(-0.0), b"-0");
+    }
+}
+
+/// Formats an integer without allocating.
+mod itoa_text {
+    #[derive(Default)]
+    pub struct Buf([u8; 20]);
+    impl Buf {
+        pub fn format(&mut self, v: i64) -> &[u8] {
+            use std::io::Write;
+            let mut c = std::io::Cursor::new(&mut self.0[..]);
+            write!(c, "{v}").expect("20 bytes hold an i64");
+            let n = c.position() as usize;
+            &self.0[..n]
+        }
     }
 }

@@ -19,6 +19,8 @@ pub enum OwnedValue {
     Set(BTreeSet<Vec<u8>>),
     SortedSet(BTreeMap<Vec<u8>, OrderedScore>),
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
+    /// A hash with field TTLs: field → (value, deadline in unix ms).
+    HashWithTtls(BTreeMap<Vec<u8>, (Vec<u8>, Option<i64>)>),
     /// As the file holds it (node listpacks undecoded).
     Stream(Box<crate::stream::StreamPayload<'static>>),
 }
@@ -60,6 +62,12 @@ impl From<RdbValue<'_>> for OwnedValue {
             RdbValue::Hash(h) => OwnedValue::Hash(
                 h.into_iter()
                     .map(|(f, v)| (f.into_owned(), v.into_owned()))
+                    .collect(),
+            ),
+            RdbValue::HashWithTtls { fields, .. } => OwnedValue::HashWithTtls(
+                fields
+                    .into_iter()
+                    .map(|(f, v, at)| (f.into_owned(), (v.into_owned(), at)))
                     .collect(),
             ),
             RdbValue::Stream(st) => OwnedValue::Stream(Box::new(st.into_owned())),

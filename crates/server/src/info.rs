@@ -571,6 +571,7 @@ fn section(srv: &Server, name: &str, o: &mut String, current: Caller) {
             f!("sync_partial_ok:{}", srv.repl.stats.sync_partial_ok);
             f!("sync_partial_err:{}", srv.repl.stats.sync_partial_err);
             f!("expired_keys:{}", s.expired_keys);
+            f!("expired_subkeys:{}", s.expired_subkeys);
             f!("expired_stale_perc:{:.2}", s.expired_stale_perc * 100.0);
             f!(
                 "expired_time_cap_reached_count:{}",

@@ -76,6 +76,7 @@ pub mod config;
 pub mod embedded;
 pub mod evict;
 pub mod fdlimit;
+pub mod field_expiry;
 pub mod info;
 pub mod metrics;
 pub mod monitor;

@@ -602,6 +602,22 @@ fn collect_server(srv: &Server, r: &mut Registry) {
         "Keys removed because their TTL passed.",
         s.expired_keys as f64,
     );
+    r.counter(
+        "ferrokv_expired_hash_fields_total",
+        "Hash fields removed because their TTL passed (INFO expired_subkeys).",
+        s.expired_subkeys as f64,
+    );
+    let field_ttl_hashes: usize = srv
+        .keyspace
+        .dbs
+        .iter()
+        .map(|d| d.hashes_with_field_ttls())
+        .sum();
+    r.gauge(
+        "ferrokv_hashes_with_field_ttls",
+        "Hashes filed for active field expiry (INFO keyspace subexpiry).",
+        field_ttl_hashes as f64,
+    );
     let t = &srv.tracking;
     r.gauge(
         "ferrokv_tracking_clients",

@@ -17,8 +17,16 @@ use ferrokv_resp::encode;
 pub struct Propagation {
     /// The command's rewritten form, if its handler set one.
     pub rewrite: Option<Vec<Vec<u8>>>,
-    /// Commands to propagate before the current one (expired-key DELs).
+    /// Commands to propagate before the current one (expired-key DELs,
+    /// expired hash fields' HDELs).
     pub also: Vec<(usize, Vec<Vec<u8>>)>,
+    /// Commands to propagate after the current one (the field TTL that
+    /// `HINCRBYFLOAT`'s `HSET` would otherwise drop).
+    pub after: Vec<(usize, Vec<Vec<u8>>)>,
+    /// The current command is not propagated itself, whatever it changed
+    /// (Redis's `preventCommandPropagation`: an `HEXPIRE` whose fields
+    /// were all deleted goes out as its `HDEL`s only).
+    pub suppress: bool,
     /// The database the stream last selected.
     pub stream_db: Option<usize>,
     /// While EXEC runs its queue: what the queued commands propagate,

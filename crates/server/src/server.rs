@@ -38,6 +38,8 @@ pub struct Stats {
     /// (`client-reply-backpressure`).
     pub client_output_pauses: u64,
     pub expire_cycle_cpu_milliseconds: u64,
+    /// Hash fields removed because their TTL passed (Redis 7.4's `expired_subkeys`).
+    pub expired_subkeys: u64,
     /// Running estimate of the share of keys with a TTL that are expired
     /// (Redis's `stat_expired_stale_perc`, from each active cycle's sample).
     pub expired_stale_perc: f64,
@@ -1017,6 +1019,7 @@ impl Server {
             return any;
         }
         let also = std::mem::take(&mut self.propagation.also);
+        let after = std::mem::take(&mut self.propagation.after);
         let mut any = !also.is_empty();
         // What one command propagates is one unit: the DELs of the keys it
         // found expired and the command itself, wrapped in MULTI/EXEC when
@@ -1024,8 +1027,9 @@ impl Server {
         // for SCAN and RANDOMKEY (`touches-arbitrary-keys`), whose DELs go
         // as they are, like active expiry's. Inside EXEC or a script the
         // outer block wraps everything already.
-        let changed = self.dirty > dirty_before || std::mem::take(&mut self.propagation.force);
-        let ops = also.len() + usize::from(changed);
+        let changed = (self.dirty > dirty_before || std::mem::take(&mut self.propagation.force))
+            && !std::mem::take(&mut self.propagation.suppress);
+        let ops = also.len() + usize::from(changed) + after.len();
         let wrap = ops > 1 && !arbitrary_keys && self.propagation.exec_ops.is_none();
         if wrap {
             self.begin_exec_propagation();
@@ -1054,6 +1058,10 @@ impl Server {
                     self.propagate(db, &argv)
                 }
             }
+        }
+        for (edb, argv) in after {
+            any = true;
+            self.propagate(edb, &argv);
         }
         if wrap {
             self.end_exec_propagation();
@@ -1248,6 +1256,11 @@ impl Server {
             }
         }
         self.stats.expired_keys += expired_total;
+        // Hash fields whose TTL passed (field_expiry.rs), in what is left
+        // of the budget.
+        if !capped {
+            self.active_expire_fields(now_ms, t0 + budget);
+        }
         // Redis's running average of the share sampled that was expired
         // (a cycle that sampled nothing counts as 0).
         let now_perc = if examined_total > 0 {

@@ -482,6 +482,25 @@ pub struct Db {
     /// The keys of each cluster slot (cluster mode only: `None` costs the
     /// write path one branch).
     slots: Option<Box<crate::slots::SlotIndex>>,
+    /// Hashes with field TTLs, for the active cycle (`hash::expiry`).
+    field_expiry: crate::hash::ExpiryIndex,
+}
+
+#[inline]
+fn unfile_from(ix: &mut crate::hash::ExpiryIndex, old: &Entry) {
+    if !ix.is_empty() {
+        if let ValueRef::Hash(crate::hash::Hash::Volatile(_)) = old.value() {
+            ix.forget(old.key());
+        }
+    }
+}
+
+/// The soonest field deadline of an entry holding a hash with field TTLs.
+fn field_deadline(e: &Entry) -> Option<i64> {
+    match e.value() {
+        ValueRef::Hash(h) => h.min_field_expire(),
+        _ => None,
+    }
 }
 
 impl Default for Db {
@@ -502,7 +521,32 @@ impl Db {
             expires: 0,
             expire_cursor: 0,
             slots: None,
+            field_expiry: Default::default(),
         }
+    }
+
+    /// Hashes with field TTLs filed for the active cycle.
+    pub fn hashes_with_field_ttls(&self) -> usize {
+        self.field_expiry.len()
+    }
+
+    /// Files `key` (a hash that gained a field TTL, at `at`) for the active
+    /// cycle.
+    pub fn file_field_expiry(&mut self, key: &[u8], at: i64) {
+        self.field_expiry.file(key, at);
+    }
+
+    /// The next hash (by key) due for field expiry at `now`, taken out of
+    /// the index: the caller expires what is due and files it again if it
+    /// still has TTLs.
+    pub fn pop_field_expiry(&mut self, now: i64) -> Option<SmallBytes> {
+        self.field_expiry.pop_due(now)
+    }
+
+    /// A removed or replaced entry leaves the field-expiry index.
+    #[inline]
+    fn unfile(&mut self, old: &Entry) {
+        unfile_from(&mut self.field_expiry, old);
     }
 
     pub fn len(&self) -> usize {
@@ -676,6 +720,7 @@ impl Db {
             }
             self.expires -= 1;
             self.len -= 1;
+            unfile_from(&mut self.field_expiry, &e);
             Lookup::Expired(e)
         } else {
             Lookup::Live(&mut seg.entries[i])
@@ -734,6 +779,9 @@ impl Db {
 
     /// Inserts or replaces an entry by its key, returning the previous one.
     pub fn upsert_entry(&mut self, entry: Entry) -> Option<Entry> {
+        if let Some(at) = field_deadline(&entry) {
+            self.field_expiry.file(entry.key(), at);
+        }
         let key = entry.key();
         let h = self.hash(key);
         let si = self.segment_of(h);
@@ -751,6 +799,12 @@ impl Db {
                     } else {
                         seg.expiring -= 1;
                         self.expires -= 1;
+                    }
+                }
+                if !self.field_expiry.is_empty() {
+                    let new_has = field_deadline(&seg.entries[i]).is_some();
+                    if !new_has {
+                        self.unfile(&old);
                     }
                 }
                 Some(old)
@@ -788,6 +842,7 @@ impl Db {
         if e.expire_at != NO_EXPIRE {
             self.expires -= 1;
         }
+        self.unfile(&e);
         Some(e)
     }
 
@@ -1162,6 +1217,7 @@ impl Db {
             self.len -= gone.len();
             expired += gone.len();
             for e in gone {
+                self.unfile(&e);
                 on_expired(e);
             }
         }

@@ -48,11 +48,17 @@ fn mix_value(d: &mut Digest, e: &Entry) {
         }
         // Per field a fresh digest mixed with the field then its value,
         // xored in (hashed, as Redis's `xorDigest` hashes what it xors).
+        // A field with a TTL also has `!!hexpire!!` xored into its own
+        // digest (Redis 7.4: whether it has one, not when); due fields
+        // not removed yet count, as in Redis.
         ValueRef::Hash(h) => {
             for (f, v) in h.iter() {
                 let mut fd = [0u8; 20];
                 mix(&mut fd, f);
                 mix(&mut fd, v);
+                if h.field_expire(f).is_some() {
+                    xor(&mut fd, b"!!hexpire!!");
+                }
                 xor(d, &fd);
             }
         }

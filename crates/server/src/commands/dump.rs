@@ -63,6 +63,7 @@ pub fn encoder_options(config: &crate::config::Config) -> EncoderOptions {
         compression: config.rdbcompression,
         checksum: true,
         limits: config.encoding_limits(),
+        version: ferrokv_rdb::consts::RDB_VERSION,
     }
 }
 
@@ -80,7 +81,9 @@ pub fn dump_payload(options: EncoderOptions, v: ValueRef<'_>) -> Vec<u8> {
             enc.string_entry(&mut entry, b"", b.format(i), None)
         }
         ValueRef::List(l) => enc.list_entry(&mut entry, b"", l.iter(), None),
-        ValueRef::Hash(h) => enc.hash_entry(&mut entry, b"", h.iter(), None),
+        ValueRef::Hash(h) => {
+            crate::persistence::snapshot::encode_hash(&mut enc, &mut entry, b"", h, None)
+        }
         ValueRef::Set(s) => enc.set_entry(&mut entry, b"", s.iter().map(|m| m.text()), None),
         ValueRef::ZSet(z) => enc.zset_entry(&mut entry, b"", z.iter(), None),
         ValueRef::Stream(st) => enc.stream_entry(
@@ -94,7 +97,17 @@ pub fn dump_payload(options: EncoderOptions, v: ValueRef<'_>) -> Vec<u8> {
     let mut payload = Vec::with_capacity(entry.len() + 9);
     payload.push(entry[0]);
     payload.extend_from_slice(&entry[2..]);
-    ferrokv_rdb::dump::seal(&mut payload);
+    // A hash with field TTLs is Redis 7.4's (an older Redis refuses the
+    // payload by its version).
+    let field_ttls = matches!(v, ValueRef::Hash(h) if h.ttls().is_some_and(|t| !t.is_empty()));
+    if field_ttls {
+        ferrokv_rdb::dump::seal_version(
+            &mut payload,
+            ferrokv_rdb::dump::DUMP_RDB_VERSION_FIELD_TTLS,
+        );
+    } else {
+        ferrokv_rdb::dump::seal(&mut payload);
+    }
     payload
 }
 

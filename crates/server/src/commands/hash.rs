@@ -22,10 +22,11 @@ use super::flags::*;
 use super::keys::{parse_scan_options, reply_scan, ScanOf};
 use super::long_double::LongDouble;
 use super::{err, is, parse_f64, parse_int, CommandSpec, Ctx};
+use crate::field_expiry::{Propagate, Which};
 use crate::notify::{NOTIFY_GENERIC, NOTIFY_HASH, NOTIFY_NEW};
 use ferrokv_resp::encode::Protocol;
 use ferrokv_resp::Args;
-use ferrokv_store::hash::Hash;
+use ferrokv_store::hash::{FieldLookup, Hash};
 use ferrokv_store::pattern::glob_match;
 use ferrokv_store::value::parse_canonical_i64;
 use ferrokv_store::{Value, NO_EXPIRE};
@@ -57,6 +58,57 @@ pub static COMMANDS: &[CommandSpec] = &[
 ];
 
 super::typed_lookups!(Hash, Hash);
+
+/// Removes the named fields of the hash at `key` that are due (a command
+/// met them; `field_expiry.rs`), their `HDEL`s propagated before the
+/// command's own change.
+fn expire_met(ctx: &mut Ctx, key: &[u8], fields: &[&[u8]]) {
+    let db = ctx.client.db;
+    let now = ctx.now_ms;
+    ctx.srv.expire_hash_fields(
+        Some(&mut *ctx.client),
+        db,
+        key,
+        now,
+        Which::Named(fields),
+        Propagate::BeforeCommand,
+    );
+}
+
+/// Removes every due field of the hash at `key` (`HRANDFIELD` samples
+/// from live fields only, as Redis 7.4).
+fn expire_all_due(ctx: &mut Ctx, key: &[u8]) {
+    let db = ctx.client.db;
+    let now = ctx.now_ms;
+    ctx.srv.expire_hash_fields(
+        Some(&mut *ctx.client),
+        db,
+        key,
+        now,
+        Which::Due(usize::MAX),
+        Propagate::BeforeCommand,
+    );
+}
+
+/// A field of the hash at `key` as a single-field read sees it: a due
+/// field is removed and reads as missing.
+fn read_field(ctx: &mut Ctx, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>, ()> {
+    let db = ctx.client.db;
+    let now = ctx.now_ms;
+    let expired = match read(ctx.srv, db, key, now) {
+        Read::WrongType => return Err(()),
+        Read::Missing => return Ok(None),
+        Read::Found(h) => match h.lookup(field, now) {
+            FieldLookup::Live(v) => return Ok(Some(v.to_vec())),
+            FieldLookup::Missing => return Ok(None),
+            FieldLookup::Expired => true,
+        },
+    };
+    if expired {
+        expire_met(ctx, key, &[field]);
+    }
+    Ok(None)
+}
 
 /// The (field, value) pairs of `args[first..]`.
 fn pairs<'a>(
@@ -118,10 +170,18 @@ fn hmset(ctx: &mut Ctx, args: Args) {
 /// HSETNX key field value
 fn hsetnx(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
-    match read_for_write(ctx.srv, db, args.get(1), ctx.now_ms) {
+    let (key, field) = (args.get(1), args.get(2));
+    let expired = match read_for_write(ctx.srv, db, key, ctx.now_ms) {
         Read::WrongType => return ctx.error(err::WRONGTYPE),
-        Read::Found(h) if h.contains(args.get(2)) => return ctx.client.out.int(0),
-        _ => {}
+        Read::Found(h) => match h.lookup(field, ctx.now_ms) {
+            FieldLookup::Live(_) => return ctx.client.out.int(0),
+            FieldLookup::Expired => true,
+            FieldLookup::Missing => false,
+        },
+        Read::Missing => false,
+    };
+    if expired {
+        expire_met(ctx, key, &[field]);
     }
     if set_pairs(ctx, &args, 2).is_some() {
         ctx.client.out.int(1);
@@ -131,14 +191,20 @@ fn hsetnx(ctx: &mut Ctx, args: Args) {
 /// HGET key field
 fn hget(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
-    match read(ctx.srv, db, args.get(1), ctx.now_ms) {
-        Read::WrongType => ctx.client.out.error(err::WRONGTYPE),
-        Read::Found(h) => match h.get(args.get(2)) {
-            Some(v) => ctx.client.out.bulk(v),
-            None => ctx.client.out.null(),
+    let now = ctx.now_ms;
+    let (key, field) = (args.get(1), args.get(2));
+    let out = &mut ctx.client.out;
+    match read(ctx.srv, db, key, now) {
+        Read::WrongType => return out.error(err::WRONGTYPE),
+        Read::Found(h) => match h.lookup(field, now) {
+            FieldLookup::Live(v) => return out.bulk(v),
+            FieldLookup::Missing => return out.null(),
+            FieldLookup::Expired => {}
         },
-        Read::Missing => ctx.client.out.null(),
+        Read::Missing => return out.null(),
     }
+    expire_met(ctx, key, &[field]);
+    ctx.client.out.null();
 }
 
 /// HMGET key field [field ...]
@@ -148,12 +214,21 @@ fn hmget(ctx: &mut Ctx, args: Args) {
     match read(ctx.srv, db, args.get(1), ctx.now_ms) {
         Read::WrongType => out.error(err::WRONGTYPE),
         Read::Found(h) => {
+            let now = ctx.now_ms;
+            let mut due: Vec<&[u8]> = Vec::new();
             out.array(args.len() - 2);
             for f in args.iter().skip(2) {
-                match h.get(f) {
-                    Some(v) => out.bulk(v),
-                    None => out.null(),
+                match h.lookup(f, now) {
+                    FieldLookup::Live(v) => out.bulk(v),
+                    FieldLookup::Missing => out.null(),
+                    FieldLookup::Expired => {
+                        due.push(f);
+                        out.null()
+                    }
                 }
+            }
+            if !due.is_empty() {
+                expire_met(ctx, args.get(1), &due);
             }
         }
         Read::Missing => {
@@ -198,11 +273,9 @@ fn hdel(ctx: &mut Ctx, args: Args) {
 
 /// HEXISTS key field
 fn hexists(ctx: &mut Ctx, args: Args) {
-    let db = ctx.client.db;
-    match read(ctx.srv, db, args.get(1), ctx.now_ms) {
-        Read::WrongType => ctx.client.out.error(err::WRONGTYPE),
-        Read::Found(h) => ctx.client.out.int(h.contains(args.get(2)) as i64),
-        Read::Missing => ctx.client.out.int(0),
+    match read_field(ctx, args.get(1), args.get(2)) {
+        Err(()) => ctx.client.out.error(err::WRONGTYPE),
+        Ok(v) => ctx.client.out.int(v.is_some() as i64),
     }
 }
 
@@ -218,14 +291,9 @@ fn hlen(ctx: &mut Ctx, args: Args) {
 
 /// HSTRLEN key field
 fn hstrlen(ctx: &mut Ctx, args: Args) {
-    let db = ctx.client.db;
-    match read(ctx.srv, db, args.get(1), ctx.now_ms) {
-        Read::WrongType => ctx.client.out.error(err::WRONGTYPE),
-        Read::Found(h) => ctx
-            .client
-            .out
-            .int(h.get(args.get(2)).map_or(0, |v| v.len() as i64)),
-        Read::Missing => ctx.client.out.int(0),
+    match read_field(ctx, args.get(1), args.get(2)) {
+        Err(()) => ctx.client.out.error(err::WRONGTYPE),
+        Ok(v) => ctx.client.out.int(v.map_or(0, |v| v.len() as i64)),
     }
 }
 
@@ -245,11 +313,14 @@ fn get_all(ctx: &mut Ctx, args: Args, parts: Parts) {
         Read::Missing if parts == Parts::Both => out.map(0),
         Read::Missing => out.array(0),
         Read::Found(h) => {
+            // Due fields are left out, not removed (as Redis 7.4).
+            let now = ctx.now_ms;
+            let n = h.len_live(now);
             match parts {
-                Parts::Both => out.map(h.len()),
-                _ => out.array(h.len()),
+                Parts::Both => out.map(n),
+                _ => out.array(n),
             }
-            for (f, v) in h.iter() {
+            for (f, v) in h.iter_live(now) {
                 if parts != Parts::Values {
                     out.bulk(f);
                 }
@@ -277,13 +348,16 @@ fn hgetall(ctx: &mut Ctx, args: Args) {
 }
 
 /// Replaces a field's value after a read-modify-write (HINCRBY*): the key
-/// exists as a hash, or is created.
-fn store_field(ctx: &mut Ctx, key: &[u8], field: &[u8], value: &[u8]) {
+/// exists as a hash, or is created. The field keeps its TTL (Redis 7.4).
+/// Returns the field's deadline.
+fn store_field(ctx: &mut Ctx, key: &[u8], field: &[u8], value: &[u8]) -> Option<i64> {
     let db = ctx.client.db;
     let limits = ctx.srv.config.hash_limits();
+    let mut deadline = None;
     match write(ctx.srv, db, key, ctx.now_ms) {
         Write::Found(h) => {
-            h.insert(field, value, limits);
+            h.update_keeping_ttl(field, value, limits);
+            deadline = h.field_expire(field);
         }
         _ => {
             let mut h = Hash::new();
@@ -294,6 +368,30 @@ fn store_field(ctx: &mut Ctx, key: &[u8], field: &[u8], value: &[u8]) {
         }
     }
     ctx.modified(1);
+    deadline
+}
+
+/// The value of a field a read-modify-write starts from: a due field is
+/// removed first and counts as missing. `Err` after WRONGTYPE.
+fn field_for_update(ctx: &mut Ctx, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>, ()> {
+    let db = ctx.client.db;
+    let now = ctx.now_ms;
+    let expired = match read_for_write(ctx.srv, db, key, now) {
+        Read::WrongType => {
+            ctx.error(err::WRONGTYPE);
+            return Err(());
+        }
+        Read::Missing => return Ok(None),
+        Read::Found(h) => match h.lookup(field, now) {
+            FieldLookup::Live(v) => return Ok(Some(v.to_vec())),
+            FieldLookup::Missing => return Ok(None),
+            FieldLookup::Expired => true,
+        },
+    };
+    if expired {
+        expire_met(ctx, key, &[field]);
+    }
+    Ok(None)
 }
 
 /// HINCRBY key field increment
@@ -301,17 +399,15 @@ fn hincrby(ctx: &mut Ctx, args: Args) {
     let Some(by) = parse_int(ctx, args.get(3)) else {
         return;
     };
-    let db = ctx.client.db;
     let (key, field) = (args.get(1), args.get(2));
-    let cur = match read_for_write(ctx.srv, db, key, ctx.now_ms) {
-        Read::WrongType => return ctx.error(err::WRONGTYPE),
-        Read::Missing => 0,
-        Read::Found(h) => match h.get(field) {
-            None => 0,
-            Some(v) => match parse_canonical_i64(v) {
-                Some(i) => i,
-                None => return ctx.error("ERR hash value is not an integer"),
-            },
+    let Ok(cur) = field_for_update(ctx, key, field) else {
+        return;
+    };
+    let cur = match cur {
+        None => 0,
+        Some(v) => match parse_canonical_i64(&v) {
+            Some(i) => i,
+            None => return ctx.error("ERR hash value is not an integer"),
         },
     };
     let Some(n) = cur.checked_add(by) else {
@@ -337,26 +433,40 @@ fn hincrbyfloat(ctx: &mut Ctx, args: Args) {
         Ok(None) => return ctx.error("ERR value is NaN or Infinity"),
         Err(()) => return ctx.error(err::NOT_FLOAT),
     };
-    let db = ctx.client.db;
     let (key, field) = (args.get(1), args.get(2));
-    let cur = match read_for_write(ctx.srv, db, key, ctx.now_ms) {
-        Read::WrongType => return ctx.error(err::WRONGTYPE),
-        Read::Missing => Some(LongDouble::ZERO),
-        Read::Found(h) => match h.get(field) {
-            None => Some(LongDouble::ZERO),
-            Some(v) => match parse(v) {
-                Ok(v) => v,
-                Err(()) => return ctx.error("ERR hash value is not a float"),
-            },
+    let Ok(cur) = field_for_update(ctx, key, field) else {
+        return;
+    };
+    let cur = match cur {
+        None => Some(LongDouble::ZERO),
+        Some(v) => match parse(&v) {
+            Ok(v) => v,
+            Err(()) => return ctx.error("ERR hash value is not a float"),
         },
     };
     let Some(n) = cur.and_then(|cur| cur.checked_add(by)) else {
         return ctx.error("ERR increment would produce NaN or Infinity");
     };
     let text = n.to_human_string();
-    store_field(ctx, key, field, text.as_bytes());
+    let deadline = store_field(ctx, key, field, text.as_bytes());
     ctx.notify(NOTIFY_HASH, "hincrbyfloat", key);
     ctx.rewrite(&[&b"HSET"[..], key, field, text.as_bytes()]);
+    if let Some(at) = deadline {
+        // The HSET drops a field's TTL where it is replayed (Redis 7.4.1
+        // loses it on its replicas): the TTL follows it.
+        let at = at.to_string();
+        let argv = [
+            &b"HPEXPIREAT"[..],
+            key,
+            at.as_bytes(),
+            b"FIELDS",
+            b"1",
+            field,
+        ];
+        let db = ctx.client.db;
+        let argv = argv.iter().map(|a| a.to_vec()).collect();
+        ctx.srv.propagation.after.push((db, argv));
+    }
     ctx.client.out.bulk(text.as_bytes());
 }
 
@@ -365,6 +475,7 @@ fn hrandfield(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
     let key = args.get(1);
     if args.len() == 2 {
+        expire_all_due(ctx, key);
         let h = match read(ctx.srv, db, key, ctx.now_ms) {
             Read::WrongType => return ctx.error(err::WRONGTYPE),
             Read::Missing => return ctx.client.out.null(),
@@ -388,6 +499,7 @@ fn hrandfield(ctx: &mut Ctx, args: Args) {
         }
         _ => return ctx.error(err::SYNTAX),
     };
+    expire_all_due(ctx, key);
     let h = match read(ctx.srv, db, key, ctx.now_ms) {
         Read::WrongType => return ctx.error(err::WRONGTYPE),
         Read::Missing => return ctx.client.out.array(0),
@@ -399,9 +511,10 @@ fn hrandfield(ctx: &mut Ctx, args: Args) {
     let size = h.len();
     // A listpack walks to a position: index its pairs once (a hashtable
     // finds a position in O(1), and may be large: no index for it).
-    let pairs: Vec<(&[u8], &[u8])> = match &h {
-        Hash::Listpack(_) => h.iter().collect(),
-        Hash::Table(_) => Vec::new(),
+    let pairs: Vec<(&[u8], &[u8])> = if h.encoding() == "hashtable" {
+        Vec::new()
+    } else {
+        h.iter().collect()
     };
     let pair = |i: usize| if pairs.is_empty() { h.nth(i) } else { pairs[i] };
     let resp3 = ctx.client.out.proto == Protocol::Resp3;
@@ -476,8 +589,9 @@ fn hscan(ctx: &mut Ctx, args: Args) {
         Err(e) => return out.error(e),
     };
     let mut items = Vec::new();
+    let now = ctx.now_ms;
     let next = h.scan(cursor, opts.count, |f, v| {
-        if opts.pattern.is_none_or(|p| glob_match(p, f)) {
+        if opts.pattern.is_none_or(|p| glob_match(p, f)) && !h.is_due(f, now) {
             items.push(f.to_vec());
             if !opts.novalues {
                 items.push(v.to_vec());

@@ -17,6 +17,7 @@ mod docs_table;
 pub mod dump;
 pub mod geo;
 pub mod hash;
+pub mod hash_expire;
 pub mod hyperloglog;
 pub mod keys;
 pub mod keyspecs;
@@ -231,6 +232,7 @@ impl CommandTable {
             pubsub::COMMANDS,
             multi::COMMANDS,
             hash::COMMANDS,
+            hash_expire::COMMANDS,
             set::COMMANDS,
             replication::COMMANDS,
             list::COMMANDS,

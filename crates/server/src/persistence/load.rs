@@ -178,6 +178,9 @@ impl RdbVisitor for Reporting<'_, '_, '_> {
 #[derive(Clone)]
 pub struct ValueLimits {
     pub hash: ferrokv_store::hash::HashLimits,
+    /// Hash fields due at this time are not loaded (a file at start;
+    /// `None` for RESTORE, which keeps them as Redis 7.4 does).
+    pub drop_due_fields_at: Option<i64>,
     pub set_max_intset: usize,
     pub zset: ferrokv_store::ZsetLimits,
 }
@@ -186,6 +189,7 @@ impl ValueLimits {
     pub fn of(config: &crate::config::Config) -> ValueLimits {
         ValueLimits {
             hash: config.hash_limits(),
+            drop_due_fields_at: None,
             set_max_intset: config.set_max_intset(),
             zset: config.zset_limits(),
         }
@@ -215,6 +219,37 @@ pub fn value_from_rdb(
                 pairs.iter().map(|(f, v)| (&f[..], &v[..])),
                 lim.hash,
             ))
+        }
+        RdbValue::HashWithTtls { fields, ordered } => {
+            // A file loaded at start drops the fields already due (and a
+            // hash left with none), as Redis 7.4 does; RESTORE keeps them.
+            let live: Vec<&(_, _, Option<i64>)> = fields
+                .iter()
+                .filter(|(_, _, at)| {
+                    !matches!((at, lim.drop_due_fields_at), (Some(at), Some(now)) if *at <= now)
+                })
+                .collect();
+            if live.is_empty() {
+                return Ok(None);
+            }
+            let mut h = ferrokv_store::hash::Hash::from_pairs(
+                live.iter().map(|(f, v, _)| (&f[..], &v[..])),
+                lim.hash,
+            );
+            if h.len() != live.len() {
+                return Err("duplicate hash field".into());
+            }
+            h.make_volatile();
+            for (f, _, at) in &live {
+                if let Some(at) = *at {
+                    if *ordered {
+                        h.set_field_expire_in_place(f, at);
+                    } else {
+                        h.set_field_expire(f, at);
+                    }
+                }
+            }
+            Value::Hash(h)
         }
         RdbValue::Set(members) if !members.is_empty() => {
             Value::Set(ferrokv_store::set::Set::from_members(
@@ -307,7 +342,10 @@ impl<'k> Loader<'k> {
             now_ms,
             stats: LoadStats::default(),
             key_delay_us: config.key_load_delay,
-            limits: ValueLimits::of(config),
+            limits: ValueLimits {
+                drop_due_fields_at: Some(now_ms),
+                ..ValueLimits::of(config)
+            },
         }
     }
 }

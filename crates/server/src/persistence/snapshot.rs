@@ -245,10 +245,18 @@ impl SnapshotJob {
             keys_total += len as u64;
             dbs.push((i, nseg, len, expires));
         }
+        // A data set holding hash field TTLs is a version 12 file (Redis
+        // 7.4's): Redis 7.0 refuses it at the header.
+        let field_ttls = ks.dbs.iter().any(|d| d.hashes_with_field_ttls() > 0);
         let mut encoder = RdbEncoder::new(EncoderOptions {
             compression: meta.compression,
             checksum: meta.checksum,
             limits: meta.limits.clone(),
+            version: if field_ttls {
+                FIELD_TTLS_RDB_VERSION
+            } else {
+                ferrokv_rdb::consts::RDB_VERSION
+            },
         });
         encoder.checksum_by_chunk();
         let mut chunk = Vec::with_capacity(CHUNK + 64 * 1024);
@@ -414,7 +422,7 @@ impl SnapshotJob {
                             enc.string_entry(chunk, e.key(), b.format(i), expire)
                         }
                         ValueRef::List(l) => enc.list_entry(chunk, e.key(), l.iter(), expire),
-                        ValueRef::Hash(h) => enc.hash_entry(chunk, e.key(), h.iter(), expire),
+                        ValueRef::Hash(h) => encode_hash(enc, chunk, e.key(), h, expire),
                         ValueRef::Set(s) => {
                             enc.set_entry(chunk, e.key(), s.iter().map(|m| m.text()), expire)
                         }
@@ -869,5 +877,27 @@ pub(crate) mod tests {
             assert!(got.0.get(k) == Some(v), "{}", String::from_utf8_lossy(k));
         }
         assert!(steps >= 5, "{steps} steps");
+    }
+}
+
+/// The RDB version of a file holding hash field TTLs (Redis 7.4's).
+pub const FIELD_TTLS_RDB_VERSION: u32 = 12;
+
+/// A hash's record: Redis 7.0's types without field TTLs, 7.4's with
+/// (`RdbEncoder::hash_ttl_entry`).
+pub fn encode_hash(
+    enc: &mut RdbEncoder,
+    out: &mut Vec<u8>,
+    key: &[u8],
+    h: &ferrokv_store::hash::Hash,
+    expire: Option<i64>,
+) {
+    match h.ttls() {
+        Some(t) if !t.is_empty() => {
+            let fields: Vec<(&[u8], &[u8], Option<i64>)> =
+                h.iter().map(|(f, v)| (f, v, t.get(f))).collect();
+            enc.hash_ttl_entry(out, key, &fields, expire)
+        }
+        _ => enc.hash_entry(out, key, h.iter(), expire),
     }
 }

@@ -20,9 +20,19 @@
 //! A hash becomes a hashtable when it would hold more than
 //! `hash-max-listpack-entries` fields or a field or value longer than
 //! `hash-max-listpack-value` bytes, and never goes back (as in Redis).
+//!
+//! A hash with field TTLs (Redis 7.4) is [`Hash::Volatile`]: either of the
+//! two encodings plus the deadlines ([`expiry`]). The methods here see
+//! every field stored, due or not; the `*_live` ones and [`Hash::lookup`]
+//! take the time and leave out the fields whose deadline has passed —
+//! what a command answers from (removing them is the caller's: it
+//! propagates the `HDEL`).
+
+pub mod expiry;
 
 use crate::bytes::SmallBytes;
 use crate::dense::{Dense, Keyed};
+pub use expiry::{ExpiryIndex, FieldTtls};
 use std::sync::Arc;
 
 /// Pairs in a listpack block.
@@ -72,6 +82,62 @@ impl Keyed for Pair {
 pub enum Hash {
     Listpack(Box<[u8]>),
     Table(Arc<Dense<Pair>>),
+    /// Fields with TTLs: Redis 7.4's `listpackex`, or a hashtable with
+    /// field expiry. Shared with a snapshot like a table.
+    Volatile(Arc<Volatile>),
+}
+
+/// A hash some of whose fields have (or had) a TTL.
+#[derive(Clone, Debug)]
+pub struct Volatile {
+    /// The fields, in one of the two plain encodings (never `Volatile`).
+    pub fields: Hash,
+    pub ttls: FieldTtls,
+}
+
+impl Volatile {
+    /// Puts a stored field where Redis 7.4's `listpackex` keeps it: by
+    /// deadline, before the first field whose deadline is the same or
+    /// later, fields without a deadline last (nothing to do in a table).
+    fn place(&mut self, field: &[u8]) {
+        let Hash::Listpack(b) = &self.fields else {
+            return;
+        };
+        let Some(slot) = find_in_listpack(b, field) else {
+            return;
+        };
+        let pair = b[slot.field_at..slot.end].to_vec();
+        let mut rest: Vec<u8> = Vec::with_capacity(b.len());
+        rest.extend_from_slice(&b[..slot.field_at]);
+        rest.extend_from_slice(&b[slot.end..]);
+        let at = self.ttls.get(field);
+        let mut pos = 0;
+        let mut insert_at = rest.len();
+        if let Some(at) = at {
+            while pos < rest.len() {
+                let (f, value_at) = element(&rest, pos);
+                if self.ttls.get(f).is_none_or(|t| t >= at) {
+                    insert_at = pos;
+                    break;
+                }
+                pos = element(&rest, value_at).1;
+            }
+        }
+        let mut block = Vec::with_capacity(b.len());
+        block.extend_from_slice(&rest[..insert_at]);
+        block.extend_from_slice(&pair);
+        block.extend_from_slice(&rest[insert_at..]);
+        self.fields = Hash::Listpack(block.into_boxed_slice());
+    }
+}
+
+/// A field looked up at a given time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FieldLookup<'a> {
+    Live(&'a [u8]),
+    /// Stored, but its deadline has passed.
+    Expired,
+    Missing,
 }
 
 impl Default for Hash {
@@ -207,10 +273,12 @@ impl Hash {
         }
     }
 
+    /// Fields stored, due ones included (Redis 7.4's `HLEN`).
     pub fn len(&self) -> usize {
         match self {
             Hash::Listpack(b) => listpack_len(b),
             Hash::Table(t) => t.len(),
+            Hash::Volatile(v) => v.fields.len(),
         }
     }
 
@@ -218,6 +286,7 @@ impl Hash {
         match self {
             Hash::Listpack(b) => b.is_empty(),
             Hash::Table(t) => t.is_empty(),
+            Hash::Volatile(v) => v.fields.is_empty(),
         }
     }
 
@@ -226,24 +295,159 @@ impl Hash {
         match self {
             Hash::Listpack(_) => "listpack",
             Hash::Table(_) => "hashtable",
+            Hash::Volatile(v) => match v.fields {
+                Hash::Listpack(_) => "listpackex",
+                _ => "hashtable",
+            },
         }
     }
 
+    /// A stored field's value, due or not.
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match self {
             Hash::Listpack(b) => find_in_listpack(b, field).map(|s| element(b, s.value_at).0),
             Hash::Table(t) => t.get(field).map(|p| &p.value[..]),
+            Hash::Volatile(v) => v.fields.get(field),
         }
+    }
+
+    /// A field at `now`: live, stored but due, or missing.
+    #[inline]
+    pub fn lookup(&self, field: &[u8], now: i64) -> FieldLookup<'_> {
+        match self.get(field) {
+            None => FieldLookup::Missing,
+            Some(_) if self.is_due(field, now) => FieldLookup::Expired,
+            Some(v) => FieldLookup::Live(v),
+        }
+    }
+
+    /// A live field's value at `now`.
+    #[inline]
+    pub fn get_live(&self, field: &[u8], now: i64) -> Option<&[u8]> {
+        match self.lookup(field, now) {
+            FieldLookup::Live(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Whether a field's deadline is at or before `now`.
+    #[inline]
+    pub fn is_due(&self, field: &[u8], now: i64) -> bool {
+        match self {
+            Hash::Volatile(v) => v.ttls.get(field).is_some_and(|at| at <= now),
+            _ => false,
+        }
+    }
+
+    /// The field TTLs, when the hash has (or had) any.
+    pub fn ttls(&self) -> Option<&FieldTtls> {
+        match self {
+            Hash::Volatile(v) => Some(&v.ttls),
+            _ => None,
+        }
+    }
+
+    /// A field's deadline (unix ms), if it has one.
+    pub fn field_expire(&self, field: &[u8]) -> Option<i64> {
+        self.ttls().and_then(|t| t.get(field))
+    }
+
+    /// The soonest field deadline.
+    pub fn min_field_expire(&self) -> Option<i64> {
+        self.ttls().and_then(|t| t.min())
+    }
+
+    /// Makes the hash `Volatile` (no TTL yet) and returns its parts: what
+    /// the first `HEXPIRE`-family call does, even when it sets nothing
+    /// (7.4's `listpackex` conversion).
+    pub fn make_volatile(&mut self) -> &mut Volatile {
+        if !matches!(self, Hash::Volatile(_)) {
+            let fields = std::mem::take(self);
+            *self = Hash::Volatile(Arc::new(Volatile {
+                fields,
+                ttls: FieldTtls::default(),
+            }));
+        }
+        let Hash::Volatile(v) = self else {
+            unreachable!("made volatile above")
+        };
+        Arc::make_mut(v)
+    }
+
+    /// Sets the deadline of a stored field (the hash becomes `Volatile`).
+    /// In a listpack the field moves to its place by deadline, as in Redis
+    /// 7.4's `listpackex`: before the first field whose deadline is the
+    /// same or later, fields without one last.
+    pub fn set_field_expire(&mut self, field: &[u8], at: i64) {
+        debug_assert!(self.get(field).is_some());
+        let v = self.make_volatile();
+        v.ttls.set(field, at);
+        v.place(field);
+    }
+
+    /// Sets a deadline without moving the field: a `listpackex` being
+    /// loaded is already in its order.
+    pub fn set_field_expire_in_place(&mut self, field: &[u8], at: i64) {
+        self.make_volatile().ttls.set(field, at);
+    }
+
+    /// Removes a field's deadline (`HPERSIST`; the field goes last in a
+    /// listpack); true when it had one.
+    pub fn persist_field(&mut self, field: &[u8]) -> bool {
+        match self {
+            Hash::Volatile(v) if v.ttls.get(field).is_some() => {
+                let v = Arc::make_mut(v);
+                v.ttls.remove(field);
+                v.place(field);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Sets a stored field's value keeping its deadline and place
+    /// (`HINCRBY`, `HINCRBYFLOAT`), or adds it as [`Hash::insert`] does.
+    pub fn update_keeping_ttl(&mut self, field: &[u8], value: &[u8], limits: HashLimits) -> bool {
+        match self {
+            Hash::Volatile(v) => Arc::make_mut(v).fields.insert(field, value, limits),
+            _ => self.insert(field, value, limits),
+        }
+    }
+
+    /// Fields due at `now`, soonest first, at most `max` (what a lazy or
+    /// active expiry removes).
+    pub fn due_fields(&self, now: i64, max: usize) -> Vec<SmallBytes> {
+        match self {
+            Hash::Volatile(v) => v.ttls.due(now, max).map(SmallBytes::new).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Live fields at `now`.
+    pub fn len_live(&self, now: i64) -> usize {
+        match self {
+            Hash::Volatile(v) => v.fields.len() - v.ttls.count_due(now),
+            _ => self.len(),
+        }
+    }
+
+    /// Live `(field, value)` pairs at `now`.
+    pub fn iter_live(&self, now: i64) -> impl Iterator<Item = (&[u8], &[u8])> + Clone {
+        let ttls = self.ttls().filter(|t| !t.is_empty());
+        self.iter()
+            .filter(move |(f, _)| ttls.is_none_or(|t| t.get(f).is_none_or(|at| at > now)))
     }
 
     pub fn contains(&self, field: &[u8]) -> bool {
         self.get(field).is_some()
     }
 
+    /// Every stored pair, due ones included.
     pub fn iter(&self) -> HashIter<'_> {
         match self {
             Hash::Listpack(b) => HashIter::Listpack { buf: b, pos: 0 },
             Hash::Table(t) => HashIter::Table(t.iter()),
+            Hash::Volatile(v) => v.fields.iter(),
         }
     }
 
@@ -256,6 +460,7 @@ impl Hash {
                 let p = t.nth(i);
                 (&p.field, &p.value)
             }
+            Hash::Volatile(v) => v.fields.nth(i),
         }
     }
 
@@ -273,8 +478,19 @@ impl Hash {
         }
     }
 
-    /// Sets `field` to `value`. Returns true when the field is new.
+    /// Sets `field` to `value` (dropping its TTL). Returns true when the
+    /// field is new.
     pub fn insert(&mut self, field: &[u8], value: &[u8], limits: HashLimits) -> bool {
+        if let Hash::Volatile(v) = self {
+            // A field losing its deadline goes last in a listpack (7.4).
+            let v = Arc::make_mut(v);
+            if v.ttls.remove(field) && matches!(v.fields, Hash::Listpack(_)) {
+                v.fields.remove(field);
+                v.fields.insert(field, value, limits);
+                return false;
+            }
+            return v.fields.insert(field, value, limits);
+        }
         if let Hash::Listpack(b) = self {
             if field.len() > limits.max_listpack_value || value.len() > limits.max_listpack_value {
                 self.convert();
@@ -389,6 +605,9 @@ impl Hash {
         pairs: impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone,
         limits: HashLimits,
     ) -> usize {
+        if let Hash::Volatile(_) = self {
+            return pairs.map(|(f, v)| self.insert(f, v, limits) as usize).sum();
+        }
         let fits = pairs.clone().all(|(f, v)| {
             f.len() <= limits.max_listpack_value && v.len() <= limits.max_listpack_value
         });
@@ -447,6 +666,14 @@ impl Hash {
                 }
                 Arc::make_mut(t).remove(field).is_some()
             }
+            Hash::Volatile(v) => {
+                if v.fields.get(field).is_none() {
+                    return false;
+                }
+                let v = Arc::make_mut(v);
+                v.ttls.remove(field);
+                v.fields.remove(field)
+            }
         }
     }
 
@@ -461,6 +688,7 @@ impl Hash {
                 0
             }
             Hash::Table(t) => t.scan(cursor, count, |p| visit(&p.field, &p.value)),
+            Hash::Volatile(v) => v.fields.scan(cursor, count, visit),
         }
     }
 
@@ -472,6 +700,9 @@ impl Hash {
             Hash::Table(t) => {
                 16 + std::mem::size_of::<Dense<Pair>>()
                     + t.heap_size(|p| p.field.heap_size() + p.value.heap_size())
+            }
+            Hash::Volatile(v) => {
+                16 + std::mem::size_of::<Volatile>() + v.fields.heap_size() + v.ttls.heap_size()
             }
         }
     }
@@ -487,14 +718,23 @@ impl Hash {
                 16 + std::mem::size_of::<Dense<Pair>>()
                     + t.heap_size_sampled(samples, |p| p.field.heap_size() + p.value.heap_size())
             }
+            Hash::Volatile(v) => {
+                16 + std::mem::size_of::<Volatile>()
+                    + v.fields.heap_size_sampled(samples)
+                    + v.ttls.heap_size()
+            }
         }
     }
 }
 
 impl PartialEq for Hash {
-    /// Same fields with the same values, whatever the order or encoding.
+    /// Same fields with the same values and TTLs, whatever the order or
+    /// encoding.
     fn eq(&self, o: &Hash) -> bool {
-        self.len() == o.len() && self.iter().all(|(f, v)| o.get(f) == Some(v))
+        self.len() == o.len()
+            && self
+                .iter()
+                .all(|(f, v)| o.get(f) == Some(v) && self.field_expire(f) == o.field_expire(f))
     }
 }
 
