@@ -115,7 +115,8 @@ def doc_rs(v, depth):
 # Commands and subcommands described as Redis 7.4 describes them
 # (crates/server/tests/command_docs.rs reads this list).
 NEWER = ["zrank", "zrevrank", "hscan", "xread", "xreadgroup", "waitaof", "client|kill",
-         "client|no-touch"]
+         "client|no-touch", "hexpire", "hpexpire", "hexpireat", "hpexpireat", "hpersist",
+         "httl", "hpttl", "hexpiretime", "hpexpiretime"]
 
 
 def fetch(port):

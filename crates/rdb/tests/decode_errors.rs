@@ -132,9 +132,9 @@ fn version_12_slot_info_is_skipped_and_field_ttl_hashes_are_refused_by_name() {
         ds.get(0, b"k").unwrap().value,
         OwnedValue::String(b"v".to_vec())
     );
-    // A hash whose fields have TTLs cannot be held without them: refused,
-    // naming the key and the type, in each of its four forms; the same
-    // forms without a TTL (7.4 keeps them after HPERSIST) are plain hashes.
+    // Redis 7.4's hashes with field TTLs, in each of their four forms:
+    // type 24 stores a deadline relative to the header's soonest one, plus
+    // one (0: none); the others absolute.
     for ttl in [5u8, 0] {
         for t in [
             TYPE_HASH_METADATA_PRE_GA,
@@ -162,26 +162,36 @@ fn version_12_slot_info_is_skipped_and_field_ttl_hashes_are_refused_by_name() {
                 min_expire,
                 &value,
             ]);
-            let got = Dataset::from_rdb(&file(12, &body));
-            if ttl == 0 {
-                let (ds, _) = got.unwrap();
-                assert_eq!(
-                    ds.get(0, b"session:1").unwrap().value,
-                    OwnedValue::Hash(vec![(b"f".to_vec(), b"v".to_vec())].into_iter().collect()),
-                    "type {t}"
-                );
-                continue;
-            }
-            let err = got.err().unwrap();
-            match &err {
-                DecodeError::UnsupportedType { type_byte, key, .. } => {
-                    assert_eq!(*type_byte, t);
-                    assert_eq!(key, "session:1");
-                }
-                e => panic!("{e}"),
-            }
-            assert!(err.to_string().contains("hash with field TTLs"), "{err}");
+            let (ds, _) = Dataset::from_rdb(&file(12, &body)).unwrap();
+            let deadline = match (ttl, t) {
+                (0, _) => None,
+                (_, TYPE_HASH_METADATA) => Some(ttl as i64 - 1),
+                _ => Some(ttl as i64),
+            };
+            assert_eq!(
+                ds.get(0, b"session:1").unwrap().value,
+                OwnedValue::HashWithTtls(
+                    vec![(b"f".to_vec(), (b"v".to_vec(), deadline))]
+                        .into_iter()
+                        .collect()
+                ),
+                "type {t}"
+            );
         }
+    }
+    // A deadline beyond 7.4's range is a corrupt file.
+    let body = cat(&[
+        &[OPCODE_SELECTDB, 0],
+        &[TYPE_HASH_METADATA],
+        &s(b"h"),
+        &((1u64 << 48) + 1).to_le_bytes(),
+        &[1, 0],
+        &s(b"f"),
+        &s(b"v"),
+    ]);
+    match Dataset::from_rdb(&file(12, &body)).unwrap_err() {
+        DecodeError::Corrupt { reason, .. } => assert!(reason.contains("minExpire"), "{reason}"),
+        e => panic!("{e}"),
     }
 }
 

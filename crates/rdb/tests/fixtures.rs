@@ -296,6 +296,11 @@ fn decoded_fixture_reencodes_to_the_same_contents() {
                     enc.zset_entry(&mut out, k, z.iter().map(|(m, s)| (m, s.0)), e.expire_ms)
                 }
                 OwnedValue::Hash(h) => enc.hash_entry(&mut out, k, h, e.expire_ms),
+                OwnedValue::HashWithTtls(h) => {
+                    let fields: Vec<(&[u8], &[u8], Option<i64>)> =
+                        h.iter().map(|(f, (v, at))| (&f[..], &v[..], *at)).collect();
+                    enc.hash_ttl_entry(&mut out, k, &fields, e.expire_ms)
+                }
                 OwnedValue::Stream(st) => enc.stream_entry(&mut out, k, st, e.expire_ms),
             }
         }

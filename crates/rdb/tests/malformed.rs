@@ -19,6 +19,7 @@ fn seed_file(compression: bool) -> Vec<u8> {
         compression,
         checksum: true,
         limits,
+        ..EncoderOptions::default()
     });
     let mut out = Vec::new();
     enc.header(&mut out, &[(b"redis-ver", b"7.0.15")]);

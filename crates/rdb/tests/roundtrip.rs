@@ -52,6 +52,13 @@ fn value() -> impl Strategy<Value = OwnedValue> {
             OwnedValue::SortedSet(m.into_iter().map(|(k, s)| (k, OrderedScore(s))).collect())
         }),
         proptest::collection::btree_map(element(), element(), 1..30).prop_map(OwnedValue::Hash),
+        // Redis 7.4's hashes with field TTLs (some fields without one).
+        proptest::collection::btree_map(
+            element(),
+            (element(), proptest::option::of(1i64..(1 << 46))),
+            1..30
+        )
+        .prop_map(OwnedValue::HashWithTtls),
     ]
 }
 
@@ -121,6 +128,15 @@ fn expected_type(v: &OwnedValue, l: &EncodingLimits) -> u8 {
             TYPE_HASH_LISTPACK
         }
         OwnedValue::Hash(_) => TYPE_HASH,
+        OwnedValue::HashWithTtls(h)
+            if h.len() <= l.hash_max_listpack_entries
+                && h.iter().all(|(f, (v, _))| {
+                    f.len() <= l.hash_max_listpack_value && v.len() <= l.hash_max_listpack_value
+                }) =>
+        {
+            TYPE_HASH_LISTPACK_EX
+        }
+        OwnedValue::HashWithTtls(_) => TYPE_HASH_METADATA,
         OwnedValue::Stream(_) => TYPE_STREAM_LISTPACKS_2,
     }
 }
@@ -141,6 +157,11 @@ fn encode(model: &Model, options: EncoderOptions) -> Vec<u8> {
                     enc.zset_entry(&mut out, k, z.iter().map(|(m, s)| (m, s.0)), *exp)
                 }
                 OwnedValue::Hash(h) => enc.hash_entry(&mut out, k, h, *exp),
+                OwnedValue::HashWithTtls(h) => {
+                    let fields: Vec<(&[u8], &[u8], Option<i64>)> =
+                        h.iter().map(|(f, (v, at))| (&f[..], &v[..], *at)).collect();
+                    enc.hash_ttl_entry(&mut out, k, &fields, *exp)
+                }
                 OwnedValue::Stream(st) => enc.stream_entry(&mut out, k, st, *exp),
             }
         }
@@ -155,7 +176,7 @@ proptest! {
 
     #[test]
     fn everything_encoded_decodes_back_exactly(model in model(), limits in limits(), compression in any::<bool>(), checksum in any::<bool>()) {
-        let options = EncoderOptions { compression, checksum, limits: limits.clone() };
+        let options = EncoderOptions { compression, checksum, limits: limits.clone(), ..EncoderOptions::default() };
         let rdb = encode(&model, options);
         let (ds, summary) = Dataset::from_rdb(&rdb).unwrap();
         prop_assert_eq!(summary.len, rdb.len());

@@ -7,60 +7,16 @@
 mod common;
 
 use common::reply::{bulk, err, int, ok};
-use common::{wait_for, Peer, Raw, ServerProcess};
+use common::{compare, wait_for, Peer, Raw, ServerProcess};
 use ferrokv_resp::Frame;
 
 /// ferrokv and, when this clone has it, Redis 7.4.1.
 fn servers() -> Vec<ServerProcess> {
-    let mut v = vec![ServerProcess::ferrokv(&["--enable-debug-command", "yes"])];
-    v.extend(ServerProcess::peer(Peer::Redis74, &[]));
-    v
+    compare::with_redis_7_4(&["--enable-debug-command", "yes"])
 }
 
-/// Runs `setup` then `cmds` on every server, in RESP2 and then RESP3, and
-/// asserts that the replies are the same bytes on each; returns ferrokv's
-/// RESP2 replies.
 fn same_replies(setup: &[&[&str]], cmds: &[&[&str]]) -> Vec<Frame> {
-    let servers = servers();
-    let mut first: Option<(String, Vec<Vec<u8>>)> = None;
-    let mut frames = Vec::new();
-    for s in &servers {
-        let mut got = Vec::new();
-        for resp3 in [false, true] {
-            let mut r = s.raw();
-            if resp3 {
-                assert!(matches!(r.cmd(&["HELLO", "3"]), Frame::Map(_)));
-            }
-            r.cmd(&["FLUSHALL"]);
-            for c in setup {
-                let f = r.cmd(c);
-                assert!(!matches!(f, Frame::Error(_)), "{} {c:?}: {f:?}", s.name);
-            }
-            for c in cmds {
-                let (f, bytes) = r.try_cmd_bytes(c).unwrap();
-                if !resp3 && s.name == "ferrokv" {
-                    frames.push(f);
-                }
-                got.push(bytes);
-            }
-        }
-        match &first {
-            None => first = Some((s.name.to_string(), got)),
-            Some((name, want)) => {
-                for (i, (a, b)) in want.iter().zip(&got).enumerate() {
-                    let c = cmds[i % cmds.len()];
-                    assert_eq!(
-                        String::from_utf8_lossy(a),
-                        String::from_utf8_lossy(b),
-                        "{c:?} ({}): {name} and {} differ",
-                        if i < cmds.len() { "RESP2" } else { "RESP3" },
-                        s.name
-                    );
-                }
-            }
-        }
-    }
-    frames
+    compare::same_replies(&servers(), setup, cmds)
 }
 
 #[test]

@@ -489,8 +489,10 @@ pub struct Db {
 #[inline]
 fn unfile_from(ix: &mut crate::hash::ExpiryIndex, old: &Entry) {
     if !ix.is_empty() {
-        if let ValueRef::Hash(crate::hash::Hash::Volatile(_)) = old.value() {
-            ix.forget(old.key());
+        if let ValueRef::Hash(h) = old.value() {
+            if h.is_volatile() {
+                ix.forget(old.key());
+            }
         }
     }
 }

@@ -12,6 +12,7 @@ pub fn sha1_hex(data: &[u8]) -> String {
         .collect()
 }
 
+pub mod compare;
 pub mod memdisk;
 pub mod netns;
 pub mod node;

@@ -77,18 +77,35 @@ impl Keyed for Pair {
     }
 }
 
-/// A hash value: a 16-byte handle to its shared storage.
+/// A hash value: a 16-byte handle to its shared storage (two variants,
+/// so the listpack's non-null pointer leaves room for the tag: a third
+/// would make every `Value` 8 bytes longer).
 #[derive(Clone)]
 pub enum Hash {
     Listpack(Box<[u8]>),
-    Table(Arc<Dense<Pair>>),
+    /// A hashtable, or a hash with field TTLs; shared with a snapshot
+    /// until written to (`Arc::make_mut`).
+    Shared(Arc<Shared>),
+}
+
+/// What a [`Hash::Shared`] holds.
+#[derive(Clone)]
+pub enum Shared {
+    Table(Dense<Pair>),
     /// Fields with TTLs: Redis 7.4's `listpackex`, or a hashtable with
-    /// field expiry. Shared with a snapshot like a table.
-    Volatile(Arc<Volatile>),
+    /// field expiry.
+    Volatile(Volatile),
+}
+
+/// A borrowed view of a hash's encoding.
+enum View<'a> {
+    Listpack(&'a [u8]),
+    Table(&'a Dense<Pair>),
+    Volatile(&'a Volatile),
 }
 
 /// A hash some of whose fields have (or had) a TTL.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Volatile {
     /// The fields, in one of the two plain encodings (never `Volatile`).
     pub fields: Hash,
@@ -238,6 +255,47 @@ impl Hash {
         Hash::Listpack(Box::from(&[][..]))
     }
 
+    fn view(&self) -> View<'_> {
+        match self {
+            Hash::Listpack(b) => View::Listpack(b),
+            Hash::Shared(s) => match &**s {
+                Shared::Table(t) => View::Table(t),
+                Shared::Volatile(v) => View::Volatile(v),
+            },
+        }
+    }
+
+    fn table(d: Dense<Pair>) -> Hash {
+        Hash::Shared(Arc::new(Shared::Table(d)))
+    }
+
+    /// The hash's TTL part, copied first if a snapshot shares it.
+    fn volatile_mut(&mut self) -> Option<&mut Volatile> {
+        match self {
+            Hash::Shared(s) if matches!(**s, Shared::Volatile(_)) => match Arc::make_mut(s) {
+                Shared::Volatile(v) => Some(v),
+                Shared::Table(_) => unreachable!("checked above"),
+            },
+            _ => None,
+        }
+    }
+
+    /// The hashtable, copied first if a snapshot shares it.
+    fn table_mut(&mut self) -> Option<&mut Dense<Pair>> {
+        match self {
+            Hash::Shared(s) if matches!(**s, Shared::Table(_)) => match Arc::make_mut(s) {
+                Shared::Table(t) => Some(t),
+                Shared::Volatile(_) => unreachable!("checked above"),
+            },
+            _ => None,
+        }
+    }
+
+    /// Whether the hash has (or had) field TTLs.
+    pub fn is_volatile(&self) -> bool {
+        matches!(self.view(), View::Volatile(_))
+    }
+
     /// Builds a hash from pairs without duplicate fields (a snapshot being
     /// loaded), choosing the encoding as Redis does on load.
     pub fn from_pairs<'a>(
@@ -269,33 +327,33 @@ impl Hash {
                     });
                 }
             }
-            Hash::Table(Arc::new(d))
+            Hash::table(d)
         }
     }
 
     /// Fields stored, due ones included (Redis 7.4's `HLEN`).
     pub fn len(&self) -> usize {
-        match self {
-            Hash::Listpack(b) => listpack_len(b),
-            Hash::Table(t) => t.len(),
-            Hash::Volatile(v) => v.fields.len(),
+        match self.view() {
+            View::Listpack(b) => listpack_len(b),
+            View::Table(t) => t.len(),
+            View::Volatile(v) => v.fields.len(),
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        match self {
-            Hash::Listpack(b) => b.is_empty(),
-            Hash::Table(t) => t.is_empty(),
-            Hash::Volatile(v) => v.fields.is_empty(),
+        match self.view() {
+            View::Listpack(b) => b.is_empty(),
+            View::Table(t) => t.is_empty(),
+            View::Volatile(v) => v.fields.is_empty(),
         }
     }
 
     /// The encoding `OBJECT ENCODING` reports.
     pub fn encoding(&self) -> &'static str {
-        match self {
-            Hash::Listpack(_) => "listpack",
-            Hash::Table(_) => "hashtable",
-            Hash::Volatile(v) => match v.fields {
+        match self.view() {
+            View::Listpack(_) => "listpack",
+            View::Table(_) => "hashtable",
+            View::Volatile(v) => match v.fields {
                 Hash::Listpack(_) => "listpackex",
                 _ => "hashtable",
             },
@@ -304,10 +362,10 @@ impl Hash {
 
     /// A stored field's value, due or not.
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
-        match self {
-            Hash::Listpack(b) => find_in_listpack(b, field).map(|s| element(b, s.value_at).0),
-            Hash::Table(t) => t.get(field).map(|p| &p.value[..]),
-            Hash::Volatile(v) => v.fields.get(field),
+        match self.view() {
+            View::Listpack(b) => find_in_listpack(b, field).map(|s| element(b, s.value_at).0),
+            View::Table(t) => t.get(field).map(|p| &p.value[..]),
+            View::Volatile(v) => v.fields.get(field),
         }
     }
 
@@ -333,16 +391,16 @@ impl Hash {
     /// Whether a field's deadline is at or before `now`.
     #[inline]
     pub fn is_due(&self, field: &[u8], now: i64) -> bool {
-        match self {
-            Hash::Volatile(v) => v.ttls.get(field).is_some_and(|at| at <= now),
+        match self.view() {
+            View::Volatile(v) => v.ttls.get(field).is_some_and(|at| at <= now),
             _ => false,
         }
     }
 
     /// The field TTLs, when the hash has (or had) any.
     pub fn ttls(&self) -> Option<&FieldTtls> {
-        match self {
-            Hash::Volatile(v) => Some(&v.ttls),
+        match self.view() {
+            View::Volatile(v) => Some(&v.ttls),
             _ => None,
         }
     }
@@ -361,17 +419,14 @@ impl Hash {
     /// the first `HEXPIRE`-family call does, even when it sets nothing
     /// (7.4's `listpackex` conversion).
     pub fn make_volatile(&mut self) -> &mut Volatile {
-        if !matches!(self, Hash::Volatile(_)) {
+        if !self.is_volatile() {
             let fields = std::mem::take(self);
-            *self = Hash::Volatile(Arc::new(Volatile {
+            *self = Hash::Shared(Arc::new(Shared::Volatile(Volatile {
                 fields,
                 ttls: FieldTtls::default(),
-            }));
+            })));
         }
-        let Hash::Volatile(v) = self else {
-            unreachable!("made volatile above")
-        };
-        Arc::make_mut(v)
+        self.volatile_mut().expect("made volatile above")
     }
 
     /// Sets the deadline of a stored field (the hash becomes `Volatile`).
@@ -394,39 +449,37 @@ impl Hash {
     /// Removes a field's deadline (`HPERSIST`; the field goes last in a
     /// listpack); true when it had one.
     pub fn persist_field(&mut self, field: &[u8]) -> bool {
-        match self {
-            Hash::Volatile(v) if v.ttls.get(field).is_some() => {
-                let v = Arc::make_mut(v);
-                v.ttls.remove(field);
-                v.place(field);
-                true
-            }
-            _ => false,
+        if self.field_expire(field).is_none() {
+            return false;
         }
+        let v = self.volatile_mut().expect("a TTL is in a volatile hash");
+        v.ttls.remove(field);
+        v.place(field);
+        true
     }
 
     /// Sets a stored field's value keeping its deadline and place
     /// (`HINCRBY`, `HINCRBYFLOAT`), or adds it as [`Hash::insert`] does.
     pub fn update_keeping_ttl(&mut self, field: &[u8], value: &[u8], limits: HashLimits) -> bool {
-        match self {
-            Hash::Volatile(v) => Arc::make_mut(v).fields.insert(field, value, limits),
-            _ => self.insert(field, value, limits),
+        match self.volatile_mut() {
+            Some(v) => v.fields.insert(field, value, limits),
+            None => self.insert(field, value, limits),
         }
     }
 
     /// Fields due at `now`, soonest first, at most `max` (what a lazy or
     /// active expiry removes).
     pub fn due_fields(&self, now: i64, max: usize) -> Vec<SmallBytes> {
-        match self {
-            Hash::Volatile(v) => v.ttls.due(now, max).map(SmallBytes::new).collect(),
+        match self.view() {
+            View::Volatile(v) => v.ttls.due(now, max).map(SmallBytes::new).collect(),
             _ => Vec::new(),
         }
     }
 
     /// Live fields at `now`.
     pub fn len_live(&self, now: i64) -> usize {
-        match self {
-            Hash::Volatile(v) => v.fields.len() - v.ttls.count_due(now),
+        match self.view() {
+            View::Volatile(v) => v.fields.len() - v.ttls.count_due(now),
             _ => self.len(),
         }
     }
@@ -444,23 +497,23 @@ impl Hash {
 
     /// Every stored pair, due ones included.
     pub fn iter(&self) -> HashIter<'_> {
-        match self {
-            Hash::Listpack(b) => HashIter::Listpack { buf: b, pos: 0 },
-            Hash::Table(t) => HashIter::Table(t.iter()),
-            Hash::Volatile(v) => v.fields.iter(),
+        match self.view() {
+            View::Listpack(b) => HashIter::Listpack { buf: b, pos: 0 },
+            View::Table(t) => HashIter::Table(t.iter()),
+            View::Volatile(v) => v.fields.iter(),
         }
     }
 
     /// The pair at position `i` in `0..len()` (O(1) for a hashtable, a walk
     /// for a listpack).
     pub fn nth(&self, i: usize) -> (&[u8], &[u8]) {
-        match self {
-            Hash::Listpack(_) => self.iter().nth(i).expect("index within len"),
-            Hash::Table(t) => {
+        match self.view() {
+            View::Listpack(_) => self.iter().nth(i).expect("index within len"),
+            View::Table(t) => {
                 let p = t.nth(i);
                 (&p.field, &p.value)
             }
-            Hash::Volatile(v) => v.fields.nth(i),
+            View::Volatile(v) => v.fields.nth(i),
         }
     }
 
@@ -474,16 +527,15 @@ impl Hash {
                     value: SmallBytes::new(v),
                 });
             }
-            *self = Hash::Table(Arc::new(d));
+            *self = Hash::table(d);
         }
     }
 
     /// Sets `field` to `value` (dropping its TTL). Returns true when the
     /// field is new.
     pub fn insert(&mut self, field: &[u8], value: &[u8], limits: HashLimits) -> bool {
-        if let Hash::Volatile(v) = self {
+        if let Some(v) = self.volatile_mut() {
             // A field losing its deadline goes last in a listpack (7.4).
-            let v = Arc::make_mut(v);
             if v.ttls.remove(field) && matches!(v.fields, Hash::Listpack(_)) {
                 v.fields.remove(field);
                 v.fields.insert(field, value, limits);
@@ -535,10 +587,7 @@ impl Hash {
                 }
             }
         }
-        let Hash::Table(t) = self else {
-            unreachable!("converted above")
-        };
-        let t = Arc::make_mut(t);
+        let t = self.table_mut().expect("converted above");
         match t.get_mut(field) {
             Some(p) => {
                 p.value = SmallBytes::new(value);
@@ -605,7 +654,7 @@ impl Hash {
         pairs: impl Iterator<Item = (&'a [u8], &'a [u8])> + Clone,
         limits: HashLimits,
     ) -> usize {
-        if let Hash::Volatile(_) = self {
+        if self.is_volatile() {
             return pairs.map(|(f, v)| self.insert(f, v, limits) as usize).sum();
         }
         let fits = pairs.clone().all(|(f, v)| {
@@ -660,19 +709,19 @@ impl Hash {
                 }
                 None => false,
             },
-            Hash::Table(t) => {
-                if t.get(field).is_none() {
+            Hash::Shared(_) => {
+                // Nothing copied from a snapshot for a field not there.
+                if self.get(field).is_none() {
                     return false;
                 }
-                Arc::make_mut(t).remove(field).is_some()
-            }
-            Hash::Volatile(v) => {
-                if v.fields.get(field).is_none() {
-                    return false;
+                if let Some(v) = self.volatile_mut() {
+                    v.ttls.remove(field);
+                    return v.fields.remove(field);
                 }
-                let v = Arc::make_mut(v);
-                v.ttls.remove(field);
-                v.fields.remove(field)
+                let t = self
+                    .table_mut()
+                    .expect("a shared hash is a table or volatile");
+                t.remove(field).is_some()
             }
         }
     }
@@ -680,28 +729,28 @@ impl Hash {
     /// One `HSCAN` step: a listpack is returned whole (cursor 0), as Redis
     /// does; a hashtable goes `count` fields at a time.
     pub fn scan(&self, cursor: u64, count: usize, mut visit: impl FnMut(&[u8], &[u8])) -> u64 {
-        match self {
-            Hash::Listpack(_) => {
+        match self.view() {
+            View::Listpack(_) => {
                 for (f, v) in self.iter() {
                     visit(f, v);
                 }
                 0
             }
-            Hash::Table(t) => t.scan(cursor, count, |p| visit(&p.field, &p.value)),
-            Hash::Volatile(v) => v.fields.scan(cursor, count, visit),
+            View::Table(t) => t.scan(cursor, count, |p| visit(&p.field, &p.value)),
+            View::Volatile(v) => v.fields.scan(cursor, count, visit),
         }
     }
 
     /// Heap bytes owned (for memory accounting): the shared block with its
     /// two reference counts.
     pub fn heap_size(&self) -> usize {
-        match self {
-            Hash::Listpack(b) => b.len(),
-            Hash::Table(t) => {
+        match self.view() {
+            View::Listpack(b) => b.len(),
+            View::Table(t) => {
                 16 + std::mem::size_of::<Dense<Pair>>()
                     + t.heap_size(|p| p.field.heap_size() + p.value.heap_size())
             }
-            Hash::Volatile(v) => {
+            View::Volatile(v) => {
                 16 + std::mem::size_of::<Volatile>() + v.fields.heap_size() + v.ttls.heap_size()
             }
         }
@@ -712,13 +761,13 @@ impl Hash {
     /// [`Self::heap_size`], the fields and values of a table sampled
     /// (`MEMORY USAGE ... SAMPLES`; 0: all).
     pub fn heap_size_sampled(&self, samples: usize) -> usize {
-        match self {
-            Hash::Listpack(b) => b.len(),
-            Hash::Table(t) => {
+        match self.view() {
+            View::Listpack(b) => b.len(),
+            View::Table(t) => {
                 16 + std::mem::size_of::<Dense<Pair>>()
                     + t.heap_size_sampled(samples, |p| p.field.heap_size() + p.value.heap_size())
             }
-            Hash::Volatile(v) => {
+            View::Volatile(v) => {
                 16 + std::mem::size_of::<Volatile>()
                     + v.fields.heap_size_sampled(samples)
                     + v.ttls.heap_size()
@@ -788,6 +837,51 @@ mod tests {
         h.insert(b"f9", b"v", SMALL);
         assert_eq!(h.encoding(), "hashtable");
         assert_eq!(h.len(), 9);
+    }
+
+    fn keys(h: &Hash) -> Vec<&[u8]> {
+        h.iter().map(|(f, _)| f).collect()
+    }
+
+    /// The order Redis 7.4.1's `listpackex` keeps (observed on the binary):
+    /// by deadline, a new deadline before the fields with the same one,
+    /// fields without one last in their order; a field losing its TTL
+    /// (`HSET`, `HPERSIST`) goes last; `HINCRBY` keeps it where it is.
+    #[test]
+    fn listpackex_orders_fields_as_redis_7_4() {
+        let mut h = Hash::new();
+        for f in ["a", "b", "c", "d", "e"] {
+            h.insert(f.as_bytes(), b"1", SMALL);
+        }
+        h.set_field_expire(b"c", 300);
+        assert_eq!(keys(&h), [&b"c"[..], b"a", b"b", b"d", b"e"]);
+        assert_eq!(h.encoding(), "listpackex");
+        h.set_field_expire(b"e", 100);
+        h.set_field_expire(b"a", 300);
+        assert_eq!(keys(&h), [&b"e"[..], b"a", b"c", b"b", b"d"]);
+        assert!(!h.insert(b"c", b"9", SMALL));
+        assert_eq!(keys(&h), [&b"e"[..], b"a", b"b", b"d", b"c"]);
+        assert_eq!(h.field_expire(b"c"), None);
+        assert!(h.persist_field(b"e"));
+        assert!(!h.persist_field(b"e"));
+        assert_eq!(keys(&h), [&b"a"[..], b"b", b"d", b"c", b"e"]);
+        h.update_keeping_ttl(b"a", b"2", SMALL);
+        assert_eq!(h.field_expire(b"a"), Some(300));
+        assert_eq!(keys(&h)[0], b"a");
+        assert_eq!(h.encoding(), "listpackex");
+        // Due fields: seen by the raw view, left out of the live one.
+        assert_eq!(h.lookup(b"a", 299), FieldLookup::Live(b"2"));
+        assert_eq!(h.lookup(b"a", 300), FieldLookup::Expired);
+        assert_eq!(h.lookup(b"zz", 300), FieldLookup::Missing);
+        assert_eq!(h.len_live(300), 4);
+        assert_eq!(h.iter_live(300).count(), 4);
+        assert_eq!(h.due_fields(1000, 10).len(), 1);
+        // Past the limits the TTLs stay with the fields.
+        h.insert(b"long", &[b'x'; 11], SMALL);
+        assert_eq!(h.encoding(), "hashtable");
+        assert_eq!(h.field_expire(b"a"), Some(300));
+        assert!(h.remove(b"a"));
+        assert_eq!(h.min_field_expire(), None);
     }
 
     #[test]
