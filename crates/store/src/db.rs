@@ -532,6 +532,16 @@ impl Db {
         self.field_expiry.len()
     }
 
+    /// Whether some hash here has a field TTL now (the index may still
+    /// hold hashes whose TTLs were all removed since: each is looked at).
+    pub fn holds_field_ttls(&self) -> bool {
+        self.field_expiry.keys().any(|k| {
+            self.get(k).is_some_and(|e| {
+                matches!(e.value(), ValueRef::Hash(h) if h.ttls().is_some_and(|t| !t.is_empty()))
+            })
+        })
+    }
+
     /// Files `key` (a hash that gained a field TTL, at `at`) for the active
     /// cycle.
     pub fn file_field_expiry(&mut self, key: &[u8], at: i64) {

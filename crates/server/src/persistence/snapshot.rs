@@ -247,7 +247,7 @@ impl SnapshotJob {
         }
         // A data set holding hash field TTLs is a version 12 file (Redis
         // 7.4's): Redis 7.0 refuses it at the header.
-        let field_ttls = ks.dbs.iter().any(|d| d.hashes_with_field_ttls() > 0);
+        let field_ttls = ks.dbs.iter().any(|d| d.holds_field_ttls());
         let mut encoder = RdbEncoder::new(EncoderOptions {
             compression: meta.compression,
             checksum: meta.checksum,

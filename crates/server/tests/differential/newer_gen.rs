@@ -3,7 +3,10 @@
 //! without changing 7.0's — `ZRANK`/`ZREVRANK … WITHSCORE`, `HSCAN …
 //! NOVALUES` (and the other SCANs refusing it), `XREAD … +` (and
 //! `XREADGROUP` refusing it), `CLIENT KILL MAXAGE`, `CLIENT NO-TOUCH`,
-//! `WAITAOF` (its refusals and answers without an AOF) —
+//! `WAITAOF` (its refusals and answers without an AOF), hash-field
+//! expiration (`HEXPIRE` and its family with absolute deadlines or past
+//! ones, whose replies do not depend on the clock; `HPERSIST`,
+//! `H[P]EXPIRETIME`, and the hash reads whose order `listpackex` sets) —
 //! over hashes, sorted sets and streams that the same sequence writes, and
 //! wrong types from the main generator's keys.
 //!
@@ -74,11 +77,31 @@ impl Generator {
         }
     }
 
+    /// `FIELDS numfields field...`, the count now and then wrong or the
+    /// word missing.
+    fn fields_block(&mut self, a: &mut Vec<Vec<u8>>) {
+        let n = self.rng.gen_range(1..4usize);
+        match self.rng.gen_range(0..12) {
+            0 => {}
+            1 => a.push(b"FIELD".to_vec()),
+            _ => a.push(b"FIELDS".to_vec()),
+        }
+        let count = match self.rng.gen_range(0..12) {
+            0 => (n + 1).to_string(),
+            1 => "0".to_string(),
+            _ => n.to_string(),
+        };
+        a.push(count.into_bytes());
+        for _ in 0..n {
+            a.push(self.nmember());
+        }
+    }
+
     /// One command of the Redis 7.2/7.4 forms, or a write that feeds them.
     pub(super) fn newer_command(&mut self) -> Command {
         let b = |s: &str| s.as_bytes().to_vec();
         let k = self.nkey();
-        let args: Vec<Vec<u8>> = match self.rng.gen_range(0..61) {
+        let args: Vec<Vec<u8>> = match self.rng.gen_range(0..75) {
             0..=7 => {
                 let mut a = vec![b("ZADD"), k];
                 for _ in 0..self.rng.gen_range(1..5) {
@@ -208,6 +231,44 @@ impl Generator {
                 };
                 vec![b("WAITAOF"), b(local), b(replicas), b(timeout)]
             }
+            59..=64 => {
+                // Deadlines far ahead (a few, so GT/LT compare), in the
+                // past (the field is deleted), or refused.
+                let (cmd, t) = match self.rng.gen_range(0..8) {
+                    0 => (
+                        "HPEXPIREAT",
+                        self.pick(&["4102444800000", "4102444800500", "4102444801000"]),
+                    ),
+                    1 => ("HEXPIREAT", self.pick(&["4102444800", "4102444801", "1"])),
+                    // Relative deadlines only where the reply and what
+                    // follows do not depend on the clock.
+                    2 => ("HPEXPIRE", self.pick(&["0", "-1", "x"])),
+                    3 => ("HEXPIRE", self.pick(&["0", "70368744178"])),
+                    4 => ("HPEXPIREAT", self.pick(&["1", "70368744177664", "x"])),
+                    _ => ("HPEXPIREAT", self.pick(&["4102444800000", "4102444802000"])),
+                };
+                let mut a = vec![b(cmd), k, b(t)];
+                if self.chance(0.4) {
+                    a.push(b(self.pick(&["NX", "XX", "GT", "LT", "gt", "ZZ"])));
+                }
+                self.fields_block(&mut a);
+                a
+            }
+            65..=66 => {
+                let cmd = self.pick(&["HPERSIST", "HPEXPIRETIME", "HEXPIRETIME"]);
+                let mut a = vec![b(cmd), k];
+                self.fields_block(&mut a);
+                a
+            }
+            67..=70 => match self.rng.gen_range(0..6) {
+                0 => vec![b("HGETALL"), k],
+                1 => vec![b("HKEYS"), k],
+                2 => vec![b("HLEN"), k],
+                3 => vec![b("OBJECT"), b("ENCODING"), k],
+                4 => vec![b("HINCRBY"), k, self.nmember(), b("1")],
+                _ => vec![b("HMGET"), k, self.nmember(), self.nmember()],
+            },
+            71 => vec![b("HSETNX"), k, self.nmember(), self.nmember()],
             _ => vec![b(self.pick(&["DEL", "TYPE"])), k],
         };
         Command::new(args, Check::Exact)

@@ -150,6 +150,11 @@ impl ExpiryIndex {
         self.by_time.clear();
         self.filed.clear();
     }
+
+    /// The keys filed (no order).
+    pub fn keys(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.filed.keys().map(|k| &k[..])
+    }
 }
 
 #[cfg(test)]

@@ -469,9 +469,21 @@ impl Hash {
 
     /// Fields due at `now`, soonest first, at most `max` (what a lazy or
     /// active expiry removes).
+    /// A listpack gives them in its own order (deadline order, ties as
+    /// 7.4 places them), so they are removed, propagated and announced as
+    /// Redis 7.4 does.
     pub fn due_fields(&self, now: i64, max: usize) -> Vec<SmallBytes> {
         match self.view() {
-            View::Volatile(v) => v.ttls.due(now, max).map(SmallBytes::new).collect(),
+            View::Volatile(v) => match &v.fields {
+                Hash::Listpack(_) => v
+                    .fields
+                    .iter()
+                    .filter(|(f, _)| v.ttls.get(f).is_some_and(|at| at <= now))
+                    .take(max)
+                    .map(|(f, _)| SmallBytes::new(f))
+                    .collect(),
+                _ => v.ttls.due(now, max).map(SmallBytes::new).collect(),
+            },
             _ => Vec::new(),
         }
     }
