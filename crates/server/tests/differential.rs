@@ -535,8 +535,17 @@ fn run_once(servers: &mut Servers, case: &Case) -> Result<(), Mismatch> {
         show(&f)
     );
     // The script cache and the function libraries outlive FLUSHALL: empty
-    // them, so EVALSHA and FCALL depend on this sequence alone.
-    let flushes: &[[&str; 2]] = if generator::scripts_enabled() {
+    // them, so EVALSHA and FCALL depend on this sequence alone. Only for a
+    // sequence that scripts: nothing else reads them, and Redis 7.4.1
+    // exits after about 4,000 FUNCTION FLUSHes ("Failed creating the lua
+    // jemalloc tcache", a bug of that version).
+    let scripts = case.commands.iter().any(|c| {
+        let name = c.args[0].to_ascii_uppercase();
+        [&b"EVAL"[..], b"FCALL", b"FUNCTION", b"SCRIPT"]
+            .iter()
+            .any(|p| name.starts_with(p))
+    });
+    let flushes: &[[&str; 2]] = if generator::scripts_enabled() && scripts {
         &[["SCRIPT", "FLUSH"], ["FUNCTION", "FLUSH"]]
     } else {
         &[]

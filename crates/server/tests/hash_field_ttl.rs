@@ -295,7 +295,9 @@ fn subscriber(s: &ServerProcess) -> Sub {
 #[test]
 fn lazy_expiry_events_and_propagation_match_redis_7_4() {
     let servers = both(&["--appendonly", "yes", "--appendfsync", "always"]);
-    let mut seen: Vec<(String, Vec<Vec<u8>>, Vec<String>, Vec<String>)> = Vec::new();
+    // Per server: its name, replies, events and AOF commands.
+    type Seen = (String, Vec<Vec<u8>>, Vec<String>, Vec<String>);
+    let mut seen: Vec<Seen> = Vec::new();
     for s in &servers {
         let mut r = s.raw();
         // No active expiry: every due field is met by a command.

@@ -7,7 +7,7 @@
 mod common;
 
 use common::reply::{bulk, err, int, ok};
-use common::{compare, wait_for, Peer, Raw, ServerProcess};
+use common::{compare, wait_for, Raw, ServerProcess};
 use ferrokv_resp::Frame;
 
 /// ferrokv and, when this clone has it, Redis 7.4.1.

@@ -655,6 +655,28 @@ fn write_file(
     Ok(written)
 }
 
+/// The RDB version of a file holding hash field TTLs (Redis 7.4's).
+pub const FIELD_TTLS_RDB_VERSION: u32 = 12;
+
+/// A hash's record: Redis 7.0's types without field TTLs, 7.4's with
+/// (`RdbEncoder::hash_ttl_entry`).
+pub fn encode_hash(
+    enc: &mut RdbEncoder,
+    out: &mut Vec<u8>,
+    key: &[u8],
+    h: &ferrokv_store::hash::Hash,
+    expire: Option<i64>,
+) {
+    match h.ttls() {
+        Some(t) if !t.is_empty() => {
+            let fields: Vec<(&[u8], &[u8], Option<i64>)> =
+                h.iter().map(|(f, v)| (f, v, t.get(f))).collect();
+            enc.hash_ttl_entry(out, key, &fields, expire)
+        }
+        _ => enc.hash_entry(out, key, h.iter(), expire),
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -877,27 +899,5 @@ pub(crate) mod tests {
             assert!(got.0.get(k) == Some(v), "{}", String::from_utf8_lossy(k));
         }
         assert!(steps >= 5, "{steps} steps");
-    }
-}
-
-/// The RDB version of a file holding hash field TTLs (Redis 7.4's).
-pub const FIELD_TTLS_RDB_VERSION: u32 = 12;
-
-/// A hash's record: Redis 7.0's types without field TTLs, 7.4's with
-/// (`RdbEncoder::hash_ttl_entry`).
-pub fn encode_hash(
-    enc: &mut RdbEncoder,
-    out: &mut Vec<u8>,
-    key: &[u8],
-    h: &ferrokv_store::hash::Hash,
-    expire: Option<i64>,
-) {
-    match h.ttls() {
-        Some(t) if !t.is_empty() => {
-            let fields: Vec<(&[u8], &[u8], Option<i64>)> =
-                h.iter().map(|(f, v)| (f, v, t.get(f))).collect();
-            enc.hash_ttl_entry(out, key, &fields, expire)
-        }
-        _ => enc.hash_entry(out, key, h.iter(), expire),
     }
 }

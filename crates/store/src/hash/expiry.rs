@@ -19,77 +19,146 @@
 use crate::bytes::SmallBytes;
 use std::collections::{BTreeSet, HashMap};
 
+/// Deadlines kept in a plain vector up to this many (a linear scan, as a
+/// listpack's); past it, two maps.
+const SMALL_MAX: usize = 128;
+
 /// The deadlines (unix ms) of a hash's fields that have one.
-#[derive(Clone, Default, Debug, PartialEq)]
-pub struct FieldTtls {
-    by_field: HashMap<SmallBytes, i64, foldhash::fast::RandomState>,
-    by_time: BTreeSet<(i64, SmallBytes)>,
+#[derive(Clone, Debug, PartialEq)]
+pub enum FieldTtls {
+    /// By deadline, a new one before those equal to it (the order Redis
+    /// 7.4's `listpackex` keeps its fields in): 24 bytes a field.
+    Small(Vec<(SmallBytes, i64)>),
+    /// By field (O(1) checks on every read) and by time (the soonest, and
+    /// the due ones in order).
+    Large {
+        by_field: HashMap<SmallBytes, i64, foldhash::fast::RandomState>,
+        by_time: BTreeSet<(i64, SmallBytes)>,
+    },
+}
+
+impl Default for FieldTtls {
+    fn default() -> Self {
+        FieldTtls::Small(Vec::new())
+    }
 }
 
 impl FieldTtls {
     pub fn len(&self) -> usize {
-        self.by_field.len()
+        match self {
+            FieldTtls::Small(v) => v.len(),
+            FieldTtls::Large { by_field, .. } => by_field.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.by_field.is_empty()
+        self.len() == 0
     }
 
     pub fn get(&self, field: &[u8]) -> Option<i64> {
-        if self.by_field.is_empty() {
-            return None;
+        match self {
+            FieldTtls::Small(v) => v.iter().find(|(f, _)| &f[..] == field).map(|(_, at)| *at),
+            FieldTtls::Large { by_field, .. } => by_field.get(field).copied(),
         }
-        self.by_field.get(field).copied()
     }
 
     /// Sets (or moves) a field's deadline.
     pub fn set(&mut self, field: &[u8], at: i64) {
-        let key = SmallBytes::new(field);
-        if let Some(old) = self.by_field.insert(key.clone(), at) {
-            self.by_time.remove(&(old, key.clone()));
+        self.remove(field);
+        if let FieldTtls::Small(v) = self {
+            if v.len() < SMALL_MAX {
+                let pos = v.iter().position(|(_, t)| *t >= at).unwrap_or(v.len());
+                // Exact size: no growth slack kept per hash.
+                v.reserve_exact(1);
+                v.insert(pos, (SmallBytes::new(field), at));
+                return;
+            }
+            let mut by_field = HashMap::with_capacity_and_hasher(v.len() + 1, Default::default());
+            let mut by_time = BTreeSet::new();
+            for (f, t) in v.drain(..) {
+                by_field.insert(f.clone(), t);
+                by_time.insert((t, f));
+            }
+            *self = FieldTtls::Large { by_field, by_time };
         }
-        self.by_time.insert((at, key));
+        let FieldTtls::Large { by_field, by_time } = self else {
+            unreachable!("made large above")
+        };
+        let key = SmallBytes::new(field);
+        by_field.insert(key.clone(), at);
+        by_time.insert((at, key));
     }
 
     /// Removes a field's deadline; true when it had one.
     pub fn remove(&mut self, field: &[u8]) -> bool {
-        if self.by_field.is_empty() {
-            return false;
-        }
-        match self.by_field.remove_entry(field) {
-            Some((k, at)) => {
-                self.by_time.remove(&(at, k));
-                true
-            }
-            None => false,
+        match self {
+            FieldTtls::Small(v) => match v.iter().position(|(f, _)| &f[..] == field) {
+                Some(i) => {
+                    v.remove(i);
+                    v.shrink_to_fit();
+                    true
+                }
+                None => false,
+            },
+            FieldTtls::Large { by_field, by_time } => match by_field.remove_entry(field) {
+                Some((k, at)) => {
+                    by_time.remove(&(at, k));
+                    true
+                }
+                None => false,
+            },
         }
     }
 
     /// The soonest deadline.
     pub fn min(&self) -> Option<i64> {
-        self.by_time.first().map(|(at, _)| *at)
+        match self {
+            FieldTtls::Small(v) => v.first().map(|(_, at)| *at),
+            FieldTtls::Large { by_time, .. } => by_time.first().map(|(at, _)| *at),
+        }
     }
 
     /// Fields whose deadline is at or before `now`, soonest first, at most `max`.
-    pub fn due(&self, now: i64, max: usize) -> impl Iterator<Item = &[u8]> + '_ {
-        self.by_time
-            .iter()
-            .take_while(move |(at, _)| *at <= now)
-            .take(max)
-            .map(|(_, f)| &f[..])
+    pub fn due(&self, now: i64, max: usize) -> Vec<&[u8]> {
+        match self {
+            FieldTtls::Small(v) => v
+                .iter()
+                .take_while(|(_, at)| *at <= now)
+                .take(max)
+                .map(|(f, _)| &f[..])
+                .collect(),
+            FieldTtls::Large { by_time, .. } => by_time
+                .iter()
+                .take_while(|(at, _)| *at <= now)
+                .take(max)
+                .map(|(_, f)| &f[..])
+                .collect(),
+        }
     }
 
     /// How many fields are due at `now` (O(due)).
     pub fn count_due(&self, now: i64) -> usize {
-        self.by_time.iter().take_while(|(at, _)| *at <= now).count()
+        match self {
+            FieldTtls::Small(v) => v.iter().take_while(|(_, at)| *at <= now).count(),
+            FieldTtls::Large { by_time, .. } => {
+                by_time.iter().take_while(|(at, _)| *at <= now).count()
+            }
+        }
     }
 
-    /// Heap bytes (approximate: the two maps' nodes and the field copies).
+    /// Heap bytes (approximate for the maps: their nodes and the field
+    /// copies).
     pub fn heap_size(&self) -> usize {
-        self.by_field
-            .keys()
-            .map(|f| 2 * f.heap_size() + 24 + 48)
-            .sum::<usize>()
+        match self {
+            FieldTtls::Small(v) => {
+                v.capacity() * std::mem::size_of::<(SmallBytes, i64)>()
+                    + v.iter().map(|(f, _)| f.heap_size()).sum::<usize>()
+            }
+            FieldTtls::Large { by_field, .. } => by_field
+                .keys()
+                .map(|f| 2 * f.heap_size() + 24 + 48)
+                .sum::<usize>(),
+        }
     }
 }
 
@@ -169,17 +238,32 @@ mod tests {
         t.set(b"c", 20);
         t.set(b"a", 5);
         assert_eq!(t.min(), Some(5));
-        assert_eq!(
-            t.due(20, 10).collect::<Vec<_>>(),
-            vec![&b"a"[..], b"b", b"c"]
-        );
-        assert_eq!(t.due(20, 2).count(), 2);
+        assert_eq!(t.due(20, 10), vec![&b"a"[..], b"b", b"c"]);
+        assert_eq!(t.due(20, 2).len(), 2);
         assert_eq!(t.count_due(10), 2);
         assert!(t.remove(b"a"));
         assert!(!t.remove(b"a"));
         assert_eq!(t.min(), Some(10));
         assert_eq!(t.get(b"c"), Some(20));
         assert_eq!(t.len(), 2);
+    }
+
+    #[test]
+    fn many_deadlines_move_to_the_maps_and_stay_right() {
+        let mut t = FieldTtls::default();
+        for i in 0..300i64 {
+            t.set(format!("f{i}").as_bytes(), 1000 - i);
+        }
+        assert!(matches!(t, FieldTtls::Large { .. }));
+        assert_eq!(t.len(), 300);
+        assert_eq!(t.min(), Some(701));
+        assert_eq!(t.get(b"f0"), Some(1000));
+        assert_eq!(
+            t.due(705, 100),
+            vec![&b"f299"[..], b"f298", b"f297", b"f296", b"f295"]
+        );
+        assert!(t.remove(b"f299"));
+        assert_eq!(t.min(), Some(702));
     }
 
     #[test]

@@ -482,7 +482,12 @@ impl Hash {
                     .take(max)
                     .map(|(f, _)| SmallBytes::new(f))
                     .collect(),
-                _ => v.ttls.due(now, max).map(SmallBytes::new).collect(),
+                _ => v
+                    .ttls
+                    .due(now, max)
+                    .into_iter()
+                    .map(SmallBytes::new)
+                    .collect(),
             },
             _ => Vec::new(),
         }
@@ -721,9 +726,10 @@ impl Hash {
                 }
                 None => false,
             },
-            Hash::Shared(_) => {
-                // Nothing copied from a snapshot for a field not there.
-                if self.get(field).is_none() {
+            Hash::Shared(s) => {
+                // Nothing copied from a snapshot for a field not there
+                // (unshared, the removal's own lookup is the only one).
+                if Arc::get_mut(s).is_none() && self.get(field).is_none() {
                     return false;
                 }
                 if let Some(v) = self.volatile_mut() {
