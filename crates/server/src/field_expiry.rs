@@ -132,6 +132,42 @@ impl Server {
         }
     }
 
+    /// Removes the named fields of the hash at `key` that are due, an
+    /// `HDEL` each before the command, and nothing else: no event, and the
+    /// hash stays even if emptied (Redis 8's `HFE_LAZY_NO_NOTIFICATION |
+    /// HFE_LAZY_AVOID_HASH_DEL`: `HGETDEL`, `HGETEX`, `HSETEX` announce
+    /// `hexpired` once and remove an empty hash themselves). Returns how
+    /// many were removed.
+    pub fn remove_due_fields_quietly(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        fields: &[&[u8]],
+        now: i64,
+    ) -> usize {
+        if !self.deletes_expired_keys() || fields.is_empty() {
+            return 0;
+        }
+        let Lookup::Live(e) = self.keyspace.dbs[db].lookup(key, now, false) else {
+            return 0;
+        };
+        let Some(Value::Hash(h)) = e.value_mut() else {
+            return 0;
+        };
+        let mut removed: Vec<&[u8]> = Vec::new();
+        for f in fields {
+            if h.is_due(f, now) && h.remove(f) {
+                removed.push(f);
+            }
+        }
+        self.stats.expired_subkeys += removed.len() as u64;
+        for f in &removed {
+            let argv = vec![b"HDEL".to_vec(), key.to_vec(), f.to_vec()];
+            self.propagation.also.push((db, argv));
+        }
+        removed.len()
+    }
+
     /// The active cycle's share for field TTLs: hashes due by the index,
     /// soonest first, until `deadline`. Returns the fields removed.
     pub fn active_expire_fields(&mut self, now: i64, deadline: Instant) -> u64 {

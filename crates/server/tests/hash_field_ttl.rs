@@ -684,3 +684,198 @@ fn encode(args: &[String]) -> Vec<u8> {
     }
     out
 }
+
+/// Redis 8.0's `HGETDEL`, `HGETEX` and `HSETEX` (no Redis 8 binary is in
+/// `../shared/peers/`: the expected replies and forms are read from Redis
+/// 8's `t_hash.c`), and what each propagates.
+#[test]
+fn redis_8_hgetdel_hgetex_hsetex() {
+    let s = ferrokv(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let mut r = s.raw();
+    let arr = |v: Vec<Frame>| Frame::Array(v);
+    let bulk = |b: &str| Frame::Bulk(b.as_bytes().to_vec());
+    let err = |e: &str| Frame::Error(e.as_bytes().to_vec());
+    r.cmd(&["SET", "marker", "r8"]);
+    r.cmd(&["HSET", "h", "a", "1", "b", "2", "c", "3"]);
+    assert_eq!(
+        r.cmd(&["HGETDEL", "h", "FIELDS", "2", "a", "zz"]),
+        arr(vec![bulk("1"), Frame::Null])
+    );
+    assert_eq!(
+        r.cmd(&["HGETEX", "h", "PXAT", FAR, "FIELDS", "2", "b", "zz"]),
+        arr(vec![bulk("2"), Frame::Null])
+    );
+    assert_eq!(
+        r.cmd(&["HPEXPIRETIME", "h", "FIELDS", "1", "b"]),
+        arr(vec![Frame::Integer(4102444800000)])
+    );
+    assert_eq!(
+        r.cmd(&["HGETEX", "h", "PERSIST", "FIELDS", "1", "b"]),
+        arr(vec![bulk("2")])
+    );
+    assert_eq!(
+        r.cmd(&["HGETEX", "h", "FIELDS", "1", "c"]),
+        arr(vec![bulk("3")])
+    );
+    assert_eq!(
+        r.cmd(&["HSETEX", "h", "FNX", "PXAT", FAR, "FIELDS", "2", "d", "4", "e", "5"]),
+        Frame::Integer(1)
+    );
+    assert_eq!(
+        r.cmd(&["HSETEX", "h", "FNX", "FIELDS", "1", "d", "9"]),
+        Frame::Integer(0)
+    );
+    assert_eq!(
+        r.cmd(&["HSETEX", "h", "FXX", "KEEPTTL", "FIELDS", "1", "d", "9"]),
+        Frame::Integer(1)
+    );
+    assert_eq!(
+        r.cmd(&["HPEXPIRETIME", "h", "FIELDS", "2", "d", "c"]),
+        arr(vec![Frame::Integer(4102444800000), Frame::Integer(-1)])
+    );
+    assert_eq!(
+        r.cmd(&["HSETEX", "h", "FIELDS", "1", "d", "10"]),
+        Frame::Integer(1)
+    );
+    assert_eq!(
+        r.cmd(&["HPEXPIRETIME", "h", "FIELDS", "1", "d"]),
+        arr(vec![Frame::Integer(-1)])
+    );
+    // A relative deadline goes out as PXAT; a past one as HDELs.
+    assert_eq!(
+        r.cmd(&["HSETEX", "h", "EX", "1000", "FIELDS", "1", "f", "6"]),
+        Frame::Integer(1)
+    );
+    assert_eq!(
+        r.cmd(&["HSETEX", "h", "PX", "0", "FIELDS", "1", "g", "7"]),
+        Frame::Integer(1)
+    );
+    assert_eq!(r.cmd(&["HEXISTS", "h", "g"]), Frame::Integer(0));
+    assert_eq!(
+        r.cmd(&["HSETEX", "gone", "FXX", "FIELDS", "1", "a", "1"]),
+        Frame::Integer(0)
+    );
+    assert_eq!(r.cmd(&["EXISTS", "gone"]), Frame::Integer(0));
+    // The errors, arguments before the key.
+    r.cmd(&["SET", "str", "x"]);
+    for (c, e) in [
+        (
+            &[
+                "HSETEX", "str", "EX", "1", "EX", "1", "FIELDS", "1", "a", "1",
+            ][..],
+            "ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified",
+        ),
+        (
+            &["HSETEX", "str", "FXX", "FNX", "FIELDS", "1", "a", "1"],
+            "ERR Only one of FXX or FNX arguments can be specified",
+        ),
+        (
+            &["HSETEX", "str", "BOGUS", "FIELDS", "1", "a", "1"],
+            "ERR unknown argument: BOGUS",
+        ),
+        (
+            &["HSETEX", "str", "FIELDS", "0", "a", "1"],
+            "ERR invalid number of fields",
+        ),
+        (
+            &["HSETEX", "str", "FIELDS", "2", "a", "1"],
+            "ERR wrong number of arguments for 'hsetex' command",
+        ),
+        (
+            &["HSETEX", "str", "FIELDS", "1", "a", "1"],
+            "WRONGTYPE Operation against a key holding the wrong kind of value",
+        ),
+        (
+            &["HSETEX", "h", "KEEPTTL", "EX"],
+            "ERR wrong number of arguments for 'hsetex' command",
+        ),
+        (
+            &["HSETEX", "h", "KEEPTTL", "FNX", "FIELDS", "EX"],
+            "ERR wrong number of arguments for 'hsetex' command",
+        ),
+        (
+            &["HSETEX", "h", "EX", "-1", "FIELDS", "1", "a", "1"],
+            "ERR invalid expire time, must be >= 0",
+        ),
+        (
+            &[
+                "HSETEX",
+                "h",
+                "EXAT",
+                "70368744178",
+                "FIELDS",
+                "1",
+                "a",
+                "1",
+            ],
+            "ERR invalid expire time in 'hsetex' command",
+        ),
+        (
+            &["HGETEX", "str", "EX", "x", "FIELDS", "1", "a"],
+            "WRONGTYPE Operation against a key holding the wrong kind of value",
+        ),
+        (
+            &["HGETEX", "h", "EX", "x", "FIELDS", "1", "a"],
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            &["HGETEX", "h", "PX", "1", "FIELD", "1", "a"],
+            "ERR Mandatory argument FIELDS is missing or not at the right position",
+        ),
+        (
+            &["HGETEX", "h", "FIELDS", "0", "a"],
+            "ERR Number of fields must be a positive integer",
+        ),
+        (
+            &["HGETEX", "h", "FIELDS", "2", "a"],
+            "ERR The `numfields` parameter must match the number of arguments",
+        ),
+        (
+            &["HGETDEL", "h", "FIELDS", "x", "a"],
+            "ERR Number of fields must be a positive integer",
+        ),
+        (
+            &["HGETDEL", "str", "FIELDS", "1", "a"],
+            "WRONGTYPE Operation against a key holding the wrong kind of value",
+        ),
+    ] {
+        assert_eq!(r.cmd(c), err(e), "{c:?}");
+    }
+    assert_eq!(
+        r.cmd(&["HGETEX", "nokey", "EX", "10", "FIELDS", "2", "a", "b"]),
+        arr(vec![Frame::Null, Frame::Null])
+    );
+    // Emptied: the key goes.
+    r.cmd(&["HSET", "one", "x", "1"]);
+    assert_eq!(
+        r.cmd(&["HGETDEL", "one", "FIELDS", "1", "x"]),
+        arr(vec![bulk("1")])
+    );
+    assert_eq!(r.cmd(&["EXISTS", "one"]), Frame::Integer(0));
+    let aof = after_marker(&aof_commands(s.dir.path()), "r8");
+    let forms: Vec<&str> = aof.iter().map(|c| c.as_str()).collect();
+    for want in [
+        "HDEL h a zz",
+        "HPEXPIREAT h 4102444800000 FIELDS 2 b zz",
+        "HPERSIST h FIELDS 1 b",
+        "HSETEX h FNX PXAT 4102444800000 FIELDS 2 d 4 e 5",
+        "HSETEX h FXX KEEPTTL FIELDS 1 d 9",
+        "HDEL h g",
+        "HDEL one x",
+    ] {
+        assert!(forms.contains(&want), "{want} not in {forms:#?}");
+    }
+    assert!(
+        forms
+            .iter()
+            .any(|c| c.starts_with("HSETEX h PXAT ") && c.ends_with(" FIELDS 1 f 6")),
+        "{forms:#?}"
+    );
+    // Nothing for the reads, the refusals, nor HSETEX's past deadline.
+    assert!(
+        !forms
+            .iter()
+            .any(|c| c.starts_with("HGETEX") || c.contains("PX 0")),
+        "{forms:#?}"
+    );
+}

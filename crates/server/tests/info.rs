@@ -35,6 +35,8 @@ const FERROKV_ONLY: &[&str] = &[
     "client_query_buffer_limit_disconnections",
     "client_output_buffer_limit_disconnections",
     "client_output_pauses",
+    // Redis 7.4's (hash fields removed by their TTL).
+    "expired_subkeys",
     "acl_access_denied_auth",
     "acl_access_denied_cmd",
     "acl_access_denied_key",

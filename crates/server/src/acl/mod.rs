@@ -165,6 +165,11 @@ pub struct CmdInfo {
     pub has_keys: bool,
     pub channels: Channels,
     pub no_auth: bool,
+    /// Added after Redis 7.0 (`WAITAOF`, the `HEXPIRE` family, ...): left
+    /// out of the counts that choose the categories of a description, so
+    /// rules read back as Redis 7.0 writes them (such a command appears as
+    /// its own `+name`/`-name` where the categories do not already say it).
+    pub newer: bool,
 }
 
 /// The command table as the ACL sees it.
@@ -173,6 +178,13 @@ pub struct Catalog {
     /// `u64` words of a command bitmap.
     pub words: usize,
     by_name: HashMap<String, u32>,
+}
+
+/// Whether a `since` version (`"7.4.0"`) is after Redis 7.0.
+fn newer_than_7_0(since: &str) -> bool {
+    let mut parts = since.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (major, minor) > (7, 0)
 }
 
 impl Catalog {
@@ -204,6 +216,7 @@ impl Catalog {
                     _ => Channels::None,
                 },
                 no_auth: spec.has(crate::commands::flags::NO_AUTH),
+                newer: newer_than_7_0(spec.since),
             });
         }
         let by_name = cmds

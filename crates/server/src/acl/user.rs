@@ -373,7 +373,7 @@ impl Selector {
                 let cat = 1u32 << j;
                 let (mut on, mut off) = (0, 0);
                 for (i, c) in catalog.cmds.iter().enumerate() {
-                    if c.cats & cat != 0 {
+                    if c.cats & cat != 0 && !c.newer {
                         if left.bit(i as u32) {
                             on += 1;
                         } else {

@@ -79,6 +79,10 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Returns the expiration time of a hash field as a Unix timestamp, in msec.",
         "key FIELDS numfields field [field ...]",
     ),
+    // Redis 8.0.
+    cmd("hgetdel", -5, WRITE | FAST, hgetdel).since("8.0.0").doc("Returns the value of a field and deletes it from the hash.", "key FIELDS numfields field [field ...]"),
+    cmd("hgetex", -5, WRITE | FAST, hgetex).since("8.0.0").doc("Get the value of one or more fields of a given hash key, and optionally set their expiration.", "key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST] FIELDS numfields field [field ...]"),
+    cmd("hsetex", -6, WRITE | DENYOOM | FAST, hsetex).since("8.0.0").complexity("O(N) where N is the number of fields being set.").doc("Set the value of one or more fields of a given hash key, and optionally set their expiration.", "key [FNX | FXX] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL] FIELDS numfields field value [field value ...]"),
 ];
 
 super::typed_lookups!(Hash, Hash);
@@ -153,6 +157,27 @@ const COND_UNMET: i64 = 0;
 const SET: i64 = 1;
 const DELETED: i64 = 2;
 
+/// A deadline argument as Redis's `parseExpireTime` reads it: an integer,
+/// not negative, within 7.4's ceiling once in ms and absolute (`base`: now
+/// for the relative forms, 0 for `*AT`). `Err` is the reply's text.
+fn parse_deadline(a: &[u8], name: &str, unit_ms: i64, base: i64) -> Result<i64, String> {
+    let Some(t) = ferrokv_resp::parse_i64(a) else {
+        return Err(err::NOT_INTEGER.into());
+    };
+    if t < 0 {
+        return Err("ERR invalid expire time, must be >= 0".into());
+    }
+    let bad_time = || format!("ERR invalid expire time in '{name}' command");
+    if unit_ms != 1 && t > MAX_FIELD_DEADLINE_MS / unit_ms {
+        return Err(bad_time());
+    }
+    let t = t * unit_ms;
+    if t > MAX_FIELD_DEADLINE_MS - base {
+        return Err(bad_time());
+    }
+    Ok(t + base)
+}
+
 /// HEXPIRE / HPEXPIRE / HEXPIREAT / HPEXPIREAT key time [NX|XX|GT|LT] FIELDS numfields field...
 fn set_deadlines(ctx: &mut Ctx, args: Args, name: &str, unit_ms: i64, relative: bool) {
     let db = ctx.client.db;
@@ -163,22 +188,11 @@ fn set_deadlines(ctx: &mut Ctx, args: Args, name: &str, unit_ms: i64, relative: 
         Read::Missing => false,
         Read::Found(_) => true,
     };
-    let Some(t) = ferrokv_resp::parse_i64(args.get(2)) else {
-        return ctx.error(err::NOT_INTEGER);
-    };
-    if t < 0 {
-        return ctx.error("ERR invalid expire time, must be >= 0");
-    }
-    let bad_time = format!("ERR invalid expire time in '{name}' command");
-    if unit_ms != 1 && t > MAX_FIELD_DEADLINE_MS / unit_ms {
-        return ctx.error(&bad_time);
-    }
     let base = if relative { now } else { 0 };
-    let t = t * unit_ms;
-    if t > MAX_FIELD_DEADLINE_MS - base {
-        return ctx.error(&bad_time);
-    }
-    let at = t + base;
+    let at = match parse_deadline(args.get(2), name, unit_ms, base) {
+        Ok(at) => at,
+        Err(e) => return ctx.error(&e),
+    };
     let a3 = args.get(3);
     let (cond, fields_at) = if is(a3, "nx") {
         (Cond::Nx, 4)
@@ -373,4 +387,383 @@ fn report(ctx: &mut Ctx, args: Args, what: Report) {
         };
         out.int(code);
     }
+}
+
+/// The fields named `fields` of the hash at `key` that are due, removed
+/// quietly (see `Server::remove_due_fields_quietly`); true if any was.
+fn remove_met(ctx: &mut Ctx, key: &[u8], fields: &[&[u8]]) -> bool {
+    let db = ctx.client.db;
+    let now = ctx.now_ms;
+    ctx.srv.remove_due_fields_quietly(db, key, fields, now) > 0
+}
+
+/// Removes the hash at `key` when it was left empty, with its `del` event.
+fn drop_if_empty(ctx: &mut Ctx, key: &[u8]) {
+    let db = ctx.client.db;
+    let empty = matches!(
+        read_for_write(ctx.srv, db, key, ctx.now_ms),
+        Read::Found(h) if h.is_empty()
+    );
+    if empty {
+        ctx.srv.keyspace.dbs[db].remove(key);
+        ctx.notify(NOTIFY_GENERIC, "del", key);
+    }
+}
+
+/// Files the hash at `key` for the active cycle by its soonest deadline.
+fn refile(ctx: &mut Ctx, key: &[u8]) {
+    let db = ctx.client.db;
+    if let Read::Found(h) = read_for_write(ctx.srv, db, key, ctx.now_ms) {
+        if let Some(m) = h.min_field_expire() {
+            ctx.srv.keyspace.dbs[db].file_field_expiry(key, m);
+        }
+    }
+}
+
+fn reply_values(ctx: &mut Ctx, values: Vec<Option<Vec<u8>>>) {
+    let out = &mut ctx.client.out;
+    out.array(values.len());
+    for v in values {
+        match v {
+            Some(v) => out.bulk(&v),
+            None => out.null(),
+        }
+    }
+}
+
+/// HGETDEL key FIELDS numfields field... (Redis 8.0): the values, and the
+/// fields found removed; propagated as `HDEL key <the fields named>`.
+fn hgetdel(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    let now = ctx.now_ms;
+    let key = args.get(1);
+    if let Read::WrongType = read_for_write(ctx.srv, db, key, now) {
+        return ctx.error(err::WRONGTYPE);
+    }
+    let fields = match parse_fields(&args, 2, NUMFIELDS_POSITIVE) {
+        Ok(f) => f,
+        Err(e) => return ctx.error(&e),
+    };
+    let mut values: Vec<Option<Vec<u8>>> = Vec::with_capacity(fields.len());
+    let mut due: Vec<&[u8]> = Vec::new();
+    let mut deleted = 0u64;
+    if let Write::Found(h) = write(ctx.srv, db, key, now) {
+        for &f in &fields {
+            match h.lookup(f, now) {
+                FieldLookup::Live(v) => {
+                    values.push(Some(v.to_vec()));
+                    h.remove(f);
+                    deleted += 1;
+                }
+                FieldLookup::Expired => {
+                    values.push(None);
+                    due.push(f);
+                }
+                FieldLookup::Missing => values.push(None),
+            }
+        }
+    } else {
+        values.resize(fields.len(), None);
+    }
+    let expired = remove_met(ctx, key, &due);
+    if expired {
+        ctx.notify(NOTIFY_HASH, "hexpired", key);
+    }
+    if deleted > 0 {
+        ctx.notify(NOTIFY_HASH, "hdel", key);
+        ctx.modified(deleted);
+        let mut argv: Vec<&[u8]> = vec![b"HDEL", key];
+        argv.extend(fields.iter().copied());
+        ctx.rewrite(&argv);
+    }
+    if expired || deleted > 0 {
+        drop_if_empty(ctx, key);
+    }
+    reply_values(ctx, values);
+}
+
+/// What HGETEX does to the fields it returns.
+#[derive(Clone, Copy, PartialEq)]
+enum GetexTtl {
+    Keep,
+    Persist,
+    At(i64),
+}
+
+/// The time options of HGETEX and HSETEX: word, unit (ms), relative.
+const TIMED: [(&str, i64, bool); 4] = [
+    ("ex", 1000, true),
+    ("px", 1, true),
+    ("exat", 1000, false),
+    ("pxat", 1, false),
+];
+
+/// HGETEX key [EX s|PX ms|EXAT s|PXAT ms|PERSIST] FIELDS numfields field...
+/// (Redis 8.0): the values, and a new deadline (or none) for the fields
+/// found; propagated as `HPEXPIREAT`/`HPERSIST`, or the `HDEL`s of a past
+/// deadline.
+fn hgetex(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    let now = ctx.now_ms;
+    let key = args.get(1);
+    let exists = match read_for_write(ctx.srv, db, key, now) {
+        Read::WrongType => return ctx.error(err::WRONGTYPE),
+        Read::Missing => false,
+        Read::Found(_) => true,
+    };
+    let a2 = args.get(2);
+    let (ttl, fields_at) = if let Some((_, unit, relative)) = TIMED.iter().find(|t| is(a2, t.0)) {
+        let base = if *relative { now } else { 0 };
+        match parse_deadline(args.get(3), "hgetex", *unit, base) {
+            Ok(at) => (GetexTtl::At(at), 4),
+            Err(e) => return ctx.error(&e),
+        }
+    } else if is(a2, "persist") {
+        (GetexTtl::Persist, 3)
+    } else {
+        (GetexTtl::Keep, 2)
+    };
+    let fields = match parse_fields(&args, fields_at, NUMFIELDS_POSITIVE) {
+        Ok(f) => f,
+        Err(e) => return ctx.error(&e),
+    };
+    if !exists {
+        return reply_values(ctx, vec![None; fields.len()]);
+    }
+    let mut values: Vec<Option<Vec<u8>>> = Vec::with_capacity(fields.len());
+    let mut due: Vec<&[u8]> = Vec::new();
+    let mut updated = 0u64;
+    let mut deleted: Vec<&[u8]> = Vec::new();
+    if let Write::Found(h) = write(ctx.srv, db, key, now) {
+        for &f in &fields {
+            match h.lookup(f, now) {
+                FieldLookup::Live(v) => {
+                    values.push(Some(v.to_vec()));
+                    match ttl {
+                        GetexTtl::Keep => {}
+                        GetexTtl::Persist => updated += h.persist_field(f) as u64,
+                        GetexTtl::At(at) if at <= now => {
+                            h.remove(f);
+                            deleted.push(f);
+                        }
+                        GetexTtl::At(at) => {
+                            h.set_field_expire(f, at);
+                            updated += 1;
+                        }
+                    }
+                }
+                FieldLookup::Expired => {
+                    values.push(None);
+                    due.push(f);
+                }
+                FieldLookup::Missing => values.push(None),
+            }
+        }
+    }
+    let expired = remove_met(ctx, key, &due);
+    for f in &deleted {
+        let argv = vec![b"HDEL".to_vec(), key.to_vec(), f.to_vec()];
+        ctx.srv.propagation.also.push((db, argv));
+    }
+    if expired || updated > 0 || !deleted.is_empty() {
+        ctx.modified(updated + deleted.len() as u64);
+        if expired {
+            ctx.notify(NOTIFY_HASH, "hexpired", key);
+        }
+        if updated > 0 {
+            let mut argv: Vec<&[u8]> = Vec::with_capacity(args.len());
+            let at;
+            if let GetexTtl::At(t) = ttl {
+                ctx.notify(NOTIFY_HASH, "hexpire", key);
+                at = t.to_string();
+                argv.extend([&b"HPEXPIREAT"[..], key, at.as_bytes()]);
+                refile(ctx, key);
+            } else {
+                ctx.notify(NOTIFY_HASH, "hpersist", key);
+                argv.extend([&b"HPERSIST"[..], key]);
+            }
+            argv.extend(args.iter().skip(fields_at));
+            ctx.rewrite(&argv);
+        } else {
+            if !deleted.is_empty() {
+                ctx.notify(NOTIFY_HASH, "hdel", key);
+            }
+            ctx.srv.propagation.suppress = true;
+        }
+        drop_if_empty(ctx, key);
+    }
+    reply_values(ctx, values);
+}
+
+/// HSETEX key [FNX|FXX] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL] FIELDS
+/// numfields field value... (Redis 8.0): sets every field (or none, 0,
+/// when FNX/FXX fails), with a deadline, keeping theirs, or dropping them;
+/// propagated with `PXAT` for a relative deadline, or as the `HDEL`s of a
+/// past one. The arguments are read before the key.
+fn hsetex(ctx: &mut Ctx, args: Args) {
+    const ONE_EXPIRY: &str =
+        "ERR Only one of EX, PX, EXAT, PXAT or KEEPTTL arguments can be specified";
+    let now = ctx.now_ms;
+    let (mut fnx, mut fxx, mut keepttl) = (false, false, false);
+    // (deadline, position of its argument, given as PXAT)
+    let mut deadline: Option<(i64, usize, bool)> = None;
+    let mut first = 0;
+    let mut i = 2;
+    while i < args.len() {
+        let a = args.get(i);
+        if is(a, "fields") {
+            if i + 3 >= args.len() {
+                return ctx.wrong_args("hsetex");
+            }
+            let n = match ferrokv_resp::parse_i64(args.get(i + 1)) {
+                Some(n) if (1..=i32::MAX as i64).contains(&n) => n as usize,
+                _ => return ctx.error("ERR invalid number of fields"),
+            };
+            let remaining = args.len() - i - 2;
+            if !remaining.is_multiple_of(2) || n != remaining / 2 {
+                return ctx.wrong_args("hsetex");
+            }
+            first = i + 2;
+            break;
+        }
+        if let Some((w, unit, relative)) = TIMED.iter().find(|t| is(a, t.0)) {
+            if deadline.is_some() || keepttl {
+                return ctx.error(ONE_EXPIRY);
+            }
+            if i + 1 >= args.len() {
+                return ctx.error("ERR missing expire time");
+            }
+            let base = if *relative { now } else { 0 };
+            match parse_deadline(args.get(i + 1), "hsetex", *unit, base) {
+                Ok(at) => deadline = Some((at, i + 1, *w == "pxat")),
+                Err(e) => return ctx.error(&e),
+            }
+            i += 2;
+            continue;
+        }
+        if is(a, "keepttl") {
+            if deadline.is_some() || keepttl {
+                return ctx.error(ONE_EXPIRY);
+            }
+            keepttl = true;
+        } else if is(a, "fxx") || is(a, "fnx") {
+            if fnx || fxx {
+                return ctx.error("ERR Only one of FXX or FNX arguments can be specified");
+            }
+            fxx = is(a, "fxx");
+            fnx = !fxx;
+        } else {
+            let text = String::from_utf8_lossy(crate::server::c_str(a, usize::MAX));
+            return ctx.error(&format!("ERR unknown argument: {text}"));
+        }
+        i += 1;
+    }
+    if first == 0 {
+        // Every word was an option and none was FIELDS.
+        return ctx.wrong_args("hsetex");
+    }
+    let db = ctx.client.db;
+    let key = args.get(1);
+    let fields: Vec<&[u8]> = (first..args.len())
+        .step_by(2)
+        .map(|j| args.get(j))
+        .collect();
+    let exists = match read_for_write(ctx.srv, db, key, now) {
+        Read::WrongType => return ctx.error(err::WRONGTYPE),
+        Read::Missing => false,
+        Read::Found(_) => true,
+    };
+    if !exists && fxx {
+        return ctx.client.out.int(0);
+    }
+    // FNX/FXX: a due field counts as missing (and is removed).
+    let mut expired = false;
+    if exists && (fnx || fxx) {
+        let mut due: Vec<&[u8]> = Vec::new();
+        let mut found = 0;
+        if let Read::Found(h) = read_for_write(ctx.srv, db, key, now) {
+            for &f in &fields {
+                let live = match h.lookup(f, now) {
+                    FieldLookup::Live(_) => true,
+                    FieldLookup::Expired => {
+                        due.push(f);
+                        false
+                    }
+                    FieldLookup::Missing => false,
+                };
+                found += live as usize;
+                if (fxx && !live) || (fnx && live) {
+                    break;
+                }
+            }
+        }
+        expired = remove_met(ctx, key, &due);
+        if (fnx && found != 0) || (fxx && found != fields.len()) {
+            if expired {
+                ctx.notify(NOTIFY_HASH, "hexpired", key);
+                drop_if_empty(ctx, key);
+            }
+            return ctx.client.out.int(0);
+        }
+    }
+    let limits = ctx.srv.config.hash_limits();
+    if !exists {
+        let lru = ctx.srv.lru_clock;
+        let empty = ferrokv_store::Value::Hash(Hash::new());
+        ctx.srv.keyspace.dbs[db].upsert(key, empty, ferrokv_store::NO_EXPIRE, lru);
+    }
+    let mut deleted: Vec<&[u8]> = Vec::new();
+    let mut updated = 0;
+    if let Write::Found(h) = write(ctx.srv, db, key, now) {
+        for j in (first..args.len()).step_by(2) {
+            let (f, v) = (args.get(j), args.get(j + 1));
+            if deadline.is_some() || keepttl {
+                h.update_keeping_ttl(f, v, limits);
+            } else {
+                h.insert(f, v, limits);
+            }
+            match deadline {
+                Some((at, _, _)) if at <= now => {
+                    h.remove(f);
+                    deleted.push(f);
+                }
+                Some((at, _, _)) => {
+                    h.set_field_expire(f, at);
+                    updated += 1;
+                }
+                None => {}
+            }
+        }
+    }
+    ctx.modified(fields.len() as u64);
+    if !exists {
+        ctx.notify(crate::notify::NOTIFY_NEW, "new", key);
+    }
+    for f in &deleted {
+        let argv = vec![b"HDEL".to_vec(), key.to_vec(), f.to_vec()];
+        ctx.srv.propagation.also.push((db, argv));
+    }
+    if !deleted.is_empty() {
+        ctx.srv.propagation.suppress = true;
+    } else if let Some((at, pos, false)) = deadline {
+        let at = at.to_string();
+        let mut argv: Vec<&[u8]> = args.iter().collect();
+        argv[pos - 1] = b"PXAT";
+        argv[pos] = at.as_bytes();
+        ctx.rewrite(&argv);
+    }
+    if updated > 0 {
+        refile(ctx, key);
+    }
+    if expired {
+        ctx.notify(NOTIFY_HASH, "hexpired", key);
+    }
+    ctx.notify(NOTIFY_HASH, "hset", key);
+    if !deleted.is_empty() {
+        ctx.notify(NOTIFY_HASH, "hdel", key);
+    } else if updated > 0 {
+        ctx.notify(NOTIFY_HASH, "hexpire", key);
+    }
+    drop_if_empty(ctx, key);
+    ctx.client.out.int(1);
 }
