@@ -489,7 +489,11 @@ pub struct Db {
 #[inline]
 fn unfile_from(ix: &mut crate::hash::ExpiryIndex, old: &Entry) {
     if !ix.is_empty() {
-        if let ValueRef::Hash(h) = old.value() {
+        if let Body::Split {
+            value: Value::Hash(h),
+            ..
+        } = &old.body
+        {
             if h.is_volatile() {
                 ix.forget(old.key());
             }
@@ -498,9 +502,15 @@ fn unfile_from(ix: &mut crate::hash::ExpiryIndex, old: &Entry) {
 }
 
 /// The soonest field deadline of an entry holding a hash with field TTLs.
+/// (One pattern match for the strings of the write path: a packed entry
+/// is never a hash.)
+#[inline]
 fn field_deadline(e: &Entry) -> Option<i64> {
-    match e.value() {
-        ValueRef::Hash(h) => h.min_field_expire(),
+    match &e.body {
+        Body::Split {
+            value: Value::Hash(h),
+            ..
+        } => h.min_field_expire(),
         _ => None,
     }
 }
