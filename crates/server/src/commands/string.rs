@@ -60,6 +60,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("incrby", 3, WRITE | DENYOOM | FAST, incrby).doc("Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "key increment"),
     cmd("decrby", 3, WRITE | DENYOOM | FAST, decrby).doc("Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", "key decrement"),
     cmd("incrbyfloat", 3, WRITE | DENYOOM | FAST, incrbyfloat).since("2.6.0").doc("Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "key increment"),
+    cmd("delifeq", 3, WRITE, delifeq).since("9.0.0").complexity("O(1)").doc("Delete key if value matches string.", "key value"),
     cmd("lcs", -3, READONLY, lcs).keys(1, 2, 1).since("7.0.0").complexity("O(N*M) where N and M are the lengths of s1 and s2, respectively").doc("Finds the longest common substring.", "key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]"),
 ];
 
@@ -143,6 +144,9 @@ struct ExtendedOptions<'a> {
     get: bool,
     keepttl: bool,
     persist: bool,
+    /// `IFEQ comparison-value` (Valkey 8.1, Redis 8.4): set only over this
+    /// string value.
+    ifeq: Option<&'a [u8]>,
     /// The expiry unit (`ex`, `px`, `exat`, `pxat`) and its unparsed value.
     expire: Option<(&'static str, &'a [u8])>,
 }
@@ -164,10 +168,13 @@ fn parse_extended<'a>(
         let a = args.get(i);
         let has_next = i + 1 < args.len();
         let unit = ["ex", "px", "exat", "pxat"].into_iter().find(|u| is(a, u));
-        if set && is(a, "nx") && !o.xx {
+        if set && is(a, "nx") && !o.xx && o.ifeq.is_none() {
             o.nx = true;
-        } else if set && is(a, "xx") && !o.nx {
+        } else if set && is(a, "xx") && !o.nx && o.ifeq.is_none() {
             o.xx = true;
+        } else if set && is(a, "ifeq") && !o.nx && !o.xx && has_next {
+            o.ifeq = Some(args.get(i + 1));
+            i += 1;
         } else if set && is(a, "get") {
             o.get = true;
         } else if set && is(a, "keepttl") && !o.persist && o.expire.is_none() {
@@ -193,7 +200,7 @@ fn set(ctx: &mut Ctx, args: Args) {
     let Some(opts) = parse_extended(ctx, &args, 3, true) else {
         return;
     };
-    let (nx, xx, get) = (opts.nx, opts.xx, opts.get);
+    let (nx, xx, get, ifeq) = (opts.nx, opts.xx, opts.get, opts.ifeq);
     let mut expire = if opts.keepttl {
         ExpireArg::KeepTtl
     } else {
@@ -220,7 +227,7 @@ fn set(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
     let now = ctx.now_ms;
     let lru = ctx.srv.lru_clock;
-    if !(nx || xx || get || expire == ExpireArg::KeepTtl) {
+    if !(nx || xx || get || ifeq.is_some() || expire == ExpireArg::KeepTtl) {
         // The common case needs no look at the old value: one probe.
         let expire_at = match expire {
             ExpireArg::At(t) => t,
@@ -249,19 +256,25 @@ fn set(ctx: &mut Ctx, args: Args) {
     let existing = ctx.srv.lookup_write(db, key, now);
     let found = existing.is_some();
     let mut old_ttl = NO_EXPIRE;
+    // IFEQ (Valkey 8.1): the key must hold a string, this one.
+    let mut ifeq_holds = ifeq.is_none();
     if let Some(e) = existing {
-        if get && !is_string(e.value()) {
+        if (get || ifeq.is_some()) && !is_string(e.value()) {
             ctx.client.out.error(err::WRONGTYPE);
             return;
         }
         if get {
             reply_value(&mut ctx.client.out, e.value());
         }
+        if let Some(cmp) = ifeq {
+            let mut buf = itoa_buf::Buf::new();
+            ifeq_holds = as_bytes(e.value(), &mut buf) == Some(cmp);
+        }
         old_ttl = e.expire_at;
     } else if get {
         ctx.client.out.null();
     }
-    if (nx && found) || (xx && !found) {
+    if (nx && found) || (xx && !found) || !ifeq_holds {
         if !get {
             ctx.client.out.null();
         }
@@ -363,6 +376,30 @@ fn getdel(ctx: &mut Ctx, args: Args) {
     ctx.rewrite(&[&b"DEL"[..], key]);
     ctx.modified(1);
     ctx.notify(NOTIFY_GENERIC, "del", key);
+}
+
+/// DELIFEQ key value (Valkey 9.0): deletes a string key holding exactly
+/// `value`; propagated as `DEL key`.
+fn delifeq(ctx: &mut Ctx, args: Args) {
+    let db = ctx.client.db;
+    let key = args.get(1);
+    let Some(e) = ctx.srv.lookup_write(db, key, ctx.now_ms) else {
+        return ctx.client.out.int(0);
+    };
+    if !is_string(e.value()) {
+        return ctx.error(err::WRONGTYPE);
+    }
+    let mut buf = itoa_buf::Buf::new();
+    if as_bytes(e.value(), &mut buf) != Some(args.get(2)) {
+        return ctx.client.out.int(0);
+    }
+    if let Some(old) = ctx.srv.keyspace.dbs[db].remove(key) {
+        ctx.srv.drop_value(old);
+    }
+    ctx.rewrite(&[&b"DEL"[..], key]);
+    ctx.modified(1);
+    ctx.notify(NOTIFY_GENERIC, "del", key);
+    ctx.client.out.int(1);
 }
 
 /// GETSET key value
