@@ -172,7 +172,11 @@ impl Server {
     /// soonest first, until `deadline`. Returns the fields removed.
     pub fn active_expire_fields(&mut self, now: i64, deadline: Instant) -> u64 {
         let mut removed = 0u64;
-        for db in 0..self.keyspace.dbs.len() {
+        let n = self.keyspace.dbs.len();
+        // From the database the last call stopped in (a backlog in one
+        // never starves the others for good).
+        for _ in 0..n {
+            let db = self.stats.field_expiry_db % n;
             let mut budget = ACTIVE_FIELDS_PER_STEP;
             loop {
                 if budget == 0 {
@@ -198,6 +202,7 @@ impl Server {
                     return removed;
                 }
             }
+            self.stats.field_expiry_db = (db + 1) % n;
         }
         removed
     }

@@ -40,6 +40,8 @@ pub struct Stats {
     pub expire_cycle_cpu_milliseconds: u64,
     /// Hash fields removed because their TTL passed (Redis 7.4's `expired_subkeys`).
     pub expired_subkeys: u64,
+    /// The database the active field-expiry cycle resumes at.
+    pub field_expiry_db: usize,
     /// Running estimate of the share of keys with a TTL that are expired
     /// (Redis's `stat_expired_stale_perc`, from each active cycle's sample).
     pub expired_stale_perc: f64,
@@ -1014,6 +1016,11 @@ impl Server {
         arbitrary_keys: bool,
     ) -> bool {
         let rewrite = self.propagation.rewrite.take();
+        // Both flags belong to this command alone, whatever it did (taken
+        // before anything can return or short-circuit: a flag left set
+        // would decide the next command's propagation).
+        let force = std::mem::take(&mut self.propagation.force);
+        let suppress = std::mem::take(&mut self.propagation.suppress);
         if let Some(any) = self.propagation.exec_done.take() {
             // EXEC: its queue was propagated as it ran.
             return any;
@@ -1027,8 +1034,7 @@ impl Server {
         // for SCAN and RANDOMKEY (`touches-arbitrary-keys`), whose DELs go
         // as they are, like active expiry's. Inside EXEC or a script the
         // outer block wraps everything already.
-        let changed = (self.dirty > dirty_before || std::mem::take(&mut self.propagation.force))
-            && !std::mem::take(&mut self.propagation.suppress);
+        let changed = (self.dirty > dirty_before || force) && !suppress;
         let ops = also.len() + usize::from(changed) + after.len();
         let wrap = ops > 1 && !arbitrary_keys && self.propagation.exec_ops.is_none();
         if wrap {
@@ -1231,6 +1237,9 @@ impl Server {
         let t0 = Instant::now();
         let budget = std::time::Duration::from_micros(250_000 / self.config.hz.max(1));
         let now_ms = self.now_ms;
+        // Hash fields whose TTL passed first (field_expiry.rs), within half
+        // the budget: neither backlog can starve the other.
+        self.active_expire_fields(now_ms, t0 + budget / 2);
         let mut expired_total = 0u64;
         let mut examined_total = 0u64;
         let mut capped = false;
@@ -1256,11 +1265,6 @@ impl Server {
             }
         }
         self.stats.expired_keys += expired_total;
-        // Hash fields whose TTL passed (field_expiry.rs), in what is left
-        // of the budget.
-        if !capped {
-            self.active_expire_fields(now_ms, t0 + budget);
-        }
         // Redis's running average of the share sampled that was expired
         // (a cycle that sampled nothing counts as 0).
         let now_perc = if examined_total > 0 {

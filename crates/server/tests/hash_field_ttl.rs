@@ -879,3 +879,72 @@ fn redis_8_hgetdel_hgetex_hsetex() {
         "{forms:#?}"
     );
 }
+
+/// A setter that changes nothing (or only removes due fields) is not
+/// propagated, and the write after it still is — also inside MULTI/EXEC
+/// and scripts (review of 2026-12-08: the flag used to outlive it).
+#[test]
+fn a_setter_that_changes_nothing_leaves_the_next_write_propagated() {
+    let master = ferrokv(&[]);
+    let port = master.port.to_string();
+    let replica = ferrokv(&["--replicaof", "127.0.0.1", &port]);
+    let mut r = master.raw();
+    r.cmd(&["HSET", "h", "a", "1"]);
+    assert_eq!(
+        r.cmd(&["HEXPIRE", "h", "100", "FIELDS", "1", "nosuch"]),
+        Frame::Array(vec![Frame::Integer(-2)])
+    );
+    r.cmd(&["SET", "x", "1"]);
+    r.cmd(&["HGETEX", "h", "PERSIST", "FIELDS", "1", "a"]);
+    r.cmd(&["SET", "y", "1"]);
+    r.cmd(&["MULTI"]);
+    r.cmd(&["HEXPIRE", "h", "100", "XX", "FIELDS", "1", "a"]);
+    r.cmd(&["SET", "z", "1"]);
+    r.cmd(&["EXEC"]);
+    r.cmd(&[
+        "EVAL",
+        "redis.call('HEXPIRE', KEYS[1], 100, 'FIELDS', 1, 'nosuch'); return redis.call('SET', KEYS[2], 1)",
+        "2",
+        "h",
+        "w",
+    ]);
+    r.cmd(&["SET", "after", "1"]);
+    wait_converged(&master, &replica, 60);
+    let mut rr = replica.raw();
+    for k in ["x", "y", "z", "w", "after"] {
+        assert_eq!(rr.cmd(&["EXISTS", k]), Frame::Integer(1), "{k}");
+    }
+}
+
+/// A replica keeps the due fields a full sync brings (Redis 7.4): the
+/// master may still give one a new deadline, which must find it there.
+#[test]
+fn a_replica_keeps_due_fields_of_its_full_sync() {
+    let master = ferrokv(&[]);
+    let mut r = master.raw();
+    r.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    r.cmd(&["HSET", "h", "f", "v", "g", "w"]);
+    r.cmd(&["HSET", "all", "f", "v"]);
+    r.cmd(&["HPEXPIRE", "h", "1", "FIELDS", "1", "f"]);
+    r.cmd(&["HPEXPIRE", "all", "1", "FIELDS", "1", "f"]);
+    wait_for("the fields due", 10, || {
+        (r.cmd(&["HPTTL", "all", "FIELDS", "1", "f"]) == Frame::Array(vec![Frame::Integer(-2)]))
+            .then_some(())
+    });
+    let port = master.port.to_string();
+    let replica = ferrokv(&["--replicaof", "127.0.0.1", &port]);
+    wait_converged(&master, &replica, 60);
+    // A due field still counts as a field to HEXPIRE, on both.
+    assert_eq!(
+        r.cmd(&["HPEXPIREAT", "h", FAR, "FIELDS", "1", "f"]),
+        Frame::Array(vec![Frame::Integer(1)])
+    );
+    assert_eq!(
+        r.cmd(&["HPEXPIREAT", "all", FAR, "FIELDS", "1", "f"]),
+        Frame::Array(vec![Frame::Integer(1)])
+    );
+    wait_converged(&master, &replica, 60);
+    let mut rr = replica.raw();
+    assert_eq!(rr.cmd(&["HGET", "h", "f"]), Frame::Bulk(b"v".to_vec()));
+    assert_eq!(rr.cmd(&["HGET", "all", "f"]), Frame::Bulk(b"v".to_vec()));
+}

@@ -552,6 +552,12 @@ impl Db {
         })
     }
 
+    /// Takes `key` out of the field-expiry index (its hash has no field
+    /// TTL left: `HPERSIST`).
+    pub fn unfile_field_expiry(&mut self, key: &[u8]) {
+        self.field_expiry.forget(key);
+    }
+
     /// Files `key` (a hash that gained a field TTL, at `at`) for the active
     /// cycle.
     pub fn file_field_expiry(&mut self, key: &[u8], at: i64) {

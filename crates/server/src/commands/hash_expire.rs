@@ -316,6 +316,7 @@ fn hpersist(ctx: &mut Ctx, args: Args) {
     if changed > 0 {
         ctx.notify(NOTIFY_HASH, "hpersist", key);
         ctx.modified(changed);
+        unfile_if_no_ttl(ctx, key);
     }
     let out = &mut ctx.client.out;
     out.array(codes.len());
@@ -407,6 +408,18 @@ fn drop_if_empty(ctx: &mut Ctx, key: &[u8]) {
     if empty {
         ctx.srv.keyspace.dbs[db].remove(key);
         ctx.notify(NOTIFY_GENERIC, "del", key);
+    }
+}
+
+/// Takes the hash at `key` out of the active cycle's index once it has no
+/// field TTL left (the index stays the hashes that have one, so a
+/// snapshot's check of it costs what they are).
+fn unfile_if_no_ttl(ctx: &mut Ctx, key: &[u8]) {
+    let db = ctx.client.db;
+    if let Read::Found(h) = read_for_write(ctx.srv, db, key, ctx.now_ms) {
+        if h.min_field_expire().is_none() {
+            ctx.srv.keyspace.dbs[db].unfile_field_expiry(key);
+        }
     }
 }
 
@@ -581,6 +594,7 @@ fn hgetex(ctx: &mut Ctx, args: Args) {
             } else {
                 ctx.notify(NOTIFY_HASH, "hpersist", key);
                 argv.extend([&b"HPERSIST"[..], key]);
+                unfile_if_no_ttl(ctx, key);
             }
             argv.extend(args.iter().skip(fields_at));
             ctx.rewrite(&argv);

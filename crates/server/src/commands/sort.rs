@@ -83,9 +83,11 @@ fn lookup_by_pattern(ctx: &mut Ctx, pattern: &[u8], elem: &[u8]) -> Option<Vec<u
     key.extend_from_slice(elem);
     key.extend_from_slice(post);
     let db = ctx.client.db;
-    let e = ctx.srv.lookup_read(db, &key, ctx.now_ms)?;
+    let now = ctx.now_ms;
+    let e = ctx.srv.lookup_read(db, &key, now)?;
     match (e.value(), field) {
-        (ValueRef::Hash(h), Some(f)) => h.get(f).map(|v| v.to_vec()),
+        // A field whose TTL passed is not there (not removed here).
+        (ValueRef::Hash(h), Some(f)) => h.get_live(f, now).map(|v| v.to_vec()),
         (v, None) => {
             let mut buf = itoa_buf::Buf::new();
             v.as_bytes(&mut buf).map(|b| b.to_vec())

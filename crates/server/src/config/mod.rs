@@ -157,6 +157,11 @@ pub struct Config {
     /// Values of the configs accepted but not acted on ([`accepted`]),
     /// by name; a missing one has its default.
     pub accepted: std::collections::BTreeMap<&'static str, String>,
+    /// Not a config: set on the copy a replica loads its master's
+    /// snapshot with, which keeps hash fields already due (they wait for
+    /// the master's `HDEL`s, as in Redis 7.4: a master's `HEXPIRE` may
+    /// still give one a new deadline).
+    pub keeps_due_hash_fields: bool,
     pub bind: Vec<String>,
     pub port: u16,
     /// `unixsocket`: the path of a Unix-domain socket to listen on too.
@@ -314,6 +319,7 @@ impl Default for Config {
     fn default() -> Self {
         let mut c = Config {
             accepted: Default::default(),
+            keeps_due_hash_fields: false,
             bind: vec![],
             port: 0,
             unixsocket: None,

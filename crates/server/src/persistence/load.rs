@@ -343,7 +343,7 @@ impl<'k> Loader<'k> {
             stats: LoadStats::default(),
             key_delay_us: config.key_load_delay,
             limits: ValueLimits {
-                drop_due_fields_at: Some(now_ms),
+                drop_due_fields_at: (!config.keeps_due_hash_fields).then_some(now_ms),
                 ..ValueLimits::of(config)
             },
         }

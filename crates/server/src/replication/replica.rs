@@ -263,7 +263,10 @@ impl Server {
                 super::DisklessLoad::OnEmptyDb => self.keyspace.dbs.iter().all(|d| d.is_empty()),
             },
             databases: cfg.databases as usize,
-            load_config: Box::new(cfg.clone()),
+            load_config: Box::new(crate::config::Config {
+                keeps_due_hash_fields: true,
+                ..cfg.clone()
+            }),
             timeout: Duration::from_secs(cfg.repl.timeout.max(1)),
             cancel: cancel.clone(),
             progress: progress.clone(),
