@@ -90,13 +90,28 @@ fn expire_all_due(ctx: &mut Ctx, key: &[u8]) {
     );
 }
 
-/// A field of the hash at `key` as a single-field read sees it: a due
-/// field is removed and reads as missing.
-fn read_field(ctx: &mut Ctx, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>, ()> {
+/// A field of the hash at `key` as a command that touches one sees it: a
+/// due field is removed and reads as missing. `for_write`: the lookup of a
+/// write command (no keyspace hit or miss counted). `Err` once WRONGTYPE
+/// is replied.
+fn met_field(
+    ctx: &mut Ctx,
+    key: &[u8],
+    field: &[u8],
+    for_write: bool,
+) -> Result<Option<Vec<u8>>, ()> {
     let db = ctx.client.db;
     let now = ctx.now_ms;
-    let expired = match read(ctx.srv, db, key, now) {
-        Read::WrongType => return Err(()),
+    let found = if for_write {
+        read_for_write(ctx.srv, db, key, now)
+    } else {
+        read(ctx.srv, db, key, now)
+    };
+    let expired = match found {
+        Read::WrongType => {
+            ctx.error(err::WRONGTYPE);
+            return Err(());
+        }
         Read::Missing => return Ok(None),
         Read::Found(h) => match h.lookup(field, now) {
             FieldLookup::Live(v) => return Ok(Some(v.to_vec())),
@@ -273,9 +288,8 @@ fn hdel(ctx: &mut Ctx, args: Args) {
 
 /// HEXISTS key field
 fn hexists(ctx: &mut Ctx, args: Args) {
-    match read_field(ctx, args.get(1), args.get(2)) {
-        Err(()) => ctx.client.out.error(err::WRONGTYPE),
-        Ok(v) => ctx.client.out.int(v.is_some() as i64),
+    if let Ok(v) = met_field(ctx, args.get(1), args.get(2), false) {
+        ctx.client.out.int(v.is_some() as i64);
     }
 }
 
@@ -291,9 +305,8 @@ fn hlen(ctx: &mut Ctx, args: Args) {
 
 /// HSTRLEN key field
 fn hstrlen(ctx: &mut Ctx, args: Args) {
-    match read_field(ctx, args.get(1), args.get(2)) {
-        Err(()) => ctx.client.out.error(err::WRONGTYPE),
-        Ok(v) => ctx.client.out.int(v.map_or(0, |v| v.len() as i64)),
+    if let Ok(v) = met_field(ctx, args.get(1), args.get(2), false) {
+        ctx.client.out.int(v.map_or(0, |v| v.len() as i64));
     }
 }
 
@@ -371,36 +384,13 @@ fn store_field(ctx: &mut Ctx, key: &[u8], field: &[u8], value: &[u8]) -> Option<
     deadline
 }
 
-/// The value of a field a read-modify-write starts from: a due field is
-/// removed first and counts as missing. `Err` after WRONGTYPE.
-fn field_for_update(ctx: &mut Ctx, key: &[u8], field: &[u8]) -> Result<Option<Vec<u8>>, ()> {
-    let db = ctx.client.db;
-    let now = ctx.now_ms;
-    let expired = match read_for_write(ctx.srv, db, key, now) {
-        Read::WrongType => {
-            ctx.error(err::WRONGTYPE);
-            return Err(());
-        }
-        Read::Missing => return Ok(None),
-        Read::Found(h) => match h.lookup(field, now) {
-            FieldLookup::Live(v) => return Ok(Some(v.to_vec())),
-            FieldLookup::Missing => return Ok(None),
-            FieldLookup::Expired => true,
-        },
-    };
-    if expired {
-        expire_met(ctx, key, &[field]);
-    }
-    Ok(None)
-}
-
 /// HINCRBY key field increment
 fn hincrby(ctx: &mut Ctx, args: Args) {
     let Some(by) = parse_int(ctx, args.get(3)) else {
         return;
     };
     let (key, field) = (args.get(1), args.get(2));
-    let Ok(cur) = field_for_update(ctx, key, field) else {
+    let Ok(cur) = met_field(ctx, key, field, true) else {
         return;
     };
     let cur = match cur {
@@ -434,7 +424,7 @@ fn hincrbyfloat(ctx: &mut Ctx, args: Args) {
         Err(()) => return ctx.error(err::NOT_FLOAT),
     };
     let (key, field) = (args.get(1), args.get(2));
-    let Ok(cur) = field_for_update(ctx, key, field) else {
+    let Ok(cur) = met_field(ctx, key, field, true) else {
         return;
     };
     let cur = match cur {

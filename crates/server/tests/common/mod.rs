@@ -644,7 +644,22 @@ impl ServerProcess {
     /// a fresh connection; `None` when the field is absent.
     pub fn info_field(&self, section: &str, field: &str) -> Option<String> {
         let mut r = self.raw();
-        let reply = r.cmd(&["INFO", section]);
+        // A failed read names the server and shows the end of its log (a
+        // connection reset here once hid a replica's state: rdma_sync.rs).
+        let reply = match r.try_cmd_bytes(&["INFO", section]) {
+            Ok((f, _)) => f,
+            Err(e) => {
+                let log = self.log();
+                let start = (log.len().saturating_sub(6000)..log.len())
+                    .find(|&i| log.is_char_boundary(i))
+                    .unwrap_or(log.len());
+                let tail = &log[start..];
+                panic!(
+                    "INFO {section} of {}: {e}\n--- the end of its log\n{tail}",
+                    self.name
+                )
+            }
+        };
         let text =
             String::from_utf8_lossy(reply.as_bytes().expect("INFO is a string")).into_owned();
         let prefix = format!("{field}:");
