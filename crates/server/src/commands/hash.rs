@@ -59,35 +59,16 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 super::typed_lookups!(Hash, Hash);
 
-/// Removes the named fields of the hash at `key` that are due (a command
-/// met them; `field_expiry.rs`), their `HDEL`s propagated before the
-/// command's own change.
-fn expire_met(ctx: &mut Ctx, key: &[u8], fields: &[&[u8]]) {
+/// Removes fields of the hash at `key` that are due — those a command met
+/// (`Which::Named`), or all (`HRANDFIELD` samples from live fields only, as
+/// Redis 7.4) — their `HDEL`s propagated before the command's own change
+/// (`field_expiry.rs`).
+fn expire_due(ctx: &mut Ctx, key: &[u8], which: Which) {
     let db = ctx.client.db;
     let now = ctx.now_ms;
-    ctx.srv.expire_hash_fields(
-        Some(&mut *ctx.client),
-        db,
-        key,
-        now,
-        Which::Named(fields),
-        Propagate::BeforeCommand,
-    );
-}
-
-/// Removes every due field of the hash at `key` (`HRANDFIELD` samples
-/// from live fields only, as Redis 7.4).
-fn expire_all_due(ctx: &mut Ctx, key: &[u8]) {
-    let db = ctx.client.db;
-    let now = ctx.now_ms;
-    ctx.srv.expire_hash_fields(
-        Some(&mut *ctx.client),
-        db,
-        key,
-        now,
-        Which::Due(usize::MAX),
-        Propagate::BeforeCommand,
-    );
+    let client = Some(&mut *ctx.client);
+    ctx.srv
+        .expire_hash_fields(client, db, key, now, which, Propagate::BeforeCommand);
 }
 
 /// A field of the hash at `key` as a command that touches one sees it: a
@@ -120,7 +101,7 @@ fn met_field(
         },
     };
     if expired {
-        expire_met(ctx, key, &[field]);
+        expire_due(ctx, key, Which::Named(&[field]));
     }
     Ok(None)
 }
@@ -196,7 +177,7 @@ fn hsetnx(ctx: &mut Ctx, args: Args) {
         Read::Missing => false,
     };
     if expired {
-        expire_met(ctx, key, &[field]);
+        expire_due(ctx, key, Which::Named(&[field]));
     }
     if set_pairs(ctx, &args, 2).is_some() {
         ctx.client.out.int(1);
@@ -218,7 +199,7 @@ fn hget(ctx: &mut Ctx, args: Args) {
         },
         Read::Missing => return out.null(),
     }
-    expire_met(ctx, key, &[field]);
+    expire_due(ctx, key, Which::Named(&[field]));
     ctx.client.out.null();
 }
 
@@ -243,7 +224,7 @@ fn hmget(ctx: &mut Ctx, args: Args) {
                 }
             }
             if !due.is_empty() {
-                expire_met(ctx, args.get(1), &due);
+                expire_due(ctx, args.get(1), Which::Named(&due));
             }
         }
         Read::Missing => {
@@ -465,7 +446,7 @@ fn hrandfield(ctx: &mut Ctx, args: Args) {
     let db = ctx.client.db;
     let key = args.get(1);
     if args.len() == 2 {
-        expire_all_due(ctx, key);
+        expire_due(ctx, key, Which::Due(usize::MAX));
         let h = match read(ctx.srv, db, key, ctx.now_ms) {
             Read::WrongType => return ctx.error(err::WRONGTYPE),
             Read::Missing => return ctx.client.out.null(),
@@ -489,7 +470,7 @@ fn hrandfield(ctx: &mut Ctx, args: Args) {
         }
         _ => return ctx.error(err::SYNTAX),
     };
-    expire_all_due(ctx, key);
+    expire_due(ctx, key, Which::Due(usize::MAX));
     let h = match read(ctx.srv, db, key, ctx.now_ms) {
         Read::WrongType => return ctx.error(err::WRONGTYPE),
         Read::Missing => return ctx.client.out.array(0),
