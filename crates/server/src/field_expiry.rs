@@ -34,14 +34,6 @@ use std::time::Instant;
 /// checked between steps).
 pub const ACTIVE_FIELDS_PER_STEP: usize = 1000;
 
-/// What expiring a hash's due fields did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct FieldsExpired {
-    pub fields: usize,
-    /// The hash had no field left and was removed.
-    pub key_removed: bool,
-}
-
 /// Where the `HDEL`s of expired fields go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Propagate {
@@ -75,15 +67,15 @@ impl Server {
         now: i64,
         which: Which,
         how: Propagate,
-    ) -> FieldsExpired {
+    ) -> usize {
         if !self.deletes_expired_keys() {
-            return FieldsExpired::default();
+            return 0;
         }
         let Lookup::Live(e) = self.keyspace.dbs[db].lookup(key, now, false) else {
-            return FieldsExpired::default();
+            return 0;
         };
         let Some(Value::Hash(h)) = e.value_mut() else {
-            return FieldsExpired::default();
+            return 0;
         };
         let due: Vec<SmallBytes> = match which {
             Which::Due(max) => h.due_fields(now, max),
@@ -101,7 +93,7 @@ impl Server {
             if let Some(m) = h.min_field_expire() {
                 self.keyspace.dbs[db].file_field_expiry(key, m);
             }
-            return FieldsExpired::default();
+            return 0;
         }
         for f in &due {
             h.remove(f);
@@ -126,10 +118,7 @@ impl Server {
         if empty {
             self.notify_keyspace_event(current, NOTIFY_GENERIC, "del", key, db);
         }
-        FieldsExpired {
-            fields: due.len(),
-            key_removed: empty,
-        }
+        due.len()
     }
 
     /// Removes the named fields of the hash at `key` that are due, an
@@ -176,7 +165,7 @@ impl Server {
         // From the database the last call stopped in (a backlog in one
         // never starves the others for good).
         for _ in 0..n {
-            let db = self.stats.field_expiry_db % n;
+            let db = self.field_expiry_db % n;
             let mut budget = ACTIVE_FIELDS_PER_STEP;
             loop {
                 if budget == 0 {
@@ -196,13 +185,13 @@ impl Server {
                     Which::Due(budget),
                     Propagate::Now,
                 );
-                budget -= done.fields.min(budget);
-                removed += done.fields as u64;
-                if done.fields == 0 && Instant::now() >= deadline {
+                budget -= done.min(budget);
+                removed += done as u64;
+                if done == 0 && Instant::now() >= deadline {
                     return removed;
                 }
             }
-            self.stats.field_expiry_db = (db + 1) % n;
+            self.field_expiry_db = (db + 1) % n;
         }
         removed
     }

@@ -40,8 +40,6 @@ pub struct Stats {
     pub expire_cycle_cpu_milliseconds: u64,
     /// Hash fields removed because their TTL passed (Redis 7.4's `expired_subkeys`).
     pub expired_subkeys: u64,
-    /// The database the active field-expiry cycle resumes at.
-    pub field_expiry_db: usize,
     /// Running estimate of the share of keys with a TTL that are expired
     /// (Redis's `stat_expired_stale_perc`, from each active cycle's sample).
     pub expired_stale_perc: f64,
@@ -232,6 +230,10 @@ pub struct Server {
     /// Cluster mode (`cluster-enabled yes`): the node table, the bus
     /// links (`cluster/`). `None` otherwise.
     pub cluster: Option<Box<crate::cluster::Cluster>>,
+    /// The database the active field-expiry cycle resumes at
+    /// (`field_expiry.rs`; state of the cycle, not a counter: RESETSTAT
+    /// leaves it).
+    pub field_expiry_db: usize,
 }
 
 pub fn unix_ms() -> i64 {
@@ -342,6 +344,7 @@ impl Server {
             uring: None,
             io_threads: None,
             cluster: None,
+            field_expiry_db: 0,
         };
         if srv.config.cluster.enabled {
             // The per-slot key index, kept from the first key loaded.

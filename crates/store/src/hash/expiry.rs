@@ -215,11 +215,6 @@ impl ExpiryIndex {
         Some(k)
     }
 
-    pub fn clear(&mut self) {
-        self.by_time.clear();
-        self.filed.clear();
-    }
-
     /// The keys filed (no order).
     pub fn keys(&self) -> impl Iterator<Item = &[u8]> + '_ {
         self.filed.keys().map(|k| &k[..])
